@@ -1,0 +1,3 @@
+export function canonicalJson(v: unknown): string {
+  return JSON.stringify(v);
+}

@@ -1,0 +1,22 @@
+import { defineConfig } from 'vitest/config';
+
+// Workspace packages resolve to their TypeScript sources through the "@vouch/source"
+// export condition, so tests never need a build first.
+const conditions = ['@vouch/source', 'module', 'node', 'development|production'];
+
+export default defineConfig({
+  resolve: { conditions },
+  ssr: { resolve: { conditions, externalConditions: ['@vouch/source'] } },
+  test: {
+    include: [
+      'packages/*/src/**/*.test.ts',
+      'apps/*/src/**/*.test.ts',
+      'test/**/*.test.ts',
+      'docs/**/*.test.ts',
+    ],
+    setupFiles: ['./vitest.setup.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+  },
+});
