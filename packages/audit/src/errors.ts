@@ -1,0 +1,29 @@
+/** Stable codes for everything `@vouch/audit` can refuse. */
+export type AuditErrorCode =
+  | 'NOT_JSON_VALUE'
+  | 'LONE_SURROGATE'
+  | 'CYCLE'
+  | 'NOT_PLAIN_OBJECT'
+  | 'NON_FINITE_NUMBER'
+  | 'MALFORMED_CHECKPOINT'
+  | 'MALFORMED_PROOF'
+  | 'MALFORMED_BUNDLE';
+
+/** The one error class of `@vouch/audit`: identify it by `name` and `code`, not `instanceof`. */
+export class AuditError extends Error {
+  override readonly name = 'AuditError';
+  readonly code: AuditErrorCode;
+  /** JSON Pointer (RFC 6901) to the offending value, where there is one. */
+  readonly path: string | undefined;
+
+  constructor(code: AuditErrorCode, message: string, options?: { path?: string; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.path = options?.path;
+  }
+}
+
+/** True for an `AuditError` from any copy of this package. */
+export function isAuditError(error: unknown): error is AuditError {
+  return error instanceof Error && error.name === 'AuditError' && typeof (error as AuditError).code === 'string';
+}
