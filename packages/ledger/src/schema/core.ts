@@ -1,0 +1,98 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  check,
+  foreignKey,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  unique,
+} from 'drizzle-orm/pg-core';
+
+/**
+ * The chain. `payload` is the canonical JSON text exactly as hashed (never jsonb, which
+ * reorders keys, drops duplicates and rewrites numbers), and `recorded_at` is text so the
+ * string inside the hash survives a round trip byte for byte.
+ */
+export const auditEvents = pgTable(
+  'audit_events',
+  {
+    logId: text('log_id').notNull(),
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    kind: text('kind').notNull(),
+    entityId: text('entity_id').notNull(),
+    actor: text('actor').notNull(),
+    recordedAt: text('recorded_at').notNull(),
+    payload: text('payload').notNull(),
+    payloadHash: text('payload_hash').notNull(),
+    prevHash: text('prev_hash').notNull(),
+    hash: text('hash').notNull(),
+    // The seq this row links to; NULL for the first event so the link check below skips it.
+    prevSeq: bigint('prev_seq', { mode: 'number' }).generatedAlwaysAs(
+      sql`CASE WHEN seq > 1 THEN seq - 1 END`,
+    ),
+  },
+  (t) => [
+    primaryKey({ columns: [t.logId, t.seq] }),
+    unique('audit_events_link_target').on(t.logId, t.seq, t.hash),
+    // The database itself refuses a gap or a fork: every row must name the hash of the row
+    // before it, so even a buggy writer cannot leave a broken link behind.
+    foreignKey({
+      name: 'audit_events_prev_link',
+      columns: [t.logId, t.prevSeq, t.prevHash],
+      foreignColumns: [t.logId, t.seq, t.hash],
+    }),
+    check('audit_events_seq_positive', sql`${t.seq} >= 1`),
+    check(
+      'audit_events_genesis',
+      sql`${t.seq} > 1 OR ${t.prevHash} = '0000000000000000000000000000000000000000000000000000000000000000'`,
+    ),
+    check('audit_events_hash_hex', sql`${t.hash} ~ '^[0-9a-f]{64}$' AND ${t.payloadHash} ~ '^[0-9a-f]{64}$'`),
+    index('audit_events_entity').on(t.logId, t.entityId),
+  ],
+);
+
+/** API keys: only the SHA-256 of the secret is stored. */
+export const apiKeys = pgTable('api_keys', {
+  id: text('id').primaryKey(),
+  keyHash: text('key_hash').notNull().unique(),
+  identity: text('identity').notNull(),
+  roles: jsonb('roles').$type<string[]>().notNull(),
+  environments: jsonb('environments').$type<string[] | null>(),
+  logs: jsonb('logs').$type<string[] | null>(),
+  createdBy: text('created_by').notNull(),
+  createdAt: text('created_at').notNull(),
+  revokedAt: text('revoked_at'),
+});
+
+/**
+ * Complete, aligned Merkle subtree hashes (RFC 6962 over event hashes), written in the
+ * append transaction so a proof costs O(log n) small reads instead of a tree rebuild.
+ * `level` L, `idx` k: the subtree over leaves [k * 2^L, (k + 1) * 2^L).
+ */
+export const merkleNodes = pgTable(
+  'merkle_nodes',
+  {
+    logId: text('log_id').notNull(),
+    level: integer('level').notNull(),
+    idx: bigint('idx', { mode: 'number' }).notNull(),
+    hash: text('hash').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.logId, t.level, t.idx] })],
+);
+
+/** Signed checkpoints (C2SP signed-note text) of a log's Merkle tree. */
+export const checkpoints = pgTable(
+  'checkpoints',
+  {
+    logId: text('log_id').notNull(),
+    treeSize: bigint('tree_size', { mode: 'number' }).notNull(),
+    rootHash: text('root_hash').notNull(),
+    note: text('note').notNull(),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.logId, t.treeSize] })],
+);

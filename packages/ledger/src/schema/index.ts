@@ -1,0 +1,1 @@
+export { apiKeys, auditEvents, checkpoints, merkleNodes } from './core';
