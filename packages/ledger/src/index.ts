@@ -1,1 +1,10 @@
-export {};
+export type { Database, Db, OpenDatabaseOptions } from './database';
+export { openDatabase, ping, redactUrl, sqlStateOf } from './database';
+export type { LedgerErrorCode } from './errors';
+export { isLedgerError, LEDGER_ERROR_CODES, LedgerError } from './errors';
+export type { AppendInput, EventLimits } from './event-input';
+export type { AppendHook, Ledger, LedgerOptions, LedgerTransaction } from './ledger';
+export { createLedger } from './ledger';
+export { migrate, migrationStatus, migrationsFolder } from './migrate';
+export { apiKeys, auditEvents, checkpoints, merkleNodes } from './schema/index';
+export type { VerifyChainOptions } from './verify-chain';

@@ -1,0 +1,29 @@
+import { type ChainHead, type ChainReport, createChainChecker } from '@vouch/audit';
+import type { Database } from './database';
+import { streamEvents } from './event-store';
+
+export interface VerifyChainOptions {
+  log: string;
+  /** A head the auditor trusts from earlier (`--expect-head SEQ:HASH`). */
+  expectHead?: ChainHead;
+  onProgress?: (checked: number) => void;
+  signal?: AbortSignal;
+  pageSize?: number;
+}
+
+/**
+ * Verify a log straight from the database with constant memory: every payload hash, event
+ * hash and link is recomputed from the stored bytes, and every break is reported.
+ */
+export async function verifyChain(database: Database, options: VerifyChainOptions): Promise<ChainReport> {
+  const checker = createChainChecker({
+    log: options.log,
+    ...(options.expectHead ? { expectHead: options.expectHead } : {}),
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+  });
+  for await (const event of streamEvents(database, options.log, { pageSize: options.pageSize ?? 5_000 })) {
+    options.signal?.throwIfAborted();
+    checker.check(event);
+  }
+  return checker.finish();
+}
