@@ -21,7 +21,7 @@ export const DEFAULT_EVENT_LIMITS: EventLimits = { maxPayloadBytes: 1024 * 1024 
 const LOG_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const KIND = /^[a-z][a-z0-9_.-]{0,63}$/;
 // Lone surrogates cannot be encoded as UTF-8 and Postgres text refuses NUL.
-const NOT_STORABLE = /\p{Surrogate}|\u0000/u;
+const LONE_SURROGATE = /\p{Surrogate}/u;
 
 /**
  * Validate an append and canonicalize its payload before it reaches a transaction, so bad
@@ -39,7 +39,13 @@ export function prepareEvent(input: AppendInput, limits: EventLimits): { canonic
   }
   for (const field of ['entity', 'actor'] as const) {
     const value = input[field];
-    if (typeof value !== 'string' || value.length === 0 || value.length > 512 || NOT_STORABLE.test(value)) {
+    if (
+      typeof value !== 'string' ||
+      value.length === 0 ||
+      value.length > 512 ||
+      LONE_SURROGATE.test(value) ||
+      value.includes('\0')
+    ) {
       throw invalid(field, `${field} must be a non-empty well-formed string of at most 512 characters`);
     }
   }
