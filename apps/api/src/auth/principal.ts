@@ -1,0 +1,17 @@
+import type { Role } from './roles';
+
+/**
+ * Who is calling, as established by their API key. Handlers take the identity from here and
+ * never from the request body: a body can say anything, a key was issued to someone.
+ */
+export interface Principal {
+  /** The key's public id (`key_…`), safe to log. */
+  keyId: string;
+  /** `agent:…`, `service:…`, `user:…` or `system:…`. */
+  identity: string;
+  roles: readonly Role[];
+  /** Environments this key may act in; `null` means any. */
+  environments: readonly string[] | null;
+  /** Logs this key may read or write; `null` means any. */
+  logs: readonly string[] | null;
+}

@@ -1,0 +1,113 @@
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { type ErrorCode, isKnownErrorCode, statusOf } from './error-status';
+import type { AppEnv } from './http/app-env';
+
+/** The one shape of every failure the API answers with. */
+export interface ErrorBody {
+  error: {
+    code: string;
+    message: string;
+    details?: unknown;
+    /** Quote it when reporting a problem: the server's log line for the request carries it too. */
+    request_id: string;
+  };
+}
+
+/** What the caller may be told about an error. */
+export interface DescribedError {
+  status: ContentfulStatusCode;
+  code: ErrorCode;
+  message: string;
+  details?: unknown;
+}
+
+// The packages whose errors carry a code and a message meant for the caller. Anything else
+// (a driver error, a TypeError) is a bug or an outage, and its text is not for the caller:
+// it may name tables, values or internals.
+const CALLER_FACING_ERRORS = new Set(['ApiError', 'LedgerError', 'AuditError', 'VerifierError']);
+
+const CODE_BY_HTTP_STATUS: Partial<Record<number, ErrorCode>> = {
+  400: 'MALFORMED_JSON',
+  401: 'UNAUTHENTICATED',
+  404: 'ROUTE_NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  413: 'BODY_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+};
+
+/**
+ * Turn anything thrown into a status, a stable code and a message safe to show. Errors are
+ * recognized by `name` + `code` (not `instanceof`), so a second copy of a package still maps.
+ */
+export function describeError(error: unknown): DescribedError {
+  if (
+    error instanceof Error &&
+    CALLER_FACING_ERRORS.has(error.name) &&
+    isKnownErrorCode((error as { code?: unknown }).code)
+  ) {
+    const code = (error as Error & { code: ErrorCode }).code;
+    const details = detailsOf(error);
+    return {
+      status: statusOf(code),
+      code,
+      message: error.message,
+      ...(details === undefined ? {} : { details }),
+    };
+  }
+  if (error instanceof HTTPException) {
+    const code = CODE_BY_HTTP_STATUS[error.status];
+    if (code) return { status: statusOf(code), code, message: error.message || code };
+  }
+  return {
+    status: 500,
+    code: 'INTERNAL',
+    message: 'internal error: the server log has the details under this request id',
+  };
+}
+
+function detailsOf(error: Error): unknown {
+  const own = (error as { details?: unknown }).details;
+  if (own !== undefined) return own;
+  const path = (error as { path?: unknown }).path;
+  return typeof path === 'string' ? { path } : undefined;
+}
+
+/** The JSON error response for `error`, with the request id. */
+export function errorResponse(c: Context<AppEnv>, described: DescribedError): Response {
+  const body: ErrorBody = {
+    error: {
+      code: described.code,
+      message: described.message,
+      ...(described.details === undefined ? {} : { details: described.details }),
+      request_id: c.get('requestId'),
+    },
+  };
+  if (described.code === 'UNAUTHENTICATED') c.header('WWW-Authenticate', 'Bearer realm="vouch"');
+  return c.json(body, described.status);
+}
+
+/** The hono `onError` handler: one envelope for every failure; 5xx are logged, never leaked. */
+export function handleError(error: unknown, c: Context<AppEnv>): Response {
+  const described = describeError(error);
+  if (described.status >= 500) {
+    c.get('logger')?.error('request failed', {
+      request_id: c.get('requestId'),
+      code: described.code,
+      error: summarizeError(error),
+    });
+  }
+  return errorResponse(c, described);
+}
+
+/** Name, code and message of an error and its causes, for the server log only. */
+export function summarizeError(error: unknown, depth = 0): Record<string, unknown> {
+  if (!(error instanceof Error)) return { value: typeof error };
+  const summary: Record<string, unknown> = { name: error.name, message: error.message };
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' || typeof code === 'number') summary.code = code;
+  if (error.stack) summary.stack = error.stack.split('\n').slice(0, 8).join('\n');
+  if (error.cause !== undefined && depth < 3) summary.cause = summarizeError(error.cause, depth + 1);
+  return summary;
+}

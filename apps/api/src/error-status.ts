@@ -1,0 +1,84 @@
+import type { AuditErrorCode } from '@vouch/audit';
+import type { LedgerErrorCode } from '@vouch/ledger';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { ApiErrorCode } from './errors';
+
+/** Every code a Vouch HTTP response can carry in `error.code`. */
+export type ErrorCode = ApiErrorCode | LedgerErrorCode | AuditErrorCode;
+
+/**
+ * The one table from error code to HTTP status. `satisfies Record<ErrorCode, …>` makes the
+ * compiler refuse a code without a status (and a status for a code that does not exist),
+ * so a package cannot add a refusal the API silently answers with 500.
+ */
+export const STATUS_BY_CODE = {
+  // @vouch/api: authentication and authorization
+  UNAUTHENTICATED: 401,
+  ROLE_FORBIDDEN: 403,
+  ENVIRONMENT_FORBIDDEN: 403,
+  LOG_FORBIDDEN: 403,
+  // @vouch/api: request shape
+  ROUTE_NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  MALFORMED_JSON: 400,
+  BODY_TOO_LARGE: 413,
+  NESTING_TOO_DEEP: 400,
+  DUPLICATE_KEY: 400,
+  NUL_CHARACTER: 400,
+  INVALID_REQUEST: 400,
+  KEY_NOT_FOUND: 404,
+  NOT_READY: 503,
+  NOT_CONFIGURED: 501,
+  INTERNAL: 500,
+
+  // @vouch/audit: values JSON cannot carry, malformed proofs
+  NOT_JSON_VALUE: 400,
+  LONE_SURROGATE: 400,
+  CYCLE: 400,
+  NOT_PLAIN_OBJECT: 400,
+  NON_FINITE_NUMBER: 400,
+  MALFORMED_CHECKPOINT: 400,
+  MALFORMED_PROOF: 400,
+  MALFORMED_BUNDLE: 400,
+
+  // @vouch/ledger: input
+  INVALID_EVENT: 400,
+  PAYLOAD_NOT_JSON: 400,
+  PAYLOAD_TOO_LARGE: 413,
+  // @vouch/ledger: lifecycle and storage (503: retry later, another instance may answer)
+  LEDGER_CLOSED: 503,
+  DATABASE_UNAVAILABLE: 503,
+  MIGRATIONS_PENDING: 503,
+  CHAIN_CONFLICT: 503,
+  // @vouch/ledger: records and invariants
+  VALIDATION_FAILED: 400,
+  NOT_FOUND: 404,
+  TOOL_NOT_REGISTERED: 422,
+  TOOL_EXISTS: 409,
+  IDEMPOTENCY_CONFLICT: 409,
+  DECISION_EXISTS: 409,
+  DECISION_PENDING: 409,
+  // Refusals of an action the caller is authenticated for but not authorized to take now.
+  EXECUTION_NOT_AUTHORIZED: 403,
+  IDENTITY_MISMATCH: 403,
+  SELF_APPROVAL: 403,
+  APPROVAL_SCOPE_MISMATCH: 403,
+  // The approval exists but its state no longer allows the request.
+  APPROVAL_EXPIRED: 409,
+  APPROVAL_CONSUMED: 409,
+  APPROVAL_RESOLVED: 409,
+  APPROVAL_PAYLOAD_MISMATCH: 409,
+  OBSERVATION_EXISTS: 409,
+  VERIFICATION_INVALID: 422,
+} as const satisfies Record<ErrorCode, ContentfulStatusCode>;
+
+/** The HTTP status for a code; unknown strings (a newer package copy) are a server error. */
+export function statusOf(code: string): ContentfulStatusCode {
+  return Object.hasOwn(STATUS_BY_CODE, code) ? STATUS_BY_CODE[code as ErrorCode] : 500;
+}
+
+/** True when `code` is one the table knows. */
+export function isKnownErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(STATUS_BY_CODE, code);
+}

@@ -1,0 +1,55 @@
+import type { MiddlewareHandler } from 'hono';
+import { ApiError } from '../errors';
+import type { AppEnv } from './app-env';
+import { parseJsonBody } from './parse-json';
+import { readBodyLimited } from './read-body';
+
+const JSON_MEDIA_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
+
+/**
+ * Read, bound and parse a JSON request body before the route's zod schema sees it.
+ *
+ * Runs before validation so that every refusal here happens before any handler, and so
+ * before any row is written: wrong media type (415), too large (413, while streaming),
+ * not UTF-8 or not JSON (400), too deep (400), duplicate keys (400), values JSON cannot
+ * carry (400). The parsed text is handed to hono's body cache, which the route's zod
+ * validator reads, so the body is read from the socket exactly once.
+ */
+export function jsonBody(options: { required: boolean }): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const limits = c.get('limits');
+    const contentType = c.req.header('content-type');
+    if (contentType === undefined) {
+      const bytes = await readBodyLimited(c.req.raw, limits.bodyBytes);
+      if (bytes.byteLength > 0 || options.required) {
+        throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'send the body as Content-Type: application/json', {
+          details: { expected: 'application/json' },
+        });
+      }
+      await next();
+      return;
+    }
+    if (!JSON_MEDIA_TYPE.test(contentType.trim())) {
+      throw new ApiError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        'send the body as Content-Type: application/json (UTF-8)',
+        {
+          details: { expected: 'application/json', received: contentType.slice(0, 100) },
+        },
+      );
+    }
+    const bytes = await readBodyLimited(c.req.raw, limits.bodyBytes);
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch (cause) {
+      throw new ApiError('MALFORMED_JSON', 'the request body is not UTF-8', { cause });
+    }
+    const value = parseJsonBody(text, { maxDepth: limits.jsonDepth });
+    c.set('jsonBody', value);
+    // hono's HonoRequest keeps body reads as promises in `bodyCache`; `c.req.json()` (which
+    // the zod validator calls) parses the cached text instead of reading the spent stream.
+    (c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text);
+    await next();
+  };
+}

@@ -1,0 +1,66 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseJsonBody } from './parse-json';
+
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+    return undefined;
+  } catch (error) {
+    return (error as { code?: string }).code;
+  }
+}
+
+// JSON values the parser must accept: JSON.stringify writes U+0000 and lone surrogates as
+// escapes, and those two are refused on purpose (tested below).
+const storable = fc
+  .jsonValue({ maxDepth: 5, noUnicodeString: false })
+  .filter((value) => !/\\u0000|\\ud[89a-f]/i.test(JSON.stringify(value)));
+
+describe('parseJsonBody', () => {
+  describe('when the text is well-formed JSON within the limits', () => {
+    it('returns what JSON.parse returns', () => {
+      fc.assert(
+        fc.property(storable, (value) => {
+          const text = JSON.stringify(value);
+          // fast-check may produce -0, which JSON.stringify writes as 0.
+          expect(parseJsonBody(text, { maxDepth: 10 })).toEqual(JSON.parse(text));
+        }),
+      );
+    });
+
+    it('ignores brackets, quotes and keys inside strings', () => {
+      const text = '{"a":"[[[[{{{{","b":"\\"a\\":1,\\"a\\":2","c":["a","a"]}';
+      expect(parseJsonBody(text, { maxDepth: 2 })).toEqual(JSON.parse(text));
+    });
+
+    it('allows the same key in different objects', () => {
+      const text = '{"a":{"x":1},"b":{"x":2},"c":[{"x":1},{"x":1}]}';
+      expect(parseJsonBody(text, { maxDepth: 3 })).toEqual(JSON.parse(text));
+    });
+  });
+
+  describe('when the text is refused', () => {
+    it.each([
+      ['[[[]]]', 2, 'NESTING_TOO_DEEP'],
+      ['{"a":{"b":{}}}', 2, 'NESTING_TOO_DEEP'],
+      ['{"a":1,"a":1}', 5, 'DUPLICATE_KEY'],
+      ['{"x":{"a":1,"b":2,"a":3}}', 5, 'DUPLICATE_KEY'],
+      ['{"a":1,"\\u0061":2}', 5, 'DUPLICATE_KEY'],
+      ['{"a":1,}', 5, 'MALFORMED_JSON'],
+      ["{'a':1}", 5, 'MALFORMED_JSON'],
+      ['', 5, 'MALFORMED_JSON'],
+      ['[1e400]', 5, 'NON_FINITE_NUMBER'],
+      ['"\\udc00"', 5, 'LONE_SURROGATE'],
+      ['{"\\u0000":1}', 5, 'NUL_CHARACTER'],
+      ['["ok","a\\u0000"]', 5, 'NUL_CHARACTER'],
+    ])('refuses %s (depth %i) with %s', (text, maxDepth, code) => {
+      expect(codeOf(() => parseJsonBody(text, { maxDepth }))).toBe(code);
+    });
+
+    it('refuses deep nesting before parsing it', () => {
+      const text = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+      expect(codeOf(() => parseJsonBody(text, { maxDepth: 32 }))).toBe('NESTING_TOO_DEEP');
+    });
+  });
+});

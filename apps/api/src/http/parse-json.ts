@@ -1,0 +1,124 @@
+import { canonicalJson } from '@vouch/audit';
+import { ApiError } from '../errors';
+
+/**
+ * Parse a request body as JSON for a ledger that hashes what it is given.
+ *
+ * `JSON.parse` alone is too forgiving at this trust boundary: it keeps the last of two
+ * duplicate keys (another parser might keep the first, so two readers could disagree about
+ * what was approved), turns `1e999` into `Infinity`, and accepts lone surrogates. Each of
+ * those is refused here with its own code, and nesting is bounded before anything is built.
+ *
+ * Throws `ApiError` (`NESTING_TOO_DEEP`, `MALFORMED_JSON`, `DUPLICATE_KEY`, and `NUL_CHARACTER`
+ * for U+0000, which Postgres cannot store) or `AuditError` (`NON_FINITE_NUMBER`, `LONE_SURROGATE`).
+ */
+export function parseJsonBody(text: string, options: { maxDepth: number }): unknown {
+  const duplicate = scanStructure(text, options.maxDepth);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (cause) {
+    throw new ApiError('MALFORMED_JSON', 'the request body is not valid JSON', {
+      cause,
+      details: { reason: cause instanceof Error ? cause.message : String(cause) },
+    });
+  }
+  if (duplicate !== undefined) {
+    throw new ApiError('DUPLICATE_KEY', `the key ${JSON.stringify(duplicate)} appears twice in one object`, {
+      details: { key: duplicate },
+    });
+  }
+  // The same check the ledger applies before hashing: refuses non-finite numbers and lone
+  // surrogates with AuditError codes, so nothing is written that could not be canonicalized.
+  canonicalJson(value);
+  const nul = findNul(value, '');
+  if (nul !== undefined) {
+    // Postgres text and jsonb cannot hold U+0000; refusing it here keeps it a 400, not a 500.
+    throw new ApiError(
+      'NUL_CHARACTER',
+      `the string at ${nul || '(root)'} contains U+0000, which cannot be stored`,
+      {
+        details: { path: nul },
+      },
+    );
+  }
+  return value;
+}
+
+function findNul(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  for (const [key, child] of Object.entries(value)) {
+    const at = `${path}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    if (key.includes('\u0000')) return at;
+    const found = findNul(child, at);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+interface Frame {
+  object: boolean;
+  keys: Set<string> | null;
+  expectKey: boolean;
+}
+
+/**
+ * One pass over the text outside of strings: bounds the depth (throws at the first level
+ * past `maxDepth`) and returns the first duplicate key, if any. Malformed text may give a
+ * meaningless answer here; `JSON.parse` then reports it as `MALFORMED_JSON`.
+ */
+function scanStructure(text: string, maxDepth: number): string | undefined {
+  const stack: Frame[] = [];
+  let duplicate: string | undefined;
+  let i = 0;
+  while (i < text.length) {
+    const ch = text.charCodeAt(i);
+    if (ch === 0x22 /* " */) {
+      const start = i;
+      i++;
+      while (i < text.length) {
+        const c = text.charCodeAt(i);
+        if (c === 0x5c /* \ */) i += 2;
+        else if (c === 0x22) break;
+        else i++;
+      }
+      const top = stack[stack.length - 1];
+      if (top?.object && top.expectKey) {
+        top.expectKey = false;
+        if (duplicate === undefined) {
+          const key = decodeKey(text.slice(start, i + 1));
+          top.keys ??= new Set();
+          if (key !== undefined && top.keys.has(key)) duplicate = key;
+          else if (key !== undefined) top.keys.add(key);
+        }
+      }
+      i++;
+      continue;
+    }
+    if (ch === 0x7b /* { */ || ch === 0x5b /* [ */) {
+      if (stack.length >= maxDepth) {
+        throw new ApiError('NESTING_TOO_DEEP', `the request body nests deeper than ${maxDepth} levels`, {
+          details: { maxDepth },
+        });
+      }
+      stack.push({ object: ch === 0x7b, keys: null, expectKey: ch === 0x7b });
+    } else if (ch === 0x7d /* } */ || ch === 0x5d /* ] */) {
+      stack.pop();
+    } else if (ch === 0x2c /* , */) {
+      const top = stack[stack.length - 1];
+      if (top?.object) top.expectKey = true;
+    }
+    i++;
+  }
+  return duplicate;
+}
+
+function decodeKey(quoted: string): string | undefined {
+  if (!quoted.includes('\\')) return quoted.slice(1, -1);
+  try {
+    return JSON.parse(quoted) as string;
+  } catch {
+    return undefined;
+  }
+}

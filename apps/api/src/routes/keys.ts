@@ -1,0 +1,104 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import type { VouchApp } from '../app';
+import { assertEnvironment, assertLog, requireRole } from '../auth/authorize';
+import type { KeyStore, StoredApiKey } from '../auth/key-store';
+import { ApiError } from '../errors';
+import { jsonBody } from '../http/json-body';
+import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
+import { ApiKeySchema, CreatedKeySchema, CreateKeyBodySchema, KeyIdParamSchema } from '../schemas/keys';
+
+/** The API view of a stored key (snake_case, no hash). */
+export function keyView(key: StoredApiKey) {
+  return {
+    id: key.id,
+    identity: key.identity,
+    roles: key.roles,
+    environments: key.environments,
+    logs: key.logs,
+    created_by: key.createdBy,
+    created_at: key.createdAt,
+    revoked_at: key.revokedAt,
+  };
+}
+
+const createKey = createRoute({
+  method: 'post',
+  path: '/v1/keys',
+  tags: ['keys'],
+  summary: 'Issue an API key (admin)',
+  description:
+    'Returns the secret once; only its SHA-256 is stored. Issuing is recorded as an `api_key.created` event in the `system` log (without the secret).',
+  security: bearerSecurity,
+  middleware: [requireRole('admin'), jsonBody({ required: true })] as const,
+  request: { body: { required: true, content: { 'application/json': { schema: CreateKeyBodySchema } } } },
+  responses: {
+    201: { description: 'Issued', content: { 'application/json': { schema: CreatedKeySchema } } },
+    ...commonErrors,
+    ...bodyErrors,
+  },
+});
+
+const listKeys = createRoute({
+  method: 'get',
+  path: '/v1/keys',
+  tags: ['keys'],
+  summary: 'List API keys (admin); never their secrets',
+  security: bearerSecurity,
+  middleware: [requireRole('admin')] as const,
+  responses: {
+    200: {
+      description: 'Every key, oldest first',
+      content: { 'application/json': { schema: z.object({ keys: z.array(ApiKeySchema) }) } },
+    },
+    ...commonErrors,
+  },
+});
+
+const revokeKey = createRoute({
+  method: 'post',
+  path: '/v1/keys/{id}/revoke',
+  tags: ['keys'],
+  summary: 'Revoke an API key (admin)',
+  security: bearerSecurity,
+  middleware: [requireRole('admin')] as const,
+  request: { params: KeyIdParamSchema },
+  responses: {
+    200: {
+      description: 'Revoked (idempotent)',
+      content: { 'application/json': { schema: z.object({ key: ApiKeySchema }) } },
+    },
+    404: errorResponseSpec('No such key (`KEY_NOT_FOUND`)'),
+    ...commonErrors,
+  },
+});
+
+/** `/v1/keys`: issue, list and revoke API keys. */
+export function registerKeyRoutes(app: VouchApp, deps: { keys: KeyStore }): void {
+  app.openapi(createKey, async (c) => {
+    const body = c.req.valid('json');
+    const principal = c.get('principal');
+    // A limited admin cannot mint a key with more reach than its own.
+    if (principal.environments !== null) {
+      if (!body.environments) assertEnvironment(principal, null);
+      for (const env of body.environments ?? []) assertEnvironment(principal, env);
+    }
+    if (principal.logs !== null) {
+      if (!body.logs)
+        throw new ApiError('LOG_FORBIDDEN', 'this key may only issue keys limited to its own logs');
+      for (const log of body.logs) assertLog(principal, log);
+    }
+    const { key, secret } = await deps.keys.create({
+      identity: body.identity,
+      roles: body.roles,
+      environments: body.environments ?? null,
+      logs: body.logs ?? null,
+      createdBy: principal.identity,
+    });
+    return c.json({ key: keyView(key), secret }, 201);
+  });
+  app.openapi(listKeys, async (c) => c.json({ keys: (await deps.keys.list()).map(keyView) }, 200));
+  app.openapi(revokeKey, async (c) => {
+    const key = await deps.keys.revoke(c.req.valid('param').id, c.get('principal').identity);
+    return c.json({ key: keyView(key) }, 200);
+  });
+}

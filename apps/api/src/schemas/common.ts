@@ -1,0 +1,64 @@
+import { z } from '@hono/zod-openapi';
+
+/** The error envelope, as documented in the OpenAPI document for every failure. */
+export const ErrorBodySchema = z
+  .object({
+    error: z.object({
+      code: z
+        .string()
+        .openapi({ example: 'ROLE_FORBIDDEN', description: 'Stable, machine-readable reason.' }),
+      message: z.string().openapi({ description: 'What went wrong and what to change.' }),
+      details: z.unknown().optional().openapi({ description: 'Plain JSON that helps fix the request.' }),
+      request_id: z.string().openapi({ description: 'Quote it when reporting a problem.' }),
+    }),
+  })
+  .openapi('Error');
+
+const errorContent = { 'application/json': { schema: ErrorBodySchema } };
+
+/** OpenAPI response entries for the failures every authenticated JSON route can answer with. */
+export const commonErrors = {
+  400: {
+    description:
+      'Bad input: malformed JSON, unknown or wrongly typed fields, too deep, values JSON cannot carry',
+    content: errorContent,
+  },
+  401: {
+    description: 'No API key, or a key that is unknown or revoked (`UNAUTHENTICATED`)',
+    content: errorContent,
+  },
+  403: {
+    description: 'The key may not do this: role, environment or log (`ROLE_FORBIDDEN`, …)',
+    content: errorContent,
+  },
+  500: { description: 'Unexpected error; the body carries only a request id', content: errorContent },
+} as const;
+
+/** Extra error responses of routes that take a JSON body. */
+export const bodyErrors = {
+  413: { description: 'The body is larger than the limit (`BODY_TOO_LARGE`)', content: errorContent },
+  415: {
+    description: 'The body is not `application/json` (`UNSUPPORTED_MEDIA_TYPE`)',
+    content: errorContent,
+  },
+} as const;
+
+/** An error response with a description, for route-specific statuses. */
+export function errorResponseSpec(description: string) {
+  return { description, content: errorContent };
+}
+
+/** `Authorization: Bearer <key>`, required on every /v1 route. */
+export const bearerSecurity = [{ bearerAuth: [] as string[] }];
+
+/** A JSON Pointer-free identity: `agent:…`, `service:…`, `user:…`. */
+export const IdentitySchema = z
+  .string()
+  .regex(/^(agent|service|user):[A-Za-z0-9._@+-]{1,200}$/)
+  .openapi({ example: 'user:alice', description: '`agent:…`, `service:…` or `user:…`' });
+
+/** A log id, as the ledger accepts it. */
+export const LogIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/)
+  .openapi({ example: 'default', description: 'Log id: 1-128 letters, digits and . _ : -' });

@@ -1,0 +1,86 @@
+// Internal test support for @vouch/api (not exported): one app over a fresh database.
+import { createLedger, type Database, type Ledger } from '@vouch/ledger';
+import { testBackends } from '@vouch/ledger/testing';
+import { sql } from 'drizzle-orm';
+import { type AppOptions, createApp, type VouchApp } from '../app';
+import { createKeyStore, type KeyStore } from '../auth/key-store';
+import type { Role } from '../auth/roles';
+import { createMemoryLogger } from '../logger';
+
+export interface Harness {
+  app: VouchApp;
+  database: Database;
+  ledger: Ledger;
+  keys: KeyStore;
+  logger: ReturnType<typeof createMemoryLogger>;
+  /** Issue a key and return its secret. */
+  keyFor(
+    identity: string,
+    roles: Role[],
+    limits?: { environments?: string[]; logs?: string[] },
+  ): Promise<string>;
+  /** `app.request` with a bearer key and a JSON body. */
+  call(
+    method: string,
+    path: string,
+    options?: { key?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<Response>;
+  /** Rows in each table that a request could write to. */
+  rowCounts(): Promise<Record<string, number>>;
+  close(): Promise<void>;
+}
+
+/** A harness on PGlite (in memory); pass `open` to use another backend. */
+export async function createHarness(
+  options: Partial<Omit<AppOptions, 'ledger'>> & { open?: () => Promise<Database> } = {},
+): Promise<Harness> {
+  const open = options.open ?? testBackends()[0]!.open;
+  const database = await open();
+  const ledger = createLedger(database);
+  const keys = options.keys ?? createKeyStore(ledger);
+  const logger = createMemoryLogger();
+  const app = createApp({ logger, ...options, ledger, keys });
+  return {
+    app,
+    database,
+    ledger,
+    keys,
+    logger,
+    async keyFor(identity, roles, limits = {}) {
+      const { secret } = await keys.create({
+        identity,
+        roles,
+        environments: limits.environments ?? null,
+        logs: limits.logs ?? null,
+        createdBy: 'system:test',
+      });
+      return secret;
+    },
+    call(method, path, { key, body, headers = {} } = {}) {
+      const init: RequestInit = { method, headers: { ...headers } };
+      if (key !== undefined) (init.headers as Record<string, string>).authorization = `Bearer ${key}`;
+      if (body !== undefined) {
+        (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+        init.body = typeof body === 'string' ? body : JSON.stringify(body);
+      }
+      return Promise.resolve(app.request(path, init));
+    },
+    async rowCounts() {
+      const tables = await database.rows<{ name: string }>(
+        sql`select table_name as name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE' order by 1`,
+      );
+      const counts: Record<string, number> = {};
+      for (const { name } of tables) {
+        const [row] = await database.rows<{ n: number }>(
+          sql`select count(*)::int as n from ${sql.identifier(name)}`,
+        );
+        counts[name] = row?.n ?? 0;
+      }
+      return counts;
+    },
+    async close() {
+      await ledger.close();
+      await database.close();
+    },
+  };
+}
