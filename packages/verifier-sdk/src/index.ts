@@ -1,1 +1,59 @@
-export {};
+/** The verdict of one check, the recorded check, and the derived status. */
+export type {
+  Check,
+  CheckReason,
+  CheckResult,
+  CheckStatus,
+  CheckVerdict,
+  CheckVerifier,
+  DerivedStatus,
+} from './check';
+/** Declaring verifiers: the contract version, defaults and pattern matching. */
+export type {
+  AnyVerifier,
+  CheckReturn,
+  PostconditionPattern,
+  VerifierContext,
+  VerifierDefinition,
+} from './define-verifier';
+export {
+  DEFAULT_VERIFIER_TIMEOUT_MS,
+  defineVerifier,
+  MAX_VERIFIER_TIMEOUT_MS,
+  matchesPostcondition,
+  phasesOf,
+  SUPPORTED_API_VERSIONS,
+  VERIFIER_API_VERSION,
+} from './define-verifier';
+/** Status derivation and independence: the one rule the ledger shares. */
+export type { StatusInput, WriterOptions } from './derive-status';
+export { assessIndependence, deriveStatus } from './derive-status';
+/** The SDK's error class, its codes, and the two errors a verifier throws on purpose. */
+export type { VerifierErrorCode, VerifierErrorOptions } from './errors';
+export {
+  isVerifierError,
+  sourceForbidden,
+  sourceUnavailable,
+  VERIFIER_ERROR_CODES,
+  VerifierError,
+} from './errors';
+/** Capabilities a host lends verifiers. */
+export type { FetchGrant, GrantName, Grants, SqlGrant, SqlParam, SqlQueryOptions } from './grants';
+/** JSON values and the local canonicalizability check. */
+export type { JsonIssue, JsonIssueCode, JsonObject, JsonValue } from './json';
+export { findJsonIssue } from './json';
+/** Injected logging. */
+export type { LogFields, Logger } from './logger';
+export { silentLogger } from './logger';
+/** Publish a verifier's options schema. */
+export { optionsJsonSchema } from './options-json-schema';
+/** The records verifiers read, as plain JSON. */
+export type { Observation, Postcondition, Precondition, Proposal, Target, VerifierPhase } from './records';
+/** The verifier host: run every verifier for every postcondition. */
+export type { RunVerifiersOptions, VerificationOutcome } from './run-verifiers';
+export { runVerifiers } from './run-verifiers';
+/** Standard Schema, the options schema contract. */
+export type { OptionIssue, StandardSchemaV1 } from './standard-schema';
+/** The registry of validated verifier registrations. */
+export type { RegisteredVerifier, VerifierRegistration, VerifierRegistry } from './verifier-registry';
+export { createVerifierRegistry, validateOptions, validateVerifier } from './verifier-registry';

@@ -1,0 +1,97 @@
+import type { JsonObject, JsonValue } from './json';
+
+/** What a verifier may conclude. `error` is not here: only the host records an error. */
+export type CheckVerdict = 'pass' | 'fail' | 'inconclusive';
+
+/** The status of a recorded check: a verifier's verdict, or `error` when the host could not get one. */
+export type CheckStatus = CheckVerdict | 'error';
+
+/**
+ * Why a check is not a plain pass or fail. The host writes these; a verifier may also give
+ * its own SCREAMING_SNAKE reason with an `inconclusive` verdict (e.g. `AMBIGUOUS_ROWS`).
+ */
+export type CheckReason =
+  /** No registered verifier handles the postcondition: "we did not look" is not "all is well". */
+  | 'NO_VERIFIER'
+  /** The check's source is the system that performed the write. */
+  | 'NOT_INDEPENDENT'
+  /** The check names no source, so nobody can tell whether it is independent. */
+  | 'SOURCE_MISSING'
+  /** The verifier needs a `fetch` or `sql` grant the host did not give it. */
+  | 'GRANT_MISSING'
+  /** The verifier could not read its source. */
+  | 'SOURCE_UNAVAILABLE'
+  /** Policy forbade reading the source (SSRF guard, path outside the roots, a write statement). */
+  | 'SOURCE_FORBIDDEN'
+  /** The verifier did not answer before its deadline. */
+  | 'VERIFIER_TIMEOUT'
+  /** The caller cancelled the run. */
+  | 'VERIFIER_ABORTED'
+  /** The verifier threw something other than a source error. */
+  | 'VERIFIER_CRASHED'
+  /** The verifier returned something that is not a canonicalizable check result. */
+  | 'RESULT_INVALID'
+  /** The options for this run did not validate. */
+  | 'OPTIONS_INVALID';
+
+/**
+ * What `check()` returns: plain JSON, one per postcondition it answers (or an array).
+ *
+ * @example
+ * return { name: 'refund.recorded', status: 'fail', source: 'ledger-db',
+ *   observed: { rows: 0 }, expected: { rows: 1 }, evidence: { refund_id }, message: 'no refund row' };
+ */
+export interface CheckResult {
+  /** What was checked, usually the postcondition name. */
+  name: string;
+  status: CheckVerdict;
+  /**
+   * Where the reading came from (`ledger-db`, `https://payments.internal`). Required: a check
+   * whose source is the system that performed the write is not independent.
+   */
+  source: string;
+  /** The value read from the source. */
+  observed?: JsonValue;
+  /** The value the postcondition asks for. */
+  expected?: JsonValue;
+  /** Anything that lets a reader re-do the check: query, URL, row ids, hashes. Never secrets. */
+  evidence?: JsonObject;
+  /** One human sentence. */
+  message?: string;
+  /** With `inconclusive`: a SCREAMING_SNAKE reason. */
+  reason?: string;
+}
+
+/** The verifier that produced a check, as recorded with it. */
+export interface CheckVerifier {
+  id: string;
+  version: string;
+  apiVersion: number;
+  /** The registration name (defaults to the id; differs when one verifier is registered twice). */
+  name: string;
+}
+
+/**
+ * A check as the host records it: every field present, plain JSON, ready for the ledger.
+ * `verifier` is null only for `NO_VERIFIER`; `source` is null when no verifier reported one.
+ */
+export interface Check {
+  name: string;
+  /** The postcondition (or precondition) this check answers. */
+  postcondition: string;
+  status: CheckStatus;
+  source: string | null;
+  observed: JsonValue;
+  expected: JsonValue;
+  evidence: JsonObject;
+  message: string;
+  reason: string | null;
+  /** Present when the host overrode the verifier's verdict (e.g. `NOT_INDEPENDENT`): what it said. */
+  reported?: CheckVerdict;
+  verifier: CheckVerifier | null;
+  /** Wall time the verifier took, in milliseconds; null when none ran. */
+  durationMs: number | null;
+}
+
+/** The status of a verification, derived from its checks and never supplied. */
+export type DerivedStatus = 'passed' | 'failed' | 'inconclusive';

@@ -1,0 +1,198 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineVerifier, VERIFIER_API_VERSION } from '../define-verifier';
+import { VerifierTester } from './verifier-tester';
+
+// A tiny, well-behaved verifier: the "ticket store" is an in-memory map standing in for a source.
+const tickets = new Map([
+  ['T-1', 'closed'],
+  ['T-2', 'open'],
+]);
+const ticketClosed = defineVerifier({
+  id: 'acme/ticket-closed',
+  version: '1.0.0',
+  apiVersion: VERIFIER_API_VERSION,
+  handles: ['ticket.closed'],
+  options: z.object({ source: z.string().min(1).default('ticket-store') }).strict(),
+  async check({ proposal, options, signal }) {
+    signal.throwIfAborted();
+    const state = tickets.get(proposal.target.id);
+    if (state === undefined) {
+      return {
+        name: 'ticket.closed',
+        status: 'inconclusive',
+        source: options.source,
+        reason: 'TICKET_UNKNOWN',
+      };
+    }
+    return {
+      name: 'ticket.closed',
+      status: state === 'closed' ? 'pass' : 'fail',
+      source: options.source,
+      observed: state,
+      expected: 'closed',
+    };
+  },
+});
+
+const target = (id: string) => ({ target: { kind: 'ticket', id, env: 'test' } });
+const goodCases = {
+  pass: [{ name: 'a closed ticket', proposal: target('T-1') }],
+  fail: [{ name: 'an open ticket', proposal: target('T-2') }],
+  inconclusive: [{ name: 'an unknown ticket', proposal: target('T-9'), reason: 'TICKET_UNKNOWN' }],
+  invalidOptions: [{ name: 'an empty source', options: { source: '' }, field: '/options/source' }],
+};
+
+// The harness registering its own tests under vitest: these appear as ordinary tests.
+new VerifierTester({ describe, it }).run('VerifierTester on a conforming verifier', ticketClosed, goodCases);
+
+async function failures(
+  verifier: Parameters<VerifierTester['verify']>[0],
+  cases: Parameters<VerifierTester['verify']>[1],
+) {
+  const outcomes = await new VerifierTester({ abortGraceMs: 100 }).verify(verifier, cases);
+  return outcomes
+    .filter((o) => !o.ok)
+    .map((o) => ({ title: o.title, code: (o.error as { code?: string }).code }));
+}
+
+describe('VerifierTester', () => {
+  describe('when every case and conformance test holds', () => {
+    it('reports every generated test as ok', async () => {
+      const outcomes = await new VerifierTester().verify(ticketClosed, goodCases);
+      expect(outcomes.every((o) => o.ok)).toBe(true);
+      expect(outcomes.map((o) => o.title)).toContain('conformance > settles promptly once its signal aborts');
+    });
+  });
+
+  describe('when a case gets another verdict than expected', () => {
+    it('fails that case with CASE_FAILED', async () => {
+      expect(
+        await failures(ticketClosed, {
+          pass: [{ name: 'wrong', proposal: target('T-2') }],
+          fail: goodCases.fail,
+        }),
+      ).toEqual([{ title: 'pass > wrong', code: 'CASE_FAILED' }]);
+    });
+
+    it('fails when the expected reason is missing', async () => {
+      expect(
+        await failures(ticketClosed, {
+          ...goodCases,
+          inconclusive: [{ name: 'r', proposal: target('T-9'), reason: 'OTHER' }],
+        }),
+      ).toEqual([{ title: 'inconclusive > r', code: 'CASE_FAILED' }]);
+    });
+
+    it('rejects from run() when no test framework is given', async () => {
+      await expect(
+        new VerifierTester().run('x', ticketClosed, {
+          pass: [{ proposal: target('T-2') }],
+          fail: goodCases.fail,
+        }),
+      ).rejects.toMatchObject({ name: 'VerifierError', code: 'CASE_FAILED' });
+    });
+  });
+
+  describe('when an inconclusive case is really a crash', () => {
+    it('does not accept VERIFIER_CRASHED as inconclusive', async () => {
+      const crashes = defineVerifier({
+        ...ticketClosed,
+        check: (ctx) =>
+          ctx.proposal.target.id === 'T-9' ? Promise.reject(new TypeError('bug')) : ticketClosed.check(ctx),
+      });
+      expect(await failures(crashes, { ...goodCases, invalidOptions: [] })).toEqual([
+        { title: 'inconclusive > an unknown ticket', code: 'CASE_FAILED' },
+      ]);
+    });
+  });
+
+  describe('when there is no fail case', () => {
+    it('fails conformance', async () => {
+      expect(await failures(ticketClosed, { pass: goodCases.pass, fail: [] })).toEqual([
+        { title: 'conformance > has cases that pass and cases that fail', code: 'CONFORMANCE_FAILED' },
+      ]);
+    });
+  });
+
+  describe('when a verifier returns values the ledger cannot record', () => {
+    it('fails its cases and the JSON conformance test', async () => {
+      const dated = defineVerifier({
+        ...ticketClosed,
+        check: async (ctx) =>
+          ({ ...((await ticketClosed.check(ctx)) as object), observed: new Date(0) }) as never,
+      });
+      const titles = (await failures(dated, goodCases)).map((f) => f.title);
+      expect(titles).toContain('conformance > returns plain canonicalizable JSON that names its source');
+      expect(titles).toContain('pass > a closed ticket');
+    });
+  });
+
+  describe('when a verifier mutates its input', () => {
+    it('fails the mutation conformance test', async () => {
+      const vandal = defineVerifier({
+        ...ticketClosed,
+        check: (ctx) => {
+          (ctx.proposal as { arguments: Record<string, unknown> }).arguments = {};
+          return ticketClosed.check(ctx);
+        },
+      });
+      // Under the host the inputs are frozen, so the cases crash as well.
+      expect(await failures(vandal, goodCases)).toContainEqual({
+        title: 'conformance > does not mutate its inputs',
+        code: 'CONFORMANCE_FAILED',
+      });
+    });
+  });
+
+  describe('when a verifier ignores its abort signal', () => {
+    it('fails the abort conformance test', async () => {
+      const stubborn = defineVerifier({
+        ...ticketClosed,
+        timeoutMs: 300,
+        check: async (ctx) => {
+          await new Promise((resolve) => setTimeout(resolve, 250));
+          return ticketClosed.check({ ...ctx, signal: new AbortController().signal });
+        },
+      });
+      expect(await failures(stubborn, { pass: goodCases.pass, fail: goodCases.fail })).toEqual([
+        { title: 'conformance > settles promptly once its signal aborts', code: 'CONFORMANCE_FAILED' },
+      ]);
+    });
+  });
+
+  describe('when a verifier accepts any options', () => {
+    it('fails the options conformance test and the invalid-options cases', async () => {
+      const lax = defineVerifier({
+        ...ticketClosed,
+        options: z.any().transform(() => ({ source: 'ticket-store' })),
+      });
+      expect(await failures(lax, goodCases)).toEqual([
+        { title: 'invalid options > an empty source', code: 'CONFORMANCE_FAILED' },
+        { title: 'conformance > refuses options that are not options', code: 'CONFORMANCE_FAILED' },
+      ]);
+    });
+  });
+
+  describe('when an invalid-options case names the wrong field', () => {
+    it('fails that case', async () => {
+      expect(
+        await failures(ticketClosed, {
+          ...goodCases,
+          invalidOptions: [{ options: { source: '' }, field: '/options/other' }],
+        }),
+      ).toEqual([{ title: 'invalid options > invalid options #1', code: 'CONFORMANCE_FAILED' }]);
+    });
+  });
+
+  describe('when the verifier is not valid for this host', () => {
+    it('fails the validity conformance test with the registry code', async () => {
+      const future = { ...ticketClosed, apiVersion: 99 };
+      const found = await failures(future, goodCases);
+      expect(found).toContainEqual({
+        title: 'conformance > is a valid verifier for this host',
+        code: 'VERIFIER_API_UNSUPPORTED',
+      });
+    });
+  });
+});
