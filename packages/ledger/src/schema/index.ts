@@ -1,1 +1,12 @@
 export { apiKeys, auditEvents, checkpoints, merkleNodes } from './core';
+export {
+  approvalRequests,
+  approvalResolutions,
+  approvalUses,
+  decisions,
+  observations,
+  proposals,
+  refusedExecutions,
+  tools,
+  verifications,
+} from './records';
