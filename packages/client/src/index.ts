@@ -1,1 +1,89 @@
-export {};
+/** The Vouch API's records, request bodies and answers, as this client speaks them. */
+export type {
+  ApiKey,
+  ApprovalRequestRecord,
+  ApprovalResolutionRecord,
+  ApprovalStatus,
+  ApprovalUseRecord,
+  ApprovalView,
+  ApproveBody,
+  AuditEvent,
+  ChainFailure,
+  ChainHead,
+  ChainReport,
+  CheckInput,
+  Condition,
+  CreateKeyBody,
+  DecideBody,
+  DecisionRecord,
+  DenyBody,
+  EventPage,
+  JsonObject,
+  JsonValue,
+  ObservationOutcome,
+  ObservationRecord,
+  ObserveBody,
+  ObserveResponse,
+  PolicyReason,
+  PostVerificationBody,
+  ProposalOutcome,
+  ProposalPayload,
+  ProposalRecord,
+  ProposalStory,
+  ProposeBody,
+  ProposeResponse,
+  RegisterToolBody,
+  Repair,
+  Role,
+  RouteContract,
+  SideEffectClass,
+  Target,
+  ToolRecord,
+  Verdict,
+  VerificationCheck,
+  VerificationRecord,
+  VerificationResponse,
+  VerificationStatus,
+} from './api-types';
+/** Every route the client calls, for contract tests against the server's OpenAPI document. */
+export { API_CONTRACT } from './api-types';
+/** Whether an approval authorizes a proposal now, as the client checks before invoking. */
+export type { ApprovalState } from './approval-state';
+export { approvalStateOf } from './approval-state';
+/** The client and its options. */
+export type { CallOptions, VouchClient, VouchClientOptions } from './client';
+export { createVouchClient } from './client';
+/** The one error class, its codes, and how to recognize it. */
+export type {
+  ClientErrorCode,
+  ServerErrorCode,
+  VouchClientErrorCode,
+  VouchClientErrorOptions,
+} from './errors';
+export {
+  CLIENT_ERROR_CODES,
+  isServerErrorCode,
+  isVouchClientError,
+  SERVER_ERROR_CODES,
+  VouchClientError,
+} from './errors';
+/** The execute flow's inputs and results. */
+export type {
+  DeniedResult,
+  ExecuteAction,
+  ExecutedResult,
+  ExecuteOptions,
+  ExecuteResult,
+  Invoke,
+  InvokeContext,
+  NotAuthorizedCode,
+  NotAuthorizedResult,
+  Observed,
+  PendingResult,
+  RepairResult,
+  WaitOptions,
+} from './execute';
+/** Transport options. */
+export type { HttpOptions, RetryOptions, RetryPolicy } from './http';
+/** Payload hashing and deterministic idempotency keys, computed like the server computes them. */
+export { deriveIdempotencyKey, payloadHashOf, proposalPayloadOf } from './idempotency-key';

@@ -1,0 +1,314 @@
+import type {
+  ApiKey,
+  ApprovalStatus,
+  ApprovalView,
+  ApproveBody,
+  AuditEvent,
+  ChainHead,
+  ChainReport,
+  CreateKeyBody,
+  DecideBody,
+  DecisionRecord,
+  DenyBody,
+  EventPage,
+  ObserveBody,
+  ObserveResponse,
+  PostVerificationBody,
+  ProposalStory,
+  ProposeBody,
+  ProposeResponse,
+  RegisterToolBody,
+  ToolRecord,
+  VerificationResponse,
+} from './api-types';
+import { VouchClientError } from './errors';
+import {
+  type ExecuteAction,
+  type ExecuteOptions,
+  type ExecuteResult,
+  type Invoke,
+  runExecute,
+} from './execute';
+import { createHttp, type HttpOptions } from './http';
+
+/** Options of {@link createVouchClient}. */
+export interface VouchClientOptions extends HttpOptions {}
+
+/** Per-call options every method takes. */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+/** The typed client: one method per API route, plus {@link VouchClient.execute}. */
+export interface VouchClient {
+  tools: {
+    /** Register a tool (admin). Unknown fields are refused by the server. */
+    register(body: RegisterToolBody, options?: CallOptions): Promise<ToolRecord>;
+    /** Every registered tool (admin). */
+    list(options?: CallOptions): Promise<ToolRecord[]>;
+  };
+  proposals: {
+    /** Propose an action. Retried on network failure: the idempotency key makes that a replay. */
+    create(body: ProposeBody, options?: CallOptions): Promise<ProposeResponse>;
+    /** The whole story of one proposal. */
+    get(id: string, options?: CallOptions): Promise<ProposalStory>;
+    /** Record an external policy engine's decision (role `policy`). */
+    decide(id: string, body: DecideBody, options?: CallOptions): Promise<DecisionRecord>;
+  };
+  approvals: {
+    list(query?: { status?: ApprovalStatus }, options?: CallOptions): Promise<ApprovalView[]>;
+    get(id: string, options?: CallOptions): Promise<ApprovalView>;
+    /** Approve (role `approver`; never the requester). Not retried: an answer is given once. */
+    approve(id: string, body?: ApproveBody, options?: CallOptions): Promise<ApprovalView>;
+    deny(id: string, body?: DenyBody, options?: CallOptions): Promise<ApprovalView>;
+  };
+  observations: {
+    /** Record what the tool returned. Never retried by the client: see {@link RetryPolicy}. */
+    create(body: ObserveBody, options?: CallOptions): Promise<ObserveResponse>;
+    /** Run the server's verifiers on an observation. */
+    verify(id: string, options?: CallOptions): Promise<VerificationResponse>;
+  };
+  verifications: {
+    /** Post checks from an external verifier (role `verifier`); the status is derived by the server. */
+    create(body: PostVerificationBody, options?: CallOptions): Promise<VerificationResponse>;
+  };
+  audit: {
+    events(
+      log: string,
+      query?: { after?: number; limit?: number },
+      options?: CallOptions,
+    ): Promise<EventPage>;
+    head(log: string, options?: CallOptions): Promise<ChainHead | null>;
+    /** Verify a log's chain on the server; pass a head you trust to detect truncation. */
+    verify(log: string, query?: { expectHead?: ChainHead }, options?: CallOptions): Promise<ChainReport>;
+    /** Every event of a log, streamed from the JSON Lines export with constant memory. */
+    export(log: string, query?: { after?: number }, options?: CallOptions): AsyncIterable<AuditEvent>;
+  };
+  keys: {
+    /** Issue an API key (admin); the secret is in the answer once. */
+    create(body: CreateKeyBody, options?: CallOptions): Promise<{ key: ApiKey; secret: string }>;
+  };
+  /**
+   * propose -> decide -> (wait for approval) -> invoke -> observe -> verify. See {@link ExecuteOptions}.
+   */
+  execute<T>(
+    action: ExecuteAction,
+    invoke: Invoke<T>,
+    options?: ExecuteOptions<T>,
+  ): Promise<ExecuteResult<T>>;
+}
+
+const seg = encodeURIComponent;
+
+/**
+ * A typed client for the Vouch HTTP API, built on `fetch` only (Node 20+, browsers, workers).
+ * Failures are {@link VouchClientError}s carrying the server's `code`. Reads and
+ * idempotency-keyed proposals are retried with backoff; nothing else is.
+ *
+ * @example
+ * const vouch = createVouchClient({ baseUrl: 'http://127.0.0.1:8787', apiKey: process.env.VOUCH_API_KEY! });
+ * const result = await vouch.execute(
+ *   { action: 'refund.issue', server_id: 'billing', tool_name: 'issue_refund',
+ *     target: { kind: 'order', id: 'A-119', env: 'production' },
+ *     arguments: { order: 'A-119', amount: 4200 }, side_effect: 'compensatable' },
+ *   async () => billing.issueRefund('A-119', 4200),
+ * );
+ * if (result.status !== 'executed') console.log(result.status, result.reasons);
+ */
+export function createVouchClient(options: VouchClientOptions): VouchClient {
+  const http = createHttp(options);
+  const inflight = new Map<string, Promise<ExecuteResult<unknown>>>();
+
+  const client: VouchClient = {
+    tools: {
+      register: async (body, o) =>
+        (
+          await http.json<{ tool: ToolRecord }>({
+            method: 'POST',
+            path: '/v1/tools',
+            body,
+            retry: 'never',
+            ...o,
+          })
+        ).tool,
+      list: async (o) =>
+        (await http.json<{ tools: ToolRecord[] }>({ method: 'GET', path: '/v1/tools', retry: 'safe', ...o }))
+          .tools,
+    },
+    proposals: {
+      create: (body, o) => {
+        // A proposal carries its idempotency key, so sending it again after a lost answer
+        // replays the stored proposal instead of creating a second one.
+        return http.json<ProposeResponse>({
+          method: 'POST',
+          path: '/v1/proposals',
+          body,
+          retry: 'safe',
+          ...o,
+        });
+      },
+      get: (id, o) =>
+        http.json<ProposalStory>({ method: 'GET', path: `/v1/proposals/${seg(id)}`, retry: 'safe', ...o }),
+      decide: async (id, body, o) =>
+        (
+          await http.json<{ decision: DecisionRecord }>({
+            method: 'POST',
+            path: `/v1/proposals/${seg(id)}/decision`,
+            body,
+            retry: 'never',
+            ...o,
+          })
+        ).decision,
+    },
+    approvals: {
+      list: async (query, o) =>
+        (
+          await http.json<{ approvals: ApprovalView[] }>({
+            method: 'GET',
+            path: '/v1/approvals',
+            query: { status: query?.status },
+            retry: 'safe',
+            ...o,
+          })
+        ).approvals,
+      get: async (id, o) =>
+        (
+          await http.json<{ approval: ApprovalView }>({
+            method: 'GET',
+            path: `/v1/approvals/${seg(id)}`,
+            retry: 'safe',
+            ...o,
+          })
+        ).approval,
+      approve: async (id, body, o) =>
+        (
+          await http.json<{ approval: ApprovalView }>({
+            method: 'POST',
+            path: `/v1/approvals/${seg(id)}/approve`,
+            body: body ?? {},
+            retry: 'never',
+            ...o,
+          })
+        ).approval,
+      deny: async (id, body, o) =>
+        (
+          await http.json<{ approval: ApprovalView }>({
+            method: 'POST',
+            path: `/v1/approvals/${seg(id)}/deny`,
+            body: body ?? {},
+            retry: 'never',
+            ...o,
+          })
+        ).approval,
+    },
+    observations: {
+      // Never retried: a lost answer leaves "was it recorded?" open, and guessing by posting
+      // again is exactly the double execution record this client exists to prevent.
+      create: (body, o) =>
+        http.json<ObserveResponse>({ method: 'POST', path: '/v1/observations', body, retry: 'never', ...o }),
+      verify: (id, o) =>
+        http.json<VerificationResponse>({
+          method: 'POST',
+          path: `/v1/observations/${seg(id)}/verify`,
+          retry: 'never',
+          ...o,
+        }),
+    },
+    verifications: {
+      create: (body, o) =>
+        http.json<VerificationResponse>({
+          method: 'POST',
+          path: '/v1/verifications',
+          body,
+          retry: 'never',
+          ...o,
+        }),
+    },
+    audit: {
+      events: (log, query, o) =>
+        http.json<EventPage>({
+          method: 'GET',
+          path: `/v1/logs/${seg(log)}/events`,
+          query: { after: query?.after, limit: query?.limit },
+          retry: 'safe',
+          ...o,
+        }),
+      head: async (log, o) =>
+        (
+          await http.json<{ head: ChainHead | null }>({
+            method: 'GET',
+            path: `/v1/logs/${seg(log)}/head`,
+            retry: 'safe',
+            ...o,
+          })
+        ).head,
+      verify: (log, query, o) =>
+        http.json<ChainReport>({
+          method: 'GET',
+          path: `/v1/logs/${seg(log)}/verify`,
+          query: {
+            expect_head: query?.expectHead ? `${query.expectHead.seq}:${query.expectHead.hash}` : undefined,
+          },
+          retry: 'safe',
+          ...o,
+        }),
+      export: (log, query, o) => exportEvents(http, log, query?.after, o?.signal),
+    },
+    keys: {
+      create: (body, o) =>
+        http.json<{ key: ApiKey; secret: string }>({
+          method: 'POST',
+          path: '/v1/keys',
+          body,
+          retry: 'never',
+          ...o,
+        }),
+    },
+    execute: (action, invoke, executeOptions) => runExecute(client, inflight, action, invoke, executeOptions),
+  };
+  return client;
+}
+
+async function* exportEvents(
+  http: ReturnType<typeof createHttp>,
+  log: string,
+  after: number | undefined,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<AuditEvent> {
+  const response = await http.stream({
+    method: 'GET',
+    path: `/v1/logs/${seg(log)}/export`,
+    query: { after },
+    retry: 'safe',
+    accept: 'application/jsonl',
+    ...(signal ? { signal } : {}),
+  });
+  if (!response.body) return;
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = '';
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (value) buffered += value;
+      let newline = buffered.indexOf('\n');
+      while (newline >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        if (line.trim()) yield parseLine(line);
+        newline = buffered.indexOf('\n');
+      }
+      if (done) break;
+    }
+    if (buffered.trim()) yield parseLine(buffered);
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+function parseLine(line: string): AuditEvent {
+  try {
+    return JSON.parse(line) as AuditEvent;
+  } catch (cause) {
+    throw new VouchClientError('UNEXPECTED_RESPONSE', 'the export has a line that is not JSON', { cause });
+  }
+}

@@ -1,0 +1,526 @@
+import type {
+  ApprovalView,
+  DecisionRecord,
+  JsonValue,
+  ObservationOutcome,
+  ObservationRecord,
+  PolicyReason,
+  ProposalRecord,
+  ProposeBody,
+  Repair,
+  VerificationRecord,
+} from './api-types';
+import { type ApprovalState, approvalStateOf } from './approval-state';
+import type { VouchClient } from './client';
+import { abortedError, delay } from './delay';
+import { isVouchClientError, VouchClientError } from './errors';
+import { deriveIdempotencyKey, payloadHashOf, proposalPayloadOf } from './idempotency-key';
+
+/** The action to execute: a proposal body whose idempotency key may be left to the client. */
+export type ExecuteAction = Omit<ProposeBody, 'idempotency_key'> & { idempotency_key?: string };
+
+/** What `invoke` is given: the records that authorize the call, and a signal to stop on. */
+export interface InvokeContext {
+  /** Fires when the invoke timeout passes or the caller cancels; the tool should stop. */
+  signal: AbortSignal;
+  proposal: ProposalRecord;
+  decision: DecisionRecord;
+  /** The approval this call runs under, for `require_approval`. */
+  approval: ApprovalView | null;
+  idempotencyKey: string;
+}
+
+/** The tool call itself. It is called at most once per `execute`, and only when authorized. */
+export type Invoke<T> = (context: InvokeContext) => Promise<T> | T;
+
+/** What an observation records about a call, apart from who and when. */
+export interface Observed {
+  outcome: ObservationOutcome;
+  result?: JsonValue;
+  /** The transport's status (an HTTP status), kept apart from the tool's own error flag. */
+  transport_status?: number | null;
+  /** The tool said it failed (MCP `isError`), whatever the transport said. */
+  tool_error?: boolean | null;
+}
+
+/** How long and how often to wait for a decision or an approval. */
+export interface WaitOptions {
+  /** Give up waiting after this long and return `pending` (default 60 000; 0: ask once, do not wait). */
+  timeoutMs?: number;
+  /** First wait between polls (default 250); doubles up to `maxPollIntervalMs`. */
+  pollIntervalMs?: number;
+  /** Longest wait between polls (default 5000). */
+  maxPollIntervalMs?: number;
+}
+
+/** Options of `execute`. */
+export interface ExecuteOptions<T> {
+  /** Use this key instead of the one derived from the action. */
+  idempotencyKey?: string;
+  /** Cancels waiting; during `invoke` it aborts the call, which is then recorded as `unknown`. */
+  signal?: AbortSignal;
+  /** Time limit of `invoke` (default 60 000). Past it the outcome is `unknown` and it is never retried. */
+  invokeTimeoutMs?: number;
+  wait?: WaitOptions;
+  /** Turn the tool's return value into an observation (default: `succeeded`, the value as result). */
+  observe?: (value: T) => Observed;
+  /** Turn a throw from `invoke` into an observation (default: `failed`, the error's name, code and message). */
+  observeError?: (error: unknown) => Observed;
+  /** Ask the server to run its verifiers after the observation (default true). */
+  verify?: boolean;
+  /** The clock used for approval expiry; for tests. */
+  now?: () => Date;
+}
+
+interface ResultBase {
+  proposal: ProposalRecord;
+  idempotencyKey: string;
+  /** The proposal existed already under this key: this call continued or replayed it. */
+  replayed: boolean;
+}
+
+/** `invoke` ran now, or earlier under the same idempotency key, and its observation is recorded. */
+export interface ExecutedResult<T> extends ResultBase {
+  status: 'executed';
+  decision: DecisionRecord;
+  approval: ApprovalView | null;
+  /** False when the observation was already there: nothing ran this time. */
+  invoked: boolean;
+  /** What `invoke` returned, when it ran now and returned. */
+  value?: T;
+  /** What `invoke` threw, or the timeout, when it ran now and did not return. */
+  error?: unknown;
+  observation: ObservationRecord;
+  verification: VerificationRecord | null;
+  /** Why verification is missing, when asking for it failed; the execution stands regardless. */
+  verificationError: VouchClientError | null;
+}
+
+/** The policy denied the action. Every reason is here; nothing ran. */
+export interface DeniedResult extends ResultBase {
+  status: 'denied';
+  decision: DecisionRecord;
+  reasons: PolicyReason[];
+}
+
+/** The policy offers a corrected action instead; this one never becomes executable. Nothing ran. */
+export interface RepairResult extends ResultBase {
+  status: 'repair';
+  decision: DecisionRecord;
+  reasons: PolicyReason[];
+  repair: Repair | null;
+}
+
+/** Still waiting for an external decision or a human approval when the wait ended. Nothing ran. */
+export interface PendingResult extends ResultBase {
+  status: 'pending';
+  waitingFor: 'decision' | 'approval';
+  decision: DecisionRecord | null;
+  approval: ApprovalView | null;
+  reasons: PolicyReason[];
+}
+
+/** Why an approval does not let this proposal run. */
+export type NotAuthorizedCode =
+  | 'APPROVAL_DENIED'
+  | 'APPROVAL_EXPIRED'
+  | 'APPROVAL_CONSUMED'
+  | 'APPROVAL_PAYLOAD_MISMATCH'
+  | 'APPROVAL_SCOPE_MISMATCH'
+  | 'IDENTITY_MISMATCH';
+
+/** An approval exists but does not authorize this proposal now. Nothing ran. */
+export interface NotAuthorizedResult extends ResultBase {
+  status: 'not_authorized';
+  code: NotAuthorizedCode;
+  decision: DecisionRecord;
+  approval: ApprovalView | null;
+  reasons: PolicyReason[];
+}
+
+/** Every way `execute` can end without throwing. Refusals are results, not exceptions. */
+export type ExecuteResult<T> =
+  | ExecutedResult<T>
+  | DeniedResult
+  | RepairResult
+  | PendingResult
+  | NotAuthorizedResult;
+
+const NOT_AUTHORIZED_BY_STATE: Record<Exclude<ApprovalState, 'approved' | 'pending'>, NotAuthorizedCode> = {
+  denied: 'APPROVAL_DENIED',
+  expired: 'APPROVAL_EXPIRED',
+  consumed: 'APPROVAL_CONSUMED',
+  payload_mismatch: 'APPROVAL_PAYLOAD_MISMATCH',
+  scope_mismatch: 'APPROVAL_SCOPE_MISMATCH',
+};
+
+/**
+ * The gateway flow, with `invoke` as the only step that touches the world:
+ * propose -> decide -> (wait for approval) -> invoke -> observe -> verify.
+ *
+ * - `invoke` runs only after `allow`, or after an approval of this exact payload hash for
+ *   this requester, server and tool that has not expired or been used up.
+ * - The idempotency key is derived from the action, so calling `execute` again with the
+ *   same action continues the same proposal: it waits on the same approval, and once an
+ *   observation exists it is returned (`invoked: false`) instead of running the tool again.
+ * - A timeout of `invoke` is recorded as `unknown` and never retried: the tool may have acted.
+ * - Concurrent calls with one key in this client share one run.
+ */
+export function runExecute<T>(
+  client: VouchClient,
+  inflight: Map<string, Promise<ExecuteResult<unknown>>>,
+  action: ExecuteAction,
+  invoke: Invoke<T>,
+  options: ExecuteOptions<T> = {},
+): Promise<ExecuteResult<T>> {
+  let payload: ReturnType<typeof proposalPayloadOf>;
+  let key: string;
+  try {
+    payload = proposalPayloadOf(action);
+    key = options.idempotencyKey ?? action.idempotency_key ?? deriveIdempotencyKey(payload);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  const running = inflight.get(key);
+  if (running) return running as Promise<ExecuteResult<T>>;
+  const run = executeOnce(client, { payload, key, invoke, options }).finally(() => inflight.delete(key));
+  inflight.set(key, run);
+  return run;
+}
+
+async function executeOnce<T>(
+  client: VouchClient,
+  input: {
+    payload: ReturnType<typeof proposalPayloadOf>;
+    key: string;
+    invoke: Invoke<T>;
+    options: ExecuteOptions<T>;
+  },
+): Promise<ExecuteResult<T>> {
+  const { payload, key, invoke, options } = input;
+  const signal = options.signal;
+  const now = options.now ?? (() => new Date());
+  const wait = {
+    timeoutMs: options.wait?.timeoutMs ?? 60_000,
+    pollIntervalMs: options.wait?.pollIntervalMs ?? 250,
+    maxPollIntervalMs: options.wait?.maxPollIntervalMs ?? 5000,
+  };
+  const call = signal ? { signal } : {};
+
+  const created = await client.proposals.create({ ...payload, idempotency_key: key }, call);
+  const proposal = created.proposal;
+  // The server hashes what it stored; if that is not what we sent, what an approver sees
+  // and what we would run are different things. Stop before anything runs.
+  const expectedHash = payloadHashOf(payload);
+  if (proposal.payload_hash !== expectedHash) {
+    throw new VouchClientError(
+      'PAYLOAD_HASH_MISMATCH',
+      'the server recorded a payload other than the one sent',
+      {
+        details: { proposal_id: proposal.id, expected: expectedHash, recorded: proposal.payload_hash },
+      },
+    );
+  }
+  const base: ResultBase = { proposal, idempotencyKey: key, replayed: created.replayed };
+  let decision = created.decision;
+  let approval: ApprovalView | null = null;
+
+  if (created.replayed) {
+    // An earlier execute made this proposal: it may have run already. Its observation, if
+    // any, is the answer; the tool is not called a second time.
+    const story = await client.proposals.get(proposal.id, call);
+    decision = story.decision;
+    approval = story.approval;
+    if (story.observation && decision) {
+      let verification = story.verification;
+      let verificationError: VouchClientError | null = null;
+      if (!verification && options.verify !== false) {
+        ({ verification, verificationError } = await verifyObservation(client, story.observation.id));
+      }
+      return {
+        ...base,
+        status: 'executed',
+        decision,
+        approval,
+        invoked: false,
+        observation: story.observation,
+        verification,
+        verificationError,
+      };
+    }
+  }
+
+  if (!decision) {
+    decision = await pollUntil(
+      wait,
+      signal,
+      async () => (await client.proposals.get(proposal.id, call)).decision,
+    );
+    if (!decision)
+      return { ...base, status: 'pending', waitingFor: 'decision', decision: null, approval, reasons: [] };
+  }
+
+  switch (decision.verdict) {
+    case 'deny':
+      return { ...base, status: 'denied', decision, reasons: decision.reasons };
+    case 'repair':
+      return { ...base, status: 'repair', decision, reasons: decision.reasons, repair: decision.repair };
+    case 'require_approval': {
+      const fetchApproval = async (): Promise<ApprovalView | null> =>
+        decision!.approval_request_id
+          ? client.approvals.get(decision!.approval_request_id, call)
+          : (await client.proposals.get(proposal.id, call)).approval;
+      let state: ApprovalState = 'pending';
+      const settled = await pollUntil(wait, signal, async () => {
+        approval = await fetchApproval();
+        state = approval ? approvalStateOf(approval, proposal, now()) : 'pending';
+        return state === 'pending' ? null : state;
+      });
+      if (!settled) {
+        return {
+          ...base,
+          status: 'pending',
+          waitingFor: 'approval',
+          decision,
+          approval,
+          reasons: decision.reasons,
+        };
+      }
+      if (settled !== 'approved') {
+        return {
+          ...base,
+          status: 'not_authorized',
+          code: NOT_AUTHORIZED_BY_STATE[settled],
+          decision,
+          approval,
+          reasons: decision.reasons,
+        };
+      }
+      break;
+    }
+    case 'allow':
+      break;
+  }
+
+  // The server refuses an observation by anyone but the authorized identity; checking first
+  // keeps the tool from running for a record that would then be refused.
+  if (decision.authorized_identity !== proposal.requester) {
+    return {
+      ...base,
+      status: 'not_authorized',
+      code: 'IDENTITY_MISMATCH',
+      decision,
+      approval,
+      reasons: decision.reasons,
+    };
+  }
+
+  return invokeAndRecord(client, { base, decision, approval, invoke, options, expectedHash });
+}
+
+async function invokeAndRecord<T>(
+  client: VouchClient,
+  input: {
+    base: ResultBase;
+    decision: DecisionRecord;
+    approval: ApprovalView | null;
+    invoke: Invoke<T>;
+    options: ExecuteOptions<T>;
+    expectedHash: string;
+  },
+): Promise<ExecutedResult<T>> {
+  const { base, decision, approval, invoke, options } = input;
+  const outer = options.signal;
+  if (outer?.aborted) throw abortedError(outer);
+  const timeoutMs = options.invokeTimeoutMs ?? 60_000;
+  const controller = new AbortController();
+
+  const startedAt = new Date().toISOString();
+  let observed: Observed;
+  let value: T | undefined;
+  let error: unknown;
+  let cancelled = false;
+  try {
+    value = await raceInvoke(
+      () =>
+        invoke({
+          signal: controller.signal,
+          proposal: base.proposal,
+          decision,
+          approval,
+          idempotencyKey: base.idempotencyKey,
+        }),
+      { controller, timeoutMs, outer },
+    );
+    observed = options.observe
+      ? options.observe(value)
+      : { outcome: 'succeeded', result: toJsonResult(value) };
+  } catch (thrown) {
+    error = thrown;
+    if (thrown instanceof InvokeInterrupted) {
+      // The call may or may not have acted: `unknown`, recorded once and never retried.
+      cancelled = thrown.reason === 'aborted';
+      observed = {
+        outcome: 'unknown',
+        result: {
+          error:
+            thrown.reason === 'timeout'
+              ? { code: 'INVOKE_TIMEOUT', timeout_ms: timeoutMs }
+              : { code: 'INVOKE_ABORTED' },
+        },
+      };
+    } else {
+      observed = options.observeError
+        ? options.observeError(thrown)
+        : { outcome: 'failed', result: errorJson(thrown) };
+    }
+  }
+  const finishedAt = new Date().toISOString();
+
+  let recorded: Awaited<ReturnType<VouchClient['observations']['create']>>;
+  try {
+    // Not under the caller's signal: once the tool was called, its record must be written
+    // even if the caller stopped waiting; without it a retry could run the tool again.
+    recorded = await client.observations.create({
+      proposal_id: base.proposal.id,
+      outcome: observed.outcome,
+      result: observed.result ?? null,
+      transport_status: observed.transport_status ?? null,
+      tool_error: observed.tool_error ?? null,
+      started_at: startedAt,
+      finished_at: finishedAt,
+      payload_hash: input.expectedHash,
+      ...(decision.approval_request_id ? { approval_request_id: decision.approval_request_id } : {}),
+    });
+  } catch (cause) {
+    throw new VouchClientError(
+      'OBSERVATION_NOT_RECORDED',
+      `the tool was called for proposal ${base.proposal.id} but its observation was not recorded`,
+      {
+        cause,
+        details: {
+          proposal_id: base.proposal.id,
+          server_code: isVouchClientError(cause) ? cause.serverCode : null,
+          observed: { ...observed, result: observed.result ?? null } as unknown as JsonValue,
+        },
+      },
+    );
+  }
+  if (cancelled) throw abortedError(outer!);
+
+  let verification: VerificationRecord | null = null;
+  let verificationError: VouchClientError | null = null;
+  if (options.verify !== false) {
+    ({ verification, verificationError } = await verifyObservation(client, recorded.observation.id));
+  }
+  return {
+    ...base,
+    status: 'executed',
+    decision,
+    approval,
+    invoked: true,
+    ...(error === undefined ? { value: value as T } : { error }),
+    observation: recorded.observation,
+    verification,
+    verificationError,
+  };
+}
+
+async function verifyObservation(
+  client: VouchClient,
+  observationId: string,
+): Promise<{ verification: VerificationRecord | null; verificationError: VouchClientError | null }> {
+  try {
+    return {
+      verification: (await client.observations.verify(observationId)).verification,
+      verificationError: null,
+    };
+  } catch (error) {
+    if (!isVouchClientError(error)) throw error;
+    return { verification: null, verificationError: error };
+  }
+}
+
+/** Thrown inside `execute` when `invoke` outlives its time limit or its caller. */
+class InvokeInterrupted extends Error {
+  override readonly name = 'InvokeInterrupted';
+  constructor(readonly reason: 'timeout' | 'aborted') {
+    super(reason === 'timeout' ? 'invoke timed out' : 'invoke was cancelled');
+  }
+}
+
+function raceInvoke<T>(
+  start: () => Promise<T> | T,
+  options: { controller: AbortController; timeoutMs: number; outer: AbortSignal | undefined },
+): Promise<T> {
+  const { controller, timeoutMs, outer } = options;
+  return new Promise<T>((resolve, reject) => {
+    const interrupt = (reason: 'timeout' | 'aborted') => {
+      const error = new InvokeInterrupted(reason);
+      controller.abort(error);
+      reject(error);
+    };
+    const timer = setTimeout(() => interrupt('timeout'), timeoutMs);
+    const onAbort = () => interrupt('aborted');
+    outer?.addEventListener('abort', onAbort, { once: true });
+    const settle = () => {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', onAbort);
+    };
+    // A result that arrives after the timeout is dropped: the outcome was already `unknown`.
+    Promise.resolve()
+      .then(start)
+      .then(
+        (value) => {
+          settle();
+          if (!controller.signal.aborted) resolve(value);
+        },
+        (error) => {
+          settle();
+          if (!controller.signal.aborted) reject(error);
+        },
+      );
+  });
+}
+
+/** Poll `probe` with backoff until it gives a value, the wait times out (null) or `signal` fires. */
+async function pollUntil<R>(
+  wait: Required<WaitOptions>,
+  signal: AbortSignal | undefined,
+  probe: () => Promise<R | null>,
+): Promise<R | null> {
+  const deadline = Date.now() + wait.timeoutMs;
+  let interval = wait.pollIntervalMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== null) return value;
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) return null;
+    await delay(Math.min(interval, remaining), signal);
+    interval = Math.min(interval * 2, wait.maxPollIntervalMs);
+  }
+}
+
+function toJsonResult(value: unknown): JsonValue {
+  if (value === undefined) return null;
+  try {
+    // Round-trip to drop what JSON cannot carry the same way the wire would.
+    return JSON.parse(JSON.stringify(value)) as JsonValue;
+  } catch {
+    return { unserializable: typeof value };
+  }
+}
+
+function errorJson(error: unknown): JsonValue {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return {
+      error: {
+        name: error.name,
+        message: error.message,
+        ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}),
+      },
+    };
+  }
+  return { error: { name: 'NonError', message: String(error) } };
+}

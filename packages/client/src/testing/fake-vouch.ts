@@ -1,0 +1,332 @@
+import type {
+  ApprovalRequestRecord,
+  ApprovalResolutionRecord,
+  ApprovalUseRecord,
+  ApprovalView,
+  DecisionRecord,
+  ObservationRecord,
+  PolicyReason,
+  ProposalRecord,
+  ProposeBody,
+  Verdict,
+  VerificationRecord,
+} from '../api-types';
+import { approvalStateOf } from '../approval-state';
+import { payloadHashOf, proposalPayloadOf } from '../idempotency-key';
+
+/**
+ * An in-memory stand-in for the Vouch API, served through a `fetch` function: enough of the
+ * records semantics (idempotent proposals, one decision, approvals bound to a payload hash,
+ * one observation per proposal, derived verification) to test a gateway's flow without a
+ * database. It is a test double, not a second implementation: end-to-end tests run the
+ * real server.
+ */
+export interface FakeVouch {
+  /** Pass as `createVouchClient({ fetch })`. */
+  fetch: typeof fetch;
+  /** Every request, in order: `POST /v1/observations`, ... */
+  readonly requests: string[];
+  readonly proposals: Map<string, ProposalRecord>;
+  readonly observations: ObservationRecord[];
+  /** Answer the next `count` requests to `route` (`POST /v1/proposals`) with this status or a network failure. */
+  failNext(route: string, failure: number | 'network', count?: number): void;
+  /** Approve an approval request as `resolver` (default `user:approver`). */
+  approve(
+    requestId: string,
+    options?: { resolver?: string; validity?: 'once' | 'window'; validUntil?: string },
+  ): void;
+  deny(requestId: string, resolver?: string): void;
+  /** Make a pending request expire now. */
+  expire(requestId: string): void;
+  /** Decide a proposal that was left undecided (`decide: () => null`). */
+  decide(proposalId: string, verdict: Verdict): void;
+}
+
+/** How the fake decides, who the caller is, and what its verifiers find. */
+export interface FakeVouchOptions {
+  /** The verdict for a new proposal; `null` leaves it undecided (an external engine decides later). */
+  decide?: (proposal: ProposalRecord) => Verdict | null;
+  /** The identity behind the API key (default `agent:gateway`). */
+  identity?: string;
+  /** The status the fake's verifier derives (default `passed`). */
+  verificationStatus?: VerificationRecord['status'];
+}
+
+const REASONS: Record<Verdict, PolicyReason> = {
+  allow: { code: 'POLICY_SATISFIED', effect: 'allow', message: 'every rule of the policy is met' },
+  deny: { code: 'TOOL_NOT_REGISTERED', effect: 'deny', message: 'the tool is not registered' },
+  repair: { code: 'DRY_RUN_FIRST', effect: 'repair', message: 'run the dry run first' },
+  require_approval: { code: 'IRREVERSIBLE', effect: 'require_approval', message: 'needs a human approval' },
+};
+
+/** Build a fake Vouch server. */
+export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
+  const identity = options.identity ?? 'agent:gateway';
+  const decideVerdict = options.decide ?? (() => 'allow');
+  const requests: string[] = [];
+  const failures = new Map<string, (number | 'network')[]>();
+  const proposals = new Map<string, ProposalRecord>();
+  const byKey = new Map<string, ProposalRecord>();
+  const decisions = new Map<string, DecisionRecord>();
+  const requestsById = new Map<string, ApprovalRequestRecord>();
+  const resolutions = new Map<string, ApprovalResolutionRecord>();
+  const uses: ApprovalUseRecord[] = [];
+  const observations: ObservationRecord[] = [];
+  const verifications: VerificationRecord[] = [];
+  let counter = 0;
+  const id = (prefix: string) => `${prefix}_${++counter}`;
+  const now = () => new Date().toISOString();
+
+  function approvalView(requestId: string): ApprovalView | null {
+    const request = requestsById.get(requestId);
+    if (!request) return null;
+    const resolution = resolutions.get(requestId) ?? null;
+    const view: ApprovalView = {
+      request,
+      resolution,
+      uses: uses.filter((u) => u.request_id === requestId),
+      status: 'pending',
+    };
+    const state = approvalStateOf(view, proposals.get(request.proposal_id)!, new Date());
+    view.status = state === 'expired' ? 'expired' : resolution ? resolution.resolution : 'pending';
+    return view;
+  }
+
+  function makeDecision(proposal: ProposalRecord, verdict: Verdict): DecisionRecord {
+    let approvalRequestId: string | null = null;
+    if (verdict === 'require_approval') {
+      const request: ApprovalRequestRecord = {
+        id: id('apr'),
+        proposal_id: proposal.id,
+        payload_hash: proposal.payload_hash,
+        requester: proposal.requester,
+        server_id: proposal.server_id,
+        tool_name: proposal.tool_name,
+        environment: proposal.target.env,
+        expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+        max_window_seconds: 3600,
+        requested_at: now(),
+      };
+      requestsById.set(request.id, request);
+      approvalRequestId = request.id;
+    }
+    const decision: DecisionRecord = {
+      id: id('dec'),
+      proposal_id: proposal.id,
+      verdict,
+      reasons: [REASONS[verdict]],
+      repair:
+        verdict === 'repair'
+          ? {
+              kind: 'dry_run_first',
+              action: proposal.action,
+              server_id: proposal.server_id,
+              tool_name: `${proposal.tool_name}_dry_run`,
+              target: proposal.target,
+              arguments: proposal.arguments,
+              message: 'propose the dry run first',
+            }
+          : null,
+      authorized_identity: verdict === 'allow' || verdict === 'require_approval' ? proposal.requester : null,
+      source: 'built_in',
+      tool_id: null,
+      approval_request_id: approvalRequestId,
+      decided_by: 'system:policy',
+      decided_at: now(),
+    };
+    decisions.set(proposal.id, decision);
+    return decision;
+  }
+
+  function story(proposal: ProposalRecord) {
+    const decision = decisions.get(proposal.id) ?? null;
+    const observation = observations.find((o) => o.proposal_id === proposal.id) ?? null;
+    return {
+      proposal,
+      decision,
+      approval: decision?.approval_request_id ? approvalView(decision.approval_request_id) : null,
+      observation,
+      verification: verifications.find((v) => v.proposal_id === proposal.id) ?? null,
+      outcome: 'pending',
+      events: [],
+    };
+  }
+
+  const json = (status: number, body: unknown) =>
+    new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+  const error = (status: number, code: string, message: string) =>
+    json(status, { error: { code, message, request_id: `req_${counter}` } });
+
+  async function handle(method: string, path: string, body: unknown): Promise<Response> {
+    const param = (pattern: RegExp): string | undefined => {
+      const found = path.match(pattern)?.[1];
+      return found === undefined ? undefined : decodeURIComponent(found);
+    };
+    const proposalId = method === 'GET' ? param(/^\/v1\/proposals\/([^/]+)$/) : undefined;
+    const approvalId = method === 'GET' ? param(/^\/v1\/approvals\/([^/]+)$/) : undefined;
+    const verifyId = method === 'POST' ? param(/^\/v1\/observations\/([^/]+)\/verify$/) : undefined;
+    if (method === 'POST' && path === '/v1/proposals') {
+      const input = body as ProposeBody;
+      const payload = proposalPayloadOf(input);
+      const hash = payloadHashOf(payload);
+      const existing = byKey.get(input.idempotency_key);
+      if (existing) {
+        if (existing.payload_hash !== hash)
+          return error(409, 'IDEMPOTENCY_CONFLICT', 'key used for another payload');
+        return json(200, {
+          proposal: existing,
+          decision: decisions.get(existing.id) ?? null,
+          replayed: true,
+        });
+      }
+      const proposal: ProposalRecord = {
+        ...payload,
+        id: id('prp'),
+        idempotency_key: input.idempotency_key,
+        requester: identity,
+        requester_scopes: [],
+        requester_environments: null,
+        payload_hash: hash,
+        proposed_at: now(),
+      };
+      proposals.set(proposal.id, proposal);
+      byKey.set(proposal.idempotency_key, proposal);
+      const verdict = decideVerdict(proposal);
+      const decision = verdict === null ? null : makeDecision(proposal, verdict);
+      return json(decision ? 201 : 202, { proposal, decision, replayed: false });
+    }
+    if (proposalId !== undefined) {
+      const proposal = proposals.get(proposalId);
+      return proposal ? json(200, story(proposal)) : error(404, 'NOT_FOUND', 'no such proposal');
+    }
+    if (approvalId !== undefined) {
+      const view = approvalView(approvalId);
+      return view ? json(200, { approval: view }) : error(404, 'NOT_FOUND', 'no such approval');
+    }
+    if (method === 'POST' && path === '/v1/observations') {
+      const input = body as Record<string, unknown>;
+      const proposal = proposals.get(String(input.proposal_id));
+      if (!proposal) return error(404, 'NOT_FOUND', 'no such proposal');
+      const existing = observations.find((o) => o.proposal_id === proposal.id);
+      if (existing) return json(200, { observation: existing, replayed: true });
+      const decision = decisions.get(proposal.id);
+      if (!decision || decision.verdict === 'deny' || decision.verdict === 'repair') {
+        return error(403, 'EXECUTION_NOT_AUTHORIZED', 'not authorized');
+      }
+      let useId: string | null = null;
+      if (decision.verdict === 'require_approval') {
+        const view = approvalView(decision.approval_request_id!)!;
+        if (approvalStateOf(view, proposal, new Date()) !== 'approved') {
+          return error(403, 'EXECUTION_NOT_AUTHORIZED', 'approval does not authorize');
+        }
+        const use: ApprovalUseRecord = {
+          id: id('use'),
+          request_id: view.request.id,
+          resolution_id: view.resolution!.id,
+          proposal_id: proposal.id,
+          used_by: identity,
+          used_at: now(),
+        };
+        uses.push(use);
+        useId = use.id;
+      }
+      const observation: ObservationRecord = {
+        id: id('obs'),
+        proposal_id: proposal.id,
+        decision_id: decision.id,
+        approval_use_id: useId,
+        server_id: proposal.server_id,
+        tool_name: proposal.tool_name,
+        executed_by: identity,
+        outcome: input.outcome as ObservationRecord['outcome'],
+        result: (input.result ?? null) as ObservationRecord['result'],
+        transport_status: (input.transport_status ?? null) as number | null,
+        tool_error: (input.tool_error ?? null) as boolean | null,
+        started_at: (input.started_at ?? null) as string | null,
+        finished_at: (input.finished_at ?? null) as string | null,
+        observed_at: now(),
+      };
+      observations.push(observation);
+      return json(201, { observation, replayed: false });
+    }
+    if (verifyId !== undefined) {
+      const observation = observations.find((o) => o.id === verifyId);
+      if (!observation) return error(404, 'NOT_FOUND', 'no such observation');
+      const status = options.verificationStatus ?? 'passed';
+      const verification: VerificationRecord = {
+        id: id('ver'),
+        observation_id: observation.id,
+        proposal_id: observation.proposal_id,
+        checks: [
+          { name: 'fake.check', status: status === 'passed' ? 'pass' : 'fail', source: 'fake-source' },
+        ],
+        status,
+        verifier: 'fake',
+        verified_at: now(),
+      };
+      verifications.push(verification);
+      return json(201, { verification });
+    }
+    return error(404, 'ROUTE_NOT_FOUND', `no route ${method} ${path}`);
+  }
+
+  const fakeFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+    const method = (init?.method ?? 'GET').toUpperCase();
+    const route = `${method} ${url.pathname}`;
+    requests.push(route);
+    const planned = failures.get(route);
+    const failure = planned?.shift();
+    if (failure === 'network') throw new TypeError('fetch failed');
+    if (typeof failure === 'number')
+      return error(failure, failure === 503 ? 'DATABASE_UNAVAILABLE' : 'INTERNAL', 'planned');
+    const text = typeof init?.body === 'string' ? init.body : undefined;
+    return handle(method, url.pathname, text === undefined ? undefined : JSON.parse(text));
+  };
+
+  return {
+    fetch: fakeFetch as typeof fetch,
+    requests,
+    proposals,
+    observations,
+    failNext(route, failure, count = 1) {
+      failures.set(route, [...(failures.get(route) ?? []), ...Array.from({ length: count }, () => failure)]);
+    },
+    approve(requestId, o = {}) {
+      resolutions.set(requestId, {
+        id: id('res'),
+        request_id: requestId,
+        resolution: 'approved',
+        resolver: o.resolver ?? 'user:approver',
+        validity: o.validity ?? 'once',
+        window_seconds: null,
+        window_source: null,
+        valid_until: o.validUntil ?? null,
+        comment: null,
+        resolved_at: now(),
+      });
+    },
+    deny(requestId, resolver = 'user:approver') {
+      resolutions.set(requestId, {
+        id: id('res'),
+        request_id: requestId,
+        resolution: 'denied',
+        resolver,
+        validity: null,
+        window_seconds: null,
+        window_source: null,
+        valid_until: null,
+        comment: null,
+        resolved_at: now(),
+      });
+    },
+    expire(requestId) {
+      const request = requestsById.get(requestId);
+      if (request)
+        requestsById.set(requestId, { ...request, expires_at: new Date(Date.now() - 1000).toISOString() });
+    },
+    decide(proposalId, verdict) {
+      makeDecision(proposals.get(proposalId)!, verdict);
+    },
+  };
+}
