@@ -1,0 +1,140 @@
+import type {
+  ApprovalRequestRecord,
+  ApprovalResolutionRecord,
+  ApprovalUseRecord,
+  ProposalRecord,
+} from '../records/types';
+
+/** A rule that limits how long an approval may last, and who set it. */
+export interface WindowRule {
+  source: string;
+  /** Seconds; `null` or absent: this rule sets no limit. */
+  seconds?: number | null;
+}
+
+/**
+ * The window that applies where several rules set one: the shortest wins, because each rule
+ * is a limit somebody chose and none of them may be stretched by another. Null when no rule
+ * sets one.
+ *
+ * @example
+ * shortestWindow([{ source: 'approver', seconds: 3600 }, { source: 'tool', seconds: 600 }]); // { source: 'tool', seconds: 600 }
+ */
+export function shortestWindow(rules: readonly WindowRule[]): { source: string; seconds: number } | null {
+  let best: { source: string; seconds: number } | null = null;
+  for (const rule of rules) {
+    if (rule.seconds === null || rule.seconds === undefined) continue;
+    if (best === null || rule.seconds < best.seconds) best = { source: rule.source, seconds: rule.seconds };
+  }
+  return best;
+}
+
+/** `iso` plus `seconds`, as ISO 8601 UTC with milliseconds. */
+export function addSeconds(iso: string, seconds: number): string {
+  return new Date(Date.parse(iso) + seconds * 1000).toISOString();
+}
+
+/** True when `now` is at or past `deadline` (both ISO 8601). */
+export function isPast(deadline: string, now: string): boolean {
+  return Date.parse(now) >= Date.parse(deadline);
+}
+
+/** Why an approval does not authorize an execution; each is also a `LedgerError` code. */
+export type ApprovalRefusalCode =
+  | 'EXECUTION_NOT_AUTHORIZED'
+  | 'APPROVAL_EXPIRED'
+  | 'APPROVAL_CONSUMED'
+  | 'APPROVAL_PAYLOAD_MISMATCH'
+  | 'APPROVAL_SCOPE_MISMATCH';
+
+/** Whether an approval authorizes executing one proposal now, and why not. */
+export type ApprovalCheck =
+  | { ok: true; resolution: ApprovalResolutionRecord; existingUse: ApprovalUseRecord | null }
+  | { ok: false; code: ApprovalRefusalCode; message: string };
+
+/**
+ * Decide whether `request` (with its resolution and uses so far) lets `proposal` execute at
+ * `now`. An approval is bound to one payload hash and one requester + server + tool: it
+ * never carries over to another payload or another requester. `once` allows one use in
+ * total (a use by this same proposal is returned so the caller can reuse it); `window`
+ * allows repeated uses of the same payload until `valid_until`.
+ */
+export function checkApproval(input: {
+  request: ApprovalRequestRecord;
+  resolution: ApprovalResolutionRecord | null;
+  uses: readonly ApprovalUseRecord[];
+  proposal: Pick<ProposalRecord, 'id' | 'requester' | 'server_id' | 'tool_name' | 'payload_hash'>;
+  now: string;
+}): ApprovalCheck {
+  const { request, resolution, uses, proposal, now } = input;
+  if (
+    request.requester !== proposal.requester ||
+    request.server_id !== proposal.server_id ||
+    request.tool_name !== proposal.tool_name
+  ) {
+    return refuse(
+      'APPROVAL_SCOPE_MISMATCH',
+      `approval request ${request.id} is for ${request.requester} on ${request.server_id}/${request.tool_name}`,
+    );
+  }
+  if (request.payload_hash !== proposal.payload_hash) {
+    return refuse('APPROVAL_PAYLOAD_MISMATCH', `approval request ${request.id} was shown another payload`);
+  }
+  if (resolution === null) {
+    return isPast(request.expires_at, now)
+      ? refuse(
+          'APPROVAL_EXPIRED',
+          `approval request ${request.id} expired unanswered at ${request.expires_at}`,
+        )
+      : refuse('EXECUTION_NOT_AUTHORIZED', `approval request ${request.id} has not been answered`);
+  }
+  if (resolution.resolution === 'denied') {
+    return refuse('EXECUTION_NOT_AUTHORIZED', `approval request ${request.id} was denied`);
+  }
+  const existingUse = uses.find((use) => use.proposal_id === proposal.id) ?? null;
+  if (existingUse) return { ok: true, resolution, existingUse };
+  if (resolution.valid_until !== null && isPast(resolution.valid_until, now)) {
+    return refuse(
+      'APPROVAL_EXPIRED',
+      `the approval of request ${request.id} expired at ${resolution.valid_until}`,
+    );
+  }
+  if (resolution.validity === 'once' && uses.length > 0) {
+    return refuse('APPROVAL_CONSUMED', `the single-use approval of request ${request.id} was already used`);
+  }
+  return { ok: true, resolution, existingUse: null };
+}
+
+/**
+ * Whether a new proposal with the same payload, requester, server and tool may wait on this
+ * request instead of opening another: while it is pending, or approved for a window that is
+ * still open. A denied or single-use request is never reused: a denial answers only that
+ * request, and a single-use approval was given for one execution.
+ */
+export function isReusableRequest(input: {
+  request: ApprovalRequestRecord;
+  resolution: ApprovalResolutionRecord | null;
+  proposal: Pick<ProposalRecord, 'requester' | 'server_id' | 'tool_name' | 'payload_hash'>;
+  now: string;
+}): boolean {
+  const { request, resolution, proposal, now } = input;
+  if (
+    request.requester !== proposal.requester ||
+    request.server_id !== proposal.server_id ||
+    request.tool_name !== proposal.tool_name ||
+    request.payload_hash !== proposal.payload_hash
+  ) {
+    return false;
+  }
+  if (resolution === null) return !isPast(request.expires_at, now);
+  return (
+    resolution.resolution === 'approved' &&
+    resolution.validity === 'window' &&
+    resolution.valid_until !== null &&
+    !isPast(resolution.valid_until, now)
+  );
+}
+
+function refuse(code: ApprovalRefusalCode, message: string): ApprovalCheck {
+  return { ok: false, code, message };
+}

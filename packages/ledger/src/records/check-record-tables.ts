@@ -1,0 +1,160 @@
+import { type ChainFailure, canonicalJson } from '@vouch/audit';
+import { and, asc, eq, getTableName, gt, inArray } from 'drizzle-orm';
+import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
+import type { Database, Db } from '../database';
+import { auditEvents } from '../schema/core';
+import { RECORD_TABLES } from './codec';
+
+/** A record table that disagrees with the chain; the shape `verifyChain` reports. */
+export interface RecordFailure extends ChainFailure {
+  code: 'RECORD_WITHOUT_EVENT' | 'RECORD_MISMATCH';
+  table: string;
+  id: string;
+}
+
+export interface CheckRecordTablesOptions {
+  /** Rows (or events) read per query (default 1,000). */
+  pageSize?: number;
+  /** Run the reads here instead of on the database, e.g. inside a snapshot transaction. */
+  executor?: Db;
+  signal?: AbortSignal;
+}
+
+// The columns every record table shares, typed once so one loop serves all tables.
+interface RecordTable {
+  logId: PgColumn;
+  id: PgColumn;
+  eventSeq: PgColumn;
+}
+
+/**
+ * Cross-check every record table of a log against its chain, page by page with constant
+ * memory:
+ * - `RECORD_WITHOUT_EVENT`: a row whose `event_seq` names no event, or an event of another
+ *   kind or entity (a row inserted behind the ledger's back);
+ * - `RECORD_MISMATCH`: a row that no longer rebuilds its event's payload byte for byte (an
+ *   edited row), or a record event whose row is gone (a deleted row).
+ *
+ * The event payloads themselves are trusted here only because `verifyChain` checks their
+ * hashes in the same run: run both, as `verifyChain` does.
+ *
+ * @example
+ * for await (const failure of checkRecordTables(database, 'default')) report.failures.push(failure);
+ */
+export async function* checkRecordTables(
+  database: Database,
+  log: string,
+  options: CheckRecordTablesOptions = {},
+): AsyncGenerator<RecordFailure> {
+  const db = options.executor ?? database.db;
+  const pageSize = options.pageSize ?? 1_000;
+
+  for (const { kind, table, toRecord } of RECORD_TABLES) {
+    const t = table as unknown as RecordTable & PgTable;
+    const name = tableName(table);
+    let after = 0;
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const page = await db
+        .select({
+          row: table as unknown as PgTable,
+          eventKind: auditEvents.kind,
+          eventEntity: auditEvents.entityId,
+          eventPayload: auditEvents.payload,
+        } as never)
+        .from(t)
+        .leftJoin(auditEvents, and(eq(auditEvents.logId, t.logId), eq(auditEvents.seq, t.eventSeq)))
+        .where(and(eq(t.logId, log), gt(t.eventSeq, after)))
+        .orderBy(asc(t.eventSeq))
+        .limit(pageSize);
+      for (const item of page as unknown as Array<{
+        row: { id: string; eventSeq: number };
+        eventKind: string | null;
+        eventEntity: string | null;
+        eventPayload: string | null;
+      }>) {
+        const { row } = item;
+        const at = { seq: row.eventSeq, table: name, id: row.id };
+        if (item.eventKind === null || item.eventKind !== kind || item.eventEntity !== row.id) {
+          yield {
+            ...at,
+            code: 'RECORD_WITHOUT_EVENT',
+            message:
+              item.eventKind === null
+                ? `${name} row ${row.id} names event ${row.eventSeq}, which does not exist`
+                : `${name} row ${row.id} names event ${row.eventSeq}, which is a ${item.eventKind} about ${item.eventEntity}`,
+          };
+          continue;
+        }
+        if (rebuild(toRecord as (row: unknown) => unknown, row) !== item.eventPayload) {
+          yield {
+            ...at,
+            code: 'RECORD_MISMATCH',
+            message: `${name} row ${row.id} differs from the payload of its event ${row.eventSeq}`,
+          };
+        }
+      }
+      if (page.length < pageSize) break;
+      after = (page[page.length - 1] as unknown as { row: { eventSeq: number } }).row.eventSeq;
+    }
+  }
+
+  // The other direction: a record event whose row is gone.
+  const byKind = new Map<string, (typeof RECORD_TABLES)[number]>(
+    RECORD_TABLES.map((entry) => [entry.kind, entry]),
+  );
+  let after = 0;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const events = await db
+      .select({ seq: auditEvents.seq, kind: auditEvents.kind, entity: auditEvents.entityId })
+      .from(auditEvents)
+      .where(
+        and(
+          eq(auditEvents.logId, log),
+          gt(auditEvents.seq, after),
+          inArray(auditEvents.kind, [...byKind.keys()]),
+        ),
+      )
+      .orderBy(asc(auditEvents.seq))
+      .limit(pageSize);
+    for (const [kind, entry] of byKind) {
+      const seqs = events.filter((e) => e.kind === kind).map((e) => e.seq);
+      if (seqs.length === 0) continue;
+      const t = entry.table as unknown as RecordTable & PgTable;
+      const present = new Set(
+        (
+          (await db
+            .select({ seq: t.eventSeq })
+            .from(t)
+            .where(and(eq(t.logId, log), inArray(t.eventSeq, seqs)))) as Array<{ seq: number }>
+        ).map((r) => r.seq),
+      );
+      for (const event of events) {
+        if (event.kind !== kind || present.has(event.seq)) continue;
+        yield {
+          seq: event.seq,
+          code: 'RECORD_MISMATCH',
+          table: tableName(entry.table),
+          id: event.entity,
+          message: `event ${event.seq} records ${kind} ${event.entity}, but its ${tableName(entry.table)} row is missing`,
+        };
+      }
+    }
+    if (events.length < pageSize) break;
+    after = events[events.length - 1]!.seq;
+  }
+}
+
+function rebuild(toRecord: (row: unknown) => unknown, row: unknown): string | null {
+  try {
+    return canonicalJson(toRecord(row));
+  } catch {
+    // A JSON column edited into something unparseable cannot match any payload.
+    return null;
+  }
+}
+
+function tableName(table: PgTable | unknown): string {
+  return getTableName(table as PgTable);
+}

@@ -1,0 +1,324 @@
+import { canonicalJson } from '@vouch/audit';
+import {
+  approvalRequests,
+  approvalResolutions,
+  approvalUses,
+  decisions,
+  observations,
+  proposals,
+  refusedExecutions,
+  tools,
+  verifications,
+} from '../schema/records';
+import type {
+  ApprovalRequestRecord,
+  ApprovalResolutionRecord,
+  ApprovalUseRecord,
+  DecisionRecord,
+  JsonValue,
+  ObservationRecord,
+  ProposalRecord,
+  RecordKind,
+  RefusedExecutionRecord,
+  ToolRecord,
+  VerificationRecord,
+} from './types';
+
+/**
+ * Record <-> row, one pair per table. A row must rebuild its record exactly: chain
+ * verification canonicalizes `toRecord(row)` and compares it byte for byte with the event
+ * payload, so every column is mapped here and nowhere else.
+ */
+
+// JSON columns hold canonical JSON text (never jsonb): what is parsed back is what was hashed.
+const json = (value: unknown): string => canonicalJson(value);
+const parse = <T = JsonValue>(text: string): T => JSON.parse(text) as T;
+
+/** The columns every record row has besides its record: where its event is. */
+export interface EventLink {
+  logId: string;
+  eventSeq: number;
+}
+
+type Row<T extends { $inferSelect: unknown }> = T['$inferSelect'];
+
+export const toolCodec = {
+  toRow: (link: EventLink, r: ToolRecord): Row<typeof tools> => ({
+    ...link,
+    id: r.id,
+    serverId: r.server_id,
+    toolName: r.tool_name,
+    version: r.version,
+    sideEffect: r.side_effect,
+    requiredScopes: json(r.required_scopes),
+    allowedEnvironments: json(r.allowed_environments),
+    dryRunTool: r.dry_run_tool,
+    compensationTool: r.compensation_tool,
+    approvalRequired: r.approval_required,
+    requiresTargetId: r.requires_target_id,
+    maxApprovalWindowSeconds: r.max_approval_window_seconds,
+    source: r.source,
+    registeredBy: r.registered_by,
+    registeredAt: r.registered_at,
+  }),
+  toRecord: (row: Row<typeof tools>): ToolRecord => ({
+    id: row.id,
+    server_id: row.serverId,
+    tool_name: row.toolName,
+    version: row.version,
+    side_effect: row.sideEffect as ToolRecord['side_effect'],
+    required_scopes: parse(row.requiredScopes),
+    allowed_environments: parse(row.allowedEnvironments),
+    dry_run_tool: row.dryRunTool,
+    compensation_tool: row.compensationTool,
+    approval_required: row.approvalRequired,
+    requires_target_id: row.requiresTargetId,
+    max_approval_window_seconds: row.maxApprovalWindowSeconds,
+    source: row.source as ToolRecord['source'],
+    registered_by: row.registeredBy,
+    registered_at: row.registeredAt,
+  }),
+};
+
+export const proposalCodec = {
+  toRow: (link: EventLink, r: ProposalRecord): Row<typeof proposals> => ({
+    ...link,
+    id: r.id,
+    idempotencyKey: r.idempotency_key,
+    requester: r.requester,
+    requesterScopes: json(r.requester_scopes),
+    requesterEnvironments: json(r.requester_environments),
+    action: r.action,
+    serverId: r.server_id,
+    toolName: r.tool_name,
+    targetKind: r.target.kind,
+    targetId: r.target.id,
+    targetEnv: r.target.env,
+    arguments: json(r.arguments),
+    sideEffect: r.side_effect,
+    preconditions: json(r.preconditions),
+    postconditions: json(r.postconditions),
+    impact: json(r.impact),
+    payloadHash: r.payload_hash,
+    proposedAt: r.proposed_at,
+  }),
+  toRecord: (row: Row<typeof proposals>): ProposalRecord => ({
+    id: row.id,
+    idempotency_key: row.idempotencyKey,
+    requester: row.requester,
+    requester_scopes: parse(row.requesterScopes),
+    requester_environments: parse(row.requesterEnvironments),
+    action: row.action,
+    server_id: row.serverId,
+    tool_name: row.toolName,
+    target: { kind: row.targetKind, id: row.targetId, env: row.targetEnv },
+    arguments: parse(row.arguments),
+    side_effect: row.sideEffect as ProposalRecord['side_effect'],
+    preconditions: parse(row.preconditions),
+    postconditions: parse(row.postconditions),
+    impact: parse(row.impact),
+    payload_hash: row.payloadHash,
+    proposed_at: row.proposedAt,
+  }),
+};
+
+export const decisionCodec = {
+  toRow: (link: EventLink, r: DecisionRecord): Row<typeof decisions> => ({
+    ...link,
+    id: r.id,
+    proposalId: r.proposal_id,
+    verdict: r.verdict,
+    reasons: json(r.reasons),
+    repair: json(r.repair),
+    authorizedIdentity: r.authorized_identity,
+    source: r.source,
+    toolId: r.tool_id,
+    approvalRequestId: r.approval_request_id,
+    decidedBy: r.decided_by,
+    decidedAt: r.decided_at,
+  }),
+  toRecord: (row: Row<typeof decisions>): DecisionRecord => ({
+    id: row.id,
+    proposal_id: row.proposalId,
+    verdict: row.verdict as DecisionRecord['verdict'],
+    reasons: parse(row.reasons),
+    repair: parse(row.repair),
+    authorized_identity: row.authorizedIdentity,
+    source: row.source,
+    tool_id: row.toolId,
+    approval_request_id: row.approvalRequestId,
+    decided_by: row.decidedBy,
+    decided_at: row.decidedAt,
+  }),
+};
+
+export const approvalRequestCodec = {
+  toRow: (link: EventLink, r: ApprovalRequestRecord): Row<typeof approvalRequests> => ({
+    ...link,
+    id: r.id,
+    proposalId: r.proposal_id,
+    payloadHash: r.payload_hash,
+    requester: r.requester,
+    serverId: r.server_id,
+    toolName: r.tool_name,
+    environment: r.environment,
+    expiresAt: r.expires_at,
+    maxWindowSeconds: r.max_window_seconds,
+    requestedAt: r.requested_at,
+  }),
+  toRecord: (row: Row<typeof approvalRequests>): ApprovalRequestRecord => ({
+    id: row.id,
+    proposal_id: row.proposalId,
+    payload_hash: row.payloadHash,
+    requester: row.requester,
+    server_id: row.serverId,
+    tool_name: row.toolName,
+    environment: row.environment,
+    expires_at: row.expiresAt,
+    max_window_seconds: row.maxWindowSeconds,
+    requested_at: row.requestedAt,
+  }),
+};
+
+export const approvalResolutionCodec = {
+  toRow: (link: EventLink, r: ApprovalResolutionRecord): Row<typeof approvalResolutions> => ({
+    ...link,
+    id: r.id,
+    requestId: r.request_id,
+    resolution: r.resolution,
+    resolver: r.resolver,
+    validity: r.validity,
+    windowSeconds: r.window_seconds,
+    windowSource: r.window_source,
+    validUntil: r.valid_until,
+    comment: r.comment,
+    resolvedAt: r.resolved_at,
+  }),
+  toRecord: (row: Row<typeof approvalResolutions>): ApprovalResolutionRecord => ({
+    id: row.id,
+    request_id: row.requestId,
+    resolution: row.resolution as ApprovalResolutionRecord['resolution'],
+    resolver: row.resolver,
+    validity: row.validity as ApprovalResolutionRecord['validity'],
+    window_seconds: row.windowSeconds,
+    window_source: row.windowSource,
+    valid_until: row.validUntil,
+    comment: row.comment,
+    resolved_at: row.resolvedAt,
+  }),
+};
+
+export const approvalUseCodec = {
+  toRow: (link: EventLink, r: ApprovalUseRecord): Row<typeof approvalUses> => ({
+    ...link,
+    id: r.id,
+    requestId: r.request_id,
+    resolutionId: r.resolution_id,
+    proposalId: r.proposal_id,
+    validity: r.validity,
+    usedBy: r.used_by,
+    usedAt: r.used_at,
+  }),
+  toRecord: (row: Row<typeof approvalUses>): ApprovalUseRecord => ({
+    id: row.id,
+    request_id: row.requestId,
+    resolution_id: row.resolutionId,
+    proposal_id: row.proposalId,
+    validity: row.validity as ApprovalUseRecord['validity'],
+    used_by: row.usedBy,
+    used_at: row.usedAt,
+  }),
+};
+
+export const observationCodec = {
+  toRow: (link: EventLink, r: ObservationRecord): Row<typeof observations> => ({
+    ...link,
+    id: r.id,
+    proposalId: r.proposal_id,
+    decisionId: r.decision_id,
+    approvalUseId: r.approval_use_id,
+    serverId: r.server_id,
+    toolName: r.tool_name,
+    executedBy: r.executed_by,
+    outcome: r.outcome,
+    result: json(r.result),
+    transportStatus: r.transport_status,
+    toolError: r.tool_error,
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
+    observedAt: r.observed_at,
+  }),
+  toRecord: (row: Row<typeof observations>): ObservationRecord => ({
+    id: row.id,
+    proposal_id: row.proposalId,
+    decision_id: row.decisionId,
+    approval_use_id: row.approvalUseId,
+    server_id: row.serverId,
+    tool_name: row.toolName,
+    executed_by: row.executedBy,
+    outcome: row.outcome as ObservationRecord['outcome'],
+    result: parse(row.result),
+    transport_status: row.transportStatus,
+    tool_error: row.toolError,
+    started_at: row.startedAt,
+    finished_at: row.finishedAt,
+    observed_at: row.observedAt,
+  }),
+};
+
+export const refusedExecutionCodec = {
+  toRow: (link: EventLink, r: RefusedExecutionRecord): Row<typeof refusedExecutions> => ({
+    ...link,
+    id: r.id,
+    proposalId: r.proposal_id,
+    code: r.code,
+    message: r.message,
+    attemptedBy: r.attempted_by,
+    attempted: json(r.attempted),
+    refusedAt: r.refused_at,
+  }),
+  toRecord: (row: Row<typeof refusedExecutions>): RefusedExecutionRecord => ({
+    id: row.id,
+    proposal_id: row.proposalId,
+    code: row.code,
+    message: row.message,
+    attempted_by: row.attemptedBy,
+    attempted: parse(row.attempted),
+    refused_at: row.refusedAt,
+  }),
+};
+
+export const verificationCodec = {
+  toRow: (link: EventLink, r: VerificationRecord): Row<typeof verifications> => ({
+    ...link,
+    id: r.id,
+    observationId: r.observation_id,
+    proposalId: r.proposal_id,
+    checks: json(r.checks),
+    status: r.status,
+    verifier: r.verifier,
+    verifiedAt: r.verified_at,
+  }),
+  toRecord: (row: Row<typeof verifications>): VerificationRecord => ({
+    id: row.id,
+    observation_id: row.observationId,
+    proposal_id: row.proposalId,
+    checks: parse(row.checks),
+    status: row.status as VerificationRecord['status'],
+    verifier: row.verifier,
+    verified_at: row.verifiedAt,
+  }),
+};
+
+/** Every record table with its event kind and how to rebuild a record from a row. */
+export const RECORD_TABLES = [
+  { kind: 'tool', table: tools, toRecord: toolCodec.toRecord },
+  { kind: 'proposal', table: proposals, toRecord: proposalCodec.toRecord },
+  { kind: 'decision', table: decisions, toRecord: decisionCodec.toRecord },
+  { kind: 'approval_request', table: approvalRequests, toRecord: approvalRequestCodec.toRecord },
+  { kind: 'approval_resolution', table: approvalResolutions, toRecord: approvalResolutionCodec.toRecord },
+  { kind: 'approval_use', table: approvalUses, toRecord: approvalUseCodec.toRecord },
+  { kind: 'observation', table: observations, toRecord: observationCodec.toRecord },
+  { kind: 'execution_refused', table: refusedExecutions, toRecord: refusedExecutionCodec.toRecord },
+  { kind: 'verification', table: verifications, toRecord: verificationCodec.toRecord },
+] as const satisfies ReadonlyArray<{ kind: RecordKind; table: unknown; toRecord: (row: never) => unknown }>;

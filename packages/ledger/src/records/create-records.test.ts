@@ -1,0 +1,840 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../database';
+import { isLedgerError } from '../errors';
+import { createLedger, type Ledger } from '../ledger';
+import { testBackends } from '../testing';
+import { checkRecordTables, type RecordFailure } from './check-record-tables';
+import { createRecords, type RecordContext, type Records } from './create-records';
+import type { ProposalInput, ToolInput } from './inputs';
+
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+
+const RECORD_TABLE_NAMES = [
+  'tools',
+  'proposals',
+  'decisions',
+  'approval_requests',
+  'approval_resolutions',
+  'approval_uses',
+  'observations',
+  'refused_executions',
+  'verifications',
+] as const;
+
+const refundTool = (over: Partial<ToolInput> = {}): ToolInput => ({
+  server_id: 'payments',
+  tool_name: 'refund',
+  side_effect: 'compensatable',
+  required_scopes: ['payments:write'],
+  allowed_environments: ['prod', 'staging'],
+  ...over,
+});
+
+const refund = (key: string, over: Partial<ProposalInput> = {}): ProposalInput => ({
+  idempotency_key: key,
+  action: 'refund',
+  server_id: 'payments',
+  tool_name: 'refund',
+  target: { kind: 'payment', id: 'pay_1', env: 'prod' },
+  arguments: { amount: 5, currency: 'EUR' },
+  side_effect: 'compensatable',
+  postconditions: [{ name: 'refund.recorded', params: { payment: 'pay_1' } }],
+  ...over,
+});
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    if (isLedgerError(error)) return error.code;
+    throw error;
+  }
+  return 'NO_ERROR';
+}
+
+describe.each(testBackends())('records on $name', ({ open }) => {
+  let database: Database;
+  let ledger: Ledger;
+  let records: Records;
+  let clock = T0;
+  let logs = 0;
+
+  beforeAll(async () => {
+    database = await open();
+    ledger = createLedger(database);
+    records = createRecords(ledger, {
+      now: () => new Date(clock),
+      maxInputBytes: 4096,
+      approvalRequestTtlSeconds: 3600,
+      maxApprovalWindowSeconds: 1800,
+    });
+  });
+  afterAll(async () => {
+    await ledger?.close();
+    await database?.close();
+  });
+
+  /** A fresh log with the refund tool registered, and the contexts of the people in it. */
+  const setup = async (tool: Partial<ToolInput> = {}) => {
+    const log = `records-${++logs}`;
+    const ops: RecordContext = { log, caller: { identity: 'user:ops' } };
+    const agent: RecordContext = {
+      log,
+      caller: { identity: 'agent:billing', scopes: ['payments:write'], environments: ['prod', 'staging'] },
+    };
+    const alice: RecordContext = { log, caller: { identity: 'user:alice' } };
+    await records.registerTool(ops, refundTool(tool));
+    return { log, ops, agent, alice };
+  };
+
+  const count = async (table: string, log: string) =>
+    (
+      await database.rows<{ n: number }>(
+        sql`select count(*)::int as n from ${sql.identifier(table)} where log_id = ${log}`,
+      )
+    )[0]!.n;
+  const counts = async (log: string) => {
+    const result: Record<string, number> = { audit_events: await count('audit_events', log) };
+    for (const table of RECORD_TABLE_NAMES) result[table] = await count(table, log);
+    return result;
+  };
+  const failuresOf = async (log: string) => {
+    const failures: RecordFailure[] = [];
+    for await (const failure of checkRecordTables(database, log, { pageSize: 2 })) failures.push(failure);
+    return failures;
+  };
+  /** Tamper as the database owner would: with triggers and foreign keys switched off. */
+  const tamper = (statement: ReturnType<typeof sql>) =>
+    database.db.transaction(async (tx) => {
+      await tx.execute(sql`set local session_replication_role = replica`);
+      await tx.execute(statement);
+    });
+
+  describe('registerTool', () => {
+    describe('when a tool is registered again', () => {
+      it('replays an identical registration and refuses a silent change with TOOL_EXISTS', async () => {
+        const { ops, log } = await setup();
+        const again = await records.registerTool(ops, refundTool());
+        expect(again.replayed).toBe(true);
+        expect(await codeOf(records.registerTool(ops, refundTool({ side_effect: 'read_only' })))).toBe(
+          'TOOL_EXISTS',
+        );
+        const changed = await records.registerTool(ops, {
+          ...refundTool({ side_effect: 'irreversible' }),
+          replaces_version: 1,
+        });
+        expect(changed).toMatchObject({ replayed: false, tool: { version: 2, side_effect: 'irreversible' } });
+        expect((await records.listTools(log)).map((t) => [t.tool_name, t.version])).toEqual([['refund', 2]]);
+        expect(await count('tools', log)).toBe(2);
+      });
+    });
+
+    describe('when a tool comes from discovery', () => {
+      it('is irreversible unless declared otherwise, and never overrides an operator', async () => {
+        const { ops, log } = await setup();
+        const discovered = await records.registerTool(ops, {
+          server_id: 'payments',
+          tool_name: 'charge',
+          source: 'discovery',
+        });
+        expect(discovered.tool).toMatchObject({
+          side_effect: 'irreversible',
+          source: 'discovery',
+          version: 1,
+        });
+        const rediscovered = await records.registerTool(ops, {
+          ...refundTool({ side_effect: 'read_only' }),
+          source: 'discovery',
+        });
+        expect(rediscovered).toMatchObject({
+          replayed: true,
+          tool: { side_effect: 'compensatable', source: 'manual' },
+        });
+        const declared = await records.registerTool(ops, {
+          server_id: 'payments',
+          tool_name: 'charge',
+          side_effect: 'idempotent',
+        });
+        expect(declared.tool).toMatchObject({ side_effect: 'idempotent', source: 'manual', version: 2 });
+        expect((await records.listTools(log)).map((t) => t.tool_name)).toEqual(['charge', 'refund']);
+      });
+    });
+  });
+
+  describe('propose', () => {
+    describe('when the built-in policy allows', () => {
+      it('records the proposal and its decision, requester from the key', async () => {
+        const { agent, log } = await setup();
+        const result = await records.propose(agent, refund('k1'));
+        expect(result.replayed).toBe(false);
+        expect(result.proposal).toMatchObject({
+          requester: 'agent:billing',
+          requester_scopes: ['payments:write'],
+        });
+        expect(result.proposal.payload_hash).toMatch(/^[0-9a-f]{64}$/);
+        expect(result.decision).toMatchObject({
+          verdict: 'allow',
+          source: 'built_in',
+          authorized_identity: 'agent:billing',
+        });
+        const events = await ledger.events(log);
+        expect(events.map((e) => [e.kind, e.entity])).toEqual([
+          ['tool', expect.any(String)],
+          ['proposal', result.proposal.id],
+          ['decision', result.decision!.id],
+        ]);
+        expect(JSON.parse(events[1]!.payload)).toEqual(result.proposal);
+        expect(await failuresOf(log)).toEqual([]);
+      });
+    });
+
+    describe('when the tool is not registered', () => {
+      it('denies with TOOL_NOT_REGISTERED', async () => {
+        const { agent } = await setup();
+        const { decision } = await records.propose(agent, refund('k1', { tool_name: 'wipe' }));
+        expect(decision?.verdict).toBe('deny');
+        expect(decision?.reasons.map((r) => r.code)).toContain('TOOL_NOT_REGISTERED');
+      });
+    });
+
+    describe('when the same idempotency key comes back', () => {
+      it('replays the stored proposal and decision for the same payload, writing nothing', async () => {
+        const { agent, log } = await setup();
+        const first = await records.propose(agent, refund('k1'));
+        const before = await counts(log);
+        const again = await records.propose(agent, {
+          ...refund('k1'),
+          arguments: { currency: 'EUR', amount: 5 },
+        });
+        expect(again).toEqual({ ...first, replayed: true });
+        expect(await counts(log)).toEqual(before);
+      });
+
+      it('refuses another payload or another requester with IDEMPOTENCY_CONFLICT, writing nothing', async () => {
+        const { agent, alice, log } = await setup();
+        await records.propose(agent, refund('k1'));
+        const before = await counts(log);
+        expect(await codeOf(records.propose(agent, refund('k1', { arguments: { amount: 500 } })))).toBe(
+          'IDEMPOTENCY_CONFLICT',
+        );
+        expect(await codeOf(records.propose(alice, refund('k1')))).toBe('IDEMPOTENCY_CONFLICT');
+        expect(await counts(log)).toEqual(before);
+      });
+
+      it('keeps one proposal when 20 arrive at once', async () => {
+        const { agent, log } = await setup();
+        const results = await Promise.all(
+          Array.from({ length: 20 }, () => records.propose(agent, refund('same'))),
+        );
+        expect(new Set(results.map((r) => r.proposal.id)).size).toBe(1);
+        expect(results.filter((r) => !r.replayed)).toHaveLength(1);
+        expect(await count('proposals', log)).toBe(1);
+        expect(await count('decisions', log)).toBe(1);
+      });
+    });
+
+    describe('when the input is bad', () => {
+      it.each([
+        ['an unknown side-effect class', { ...refund('b1'), side_effect: 'harmless' }, 'VALIDATION_FAILED'],
+        ['a missing target', { ...refund('b2'), target: undefined }, 'VALIDATION_FAILED'],
+        [
+          'arguments JSON cannot carry',
+          { ...refund('b3'), arguments: { amount: Number.NaN } },
+          'PAYLOAD_NOT_JSON',
+        ],
+        [
+          'undefined in the arguments',
+          { ...refund('b4'), arguments: { amount: undefined } },
+          'PAYLOAD_NOT_JSON',
+        ],
+        [
+          'an oversized payload',
+          { ...refund('b5'), arguments: { blob: 'x'.repeat(5000) } },
+          'PAYLOAD_TOO_LARGE',
+        ],
+      ])('refuses %s with a typed error and writes nothing', async (_, body, code) => {
+        const { agent, log } = await setup();
+        const value: Record<string, unknown> = { ...body };
+        if (value.target === undefined) delete value.target;
+        const before = await counts(log);
+        expect(await codeOf(records.propose(agent, value))).toBe(code);
+        expect(await counts(log)).toEqual(before);
+      });
+    });
+
+    describe('when a failure strikes after the record insert and before commit', () => {
+      it('leaves neither the record nor its event', async () => {
+        const { agent, log } = await setup();
+        const before = await counts(log);
+        const headBefore = await ledger.head(log);
+        const injected = new Error('injected');
+        const failing: Ledger = {
+          ...ledger,
+          transact: (target, work) =>
+            ledger.transact(target, async (tx) => {
+              await work(tx);
+              throw injected;
+            }),
+        };
+        await expect(createRecords(failing).propose(agent, refund('k1'))).rejects.toBe(injected);
+        expect(await counts(log)).toEqual(before);
+        expect(await ledger.head(log)).toEqual(headBefore);
+        // The log goes on from where it was: the lost seqs were never taken.
+        const next = await records.propose(agent, refund('k1'));
+        expect(next.replayed).toBe(false);
+        expect((await ledger.verifyChain({ log })).ok).toBe(true);
+      });
+    });
+  });
+
+  describe('decide', () => {
+    describe('when an external engine decides', () => {
+      it('records its decision with its source, once (DECISION_EXISTS)', async () => {
+        const { agent, ops, log } = await setup();
+        const external = createRecords(ledger, { policy: 'external', now: () => new Date(clock) });
+        const { proposal, decision } = await external.propose(agent, refund('k1'));
+        expect(decision).toBeNull();
+        const engine: RecordContext = { log, caller: { identity: 'service:opa' } };
+        const decided = await external.decide(engine, {
+          proposal_id: proposal.id,
+          verdict: 'allow',
+          source: 'opa:payments-v3',
+          reasons: [{ code: 'OPA_ALLOW', effect: 'allow', message: 'rule payments.allow matched' }],
+        });
+        expect(decided.decision).toMatchObject({
+          source: 'opa:payments-v3',
+          decided_by: 'service:opa',
+          authorized_identity: 'agent:billing',
+        });
+        const again = {
+          proposal_id: proposal.id,
+          verdict: 'deny',
+          source: 'opa:payments-v3',
+          reasons: [{ code: 'X', effect: 'deny', message: 'x' }],
+        };
+        expect(await codeOf(external.decide(engine, again))).toBe('DECISION_EXISTS');
+        const builtIn = await records.propose(agent, refund('k2'));
+        expect(await codeOf(external.decide(ops, { ...again, proposal_id: builtIn.proposal.id }))).toBe(
+          'DECISION_EXISTS',
+        );
+      });
+
+      it('cannot allow an unregistered tool', async () => {
+        const { agent, log } = await setup();
+        const external = createRecords(ledger, { policy: 'external' });
+        const { proposal } = await external.propose(agent, refund('k1', { tool_name: 'wipe' }));
+        const engine: RecordContext = { log, caller: { identity: 'service:opa' } };
+        const allow = {
+          proposal_id: proposal.id,
+          verdict: 'allow',
+          source: 'opa',
+          reasons: [{ code: 'OK', effect: 'allow', message: 'ok' }],
+        };
+        expect(await codeOf(external.decide(engine, allow))).toBe('TOOL_NOT_REGISTERED');
+        expect(await codeOf(external.decide(engine, { ...allow, source: 'built_in' }))).toBe(
+          'VALIDATION_FAILED',
+        );
+      });
+    });
+  });
+
+  describe('observe', () => {
+    describe('when the proposal may not run', () => {
+      it('refuses a denied proposal with EXECUTION_NOT_AUTHORIZED and keeps the attempt as evidence', async () => {
+        const { agent, log } = await setup();
+        const { proposal } = await records.propose(
+          agent,
+          refund('k1', { target: { kind: 'payment', id: 'p', env: 'dev' } }),
+        );
+        const attempt = { proposal_id: proposal.id, outcome: 'succeeded', transport_status: 200 };
+        expect(await codeOf(records.observe(agent, attempt))).toBe('EXECUTION_NOT_AUTHORIZED');
+        expect(await count('observations', log)).toBe(0);
+        const story = await records.story(log, proposal.id);
+        expect(story.refusals).toMatchObject([
+          { code: 'EXECUTION_NOT_AUTHORIZED', attempted_by: 'agent:billing', attempted: attempt },
+        ]);
+        expect(story.events.map((e) => e.kind)).toEqual(['proposal', 'decision', 'execution_refused']);
+        expect(story.stage).toBe('refused');
+      });
+
+      it('refuses an undecided proposal with EXECUTION_NOT_AUTHORIZED', async () => {
+        const { agent, log } = await setup();
+        const external = createRecords(ledger, { policy: 'external' });
+        const { proposal } = await external.propose(agent, refund('k1'));
+        expect(await codeOf(records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' }))).toBe(
+          'EXECUTION_NOT_AUTHORIZED',
+        );
+        expect(await count('observations', log)).toBe(0);
+        expect(await count('refused_executions', log)).toBe(1);
+      });
+
+      it('refuses another executing identity with IDENTITY_MISMATCH', async () => {
+        const { agent, alice, log } = await setup();
+        const { proposal } = await records.propose(agent, refund('k1'));
+        expect(await codeOf(records.observe(alice, { proposal_id: proposal.id, outcome: 'succeeded' }))).toBe(
+          'IDENTITY_MISMATCH',
+        );
+        expect(await count('observations', log)).toBe(0);
+      });
+
+      it('refuses an executed payload other than the proposal', async () => {
+        const { agent } = await setup();
+        const { proposal } = await records.propose(agent, refund('k1'));
+        const other = { proposal_id: proposal.id, outcome: 'succeeded', payload_hash: 'f'.repeat(64) };
+        expect(await codeOf(records.observe(agent, other))).toBe('EXECUTION_NOT_AUTHORIZED');
+      });
+    });
+
+    describe('when an allowed proposal is observed', () => {
+      it('keeps outcome, result, transport status and tool error apart', async () => {
+        const { agent } = await setup();
+        const { proposal } = await records.propose(agent, refund('k1'));
+        const { observation, replayed } = await records.observe(agent, {
+          proposal_id: proposal.id,
+          outcome: 'failed',
+          result: { isError: true, content: [{ type: 'text', text: 'insufficient funds' }] },
+          transport_status: 200,
+          tool_error: true,
+          started_at: '2026-01-01T00:00:00.000Z',
+          finished_at: '2026-01-01T00:00:01.250Z',
+        });
+        expect(replayed).toBe(false);
+        expect(observation).toMatchObject({
+          outcome: 'failed',
+          transport_status: 200,
+          tool_error: true,
+          executed_by: 'agent:billing',
+          server_id: 'payments',
+          approval_use_id: null,
+        });
+      });
+
+      it('returns the first observation when posted twice and never records a second', async () => {
+        const { agent, log } = await setup();
+        const { proposal } = await records.propose(agent, refund('k1'));
+        const first = await records.observe(agent, { proposal_id: proposal.id, outcome: 'unknown' });
+        const second = await records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
+        expect(second).toEqual({ observation: first.observation, replayed: true });
+        expect(await count('observations', log)).toBe(1);
+        // An unknown outcome is never retried automatically: authorization is closed.
+        expect(await codeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe(
+          'OBSERVATION_EXISTS',
+        );
+      });
+    });
+  });
+
+  describe('approvals', () => {
+    const setupIrreversible = (over: Partial<ToolInput> = {}) =>
+      setup({ side_effect: 'irreversible', ...over });
+
+    describe('when a proposal needs approval', () => {
+      it('opens one request and reuses it for an identical proposal while it is pending', async () => {
+        const { agent, log } = await setupIrreversible();
+        const first = await records.propose(agent, refund('k1'));
+        expect(first.decision?.verdict).toBe('require_approval');
+        expect(first.approval).toMatchObject({
+          proposal_id: first.proposal.id,
+          payload_hash: first.proposal.payload_hash,
+        });
+        const second = await records.propose(agent, refund('k2'));
+        expect(second.approval?.id).toBe(first.approval?.id);
+        expect(await count('approval_requests', log)).toBe(1);
+        const other = await records.propose(agent, refund('k3', { arguments: { amount: 6 } }));
+        expect(other.approval?.id).not.toBe(first.approval?.id);
+        const listed = await records.listApprovals(log, { status: 'pending' });
+        expect(listed.approvals.map((a) => a.request.id)).toEqual([first.approval!.id, other.approval!.id]);
+        expect(listed.approvals[0]!.proposal.arguments).toEqual({ amount: 5, currency: 'EUR' });
+      });
+
+      it('refuses execution until approved', async () => {
+        const { agent } = await setupIrreversible();
+        const { proposal } = await records.propose(agent, refund('k1'));
+        expect(await codeOf(records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' }))).toBe(
+          'EXECUTION_NOT_AUTHORIZED',
+        );
+      });
+    });
+
+    describe('when someone answers a request', () => {
+      it('refuses the requester answering their own request with SELF_APPROVAL', async () => {
+        const { agent } = await setupIrreversible();
+        const { approval } = await records.propose(agent, refund('k1'));
+        expect(await codeOf(records.approve(agent, { request_id: approval!.id }))).toBe('SELF_APPROVAL');
+        expect(await codeOf(records.deny(agent, { request_id: approval!.id }))).toBe('SELF_APPROVAL');
+      });
+
+      it('answers once (APPROVAL_RESOLVED) and lets the approved proposal run', async () => {
+        const { agent, alice, log } = await setupIrreversible();
+        const { proposal, approval } = await records.propose(agent, refund('k1'));
+        const view = await records.approve(alice, { request_id: approval!.id, comment: 'ok, refund is due' });
+        expect(view).toMatchObject({
+          status: 'approved',
+          resolution: { resolver: 'user:alice', validity: 'once' },
+        });
+        expect(await codeOf(records.deny(alice, { request_id: approval!.id }))).toBe('APPROVAL_RESOLVED');
+        const { observation } = await records.observe(agent, {
+          proposal_id: proposal.id,
+          outcome: 'succeeded',
+        });
+        expect(observation.approval_use_id).toMatch(/^use_/);
+        expect((await records.getApproval(log, approval!.id)).status).toBe('used');
+      });
+
+      it('lets a denial answer only that request', async () => {
+        const { agent, alice, log } = await setupIrreversible();
+        const first = await records.propose(agent, refund('k1'));
+        await records.deny(alice, { request_id: first.approval!.id, comment: 'no' });
+        expect(
+          await codeOf(records.observe(agent, { proposal_id: first.proposal.id, outcome: 'succeeded' })),
+        ).toBe('EXECUTION_NOT_AUTHORIZED');
+        const retry = await records.propose(agent, refund('k2'));
+        expect(retry.approval?.id).not.toBe(first.approval?.id);
+        expect((await records.getApproval(log, retry.approval!.id)).status).toBe('pending');
+        expect((await records.listApprovals(log, { status: 'denied' })).approvals).toHaveLength(1);
+      });
+
+      it('refuses an answer after the request expired with APPROVAL_EXPIRED', async () => {
+        const { agent, alice, log } = await setupIrreversible();
+        const { approval } = await records.propose(agent, refund('k1'));
+        clock += 3600_000;
+        try {
+          expect(await codeOf(records.approve(alice, { request_id: approval!.id }))).toBe('APPROVAL_EXPIRED');
+          expect((await records.listApprovals(log, { status: 'expired' })).approvals).toHaveLength(1);
+        } finally {
+          clock = T0;
+        }
+      });
+    });
+
+    describe('when several rules set a window', () => {
+      it('applies the shortest', async () => {
+        const { agent, alice } = await setupIrreversible({ max_approval_window_seconds: 120 });
+        const a = await records.propose(agent, refund('k1'));
+        const long = await records.approve(alice, {
+          request_id: a.approval!.id,
+          validity: 'window',
+          window_seconds: 3600,
+        });
+        expect(long.resolution).toMatchObject({ window_seconds: 120, window_source: 'policy' });
+        const b = await records.propose(agent, refund('k2', { arguments: { amount: 1 } }));
+        const short = await records.approve(alice, {
+          request_id: b.approval!.id,
+          validity: 'window',
+          window_seconds: 60,
+        });
+        expect(short.resolution).toMatchObject({
+          window_seconds: 60,
+          window_source: 'approver',
+          valid_until: '2026-01-01T00:01:00.000Z',
+        });
+      });
+    });
+
+    describe('when the approval expires before execution', () => {
+      it('refuses with APPROVAL_EXPIRED', async () => {
+        const { agent, alice } = await setupIrreversible({ max_approval_window_seconds: 60 });
+        const { proposal, approval } = await records.propose(agent, refund('k1'));
+        await records.approve(alice, { request_id: approval!.id });
+        clock += 60_000;
+        try {
+          expect(
+            await codeOf(records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' })),
+          ).toBe('APPROVAL_EXPIRED');
+        } finally {
+          clock = T0;
+        }
+      });
+    });
+
+    describe('when two executions race for one single-use approval', () => {
+      it('records exactly one observation and refuses the other with APPROVAL_CONSUMED', async () => {
+        const { agent, alice, log } = await setupIrreversible();
+        const a = await records.propose(agent, refund('k1'));
+        const b = await records.propose(agent, refund('k2'));
+        expect(b.approval?.id).toBe(a.approval?.id);
+        await records.approve(alice, { request_id: a.approval!.id, validity: 'once' });
+        const results = await Promise.allSettled([
+          records.observe(agent, { proposal_id: a.proposal.id, outcome: 'succeeded' }),
+          records.observe(agent, { proposal_id: b.proposal.id, outcome: 'succeeded' }),
+        ]);
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        const rejected = results.filter((r) => r.status === 'rejected');
+        expect(rejected.map((r) => (isLedgerError(r.reason) ? r.reason.code : r.reason))).toEqual([
+          'APPROVAL_CONSUMED',
+        ]);
+        expect(await count('observations', log)).toBe(1);
+        expect(await count('approval_uses', log)).toBe(1);
+      });
+
+      it('lets a claim made by authorize stand, and refuses the second claimant up front', async () => {
+        const { agent, alice, log } = await setupIrreversible();
+        const a = await records.propose(agent, refund('k1'));
+        const b = await records.propose(agent, refund('k2'));
+        await records.approve(alice, { request_id: a.approval!.id });
+        const claimed = await records.authorize(agent, { proposal_id: a.proposal.id });
+        expect(claimed.approval_use).toMatchObject({ proposal_id: a.proposal.id, validity: 'once' });
+        expect(await codeOf(records.authorize(agent, { proposal_id: b.proposal.id }))).toBe(
+          'APPROVAL_CONSUMED',
+        );
+        const { observation } = await records.observe(agent, {
+          proposal_id: a.proposal.id,
+          outcome: 'succeeded',
+        });
+        expect(observation.approval_use_id).toBe(claimed.approval_use!.id);
+        expect(await count('approval_uses', log)).toBe(1);
+      });
+    });
+
+    describe('when an approval is for a window', () => {
+      it('covers repeated executions of the same payload by the same requester', async () => {
+        const { agent, alice } = await setupIrreversible();
+        const a = await records.propose(agent, refund('k1'));
+        await records.approve(alice, { request_id: a.approval!.id, validity: 'window', window_seconds: 600 });
+        const b = await records.propose(agent, refund('k2'));
+        expect(b.approval?.id).toBe(a.approval?.id);
+        await records.observe(agent, { proposal_id: a.proposal.id, outcome: 'succeeded' });
+        await records.observe(agent, { proposal_id: b.proposal.id, outcome: 'succeeded' });
+      });
+    });
+
+    describe('when an execution names an approval it is not bound to', () => {
+      it('refuses another payload with APPROVAL_PAYLOAD_MISMATCH', async () => {
+        const { agent, alice } = await setupIrreversible();
+        const { proposal, approval } = await records.propose(agent, refund('k1'));
+        await records.approve(alice, { request_id: approval!.id });
+        const other = { proposal_id: proposal.id, outcome: 'succeeded', payload_hash: 'e'.repeat(64) };
+        expect(await codeOf(records.observe(agent, other))).toBe('APPROVAL_PAYLOAD_MISMATCH');
+      });
+
+      it('refuses another requester with APPROVAL_SCOPE_MISMATCH', async () => {
+        const { agent, alice, log } = await setupIrreversible();
+        const mine = await records.propose(agent, refund('k1'));
+        await records.approve(alice, { request_id: mine.approval!.id });
+        const bob: RecordContext = { log, caller: { identity: 'agent:bob', scopes: ['payments:write'] } };
+        const theirs = await records.propose(bob, refund('k2'));
+        expect(theirs.approval?.id).not.toBe(mine.approval?.id);
+        const borrowed = {
+          proposal_id: theirs.proposal.id,
+          outcome: 'succeeded',
+          approval_request_id: mine.approval!.id,
+        };
+        expect(await codeOf(records.observe(bob, borrowed))).toBe('APPROVAL_SCOPE_MISMATCH');
+      });
+    });
+  });
+
+  describe('recordVerification', () => {
+    const executed = async () => {
+      const ctx = await setup();
+      const { proposal } = await records.propose(ctx.agent, refund('k1'));
+      const { observation } = await records.observe(ctx.agent, {
+        proposal_id: proposal.id,
+        outcome: 'succeeded',
+        transport_status: 200,
+      });
+      const verifier: RecordContext = { log: ctx.log, caller: { identity: 'service:verifier' } };
+      return { ...ctx, proposal, observation, verifier };
+    };
+
+    describe('when an independent source says the refund is missing', () => {
+      it('derives failed even though the tool said 200', async () => {
+        const { observation, verifier, log, proposal } = await executed();
+        const verification = await records.recordVerification(verifier, {
+          observation_id: observation.id,
+          checks: [{ name: 'refund.recorded', status: 'fail', source: 'ledger-api' }],
+        });
+        expect(verification).toMatchObject({
+          status: 'failed',
+          verifier: 'service:verifier',
+          proposal_id: proposal.id,
+        });
+        const story = await records.story(log, proposal.id);
+        expect(story.outcome).toBe('failed');
+        expect(story.events.map((e) => e.kind)).toEqual([
+          'proposal',
+          'decision',
+          'observation',
+          'verification',
+        ]);
+      });
+    });
+
+    describe('when the checks are read from the system that performed the write', () => {
+      it('counts them inconclusive with NOT_INDEPENDENT and aborts the proposal', async () => {
+        const { observation, verifier, log, proposal } = await executed();
+        const verification = await records.recordVerification(verifier, {
+          observation_id: observation.id,
+          checks: [{ name: 'refund.recorded', status: 'pass', source: 'payments', evidence: { row: 1 } }],
+        });
+        expect(verification.status).toBe('inconclusive');
+        expect(verification.checks[0]).toMatchObject({
+          status: 'inconclusive',
+          reason: 'NOT_INDEPENDENT',
+          reported: 'pass',
+        });
+        expect((await records.story(log, proposal.id)).outcome).toBe('aborted');
+      });
+    });
+
+    describe('when the checks vary', () => {
+      it.each([
+        [[], 'inconclusive'],
+        [[{ name: 'a', status: 'pass', source: 'db' }], 'passed'],
+        [
+          [
+            { name: 'a', status: 'pass', source: 'db' },
+            { name: 'b', status: 'error', source: null, reason: 'VERIFIER_TIMEOUT' },
+          ],
+          'inconclusive',
+        ],
+      ])('derives the status from %j', async (checks, status) => {
+        const { observation, verifier } = await executed();
+        expect(
+          (await records.recordVerification(verifier, { observation_id: observation.id, checks })).status,
+        ).toBe(status);
+      });
+
+      it('completes the proposal on the latest passed verification', async () => {
+        const { observation, verifier, log, proposal } = await executed();
+        expect((await records.story(log, proposal.id)).outcome).toBe('pending');
+        await records.recordVerification(verifier, {
+          observation_id: observation.id,
+          checks: [{ name: 'refund.recorded', status: 'pass', source: 'ledger-api' }],
+        });
+        expect((await records.story(log, proposal.id)).outcome).toBe('completed');
+      });
+    });
+
+    describe('when a caller supplies the status', () => {
+      it('refuses with VERIFICATION_INVALID and writes nothing', async () => {
+        const { observation, verifier, log } = await executed();
+        const before = await counts(log);
+        const body = { observation_id: observation.id, checks: [], status: 'passed' };
+        expect(await codeOf(records.recordVerification(verifier, body))).toBe('VERIFICATION_INVALID');
+        expect(await counts(log)).toEqual(before);
+      });
+    });
+  });
+
+  describe('record tables', () => {
+    describe('when anyone tries to change a record', () => {
+      it.each([
+        ['UPDATE', (log: string) => sql`update proposals set arguments = '{}' where log_id = ${log}`],
+        ['DELETE', (log: string) => sql`delete from decisions where log_id = ${log}`],
+        ['TRUNCATE', () => sql`truncate observations`],
+      ])('refuses %s in the database itself', async (_, statement) => {
+        const { agent, log } = await setup();
+        const { proposal } = await records.propose(agent, refund('k1'));
+        await records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
+        await expect(database.rows(statement(log))).rejects.toThrow();
+        expect(await count('proposals', log)).toBe(1);
+        expect(await count('decisions', log)).toBe(1);
+        expect(await count('observations', log)).toBe(1);
+      });
+    });
+
+    describe('when a second row breaks a uniqueness rule', () => {
+      it('is refused by the database, not only by the code', async () => {
+        const { agent, log } = await setup();
+        const { proposal, decision } = await records.propose(agent, refund('k1'));
+        const before = await counts(log);
+        const duplicate = ledger.transact(log, async (tx) => {
+          const event = await tx.append({ kind: 'decision', entity: 'dec_dup', actor: 'x', payload: {} });
+          await tx.db.execute(
+            sql`insert into decisions (log_id, id, event_seq, proposal_id, verdict, reasons, repair, source, decided_by, decided_at)
+                values (${log}, 'dec_dup', ${event.seq}, ${proposal.id}, 'allow', '[]', 'null', 'x', 'x', 'x')`,
+          );
+        });
+        await expect(duplicate).rejects.toThrow();
+        expect(decision).not.toBeNull();
+        expect(await counts(log)).toEqual(before);
+      });
+    });
+
+    describe('when the record tables agree with the chain', () => {
+      it('reports nothing across a full story', async () => {
+        const { agent, alice, log } = await setup({ side_effect: 'irreversible' });
+        const { proposal, approval } = await records.propose(agent, refund('k1'));
+        await records.approve(alice, { request_id: approval!.id });
+        const { observation } = await records.observe(agent, {
+          proposal_id: proposal.id,
+          outcome: 'succeeded',
+        });
+        await records.recordVerification(alice, {
+          observation_id: observation.id,
+          checks: [{ name: 'refund.recorded', status: 'pass', source: 'ledger-api' }],
+        });
+        await records.observe(alice, { proposal_id: 'nope', outcome: 'succeeded' }).catch(() => {});
+        expect(await failuresOf(log)).toEqual([]);
+        expect((await ledger.verifyChain({ log })).ok).toBe(true);
+      });
+    });
+
+    describe('when the database owner edits a row', () => {
+      it('reports RECORD_MISMATCH at the row event seq', async () => {
+        const { agent, log } = await setup();
+        const { proposal } = await records.propose(agent, refund('k1'));
+        await tamper(
+          sql`update proposals set arguments = '{"amount":500,"currency":"EUR"}' where log_id = ${log} and id = ${proposal.id}`,
+        );
+        const [event] = (await ledger.events(log)).filter((e) => e.entity === proposal.id);
+        expect(await failuresOf(log)).toEqual([
+          expect.objectContaining({
+            code: 'RECORD_MISMATCH',
+            seq: event!.seq,
+            table: 'proposals',
+            id: proposal.id,
+          }),
+        ]);
+      });
+
+      it('reports RECORD_MISMATCH for a row edited into invalid JSON', async () => {
+        const { agent, log } = await setup();
+        const { decision } = await records.propose(agent, refund('k1'));
+        await tamper(
+          sql`update decisions set reasons = 'not json' where log_id = ${log} and id = ${decision!.id}`,
+        );
+        expect((await failuresOf(log)).map((f) => [f.code, f.id])).toEqual([
+          ['RECORD_MISMATCH', decision!.id],
+        ]);
+      });
+    });
+
+    describe('when the database owner deletes a row', () => {
+      it('reports RECORD_MISMATCH for the event left without its record', async () => {
+        const { agent, log } = await setup();
+        const { proposal } = await records.propose(agent, refund('k1'));
+        const { observation } = await records.observe(agent, {
+          proposal_id: proposal.id,
+          outcome: 'succeeded',
+        });
+        await tamper(sql`delete from observations where log_id = ${log} and id = ${observation.id}`);
+        expect(await failuresOf(log)).toEqual([
+          expect.objectContaining({ code: 'RECORD_MISMATCH', table: 'observations', id: observation.id }),
+        ]);
+      });
+    });
+
+    describe('when the database owner inserts a row no event accounts for', () => {
+      it('reports RECORD_WITHOUT_EVENT for a missing or a foreign event', async () => {
+        const { agent, log } = await setup();
+        const { proposal, decision } = await records.propose(agent, refund('k1'));
+        const head = (await ledger.head(log))!.seq;
+        await tamper(
+          sql`insert into observations (log_id, id, event_seq, proposal_id, decision_id, server_id, tool_name, executed_by, outcome, result, observed_at)
+              values (${log}, 'obs_forged', ${head + 10}, ${proposal.id}, ${decision!.id}, 'payments', 'refund', 'agent:billing', 'succeeded', 'null', 'x')`,
+        );
+        await tamper(
+          sql`insert into verifications (log_id, id, event_seq, observation_id, proposal_id, checks, status, verifier, verified_at)
+              values (${log}, 'ver_forged', ${head}, 'obs_forged', ${proposal.id}, '[]', 'passed', 'x', 'x')`,
+        );
+        expect((await failuresOf(log)).map((f) => [f.code, f.table, f.id])).toEqual([
+          ['RECORD_WITHOUT_EVENT', 'observations', 'obs_forged'],
+          ['RECORD_WITHOUT_EVENT', 'verifications', 'ver_forged'],
+        ]);
+      });
+    });
+  });
+});

@@ -1,0 +1,837 @@
+import { randomUUID } from 'node:crypto';
+import type { StoredEvent } from '@vouch/audit';
+import { assessIndependence, deriveStatus } from '@vouch/verifier-sdk';
+import { and, asc, eq, inArray } from 'drizzle-orm';
+import { z } from 'zod';
+import { LedgerError, type LedgerErrorCode } from '../errors';
+import type { Ledger, LedgerTransaction } from '../ledger';
+import {
+  addSeconds,
+  checkApproval,
+  isPast,
+  isReusableRequest,
+  shortestWindow,
+} from '../policy/approval-validity';
+import { evaluatePolicy } from '../policy/built-in-policy';
+import { auditEvents } from '../schema/core';
+import {
+  approvalRequests,
+  approvalResolutions,
+  approvalUses,
+  decisions,
+  observations,
+  proposals,
+  refusedExecutions,
+  tools,
+  verifications,
+} from '../schema/records';
+import {
+  approvalRequestCodec,
+  approvalResolutionCodec,
+  approvalUseCodec,
+  decisionCodec,
+  observationCodec,
+  proposalCodec,
+  refusedExecutionCodec,
+  toolCodec,
+  verificationCodec,
+} from './codec';
+import {
+  approveInputSchema,
+  checksInputSchema,
+  DEFAULT_MAX_INPUT_BYTES,
+  decisionInputSchema,
+  denyInputSchema,
+  observationInputSchema,
+  parseInput,
+  proposalInputSchema,
+  toolInputSchema,
+} from './inputs';
+import { deriveOutcome, deriveStage, type ProposalStage } from './outcome';
+import { proposalPayloadHash, proposalPayloadOf } from './payload-hash';
+import {
+  type ApprovalStatus,
+  approvalStatusOf,
+  decisionOf,
+  latestTool,
+  listLatestTools,
+  listRequests,
+  observationById,
+  observationOf,
+  proposalById,
+  proposalByKey,
+  refusalsOf,
+  requestById,
+  resolutionOf,
+  reusableRequestCandidates,
+  usesOf,
+  verificationsOf,
+} from './queries';
+import type {
+  ApprovalRequestRecord,
+  ApprovalResolutionRecord,
+  ApprovalUseRecord,
+  Caller,
+  DecisionRecord,
+  JsonValue,
+  ObservationRecord,
+  ProposalOutcome,
+  ProposalRecord,
+  RecordKind,
+  RefusedExecutionRecord,
+  ToolRecord,
+  VerificationCheck,
+  VerificationRecord,
+} from './types';
+
+/** Options of {@link createRecords}. */
+export interface RecordsOptions {
+  /** Clock for record times and expiry checks; defaults to the ledger batch's time. */
+  now?: () => Date;
+  /** Largest request body in bytes as canonical JSON (default 256 KiB). */
+  maxInputBytes?: number;
+  /**
+   * `built_in` (default): `propose` decides at once with the built-in policy. `external`:
+   * proposals wait for an external engine to post its decision with `decide`.
+   */
+  policy?: 'built_in' | 'external';
+  /** How long an approval request may wait for an answer, in seconds (default 24 h). */
+  approvalRequestTtlSeconds?: number;
+  /** The service's longest approval window, in seconds (default 1 h); the shortest rule wins. */
+  maxApprovalWindowSeconds?: number;
+}
+
+/** Which log a call writes to and who is calling (from the API key, never the body). */
+export interface RecordContext {
+  log: string;
+  caller: Caller;
+}
+
+/** What `propose` returns; `replayed` when the idempotency key had already been used with this payload. */
+export interface ProposalResult {
+  proposal: ProposalRecord;
+  decision: DecisionRecord | null;
+  approval: ApprovalRequestRecord | null;
+  replayed: boolean;
+}
+
+/** An approval request with everything an approver must see: the exact payload, target, environment and impact. */
+export interface ApprovalView {
+  request: ApprovalRequestRecord;
+  resolution: ApprovalResolutionRecord | null;
+  uses: ApprovalUseRecord[];
+  status: ApprovalStatus;
+  /** The proposal the request was opened for: what the approver is shown and the payload hash covers. */
+  proposal: ProposalRecord;
+}
+
+/** What `authorize` returns: the decision and, when approval-gated, the use it claimed. */
+export interface Authorization {
+  proposal: ProposalRecord;
+  decision: DecisionRecord;
+  approval_use: ApprovalUseRecord | null;
+}
+
+/** Everything recorded about one proposal, with its derived outcome and the events behind it. */
+export interface ProposalStory {
+  proposal: ProposalRecord;
+  decision: DecisionRecord | null;
+  approval: ApprovalView | null;
+  observation: ObservationRecord | null;
+  refusals: RefusedExecutionRecord[];
+  verifications: VerificationRecord[];
+  /** The latest verification, which the outcome is derived from. */
+  verification: VerificationRecord | null;
+  outcome: ProposalOutcome;
+  stage: ProposalStage;
+  events: StoredEvent[];
+}
+
+/** The records service: every write appends its record's audit event in the same transaction. */
+export interface Records {
+  /** Register a tool, or a new version of it; identical re-registration and discovery of a known tool replay. */
+  registerTool(ctx: RecordContext, input: unknown): Promise<{ tool: ToolRecord; replayed: boolean }>;
+  /** The latest registration of every tool of a log. */
+  listTools(log: string): Promise<ToolRecord[]>;
+  /** Record a proposal (and, with the built-in policy, its decision and approval request). */
+  propose(ctx: RecordContext, input: unknown): Promise<ProposalResult>;
+  /** Record an external policy engine's decision; one per proposal (`DECISION_EXISTS`). */
+  decide(
+    ctx: RecordContext,
+    input: unknown,
+  ): Promise<{ decision: DecisionRecord; approval: ApprovalRequestRecord | null }>;
+  getProposal(log: string, id: string): Promise<ProposalRecord>;
+  getApproval(log: string, requestId: string): Promise<ApprovalView>;
+  listApprovals(
+    log: string,
+    options?: { status?: ApprovalStatus; after?: number; limit?: number },
+  ): Promise<{ approvals: ApprovalView[]; next: number | null }>;
+  /** Approve a request (not one's own); once, or for a window bounded by every rule. */
+  approve(ctx: RecordContext, input: unknown): Promise<ApprovalView>;
+  /** Deny a request (not one's own); it answers only that request. */
+  deny(ctx: RecordContext, input: unknown): Promise<ApprovalView>;
+  /** Before executing: check the decision and claim the approval use, so a second executor is refused up front. */
+  authorize(ctx: RecordContext, input: unknown): Promise<Authorization>;
+  /** Record what the tool returned; refused executions are appended as evidence and thrown. */
+  observe(ctx: RecordContext, input: unknown): Promise<{ observation: ObservationRecord; replayed: boolean }>;
+  /** Record checks on an observation; the status is derived from them. */
+  recordVerification(ctx: RecordContext, input: unknown): Promise<VerificationRecord>;
+  /** The proposal, its decision, approval, observation, verifications, outcome and events. */
+  story(log: string, proposalId: string): Promise<ProposalStory>;
+}
+
+const authorizeInputSchema = z.strictObject({
+  proposal_id: z.string().min(1).max(256),
+  approval_request_id: z.string().min(1).max(256).optional(),
+  payload_hash: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
+});
+
+const id = z.string().min(1).max(256);
+
+/**
+ * Create the records service over a ledger. Each write runs in `ledger.transact`, so the
+ * record row and its audit event (kind = record type, payload = the record as stored,
+ * entity = the record id) commit together or not at all, and the checks before it run
+ * under the log's lock.
+ *
+ * @example
+ * const records = createRecords(ledger);
+ * const ctx = { log: 'default', caller: { identity: 'agent:billing', scopes: ['payments:write'], environments: ['prod'] } };
+ * await records.registerTool({ log: 'default', caller: { identity: 'user:ops' } },
+ *   { server_id: 'payments', tool_name: 'refund', side_effect: 'compensatable', required_scopes: ['payments:write'], allowed_environments: ['prod'] });
+ * const { decision } = await records.propose(ctx, { idempotency_key: 'k1', action: 'refund', server_id: 'payments',
+ *   tool_name: 'refund', target: { kind: 'payment', id: 'pay_1', env: 'prod' }, arguments: { amount: 5 }, side_effect: 'compensatable' });
+ * decision?.verdict; // 'allow'
+ */
+export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Records {
+  const database = ledger.database;
+  const maxBytes = options.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES;
+  const policy = options.policy ?? 'built_in';
+  const requestTtl = options.approvalRequestTtlSeconds ?? 24 * 3600;
+  const serviceWindow = options.maxApprovalWindowSeconds ?? 3600;
+  const timeOf = (tx: LedgerTransaction) => (options.now ? options.now().toISOString() : tx.now);
+  const wallNow = () => (options.now ?? (() => new Date()))().toISOString();
+
+  /** Append the record's event, then its row pointing at that event: both or neither. */
+  const write = async <R extends { id: string }>(
+    tx: LedgerTransaction,
+    kind: RecordKind,
+    actor: string,
+    record: R,
+    insert: (link: { logId: string; eventSeq: number }, record: R) => Promise<unknown>,
+  ): Promise<R> => {
+    const event = await tx.append({ kind, entity: record.id, actor, payload: record });
+    await insert({ logId: tx.log, eventSeq: event.seq }, record);
+    return record;
+  };
+
+  const writeTool = (tx: LedgerTransaction, actor: string, r: ToolRecord) =>
+    write(tx, 'tool', actor, r, (link, rec) => tx.db.insert(tools).values(toolCodec.toRow(link, rec)));
+  const writeProposal = (tx: LedgerTransaction, actor: string, r: ProposalRecord) =>
+    write(tx, 'proposal', actor, r, (link, rec) =>
+      tx.db.insert(proposals).values(proposalCodec.toRow(link, rec)),
+    );
+  const writeDecision = (tx: LedgerTransaction, actor: string, r: DecisionRecord) =>
+    write(tx, 'decision', actor, r, (link, rec) =>
+      tx.db.insert(decisions).values(decisionCodec.toRow(link, rec)),
+    );
+  const writeRequest = (tx: LedgerTransaction, actor: string, r: ApprovalRequestRecord) =>
+    write(tx, 'approval_request', actor, r, (link, rec) =>
+      tx.db.insert(approvalRequests).values(approvalRequestCodec.toRow(link, rec)),
+    );
+  const writeResolution = (tx: LedgerTransaction, actor: string, r: ApprovalResolutionRecord) =>
+    write(tx, 'approval_resolution', actor, r, (link, rec) =>
+      tx.db.insert(approvalResolutions).values(approvalResolutionCodec.toRow(link, rec)),
+    );
+  const writeUse = (tx: LedgerTransaction, actor: string, r: ApprovalUseRecord) =>
+    write(tx, 'approval_use', actor, r, (link, rec) =>
+      tx.db.insert(approvalUses).values(approvalUseCodec.toRow(link, rec)),
+    );
+  const writeObservation = (tx: LedgerTransaction, actor: string, r: ObservationRecord) =>
+    write(tx, 'observation', actor, r, (link, rec) =>
+      tx.db.insert(observations).values(observationCodec.toRow(link, rec)),
+    );
+  const writeRefusal = (tx: LedgerTransaction, actor: string, r: RefusedExecutionRecord) =>
+    write(tx, 'execution_refused', actor, r, (link, rec) =>
+      tx.db.insert(refusedExecutions).values(refusedExecutionCodec.toRow(link, rec)),
+    );
+  const writeVerification = (tx: LedgerTransaction, actor: string, r: VerificationRecord) =>
+    write(tx, 'verification', actor, r, (link, rec) =>
+      tx.db.insert(verifications).values(verificationCodec.toRow(link, rec)),
+    );
+
+  /**
+   * Open an approval request for a proposal, or reuse one already waiting on the same
+   * payload, requester, server and tool, so a retried proposal does not pile up requests.
+   */
+  const requestApproval = async (
+    tx: LedgerTransaction,
+    actor: string,
+    proposal: ProposalRecord,
+    tool: ToolRecord | null,
+    now: string,
+  ): Promise<ApprovalRequestRecord> => {
+    for (const candidate of await reusableRequestCandidates(tx.db, tx.log, proposal, now)) {
+      if (isReusableRequest({ ...candidate, proposal, now })) return candidate.request;
+    }
+    const window = shortestWindow([
+      { source: 'tool', seconds: tool?.max_approval_window_seconds },
+      { source: 'service', seconds: serviceWindow },
+    ])!;
+    return writeRequest(tx, actor, {
+      id: newId('apr'),
+      proposal_id: proposal.id,
+      payload_hash: proposal.payload_hash,
+      requester: proposal.requester,
+      server_id: proposal.server_id,
+      tool_name: proposal.tool_name,
+      environment: proposal.target.env,
+      expires_at: addSeconds(now, requestTtl),
+      max_window_seconds: window.seconds,
+      requested_at: now,
+    });
+  };
+
+  const approvalView = async (
+    db: LedgerTransaction['db'],
+    log: string,
+    request: ApprovalRequestRecord,
+    now: string,
+  ): Promise<ApprovalView> => {
+    const [resolution, uses, proposal] = await Promise.all([
+      resolutionOf(db, log, request.id),
+      usesOf(db, log, request.id),
+      proposalById(db, log, request.proposal_id),
+    ]);
+    return {
+      request,
+      resolution,
+      uses,
+      status: approvalStatusOf(request, resolution, uses, now),
+      proposal: proposal!,
+    };
+  };
+
+  type Check =
+    | { ok: true; proposal: ProposalRecord; decision: DecisionRecord; use: ApprovalUseRecord | null }
+    | { ok: false; code: LedgerErrorCode; message: string };
+
+  /**
+   * May `caller` execute `proposal` now? Claims the approval use when one is needed (inside
+   * the caller's transaction, so the claim and the observation commit together).
+   */
+  const checkExecution = async (
+    tx: LedgerTransaction,
+    caller: Caller,
+    proposal: ProposalRecord,
+    claim: { approval_request_id?: string | undefined; payload_hash?: string | undefined },
+    now: string,
+  ): Promise<Check> => {
+    const refuse = (code: LedgerErrorCode, message: string): Check => ({ ok: false, code, message });
+    const decision = await decisionOf(tx.db, tx.log, proposal.id);
+    if (!decision) return refuse('EXECUTION_NOT_AUTHORIZED', `proposal ${proposal.id} has not been decided`);
+    if (decision.verdict === 'deny' || decision.verdict === 'repair') {
+      return refuse('EXECUTION_NOT_AUTHORIZED', `proposal ${proposal.id} was decided ${decision.verdict}`);
+    }
+    if (decision.authorized_identity !== caller.identity) {
+      return refuse(
+        'IDENTITY_MISMATCH',
+        `${caller.identity} is not the identity the decision authorized (${decision.authorized_identity})`,
+      );
+    }
+    if (decision.verdict === 'allow') {
+      if (claim.payload_hash !== undefined && claim.payload_hash !== proposal.payload_hash) {
+        return refuse(
+          'EXECUTION_NOT_AUTHORIZED',
+          `the executed payload is not the one proposal ${proposal.id} holds`,
+        );
+      }
+      return { ok: true, proposal, decision, use: null };
+    }
+    const requestId = claim.approval_request_id ?? decision.approval_request_id;
+    const request = requestId ? await requestById(tx.db, tx.log, requestId) : null;
+    if (!request)
+      return refuse('EXECUTION_NOT_AUTHORIZED', `proposal ${proposal.id} has no approval request`);
+    if (claim.payload_hash !== undefined && claim.payload_hash !== request.payload_hash) {
+      return refuse(
+        'APPROVAL_PAYLOAD_MISMATCH',
+        `the executed payload is not the one approval ${request.id} was shown`,
+      );
+    }
+    const [resolution, uses] = await Promise.all([
+      resolutionOf(tx.db, tx.log, request.id),
+      usesOf(tx.db, tx.log, request.id),
+    ]);
+    const verdict = checkApproval({ request, resolution, uses, proposal, now });
+    if (!verdict.ok) return refuse(verdict.code, verdict.message);
+    if (verdict.existingUse) return { ok: true, proposal, decision, use: verdict.existingUse };
+    const use = await writeUse(tx, caller.identity, {
+      id: newId('use'),
+      request_id: request.id,
+      resolution_id: verdict.resolution.id,
+      proposal_id: proposal.id,
+      validity: verdict.resolution.validity ?? 'once',
+      used_by: caller.identity,
+      used_at: now,
+    });
+    return { ok: true, proposal, decision, use };
+  };
+
+  const mustGetProposal = async (db: LedgerTransaction['db'], log: string, proposalId: string) => {
+    const proposal = await proposalById(db, log, proposalId);
+    if (!proposal) throw notFound('proposal', proposalId);
+    return proposal;
+  };
+
+  const resolve = async (
+    ctx: RecordContext,
+    requestId: string,
+    resolution: Omit<
+      ApprovalResolutionRecord,
+      'id' | 'request_id' | 'resolver' | 'resolved_at' | 'valid_until' | 'window_seconds' | 'window_source'
+    > & { window_seconds: number | null },
+  ): Promise<ApprovalView> =>
+    ledger.transact(ctx.log, async (tx) => {
+      const now = timeOf(tx);
+      const request = await requestById(tx.db, tx.log, requestId);
+      if (!request) throw notFound('approval request', requestId);
+      if (await resolutionOf(tx.db, tx.log, request.id)) {
+        throw new LedgerError(
+          'APPROVAL_RESOLVED',
+          `approval request ${request.id} has already been answered`,
+          {
+            details: { request_id: request.id },
+          },
+        );
+      }
+      // Four eyes: whoever asked may not answer, in either direction.
+      if (ctx.caller.identity === request.requester) {
+        throw new LedgerError(
+          'SELF_APPROVAL',
+          `${ctx.caller.identity} cannot answer their own approval request`,
+          {
+            details: { request_id: request.id },
+          },
+        );
+      }
+      if (isPast(request.expires_at, now)) {
+        throw new LedgerError(
+          'APPROVAL_EXPIRED',
+          `approval request ${request.id} expired at ${request.expires_at}`,
+          {
+            details: { request_id: request.id, expires_at: request.expires_at },
+          },
+        );
+      }
+      const window =
+        resolution.resolution === 'approved'
+          ? shortestWindow([
+              { source: 'approver', seconds: resolution.window_seconds },
+              { source: 'policy', seconds: request.max_window_seconds },
+            ])!
+          : null;
+      await writeResolution(tx, ctx.caller.identity, {
+        id: newId('res'),
+        request_id: request.id,
+        resolution: resolution.resolution,
+        resolver: ctx.caller.identity,
+        validity: resolution.validity,
+        window_seconds: window?.seconds ?? null,
+        window_source: window?.source ?? null,
+        valid_until: window ? addSeconds(now, window.seconds) : null,
+        comment: resolution.comment,
+        resolved_at: now,
+      });
+      return approvalView(tx.db, tx.log, request, now);
+    });
+
+  return {
+    async registerTool(ctx, body) {
+      const input = parseInput(
+        toolInputSchema.extend({ replaces_version: z.number().int().positive().optional() }),
+        body,
+        {
+          what: 'tool registration',
+          maxBytes,
+        },
+      );
+      const { replaces_version, ...fields } = input;
+      return ledger.transact(ctx.log, async (tx) => {
+        const current = await latestTool(tx.db, tx.log, fields.server_id, fields.tool_name);
+        if (current) {
+          if (sameRegistration(current, fields)) return { tool: current, replayed: true };
+          // Discovery is not authorization: it never overrides what an operator registered.
+          if (fields.source === 'discovery') return { tool: current, replayed: true };
+          // A discovered entry is a placeholder an operator may declare over; a manual
+          // registration is only changed by someone who says which version they replace.
+          if (current.source === 'manual' && replaces_version !== current.version) {
+            throw new LedgerError(
+              'TOOL_EXISTS',
+              `${fields.server_id}/${fields.tool_name} is registered (version ${current.version}); pass replaces_version to change it`,
+              { details: { tool_id: current.id, version: current.version } },
+            );
+          }
+        }
+        const tool = await writeTool(tx, ctx.caller.identity, {
+          id: newId('tool'),
+          ...fields,
+          version: (current?.version ?? 0) + 1,
+          registered_by: ctx.caller.identity,
+          registered_at: timeOf(tx),
+        });
+        return { tool, replayed: false };
+      });
+    },
+
+    listTools: (log) => listLatestTools(database.db, log),
+
+    async propose(ctx, body) {
+      const input = parseInput(proposalInputSchema, body, { what: 'proposal', maxBytes });
+      const payload = proposalPayloadOf(input);
+      const payloadHash = proposalPayloadHash(payload);
+      const caller = ctx.caller;
+      return ledger.transact(ctx.log, async (tx) => {
+        const now = timeOf(tx);
+        const existing = await proposalByKey(tx.db, tx.log, input.idempotency_key);
+        if (existing) {
+          if (existing.payload_hash !== payloadHash || existing.requester !== caller.identity) {
+            throw new LedgerError(
+              'IDEMPOTENCY_CONFLICT',
+              `idempotency key ${input.idempotency_key} was used for another proposal`,
+              { details: { proposal_id: existing.id } },
+            );
+          }
+          const decision = await decisionOf(tx.db, tx.log, existing.id);
+          const approval = decision?.approval_request_id
+            ? await requestById(tx.db, tx.log, decision.approval_request_id)
+            : null;
+          return { proposal: existing, decision, approval, replayed: true };
+        }
+        const proposal = await writeProposal(tx, caller.identity, {
+          id: newId('prop'),
+          idempotency_key: input.idempotency_key,
+          requester: caller.identity,
+          requester_scopes: [...(caller.scopes ?? [])],
+          requester_environments: caller.environments ? [...caller.environments] : null,
+          ...payload,
+          payload_hash: payloadHash,
+          proposed_at: now,
+        });
+        if (policy === 'external') return { proposal, decision: null, approval: null, replayed: false };
+
+        const tool = await latestTool(tx.db, tx.log, proposal.server_id, proposal.tool_name);
+        const result = evaluatePolicy({
+          proposal,
+          tool,
+          caller: { scopes: proposal.requester_scopes, environments: proposal.requester_environments },
+        });
+        const approval =
+          result.verdict === 'require_approval'
+            ? await requestApproval(tx, caller.identity, proposal, tool, now)
+            : null;
+        const decision = await writeDecision(tx, caller.identity, {
+          id: newId('dec'),
+          proposal_id: proposal.id,
+          ...result,
+          source: 'built_in',
+          tool_id: tool?.id ?? null,
+          approval_request_id: approval?.id ?? null,
+          decided_by: 'policy:built_in',
+          decided_at: now,
+        });
+        return { proposal, decision, approval, replayed: false };
+      });
+    },
+
+    async decide(ctx, body) {
+      const input = parseInput(decisionInputSchema.extend({ proposal_id: id }), body, {
+        what: 'decision',
+        maxBytes,
+      });
+      return ledger.transact(ctx.log, async (tx) => {
+        const now = timeOf(tx);
+        const proposal = await mustGetProposal(tx.db, tx.log, input.proposal_id);
+        const existing = await decisionOf(tx.db, tx.log, proposal.id);
+        if (existing) {
+          throw new LedgerError('DECISION_EXISTS', `proposal ${proposal.id} already has a decision`, {
+            details: { decision_id: existing.id, source: existing.source },
+          });
+        }
+        const tool = await latestTool(tx.db, tx.log, proposal.server_id, proposal.tool_name);
+        const executable = input.verdict === 'allow' || input.verdict === 'require_approval';
+        // No engine can make an unregistered tool executable: discovery and registration
+        // are the only doors into the registry, and a decision is neither.
+        if (executable && !tool) {
+          throw new LedgerError(
+            'TOOL_NOT_REGISTERED',
+            `${proposal.server_id}/${proposal.tool_name} is not registered; it cannot be allowed`,
+            { details: { server_id: proposal.server_id, tool_name: proposal.tool_name } },
+          );
+        }
+        const approval =
+          input.verdict === 'require_approval'
+            ? await requestApproval(tx, ctx.caller.identity, proposal, tool, now)
+            : null;
+        const decision = await writeDecision(tx, ctx.caller.identity, {
+          id: newId('dec'),
+          proposal_id: proposal.id,
+          verdict: input.verdict,
+          reasons: input.reasons.map(stripUndefined),
+          repair: input.repair,
+          authorized_identity: executable ? (input.authorized_identity ?? proposal.requester) : null,
+          source: input.source,
+          tool_id: tool?.id ?? null,
+          approval_request_id: approval?.id ?? null,
+          decided_by: ctx.caller.identity,
+          decided_at: now,
+        });
+        return { decision, approval };
+      });
+    },
+
+    async getProposal(log, proposalId) {
+      return mustGetProposal(database.db, log, proposalId);
+    },
+
+    async getApproval(log, requestId) {
+      const request = await requestById(database.db, log, requestId);
+      if (!request) throw notFound('approval request', requestId);
+      return approvalView(database.db, log, request, wallNow());
+    },
+
+    async listApprovals(log, opts = {}) {
+      const limit = Math.min(Math.max(opts.limit ?? 50, 1), 500);
+      const now = wallNow();
+      const rows = await listRequests(database.db, log, {
+        now,
+        limit,
+        ...(opts.status ? { status: opts.status } : {}),
+        ...(opts.after !== undefined ? { after: opts.after } : {}),
+      });
+      const approvals = await Promise.all(
+        rows.map((row) => approvalView(database.db, log, row.request, now)),
+      );
+      return { approvals, next: rows.length === limit ? rows[rows.length - 1]!.seq : null };
+    },
+
+    async approve(ctx, body) {
+      const input = parseInput(approveInputSchema.extend({ request_id: id }), body, {
+        what: 'approval',
+        maxBytes,
+      });
+      return resolve(ctx, input.request_id, {
+        resolution: 'approved',
+        validity: input.validity,
+        window_seconds: input.window_seconds,
+        comment: input.comment,
+      });
+    },
+
+    async deny(ctx, body) {
+      const input = parseInput(denyInputSchema.extend({ request_id: id }), body, {
+        what: 'denial',
+        maxBytes,
+      });
+      return resolve(ctx, input.request_id, {
+        resolution: 'denied',
+        validity: null,
+        window_seconds: null,
+        comment: input.comment,
+      });
+    },
+
+    async authorize(ctx, body) {
+      const input = parseInput(authorizeInputSchema, body, { what: 'authorization', maxBytes });
+      const checked = await ledger.transact(ctx.log, async (tx) => {
+        const proposal = await mustGetProposal(tx.db, tx.log, input.proposal_id);
+        const observed = await observationOf(tx.db, tx.log, proposal.id);
+        // An execution is recorded once; `unknown` included: it is never retried automatically.
+        if (observed) {
+          throw new LedgerError('OBSERVATION_EXISTS', `proposal ${proposal.id} has already been executed`, {
+            details: { observation_id: observed.id, outcome: observed.outcome },
+          });
+        }
+        return checkExecution(tx, ctx.caller, proposal, input, timeOf(tx));
+      });
+      if (!checked.ok)
+        throw new LedgerError(checked.code, checked.message, { details: { proposal_id: input.proposal_id } });
+      return { proposal: checked.proposal, decision: checked.decision, approval_use: checked.use };
+    },
+
+    async observe(ctx, body) {
+      const input = parseInput(observationInputSchema.extend({ proposal_id: id }), body, {
+        what: 'observation',
+        maxBytes,
+      });
+      const outcome = await ledger.transact(ctx.log, async (tx) => {
+        const now = timeOf(tx);
+        const proposal = await mustGetProposal(tx.db, tx.log, input.proposal_id);
+        const first = await observationOf(tx.db, tx.log, proposal.id);
+        if (first) return { kind: 'observed' as const, replayed: true, observation: first };
+        const checked = await checkExecution(tx, ctx.caller, proposal, input, now);
+        if (!checked.ok) {
+          // The attempt is evidence (a gateway that executed anyway, a stolen key): keep it,
+          // then refuse. Returning instead of throwing lets this refusal commit.
+          const refusal = await writeRefusal(tx, ctx.caller.identity, {
+            id: newId('ref'),
+            proposal_id: proposal.id,
+            code: checked.code,
+            message: checked.message,
+            attempted_by: ctx.caller.identity,
+            attempted: body as JsonValue,
+            refused_at: now,
+          });
+          return { kind: 'refused' as const, code: checked.code, message: checked.message, refusal };
+        }
+        const observation = await writeObservation(tx, ctx.caller.identity, {
+          id: newId('obs'),
+          proposal_id: proposal.id,
+          decision_id: checked.decision.id,
+          approval_use_id: checked.use?.id ?? null,
+          server_id: proposal.server_id,
+          tool_name: proposal.tool_name,
+          executed_by: ctx.caller.identity,
+          outcome: input.outcome,
+          result: input.result,
+          transport_status: input.transport_status,
+          tool_error: input.tool_error,
+          started_at: input.started_at,
+          finished_at: input.finished_at,
+          observed_at: now,
+        });
+        return { kind: 'observed' as const, replayed: false, observation };
+      });
+      if (outcome.kind === 'refused') {
+        throw new LedgerError(outcome.code, outcome.message, {
+          details: { proposal_id: input.proposal_id, refusal_id: outcome.refusal.id },
+        });
+      }
+      return { observation: outcome.observation, replayed: outcome.replayed };
+    },
+
+    async recordVerification(ctx, body) {
+      if (typeof body === 'object' && body !== null && 'status' in body) {
+        throw new LedgerError(
+          'VERIFICATION_INVALID',
+          'a verification status is derived from its checks, never supplied',
+          {
+            details: { field: '/status' },
+          },
+        );
+      }
+      const input = parseInput(z.strictObject({ observation_id: id, checks: checksInputSchema }), body, {
+        what: 'verification',
+        maxBytes,
+      });
+      return ledger.transact(ctx.log, async (tx) => {
+        const observation = await observationById(tx.db, tx.log, input.observation_id);
+        if (!observation) throw notFound('observation', input.observation_id);
+        // A check read from the system that performed the write is not independent.
+        const writer = { writer: observation.server_id };
+        const checks = input.checks.map((c) => assessIndependence(c, writer)) as VerificationCheck[];
+        return writeVerification(tx, ctx.caller.identity, {
+          id: newId('ver'),
+          observation_id: observation.id,
+          proposal_id: observation.proposal_id,
+          checks,
+          status: deriveStatus(checks, writer),
+          verifier: ctx.caller.identity,
+          verified_at: timeOf(tx),
+        });
+      });
+    },
+
+    async story(log, proposalId) {
+      const db = database.db;
+      const proposal = await mustGetProposal(db, log, proposalId);
+      const [decision, observation, refusals, verificationList] = await Promise.all([
+        decisionOf(db, log, proposal.id),
+        observationOf(db, log, proposal.id),
+        refusalsOf(db, log, proposal.id),
+        verificationsOf(db, log, proposal.id),
+      ]);
+      const request = decision?.approval_request_id
+        ? await requestById(db, log, decision.approval_request_id)
+        : null;
+      const approval = request ? await approvalView(db, log, request, wallNow()) : null;
+      const verification = verificationList.at(-1) ?? null;
+      const entities = [
+        proposal.id,
+        decision?.id,
+        request?.id,
+        approval?.resolution?.id,
+        ...(approval?.uses.filter((u) => u.proposal_id === proposal.id).map((u) => u.id) ?? []),
+        observation?.id,
+        ...refusals.map((r) => r.id),
+        ...verificationList.map((v) => v.id),
+      ].filter((e): e is string => typeof e === 'string');
+      const events = await db
+        .select({
+          log: auditEvents.logId,
+          seq: auditEvents.seq,
+          kind: auditEvents.kind,
+          entity: auditEvents.entityId,
+          actor: auditEvents.actor,
+          at: auditEvents.recordedAt,
+          payload: auditEvents.payload,
+          payload_hash: auditEvents.payloadHash,
+          prev_hash: auditEvents.prevHash,
+          hash: auditEvents.hash,
+        })
+        .from(auditEvents)
+        .where(and(eq(auditEvents.logId, log), inArray(auditEvents.entityId, entities)))
+        .orderBy(asc(auditEvents.seq));
+      return {
+        proposal,
+        decision,
+        approval,
+        observation,
+        refusals,
+        verifications: verificationList,
+        verification,
+        outcome: deriveOutcome({ verification }),
+        stage: deriveStage({
+          decision,
+          resolution: approval?.resolution ?? null,
+          observation,
+          verification,
+          refusals,
+        }),
+        events,
+      };
+    },
+  };
+}
+
+/** Record ids: a type prefix for people reading logs, 122 random bits for uniqueness. */
+function newId(prefix: string): string {
+  return `${prefix}_${randomUUID().replaceAll('-', '')}`;
+}
+
+function notFound(what: string, id: string): LedgerError {
+  return new LedgerError('NOT_FOUND', `${what} ${id} does not exist in this log`, { details: { id } });
+}
+
+function sameRegistration(
+  current: ToolRecord,
+  next: Omit<ToolRecord, 'id' | 'version' | 'registered_by' | 'registered_at'>,
+): boolean {
+  return (
+    current.side_effect === next.side_effect &&
+    current.dry_run_tool === next.dry_run_tool &&
+    current.compensation_tool === next.compensation_tool &&
+    current.approval_required === next.approval_required &&
+    current.requires_target_id === next.requires_target_id &&
+    current.max_approval_window_seconds === next.max_approval_window_seconds &&
+    current.source === next.source &&
+    JSON.stringify(current.required_scopes) === JSON.stringify(next.required_scopes) &&
+    JSON.stringify(current.allowed_environments) === JSON.stringify(next.allowed_environments)
+  );
+}
+
+function stripUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}

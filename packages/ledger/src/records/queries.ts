@@ -1,0 +1,276 @@
+import { and, asc, desc, eq, gt, isNull, or, type SQL, sql } from 'drizzle-orm';
+import type { Db } from '../database';
+import {
+  approvalRequests,
+  approvalResolutions,
+  approvalUses,
+  decisions,
+  observations,
+  proposals,
+  refusedExecutions,
+  tools,
+  verifications,
+} from '../schema/records';
+import {
+  approvalRequestCodec,
+  approvalResolutionCodec,
+  approvalUseCodec,
+  decisionCodec,
+  observationCodec,
+  proposalCodec,
+  refusedExecutionCodec,
+  toolCodec,
+  verificationCodec,
+} from './codec';
+import type {
+  ApprovalRequestRecord,
+  ApprovalResolutionRecord,
+  ApprovalUseRecord,
+  DecisionRecord,
+  ObservationRecord,
+  ProposalRecord,
+  RefusedExecutionRecord,
+  ToolRecord,
+  VerificationRecord,
+} from './types';
+
+/**
+ * Reads of record tables, each scoped to one log. They take a `Db` so the same query runs
+ * inside a ledger transaction (under the log's lock, seeing that batch's own writes) or on
+ * the plain database for read-only calls.
+ */
+
+export async function latestTool(
+  db: Db,
+  log: string,
+  serverId: string,
+  toolName: string,
+): Promise<ToolRecord | null> {
+  const [row] = await db
+    .select()
+    .from(tools)
+    .where(and(eq(tools.logId, log), eq(tools.serverId, serverId), eq(tools.toolName, toolName)))
+    .orderBy(desc(tools.version))
+    .limit(1);
+  return row ? toolCodec.toRecord(row) : null;
+}
+
+/** The latest registration of every tool in a log, by server then tool name. */
+export async function listLatestTools(db: Db, log: string): Promise<ToolRecord[]> {
+  const rows = await db
+    .selectDistinctOn([tools.serverId, tools.toolName])
+    .from(tools)
+    .where(eq(tools.logId, log))
+    .orderBy(asc(tools.serverId), asc(tools.toolName), desc(tools.version));
+  return rows.map(toolCodec.toRecord);
+}
+
+export async function proposalById(db: Db, log: string, id: string): Promise<ProposalRecord | null> {
+  const [row] = await db
+    .select()
+    .from(proposals)
+    .where(and(eq(proposals.logId, log), eq(proposals.id, id)));
+  return row ? proposalCodec.toRecord(row) : null;
+}
+
+export async function proposalByKey(db: Db, log: string, key: string): Promise<ProposalRecord | null> {
+  const [row] = await db
+    .select()
+    .from(proposals)
+    .where(and(eq(proposals.logId, log), eq(proposals.idempotencyKey, key)));
+  return row ? proposalCodec.toRecord(row) : null;
+}
+
+export async function decisionOf(db: Db, log: string, proposalId: string): Promise<DecisionRecord | null> {
+  const [row] = await db
+    .select()
+    .from(decisions)
+    .where(and(eq(decisions.logId, log), eq(decisions.proposalId, proposalId)));
+  return row ? decisionCodec.toRecord(row) : null;
+}
+
+export async function requestById(db: Db, log: string, id: string): Promise<ApprovalRequestRecord | null> {
+  const [row] = await db
+    .select()
+    .from(approvalRequests)
+    .where(and(eq(approvalRequests.logId, log), eq(approvalRequests.id, id)));
+  return row ? approvalRequestCodec.toRecord(row) : null;
+}
+
+export async function resolutionOf(
+  db: Db,
+  log: string,
+  requestId: string,
+): Promise<ApprovalResolutionRecord | null> {
+  const [row] = await db
+    .select()
+    .from(approvalResolutions)
+    .where(and(eq(approvalResolutions.logId, log), eq(approvalResolutions.requestId, requestId)));
+  return row ? approvalResolutionCodec.toRecord(row) : null;
+}
+
+export async function usesOf(db: Db, log: string, requestId: string): Promise<ApprovalUseRecord[]> {
+  const rows = await db
+    .select()
+    .from(approvalUses)
+    .where(and(eq(approvalUses.logId, log), eq(approvalUses.requestId, requestId)))
+    .orderBy(asc(approvalUses.eventSeq));
+  return rows.map(approvalUseCodec.toRecord);
+}
+
+/**
+ * Approval requests that a new proposal with this payload, requester, server and tool could
+ * wait on (pending, or approved for a window still open), newest first. The caller re-checks
+ * each with `isReusableRequest`: this query only narrows the search.
+ */
+export async function reusableRequestCandidates(
+  db: Db,
+  log: string,
+  scope: { requester: string; server_id: string; tool_name: string; payload_hash: string },
+  now: string,
+): Promise<Array<{ request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null }>> {
+  const rows = await db
+    .select({ request: approvalRequests, resolution: approvalResolutions })
+    .from(approvalRequests)
+    .leftJoin(
+      approvalResolutions,
+      and(
+        eq(approvalResolutions.logId, approvalRequests.logId),
+        eq(approvalResolutions.requestId, approvalRequests.id),
+      ),
+    )
+    .where(
+      and(
+        eq(approvalRequests.logId, log),
+        eq(approvalRequests.requester, scope.requester),
+        eq(approvalRequests.serverId, scope.server_id),
+        eq(approvalRequests.toolName, scope.tool_name),
+        eq(approvalRequests.payloadHash, scope.payload_hash),
+        or(
+          and(isNull(approvalResolutions.id), gt(approvalRequests.expiresAt, now)),
+          and(
+            eq(approvalResolutions.resolution, 'approved'),
+            eq(approvalResolutions.validity, 'window'),
+            gt(approvalResolutions.validUntil, now),
+          ),
+        ),
+      ),
+    )
+    .orderBy(desc(approvalRequests.eventSeq))
+    .limit(10);
+  return rows.map((row) => ({
+    request: approvalRequestCodec.toRecord(row.request),
+    resolution: row.resolution ? approvalResolutionCodec.toRecord(row.resolution) : null,
+  }));
+}
+
+export async function observationOf(
+  db: Db,
+  log: string,
+  proposalId: string,
+): Promise<ObservationRecord | null> {
+  const [row] = await db
+    .select()
+    .from(observations)
+    .where(and(eq(observations.logId, log), eq(observations.proposalId, proposalId)));
+  return row ? observationCodec.toRecord(row) : null;
+}
+
+export async function observationById(db: Db, log: string, id: string): Promise<ObservationRecord | null> {
+  const [row] = await db
+    .select()
+    .from(observations)
+    .where(and(eq(observations.logId, log), eq(observations.id, id)));
+  return row ? observationCodec.toRecord(row) : null;
+}
+
+export async function refusalsOf(db: Db, log: string, proposalId: string): Promise<RefusedExecutionRecord[]> {
+  const rows = await db
+    .select()
+    .from(refusedExecutions)
+    .where(and(eq(refusedExecutions.logId, log), eq(refusedExecutions.proposalId, proposalId)))
+    .orderBy(asc(refusedExecutions.eventSeq));
+  return rows.map(refusedExecutionCodec.toRecord);
+}
+
+export async function verificationsOf(
+  db: Db,
+  log: string,
+  proposalId: string,
+): Promise<VerificationRecord[]> {
+  const rows = await db
+    .select()
+    .from(verifications)
+    .where(and(eq(verifications.logId, log), eq(verifications.proposalId, proposalId)))
+    .orderBy(asc(verifications.eventSeq));
+  return rows.map(verificationCodec.toRecord);
+}
+
+/** Where an approval request stands. `used`: a single-use approval that has been used. */
+export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired' | 'used';
+
+const usedOnce = sql`(${approvalResolutions.validity} = 'once' and exists (select 1 from ${approvalUses} where ${approvalUses.logId} = ${approvalRequests.logId} and ${approvalUses.requestId} = ${approvalRequests.id}))`;
+
+/** The SQL condition for each approval status at `now`; the same rules as {@link approvalStatusOf}. */
+function statusCondition(status: ApprovalStatus, now: string): SQL {
+  switch (status) {
+    case 'pending':
+      return sql`(${approvalResolutions.id} is null and ${approvalRequests.expiresAt} > ${now})`;
+    case 'denied':
+      return sql`(${approvalResolutions.resolution} = 'denied')`;
+    case 'used':
+      return sql`(${approvalResolutions.resolution} = 'approved' and ${usedOnce})`;
+    case 'approved':
+      return sql`(${approvalResolutions.resolution} = 'approved' and not ${usedOnce} and ${approvalResolutions.validUntil} > ${now})`;
+    case 'expired':
+      return sql`((${approvalResolutions.id} is null and ${approvalRequests.expiresAt} <= ${now}) or (${approvalResolutions.resolution} = 'approved' and not ${usedOnce} and ${approvalResolutions.validUntil} <= ${now}))`;
+  }
+}
+
+/** The status of one request from its resolution and uses at `now`. */
+export function approvalStatusOf(
+  request: ApprovalRequestRecord,
+  resolution: ApprovalResolutionRecord | null,
+  uses: readonly ApprovalUseRecord[],
+  now: string,
+): ApprovalStatus {
+  // ISO 8601 UTC strings of one format order like the times they name.
+  if (resolution === null) return request.expires_at > now ? 'pending' : 'expired';
+  if (resolution.resolution === 'denied') return 'denied';
+  if (resolution.validity === 'once' && uses.length > 0) return 'used';
+  return resolution.valid_until !== null && resolution.valid_until > now ? 'approved' : 'expired';
+}
+
+/** Approval requests of a log, oldest first, optionally of one status; keyset-paged by event seq. */
+export async function listRequests(
+  db: Db,
+  log: string,
+  options: { status?: ApprovalStatus; now: string; after?: number; limit: number },
+): Promise<
+  Array<{ seq: number; request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null }>
+> {
+  const rows = await db
+    .select({ request: approvalRequests, resolution: approvalResolutions })
+    .from(approvalRequests)
+    .leftJoin(
+      approvalResolutions,
+      and(
+        eq(approvalResolutions.logId, approvalRequests.logId),
+        eq(approvalResolutions.requestId, approvalRequests.id),
+      ),
+    )
+    .where(
+      and(
+        eq(approvalRequests.logId, log),
+        gt(approvalRequests.eventSeq, options.after ?? 0),
+        options.status ? statusCondition(options.status, options.now) : undefined,
+      ),
+    )
+    .orderBy(asc(approvalRequests.eventSeq))
+    .limit(options.limit);
+  return rows.map((row) => ({
+    seq: row.request.eventSeq,
+    request: approvalRequestCodec.toRecord(row.request),
+    resolution: row.resolution ? approvalResolutionCodec.toRecord(row.resolution) : null,
+  }));
+}
