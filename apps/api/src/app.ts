@@ -26,6 +26,8 @@ export interface AppOptions {
   readiness?: () => Promise<Readiness>;
   /** Shown in the OpenAPI document. */
   version?: string;
+  /** True once shutdown began: new requests get 503 `NOT_READY` and `Connection: close`. */
+  draining?: () => boolean;
 }
 
 /** The hono app type, for composing and for `app.request()` in tests. */
@@ -46,7 +48,12 @@ export function createApp(options: AppOptions): VouchApp {
   const logger = options.logger ?? silentLogger;
   const limits = resolveLimits(options.limits);
   const keys = options.keys ?? createKeyStore(options.ledger);
-  const readiness = options.readiness ?? (() => databaseReadiness(options.ledger.database));
+  const draining = options.draining ?? (() => false);
+  const baseReadiness = options.readiness ?? (() => databaseReadiness(options.ledger.database));
+  const readiness = async (): Promise<Readiness> => {
+    const report = await baseReadiness();
+    return draining() ? { ...report, ready: false, draining: true } : report;
+  };
 
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
@@ -60,6 +67,15 @@ export function createApp(options: AppOptions): VouchApp {
     c.header('X-Content-Type-Options', 'nosniff');
   });
   app.use('*', accessLog());
+  app.use('*', async (c, next) => {
+    // A request that reached a stopping server on a kept-alive connection: answer, and
+    // tell the client to reconnect (to another instance) for the next one.
+    if (draining() && c.req.path !== '/healthz' && c.req.path !== '/readyz') {
+      c.header('Connection', 'close');
+      throw new ApiError('NOT_READY', 'the server is shutting down; retry against another instance');
+    }
+    await next();
+  });
   app.use('/v1/*', authenticate(keys));
 
   registerHealthRoutes(app, { readiness });

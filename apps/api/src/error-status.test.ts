@@ -1,5 +1,6 @@
 import { AuditError } from '@vouch/audit';
 import { LEDGER_ERROR_CODES, LedgerError } from '@vouch/ledger';
+import { VERIFIER_ERROR_CODES } from '@vouch/verifier-sdk';
 import { HTTPException } from 'hono/http-exception';
 import { describe, expect, it } from 'vitest';
 import { describeError } from './error-response';
@@ -8,11 +9,14 @@ import { API_ERROR_CODES, ApiError } from './errors';
 
 describe('STATUS_BY_CODE', () => {
   describe('when a package defines an error code', () => {
-    it.each([...API_ERROR_CODES, ...LEDGER_ERROR_CODES])('maps %s to a 4xx or 5xx status', (code) => {
-      const status = statusOf(code);
-      expect(status).toBeGreaterThanOrEqual(400);
-      expect(Object.hasOwn(STATUS_BY_CODE, code)).toBe(true);
-    });
+    it.each([...API_ERROR_CODES, ...LEDGER_ERROR_CODES, ...VERIFIER_ERROR_CODES])(
+      'maps %s to a 4xx or 5xx status',
+      (code) => {
+        const status = statusOf(code);
+        expect(status).toBeGreaterThanOrEqual(400);
+        expect(Object.hasOwn(STATUS_BY_CODE, code)).toBe(true);
+      },
+    );
   });
 
   describe('when the code is unknown', () => {

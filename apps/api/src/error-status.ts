@@ -1,10 +1,11 @@
 import type { AuditErrorCode } from '@vouch/audit';
 import type { LedgerErrorCode } from '@vouch/ledger';
+import type { VerifierErrorCode } from '@vouch/verifier-sdk';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { ApiErrorCode } from './errors';
 
 /** Every code a Vouch HTTP response can carry in `error.code`. */
-export type ErrorCode = ApiErrorCode | LedgerErrorCode | AuditErrorCode;
+export type ErrorCode = ApiErrorCode | LedgerErrorCode | AuditErrorCode | VerifierErrorCode;
 
 /**
  * The one table from error code to HTTP status. `satisfies Record<ErrorCode, …>` makes the
@@ -71,6 +72,28 @@ export const STATUS_BY_CODE = {
   APPROVAL_PAYLOAD_MISMATCH: 409,
   OBSERVATION_EXISTS: 409,
   VERIFICATION_INVALID: 422,
+
+  // @vouch/verifier-sdk: configuration problems are the server's (they fail at startup)…
+  VERIFIER_INVALID: 500,
+  VERIFIER_API_UNSUPPORTED: 500,
+  VERIFIER_DUPLICATE: 500,
+  OPTIONS_INVALID: 500,
+  CONFIG_NOT_FOUND: 500,
+  CONFIG_INVALID: 500,
+  GRANT_MISSING: 500,
+  // …a record the caller sent that the host cannot check is the caller's…
+  INPUT_INVALID: 422,
+  RESULT_INVALID: 422,
+  // …and a source or verifier that did not answer is an upstream failure. (The host records
+  // these as inconclusive checks; they reach HTTP only if a run as a whole cannot start.)
+  SOURCE_UNAVAILABLE: 502,
+  SOURCE_FORBIDDEN: 502,
+  VERIFIER_TIMEOUT: 504,
+  VERIFIER_ABORTED: 503,
+  VERIFIER_CRASHED: 502,
+  // the plugin author's test harness: never raised by a server
+  CASE_FAILED: 500,
+  CONFORMANCE_FAILED: 500,
 } as const satisfies Record<ErrorCode, ContentfulStatusCode>;
 
 /** The HTTP status for a code; unknown strings (a newer package copy) are a server error. */

@@ -7,6 +7,8 @@ export interface Readiness {
   ready: boolean;
   database: { ok: boolean; kind?: string; error?: string };
   migrations: { ok: boolean; expected?: number; applied?: number };
+  /** Set while the server shuts down. */
+  draining?: boolean;
 }
 
 /** Ready when the database answers and every migration this code ships is applied. */

@@ -1,0 +1,28 @@
+/** What a CLI command may touch, injected so tests run commands in-process without a console. */
+export interface CliIo {
+  /** Write to standard output (the result a script consumes). */
+  out(text: string): void;
+  /** Write to standard error (progress, explanations, errors). */
+  err(text: string): void;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** True when standard error is a terminal (progress redraws in place). */
+  interactive: boolean;
+  /** Resolves with the signal name when the process is asked to stop (SIGTERM, SIGINT). */
+  stopRequested(): Promise<string>;
+}
+
+/** Exit codes of every `vouch` command. */
+export const EXIT = {
+  /** Success; for `verify`, the chain is intact. */
+  OK: 0,
+  /** `verify` found the chain broken. */
+  BROKEN: 1,
+  /** Usage, configuration or connection error: the message says what to fix. */
+  USAGE: 2,
+} as const;
+
+/** A failure the CLI reports as one message and exit code 2. */
+export class CliError extends Error {
+  override readonly name = 'CliError';
+}

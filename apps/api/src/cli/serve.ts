@@ -1,0 +1,63 @@
+import { parseArgs } from 'node:util';
+import { serveConfig } from '../config';
+import { createJsonLogger } from '../logger';
+import { startServer } from '../server';
+import { explainFailure } from './errors';
+import { type CliIo, EXIT } from './io';
+
+export const SERVE_USAGE = `vouch serve [--port N] [--host H]
+
+Run the HTTP API. Storage: DATABASE_URL (Postgres) or embedded PGlite in VOUCH_DATA_DIR
+(default ./.vouch/data; PGlite runs with fsync off: for trying Vouch and for tests, not for
+production). Applies migrations first. Logs one JSON object per line on stdout.
+
+  --port N   listen port (default PORT, else 8787; 0 picks a free port)
+  --host H   listen address (default HOST, else 127.0.0.1)
+
+On a fresh install the first admin key is printed once on stderr, or taken from
+VOUCH_ADMIN_KEY. SIGTERM/SIGINT stop gracefully: no new requests, in-flight ones finish,
+pending appends commit, the database closes.`;
+
+/** `vouch serve`: resolves when the server has stopped after SIGTERM/SIGINT. */
+export async function runServe(args: string[], io: CliIo): Promise<number> {
+  let values: { port?: string; host?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: { port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
+  } catch (error) {
+    io.err(`vouch serve: ${(error as Error).message}\n\n${SERVE_USAGE}\n`);
+    return EXIT.USAGE;
+  }
+  if (values.help) {
+    io.out(`${SERVE_USAGE}\n`);
+    return EXIT.OK;
+  }
+  const env = {
+    ...io.env,
+    ...(values.port === undefined ? {} : { PORT: values.port }),
+    ...(values.host === undefined ? {} : { HOST: values.host }),
+  };
+  let config: ReturnType<typeof serveConfig> | undefined;
+  const logger = createJsonLogger((line) => io.out(line));
+  try {
+    config = serveConfig(env, io.cwd);
+    const server = await startServer({
+      config,
+      logger,
+      announceAdminKey: (secret) =>
+        io.err(
+          `\nVouch created the first admin API key. It is shown this once and never logged; store it now:\n\n  ${secret}\n\nUse it as: Authorization: Bearer <key>. Issue more keys with POST /v1/keys.\n\n`,
+        ),
+    });
+    const signal = await io.stopRequested();
+    logger.info('signal received', { signal });
+    await server.close();
+    return EXIT.OK;
+  } catch (error) {
+    io.err(`vouch serve: ${explainFailure(error, config?.database)}\n`);
+    return EXIT.USAGE;
+  }
+}

@@ -1,0 +1,62 @@
+import { resolve } from 'node:path';
+import { redactUrl } from '@vouch/ledger';
+
+/** Where the ledger lives: a Postgres URL, or a PGlite data directory. */
+export type DatabaseTarget = { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string };
+
+/** The default PGlite data directory, relative to the working directory. */
+export const DEFAULT_DATA_DIR = './.vouch/data';
+
+/**
+ * `DATABASE_URL` selects Postgres; otherwise PGlite in `VOUCH_DATA_DIR` (default
+ * `./.vouch/data`, resolved against `cwd`).
+ */
+export function databaseTarget(env: NodeJS.ProcessEnv, cwd: string): DatabaseTarget {
+  const url = env.DATABASE_URL?.trim();
+  if (url) return { kind: 'postgres', url };
+  return { kind: 'pglite', dataDir: resolve(cwd, env.VOUCH_DATA_DIR?.trim() || DEFAULT_DATA_DIR) };
+}
+
+/** Where the data is, for messages (never a password). */
+export function describeTarget(target: DatabaseTarget): string {
+  return target.kind === 'postgres' ? `Postgres at ${redactUrl(target.url)}` : `PGlite in ${target.dataDir}`;
+}
+
+/** Settings of `vouch serve`, from the environment. */
+export interface ServeConfig {
+  database: DatabaseTarget;
+  port: number;
+  host: string;
+  /** The first admin key, when the operator supplies it instead of having one printed. */
+  adminKey: string | undefined;
+  /** How long shutdown waits for in-flight requests before closing their connections. */
+  shutdownGraceMs: number;
+}
+
+/** Thrown for settings that cannot work; the CLI prints the message and exits 2. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < min || value > max) {
+    throw new ConfigError(`${name}=${raw} is not a whole number from ${min} to ${max}`);
+  }
+  return value;
+}
+
+/** Read `PORT` (default 8787; 0 picks a free port), `HOST` (default 127.0.0.1) and the rest. */
+export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
+  return {
+    database: databaseTarget(env, cwd),
+    port: integer(env, 'PORT', 8787, 0, 65_535),
+    // Loopback unless told otherwise: a fresh install prints an admin key, and should not be
+    // reachable from the network before its operator decides it should be.
+    host: env.HOST?.trim() || '127.0.0.1',
+    adminKey: env.VOUCH_ADMIN_KEY?.trim() || undefined,
+    shutdownGraceMs: integer(env, 'VOUCH_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+  };
+}

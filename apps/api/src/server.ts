@@ -1,0 +1,109 @@
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { createLedger, type Database, type Ledger, migrate } from '@vouch/ledger';
+import { createApp } from './app';
+import { createKeyStore } from './auth/key-store';
+import { describeTarget, type ServeConfig } from './config';
+import type { Logger } from './logger';
+import { openTarget } from './open-target';
+
+/** A running `vouch serve`. */
+export interface RunningServer {
+  url: string;
+  port: number;
+  database: Database;
+  ledger: Ledger;
+  /**
+   * Graceful stop: refuse new requests, let in-flight ones finish (up to the grace period),
+   * drain pending appends, close the database. Safe to call more than once.
+   */
+  close(): Promise<void>;
+}
+
+export interface StartServerOptions {
+  config: ServeConfig;
+  logger: Logger;
+  /**
+   * Called once, on a fresh install, with the first admin key when Vouch generated it. The
+   * CLI prints it to the terminal; it never goes to the structured log.
+   */
+  announceAdminKey(secret: string): void;
+  version?: string;
+}
+
+/**
+ * Open the database, apply migrations, bootstrap the first admin key, and listen.
+ *
+ * @example
+ * const server = await startServer({ config: serveConfig(process.env, process.cwd()), logger, announceAdminKey });
+ * process.once('SIGTERM', () => server.close());
+ */
+export async function startServer(options: StartServerOptions): Promise<RunningServer> {
+  const { config, logger } = options;
+  const database = await openTarget(config.database);
+  let ledger: Ledger | undefined;
+  try {
+    await migrate(database);
+    ledger = createLedger(database);
+    const keys = createKeyStore(ledger);
+    const bootstrapped = await keys.bootstrapAdmin(
+      config.adminKey === undefined ? {} : { secret: config.adminKey },
+    );
+    if (bootstrapped) {
+      logger.info('bootstrap admin key created', {
+        key_id: bootstrapped.key.id,
+        source: config.adminKey === undefined ? 'generated' : 'VOUCH_ADMIN_KEY',
+      });
+      if (config.adminKey === undefined) options.announceAdminKey(bootstrapped.secret);
+    }
+
+    let draining = false;
+    const app = createApp({
+      ledger,
+      keys,
+      logger,
+      draining: () => draining,
+      ...(options.version ? { version: options.version } : {}),
+    });
+    const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host });
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', resolve);
+      server.once('error', reject);
+    });
+    const address = server.address() as AddressInfo;
+    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    const url = `http://${host}:${address.port}`;
+    logger.info('listening', { url, database: database.kind, location: describeTarget(config.database) });
+
+    const openLedger = ledger;
+    let closing: Promise<void> | undefined;
+    const close = () => {
+      closing ??= (async () => {
+        draining = true;
+        logger.info('shutting down', { grace_ms: config.shutdownGraceMs });
+        await new Promise<void>((resolve) => {
+          const force = setTimeout(() => {
+            logger.warn('grace period over: closing open connections', {});
+            if ('closeAllConnections' in server) server.closeAllConnections();
+          }, config.shutdownGraceMs);
+          force.unref();
+          server.close(() => {
+            clearTimeout(force);
+            resolve();
+          });
+          // Keep-alive connections with no request in flight would hold close() open.
+          if ('closeIdleConnections' in server) server.closeIdleConnections();
+        });
+        await openLedger.close();
+        await database.close();
+        logger.info('stopped', {});
+      })();
+      return closing;
+    };
+    return { url, port: address.port, database, ledger, close };
+  } catch (error) {
+    await ledger?.close().catch(() => {});
+    await database.close().catch(() => {});
+    throw error;
+  }
+}
