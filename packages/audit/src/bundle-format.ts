@@ -1,0 +1,105 @@
+import type { StoredEvent } from './event-hash';
+
+/**
+ * `vouch-bundle/1`: a self-contained export of one log that an auditor verifies offline
+ * with nothing but the log's checkpoint verifier key(s).
+ *
+ * A bundle is JSON Lines (UTF-8, one JSON value per line, each line ending in `\n`):
+ *
+ * 1. One header line, a JSON object:
+ *    `{"format":"vouch-bundle/1","log":"<log id>","origin":"<checkpoint origin>","treeSize":<N>}`
+ *    Other header members (e.g. `exportedAt`) are informational and ignored. Nothing in the
+ *    header is trusted: it is checked against the events and the signed checkpoint.
+ * 2. `N` event lines, one `StoredEvent` each, seq 1 to N in order, as JSON objects with
+ *    exactly the members `log, seq, kind, entity, actor, at, payload, payload_hash,
+ *    prev_hash, hash` (no others: a member no hash covers could pass for audited data).
+ *    `payload` is the canonical JSON text that was hashed, as a JSON string, so the bytes
+ *    the verifier hashes are the bytes the ledger hashed.
+ * 3. One checkpoint line: `{"checkpoint":"<signed note text>"}`, a c2sp.org/tlog-checkpoint
+ *    for tree size exactly `N` whose root is the RFC 9162 Merkle root over the events'
+ *    `hash` values (leaf index = seq - 1).
+ *
+ * Nothing may follow the checkpoint line except empty lines (what splitting a text that
+ * ends in a newline leaves). A bundle of an empty log has N = 0, no event lines, and a
+ * checkpoint of size 0 whose root is SHA-256 of the empty string.
+ */
+export const BUNDLE_FORMAT = 'vouch-bundle/1';
+
+/** The first line of a bundle. */
+export interface BundleHeader {
+  format: typeof BUNDLE_FORMAT;
+  log: string;
+  origin: string;
+  treeSize: number;
+  [informational: string]: unknown;
+}
+
+/** The members of an event line, in the order `encodeBundle` writes them. */
+export const BUNDLE_EVENT_FIELDS = [
+  'log',
+  'seq',
+  'kind',
+  'entity',
+  'actor',
+  'at',
+  'payload',
+  'payload_hash',
+  'prev_hash',
+  'hash',
+] as const satisfies readonly (keyof StoredEvent)[];
+
+/**
+ * The lines of a bundle (without their `\n`), header first, checkpoint last: what an export
+ * endpoint or CLI writes. `checkpoint` must be a signed checkpoint at `treeSize` and
+ * `events` exactly seq 1..treeSize; signing it before streaming the events lets the
+ * exporter stream with constant memory.
+ *
+ * @example
+ * for await (const line of encodeBundle({ log, origin, treeSize, checkpoint, events })) out.write(`${line}\n`);
+ */
+export async function* encodeBundle(bundle: {
+  log: string;
+  origin: string;
+  treeSize: number;
+  checkpoint: string;
+  events: AsyncIterable<StoredEvent> | Iterable<StoredEvent>;
+  /** Informational header members, e.g. `{ exportedAt }`. */
+  extra?: Record<string, unknown>;
+}): AsyncGenerator<string> {
+  const header: BundleHeader = {
+    ...bundle.extra,
+    format: BUNDLE_FORMAT,
+    log: bundle.log,
+    origin: bundle.origin,
+    treeSize: bundle.treeSize,
+  };
+  yield JSON.stringify(header);
+  for await (const event of bundle.events) {
+    // Copy member by member: a row object with extra columns must not leak them into the bundle.
+    const line: Record<string, unknown> = {};
+    for (const field of BUNDLE_EVENT_FIELDS) line[field] = event[field];
+    yield JSON.stringify(line);
+  }
+  yield JSON.stringify({ checkpoint: bundle.checkpoint });
+}
+
+/**
+ * Split a text stream into lines (on `\n`), holding one line at a time: feed it the chunks
+ * of a bundle file or an HTTP body and pass the result to `verifyBundle`. A final empty
+ * line after the last `\n` is not yielded.
+ */
+export async function* splitLines(chunks: AsyncIterable<string> | Iterable<string>): AsyncGenerator<string> {
+  let pending = '';
+  for await (const chunk of chunks) {
+    pending += chunk;
+    let start = 0;
+    let newline = pending.indexOf('\n');
+    while (newline >= 0) {
+      yield pending.slice(start, newline);
+      start = newline + 1;
+      newline = pending.indexOf('\n', start);
+    }
+    pending = pending.slice(start);
+  }
+  if (pending !== '') yield pending;
+}
