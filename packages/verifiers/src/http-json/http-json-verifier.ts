@@ -1,0 +1,192 @@
+import { type CheckResult, defineVerifier, type JsonObject, VERIFIER_API_VERSION } from '@vouch/verifier-sdk';
+import { type AssertionOutcome, evaluateJsonAssertion, verdictOf } from '../shared/json-assertions';
+import { fillTemplate, templateScope } from '../shared/template';
+import { type HttpJsonOptions, httpJsonOptionsSchema } from './http-json-options';
+
+/**
+ * `http-json`: GET (or HEAD) a URL built from the proposal and assert on the JSON body by JSON
+ * Pointer. Network access comes only from the host's `fetch` grant, which should be the SSRF
+ * guard (`createGuardedFetch`); redirects are followed here hop by hop with `redirect: 'manual'`
+ * so each hop goes through that guard again and is recorded in the evidence.
+ *
+ * @example
+ * { url: 'https://ledger.internal/refunds/{observation.result.refund_id}', source: 'ledger-api',
+ *   assertions: [{ op: 'equals', pointer: '/status', value: 'succeeded' }, { op: 'equals', pointer: '/amount', from: 'arguments.amount' }] }
+ */
+export const httpJsonVerifier = defineVerifier({
+  id: 'http-json',
+  version: '0.1.0',
+  apiVersion: VERIFIER_API_VERSION,
+  description: 'Reads a JSON document over HTTP and asserts on it by JSON Pointer.',
+  handles: ['http-json', 'http-json.*'],
+  phase: ['post', 'pre'],
+  options: httpJsonOptionsSchema,
+  timeoutMs: 10_000,
+  requires: ['fetch'],
+  async check(ctx): Promise<CheckResult> {
+    const { options, postcondition, signal } = ctx;
+    const fetch = ctx.fetch!;
+    const scope = templateScope(ctx);
+    const filled = fillTemplate(options.url, scope, encodeURIComponent);
+    const configuredOrigin = new URL(options.url.replaceAll(/\{[^{}]*\}/g, 'x')).origin;
+    const source = options.source ?? configuredOrigin;
+    const result = (
+      status: CheckResult['status'],
+      fields: Omit<CheckResult, 'name' | 'status' | 'source'>,
+    ): CheckResult => ({
+      name: postcondition.name,
+      status,
+      source,
+      ...fields,
+    });
+    if (!filled.ok) {
+      return result('inconclusive', {
+        reason: filled.problem.reason,
+        evidence: { placeholder: filled.problem.path },
+        message: `cannot build the URL: {${filled.problem.path}} is missing or not a plain value`,
+      });
+    }
+
+    const hops: string[] = [];
+    let url = new URL(filled.value);
+    let response: Response;
+    for (;;) {
+      hops.push(url.href);
+      response = await fetch(url, {
+        method: options.method,
+        headers: { accept: 'application/json', ...options.headers },
+        redirect: 'manual',
+        signal,
+      });
+      const location = response.headers.get('location');
+      if (response.status < 300 || response.status > 399 || location === null) break;
+      await response.body?.cancel();
+      if (hops.length > options.maxRedirects) {
+        return result('inconclusive', {
+          reason: 'TOO_MANY_REDIRECTS',
+          evidence: { hops },
+          message: `more than ${options.maxRedirects} redirects`,
+        });
+      }
+      url = new URL(location, url);
+    }
+
+    const evidence: Record<string, JsonObject[string]> = { url: hops.at(-1)!, status: response.status };
+    if (hops.length > 1) evidence.hops = hops;
+    if (options.absentStatus.includes(response.status)) {
+      await response.body?.cancel();
+      return result('fail', {
+        observed: { status: response.status },
+        expected: { status: options.expectStatus },
+        evidence,
+        message: `the source answered ${response.status}: the resource does not exist`,
+      });
+    }
+    if (!options.expectStatus.includes(response.status)) {
+      await response.body?.cancel();
+      return result('inconclusive', {
+        reason: 'UNEXPECTED_STATUS',
+        observed: { status: response.status },
+        evidence,
+        message: `the source answered ${response.status}`,
+      });
+    }
+    if (options.method === 'HEAD') {
+      return result('pass', {
+        observed: { status: response.status },
+        evidence,
+        message: 'the resource exists',
+      });
+    }
+
+    const contentType = response.headers.get('content-type') ?? '';
+    if (!acceptsContentType(contentType, options.contentTypes)) {
+      await response.body?.cancel();
+      return result('inconclusive', {
+        reason: 'UNEXPECTED_CONTENT_TYPE',
+        evidence: { ...evidence, contentType },
+        message: `the source sent ${contentType || 'no content type'}, not JSON`,
+      });
+    }
+    const body = await readCapped(response, options.maxBytes);
+    if (body === null) {
+      return result('inconclusive', {
+        reason: 'RESPONSE_TOO_LARGE',
+        evidence: { ...evidence, maxBytes: options.maxBytes },
+        message: `the body is larger than ${options.maxBytes} bytes`,
+      });
+    }
+    let document: unknown;
+    try {
+      document = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
+    } catch {
+      return result('inconclusive', {
+        reason: 'INVALID_JSON',
+        evidence,
+        message: 'the body is not valid JSON',
+      });
+    }
+    const outcomes = options.assertions.map((assertion) => evaluateJsonAssertion(document, assertion, scope));
+    return assertionResult(result, outcomes, evidence);
+  },
+});
+
+function assertionResult(
+  result: (
+    status: CheckResult['status'],
+    fields: Omit<CheckResult, 'name' | 'status' | 'source'>,
+  ) => CheckResult,
+  outcomes: AssertionOutcome[],
+  evidence: Record<string, JsonObject[string]>,
+): CheckResult {
+  const verdict = verdictOf(outcomes);
+  const failed = outcomes.filter((o) => o.ok !== true);
+  return result(verdict, {
+    observed: Object.fromEntries(outcomes.map((o) => [o.pointer, o.observed])),
+    expected: outcomes.map((o) => ({ op: o.op, pointer: o.pointer, value: o.expected })),
+    evidence: { ...evidence, assertions: outcomes.map((o) => ({ ...o })) },
+    message: failed.length === 0 ? 'every assertion holds' : failed.map((o) => o.message).join('; '),
+    ...(verdict === 'inconclusive' ? { reason: 'TEMPLATE_VALUE_MISSING' } : {}),
+  });
+}
+
+function acceptsContentType(header: string, accepted: readonly string[]): boolean {
+  const mediaType = header.split(';')[0]!.trim().toLowerCase();
+  if (mediaType === '') return false;
+  return accepted.some((entry) => {
+    const want = entry.toLowerCase();
+    return want.startsWith('+') ? mediaType.endsWith(want) : mediaType === want;
+  });
+}
+
+/** Read at most `maxBytes`; null when the body is larger. Stops reading (and cancels) as soon as the cap is passed. */
+async function readCapped(response: Response, maxBytes: number): Promise<Uint8Array | null> {
+  const declared = Number(response.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await response.body?.cancel();
+    return null;
+  }
+  if (response.body === null) return new Uint8Array();
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel();
+      return null;
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return body;
+}
+
+export type { HttpJsonOptions };
