@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { StoredEvent } from '@vouch/audit';
 import { assessIndependence, deriveStatus } from '@vouch/verifier-sdk';
 import { and, asc, eq, inArray } from 'drizzle-orm';
-import { z } from 'zod';
 import { LedgerError, type LedgerErrorCode } from '../errors';
 import type { Ledger, LedgerTransaction } from '../ledger';
 import {
@@ -38,7 +37,7 @@ import {
 } from './codec';
 import {
   approveInputSchema,
-  checksInputSchema,
+  authorizeInputSchema,
   DEFAULT_MAX_INPUT_BYTES,
   decisionInputSchema,
   denyInputSchema,
@@ -46,6 +45,7 @@ import {
   parseInput,
   proposalInputSchema,
   toolInputSchema,
+  verificationInputSchema,
 } from './inputs';
 import { deriveOutcome, deriveStage, type ProposalStage } from './outcome';
 import { proposalPayloadHash, proposalPayloadOf } from './payload-hash';
@@ -179,17 +179,6 @@ export interface Records {
   /** The proposal, its decision, approval, observation, verifications, outcome and events. */
   story(log: string, proposalId: string): Promise<ProposalStory>;
 }
-
-const authorizeInputSchema = z.strictObject({
-  proposal_id: z.string().min(1).max(256),
-  approval_request_id: z.string().min(1).max(256).optional(),
-  payload_hash: z
-    .string()
-    .regex(/^[0-9a-f]{64}$/)
-    .optional(),
-});
-
-const id = z.string().min(1).max(256);
 
 /**
  * Create the records service over a ledger. Each write runs in `ledger.transact`, so the
@@ -450,14 +439,10 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
 
   return {
     async registerTool(ctx, body) {
-      const input = parseInput(
-        toolInputSchema.extend({ replaces_version: z.number().int().positive().optional() }),
-        body,
-        {
-          what: 'tool registration',
-          maxBytes,
-        },
-      );
+      const input = parseInput(toolInputSchema, body, {
+        what: 'tool registration',
+        maxBytes,
+      });
       const { replaces_version, ...fields } = input;
       return ledger.transact(ctx.log, async (tx) => {
         const current = await latestTool(tx.db, tx.log, fields.server_id, fields.tool_name);
@@ -547,7 +532,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     },
 
     async decide(ctx, body) {
-      const input = parseInput(decisionInputSchema.extend({ proposal_id: id }), body, {
+      const input = parseInput(decisionInputSchema, body, {
         what: 'decision',
         maxBytes,
       });
@@ -618,7 +603,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     },
 
     async approve(ctx, body) {
-      const input = parseInput(approveInputSchema.extend({ request_id: id }), body, {
+      const input = parseInput(approveInputSchema, body, {
         what: 'approval',
         maxBytes,
       });
@@ -631,7 +616,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     },
 
     async deny(ctx, body) {
-      const input = parseInput(denyInputSchema.extend({ request_id: id }), body, {
+      const input = parseInput(denyInputSchema, body, {
         what: 'denial',
         maxBytes,
       });
@@ -662,7 +647,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     },
 
     async observe(ctx, body) {
-      const input = parseInput(observationInputSchema.extend({ proposal_id: id }), body, {
+      const input = parseInput(observationInputSchema, body, {
         what: 'observation',
         maxBytes,
       });
@@ -722,7 +707,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
           },
         );
       }
-      const input = parseInput(z.strictObject({ observation_id: id, checks: checksInputSchema }), body, {
+      const input = parseInput(verificationInputSchema, body, {
         what: 'verification',
         maxBytes,
       });

@@ -64,6 +64,8 @@ export const toolInputSchema = z.strictObject({
   requires_target_id: z.boolean().default(true),
   max_approval_window_seconds: z.number().int().positive().nullable().default(null),
   source: z.enum(['manual', 'discovery']).default('manual'),
+  /** To change a manual registration, name the version being replaced (`TOOL_EXISTS` otherwise). */
+  replaces_version: z.number().int().positive().optional(),
 });
 /** What an operator (or discovery) posts to register a tool. */
 export type ToolInput = z.input<typeof toolInputSchema>;
@@ -79,29 +81,37 @@ const repairSchema = z.strictObject({
 });
 
 /** The body of `decide`: an external policy engine's verdict, recorded with its source. */
-export const decisionInputSchema = z.strictObject({
-  verdict: z.enum(['allow', 'deny', 'repair', 'require_approval']),
-  reasons: z
-    .array(
-      z.strictObject({
-        code: name,
-        effect: z.enum(['deny', 'repair', 'require_approval', 'allow', 'note']),
-        message: text,
-        details: jsonObject.optional(),
-      }),
-    )
-    .min(1)
-    .max(64),
-  // `built_in` names the ledger's own policy; an external engine may not claim it.
-  source: name.refine((s) => s !== 'built_in', 'built_in is the ledger policy'),
-  repair: repairSchema.nullable().default(null),
-  authorized_identity: name.nullable().optional(),
-});
+export const decisionInputSchema = z
+  .strictObject({
+    proposal_id: name,
+    verdict: z.enum(['allow', 'deny', 'repair', 'require_approval']),
+    reasons: z
+      .array(
+        z.strictObject({
+          code: name,
+          effect: z.enum(['deny', 'repair', 'require_approval', 'allow', 'note']),
+          message: text,
+          details: jsonObject.optional(),
+        }),
+      )
+      .min(1)
+      .max(64),
+    // `built_in` names the ledger's own policy; an external engine may not claim it.
+    source: name.refine((s) => s !== 'built_in', 'built_in is the ledger policy'),
+    repair: repairSchema.nullable().default(null),
+    authorized_identity: name.nullable().optional(),
+  })
+  // A repair verdict without the corrected action would leave the gateway nothing to propose.
+  .refine((d) => (d.verdict === 'repair') === (d.repair !== null), {
+    message: 'a repair verdict carries a repair, and only a repair verdict does',
+    path: ['repair'],
+  });
 /** What an external policy engine posts. */
 export type DecisionInput = z.input<typeof decisionInputSchema>;
 
 /** The body of `approve`: one use, or a window; the shortest of all window rules applies. */
 export const approveInputSchema = z.strictObject({
+  request_id: name,
   validity: z.enum(['once', 'window']).default('once'),
   window_seconds: z.number().int().positive().nullable().default(null),
   comment: text.nullable().default(null),
@@ -110,7 +120,7 @@ export const approveInputSchema = z.strictObject({
 export type ApproveInput = z.input<typeof approveInputSchema>;
 
 /** The body of `deny`. */
-export const denyInputSchema = z.strictObject({ comment: text.nullable().default(null) });
+export const denyInputSchema = z.strictObject({ request_id: name, comment: text.nullable().default(null) });
 /** What an approver posts to deny. */
 export type DenyInput = z.input<typeof denyInputSchema>;
 
@@ -118,6 +128,7 @@ const isoTime = z.iso.datetime({ offset: true });
 
 /** The body of `observe`: what the tool really returned. */
 export const observationInputSchema = z.strictObject({
+  proposal_id: name,
   outcome: z.enum(['succeeded', 'failed', 'unknown']),
   result: jsonValue.default(null),
   transport_status: z.number().int().min(0).max(999).nullable().default(null),
@@ -127,7 +138,7 @@ export const observationInputSchema = z.strictObject({
   /** The payload hash of what the gateway executed; must be the proposal's. */
   payload_hash: z
     .string()
-    .regex(/^[0-9a-f]{64}$/)
+    .regex(/^[0-9a-f]{64}$/, 'must be a lowercase hex SHA-256')
     .optional(),
   /** The approval request the gateway executes under, when it names one. */
   approval_request_id: name.optional(),
@@ -146,6 +157,22 @@ export const checkInputSchema = z.looseObject({
 export const checksInputSchema = z.array(checkInputSchema).max(256);
 /** One check as posted. */
 export type CheckInput = z.input<typeof checkInputSchema>;
+
+/** The body of `recordVerification`: the checks on one observation, and no status. */
+export const verificationInputSchema = z.strictObject({ observation_id: name, checks: checksInputSchema });
+/** What the verification engine posts. */
+export type VerificationInput = z.input<typeof verificationInputSchema>;
+
+const payloadHash = z.string().regex(/^[0-9a-f]{64}$/, 'must be a lowercase hex SHA-256');
+
+/** The body of `authorize`: claim the right to execute a proposal before calling the tool. */
+export const authorizeInputSchema = z.strictObject({
+  proposal_id: name,
+  approval_request_id: name.optional(),
+  payload_hash: payloadHash.optional(),
+});
+/** What a gateway posts before it executes. */
+export type AuthorizeInput = z.input<typeof authorizeInputSchema>;
 
 /**
  * Canonicalize, bound and validate a body. Throws `PAYLOAD_NOT_JSON`, `PAYLOAD_TOO_LARGE` or
