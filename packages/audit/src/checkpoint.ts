@@ -66,7 +66,7 @@ export function formatCheckpoint(checkpoint: Checkpoint): string {
  * signed note text.
  *
  * @example
- * const signer = parseSignerKey(process.env.VOUCH_CHECKPOINT_KEY);
+ * const signer = parseSignerKey(signerKeyText); // "PRIVATE+KEY+<origin>+<key id>+<base64>"
  * const note = signCheckpoint({ origin: signer.name, treeSize: 42, rootHash }, [signer]);
  */
 export function signCheckpoint(checkpoint: Checkpoint, signers: readonly NoteSigner[]): string {
