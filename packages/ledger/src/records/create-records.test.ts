@@ -508,6 +508,19 @@ describe.each(testBackends())('records on $name', ({ open }) => {
       });
     });
 
+    describe('when approvers page through requests', () => {
+      it('pages in request order with a cursor', async () => {
+        const { agent, log } = await setupIrreversible();
+        const a = await records.propose(agent, refund('k1'));
+        const b = await records.propose(agent, refund('k2', { arguments: { amount: 2 } }));
+        const first = await records.listApprovals(log, { limit: 1 });
+        expect(first.approvals.map((v) => v.request.id)).toEqual([a.approval!.id]);
+        const second = await records.listApprovals(log, { limit: 1, after: first.next! });
+        expect(second.approvals.map((v) => v.request.id)).toEqual([b.approval!.id]);
+        expect((await records.listApprovals(log, { limit: 1, after: second.next! })).next).toBeNull();
+      });
+    });
+
     describe('when several rules set a window', () => {
       it('applies the shortest', async () => {
         const { agent, alice } = await setupIrreversible({ max_approval_window_seconds: 120 });
@@ -622,6 +635,24 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         };
         expect(await codeOf(records.observe(bob, borrowed))).toBe('APPROVAL_SCOPE_MISMATCH');
       });
+    });
+  });
+
+  describe('when an id names nothing in the log', () => {
+    it('answers NOT_FOUND and writes nothing', async () => {
+      const { agent, alice, log } = await setup();
+      const { proposal } = await records.propose(agent, refund('k1'));
+      const before = await counts(log);
+      expect(await codeOf(records.approve(alice, { request_id: 'apr_missing' }))).toBe('NOT_FOUND');
+      expect(
+        await codeOf(records.observe(agent, { proposal_id: 'prop_missing', outcome: 'succeeded' })),
+      ).toBe('NOT_FOUND');
+      expect(
+        await codeOf(records.recordVerification(alice, { observation_id: 'obs_missing', checks: [] })),
+      ).toBe('NOT_FOUND');
+      expect(await codeOf(records.getApproval(log, 'apr_missing'))).toBe('NOT_FOUND');
+      expect(await codeOf(records.story('another-log', proposal.id))).toBe('NOT_FOUND');
+      expect(await counts(log)).toEqual(before);
     });
   });
 
