@@ -18,6 +18,8 @@ export interface SqlQueryOptions {
   signal: AbortSignal;
   /** Upper bound for the statement in milliseconds (`statement_timeout`). */
   timeoutMs: number;
+  /** Return at most this many rows; implementations stop reading from the server there. */
+  maxRows?: number;
 }
 
 /**
