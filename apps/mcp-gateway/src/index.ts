@@ -1,1 +1,25 @@
-export {};
+/** How calls to one upstream tool are described to Vouch (action, target, class, conditions). */
+export type { ToolSettings } from './action-of-call';
+export { actionOfCall } from './action-of-call';
+/** The configuration of the `vouch-mcp-gateway` bin: JSON file and environment. */
+export type { ConfigSources, GatewayConfig } from './config';
+export { gatewayConfigSchema, loadConfig } from './config';
+/** The one error class of the gateway and its codes. */
+export type { GatewayErrorCode } from './errors';
+export { GATEWAY_ERROR_CODES, GatewayError, isGatewayError } from './errors';
+/** The gateway itself: an MCP server whose every tools/call goes through Vouch's execute. */
+export type { Gateway, GatewayOptions } from './gateway';
+export { createGateway } from './gateway';
+/** Injected logging (the bin writes JSON lines to stderr; stdout is the MCP channel). */
+export type { Logger } from './logger';
+export { jsonLineLogger, silentLogger } from './logger';
+/** Connect an upstream and start a gateway from a configuration, as the bin does. */
+export { connectUpstream, startGateway } from './start-gateway';
+/** The `_meta` key and shape on every tool result the gateway returns. */
+export type { ExecutionMeta } from './tool-results';
+export { META_KEY } from './tool-results';
+/** The connected upstream server. */
+export type { Upstream } from './upstream-call';
+/** The three outcome layers of an upstream call, and how each is observed. */
+export type { UpstreamOutcome, UpstreamTransportKind } from './upstream-outcome';
+export { observedOf } from './upstream-outcome';

@@ -8,6 +8,8 @@ import type {
   PolicyReason,
   ProposalRecord,
   ProposeBody,
+  RegisterToolBody,
+  ToolRecord,
   Verdict,
   VerificationRecord,
 } from '../api-types';
@@ -28,6 +30,8 @@ export interface FakeVouch {
   readonly requests: string[];
   readonly proposals: Map<string, ProposalRecord>;
   readonly observations: ObservationRecord[];
+  /** The tool registry, by `server_id/tool_name`. */
+  readonly tools: Map<string, ToolRecord>;
   /** Answer the next `count` requests to `route` (`POST /v1/proposals`) with this status or a network failure. */
   failNext(route: string, failure: number | 'network', count?: number): void;
   /** Approve an approval request as `resolver` (default `user:approver`). */
@@ -73,6 +77,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
   const uses: ApprovalUseRecord[] = [];
   const observations: ObservationRecord[] = [];
   const verifications: VerificationRecord[] = [];
+  const tools = new Map<string, ToolRecord>();
   let counter = 0;
   const id = (prefix: string) => `${prefix}_${++counter}`;
   const now = () => new Date().toISOString();
@@ -165,6 +170,32 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
     const proposalId = method === 'GET' ? param(/^\/v1\/proposals\/([^/]+)$/) : undefined;
     const approvalId = method === 'GET' ? param(/^\/v1\/approvals\/([^/]+)$/) : undefined;
     const verifyId = method === 'POST' ? param(/^\/v1\/observations\/([^/]+)\/verify$/) : undefined;
+    if (method === 'POST' && path === '/v1/tools') {
+      const input = body as RegisterToolBody;
+      const name = `${input.server_id}/${input.tool_name}`;
+      const current = tools.get(name);
+      // As the ledger: discovery never overrides a registration.
+      if (current && input.source === 'discovery') return json(200, { tool: current, replayed: true });
+      const tool: ToolRecord = {
+        id: id('tool'),
+        server_id: input.server_id,
+        tool_name: input.tool_name,
+        version: (current?.version ?? 0) + 1,
+        side_effect: input.side_effect ?? 'irreversible',
+        required_scopes: input.required_scopes ?? [],
+        allowed_environments: input.allowed_environments ?? null,
+        dry_run_tool: input.dry_run_tool ?? null,
+        compensation_tool: input.compensation_tool ?? null,
+        approval_required: input.approval_required ?? false,
+        requires_target_id: input.requires_target_id ?? true,
+        max_approval_window_seconds: input.max_approval_window_seconds ?? null,
+        source: input.source ?? 'manual',
+        registered_by: identity,
+        registered_at: now(),
+      };
+      tools.set(name, tool);
+      return json(201, { tool, replayed: false });
+    }
     if (method === 'POST' && path === '/v1/proposals') {
       const input = body as ProposeBody;
       const payload = proposalPayloadOf(input);
@@ -289,6 +320,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
     requests,
     proposals,
     observations,
+    tools,
     failNext(route, failure, count = 1) {
       failures.set(route, [...(failures.get(route) ?? []), ...Array.from({ length: count }, () => failure)]);
     },

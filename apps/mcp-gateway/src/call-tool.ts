@@ -1,0 +1,130 @@
+import { type CallToolResult, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type ExecuteResult,
+  isVouchClientError,
+  type JsonObject,
+  type VouchClient,
+  type WaitOptions,
+} from '@vouch/client';
+import { actionOfCall, type ToolSettings } from './action-of-call';
+import type { CallKeys } from './call-keys';
+import type { Logger } from './logger';
+import type { ToolRegistry } from './tool-registry';
+import {
+  deniedResult,
+  executedResult,
+  notAuthorizedResult,
+  pendingResult,
+  repairResult,
+  unavailableResult,
+} from './tool-results';
+import { callUpstreamTool, type Upstream } from './upstream-call';
+import { observedOf, outcomeOfRecorded, type UpstreamOutcome } from './upstream-outcome';
+
+/** What the `tools/call` handler needs. */
+export interface CallToolDeps {
+  upstream: Upstream;
+  vouch: VouchClient;
+  registry: ToolRegistry;
+  keys: CallKeys;
+  serverId: string;
+  environment: string;
+  tools: Readonly<Record<string, ToolSettings>>;
+  /** How long a call waits for an approval before answering "pending" (default 0: answer at once). */
+  approvalWait: WaitOptions;
+  invokeTimeoutMs: number;
+  logger: Logger;
+}
+
+/**
+ * Handle one `tools/call` from the agent. THE EXECUTE PATH: the upstream is called only as the
+ * `invoke` of `vouch.execute`, so only after Vouch allowed it, or after an approval of
+ * exactly these arguments, and the observation is recorded before the agent sees the result.
+ */
+export async function handleToolCall(
+  deps: CallToolDeps,
+  params: { name: string; arguments?: Record<string, unknown> },
+  signal: AbortSignal,
+): Promise<CallToolResult> {
+  const toolName = params.name;
+  const action = actionOfCall({
+    serverId: deps.serverId,
+    environment: deps.environment,
+    toolName,
+    args: (params.arguments ?? {}) as JsonObject,
+    registered: deps.registry.sideEffectOf(toolName),
+    settings: deps.tools[toolName],
+  });
+  const { key, settle } = deps.keys.keyFor(action);
+
+  let result: ExecuteResult<UpstreamOutcome>;
+  try {
+    result = await deps.vouch.execute(action, (context) => callUpstreamTool(deps.upstream, context), {
+      idempotencyKey: key,
+      signal,
+      wait: deps.approvalWait,
+      invokeTimeoutMs: deps.invokeTimeoutMs,
+      observe: observedOf,
+    });
+  } catch (error) {
+    settle(false);
+    if (!isVouchClientError(error)) throw error;
+    deps.logger.error('vouch execute failed', {
+      tool_name: toolName,
+      code: error.code,
+      request_id: error.requestId,
+    });
+    if (error.code === 'ABORTED') throw new McpError(ErrorCode.InvalidRequest, 'the call was cancelled');
+    if (error.code === 'OBSERVATION_NOT_RECORDED') {
+      // The tool ran but the ledger does not know it: say so, and keep the key so a retry
+      // replays rather than running the tool again.
+      throw new McpError(
+        ErrorCode.InternalError,
+        `${toolName} was called but Vouch did not record its result; do not repeat it blindly`,
+      );
+    }
+    return unavailableResult(toolName, error.code);
+  }
+
+  // Pending keeps its key (the retry continues the proposal); so does `unknown`: the tool may
+  // have acted, and an identical call must replay that answer, never run the tool again.
+  settle(
+    result.status !== 'pending' &&
+      !(result.status === 'executed' && result.observation.outcome === 'unknown'),
+  );
+  switch (result.status) {
+    case 'pending':
+      return pendingResult(toolName, result);
+    case 'denied':
+      return deniedResult(toolName, result);
+    case 'repair':
+      return repairResult(toolName, result);
+    case 'not_authorized':
+      return notAuthorizedResult(toolName, result);
+    case 'executed':
+      break;
+  }
+
+  const outcome: UpstreamOutcome | null = result.invoked
+    ? (result.value ?? null)
+    : outcomeOfRecorded(result.observation.result, result.observation.transport_status);
+  if (!outcome) {
+    // `invoke` did not return (timeout) or the record is not one this gateway wrote.
+    throw new McpError(
+      ErrorCode.InternalError,
+      `${toolName}: outcome ${result.observation.outcome}; it is recorded as such and will not be retried automatically`,
+    );
+  }
+  switch (outcome.layer) {
+    case 'tool_result':
+      return executedResult(outcome.result, result);
+    case 'jsonrpc_error':
+      // A proxy answers an upstream JSON-RPC error with the same error, not a tool result.
+      throw new McpError(outcome.error.code, outcome.error.message, outcome.error.data);
+    case 'transport':
+      throw new McpError(
+        ErrorCode.InternalError,
+        `${toolName}: the upstream did not answer (${outcome.error.message}); the outcome is unknown and will not be retried automatically`,
+      );
+  }
+}

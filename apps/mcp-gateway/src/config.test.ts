@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { type ConfigSources, loadConfig } from './config';
+
+const file = JSON.stringify({
+  upstream: { command: 'node', args: ['server.js'] },
+  vouch: { url: 'http://127.0.0.1:8787' },
+  serverId: 'files',
+  environment: 'staging',
+  tools: { write_file: { target: { kind: 'file', idArgument: 'path' } } },
+});
+
+function sources(overrides: Partial<ConfigSources> & { files?: Record<string, string> } = {}): ConfigSources {
+  const files = overrides.files ?? { 'gateway.json': file };
+  return {
+    argv: overrides.argv ?? ['--config', 'gateway.json'],
+    env: overrides.env ?? { VOUCH_API_KEY: 'vk_test' },
+    readFile: async (path) => {
+      const text = files[path];
+      if (text === undefined) throw new Error('ENOENT');
+      return text;
+    },
+  };
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => 'resolved',
+    (error: { code?: unknown }) => error.code,
+  );
+}
+
+describe('loadConfig', () => {
+  describe('when a JSON file is given', () => {
+    it('reads it, fills defaults and takes the key from VOUCH_API_KEY', async () => {
+      const { config, apiKey } = await loadConfig(sources());
+      expect(apiKey).toBe('vk_test');
+      expect(config).toMatchObject({
+        upstream: { command: 'node', args: ['server.js'] },
+        serverId: 'files',
+        environment: 'staging',
+        approvalWaitMs: 0,
+        invokeTimeoutMs: 60_000,
+      });
+      expect(config.tools.write_file?.target?.idArgument).toBe('path');
+    });
+  });
+
+  describe('when only the environment is given', () => {
+    it('builds the whole configuration from it', async () => {
+      const { config } = await loadConfig(
+        sources({
+          argv: [],
+          env: {
+            VOUCH_API_KEY: 'k',
+            VOUCH_URL: 'http://127.0.0.1:8787',
+            VOUCH_SERVER_ID: 'git',
+            VOUCH_ENVIRONMENT: 'production',
+            VOUCH_UPSTREAM_COMMAND: 'npx',
+            VOUCH_UPSTREAM_ARGS: '["-y","some-mcp-server"]',
+          },
+        }),
+      );
+      expect(config.upstream).toEqual({ command: 'npx', args: ['-y', 'some-mcp-server'] });
+      expect(config.serverId).toBe('git');
+    });
+
+    it('lets an environment variable override the file', async () => {
+      const { config } = await loadConfig(
+        sources({ env: { VOUCH_API_KEY: 'k', VOUCH_ENVIRONMENT: 'production' } }),
+      );
+      expect(config.environment).toBe('production');
+    });
+  });
+
+  describe('when something is missing or wrong', () => {
+    it('refuses a missing API key with CONFIG_INVALID', async () => {
+      expect(await codeOf(loadConfig(sources({ env: {} })))).toBe('CONFIG_INVALID');
+    });
+    it('refuses a missing file with CONFIG_NOT_FOUND', async () => {
+      expect(await codeOf(loadConfig(sources({ files: {} })))).toBe('CONFIG_NOT_FOUND');
+    });
+    it('refuses a file that is not JSON with CONFIG_INVALID', async () => {
+      expect(await codeOf(loadConfig(sources({ files: { 'gateway.json': '{' } })))).toBe('CONFIG_INVALID');
+    });
+    it('refuses an unknown field with CONFIG_INVALID', async () => {
+      const withExtra = JSON.stringify({ ...JSON.parse(file), apiKey: 'in-a-file' });
+      expect(await codeOf(loadConfig(sources({ files: { 'gateway.json': withExtra } })))).toBe(
+        'CONFIG_INVALID',
+      );
+    });
+    it('refuses upstream args that are not a JSON array with CONFIG_INVALID', async () => {
+      const env = { VOUCH_API_KEY: 'k', VOUCH_UPSTREAM_COMMAND: 'x', VOUCH_UPSTREAM_ARGS: '-y server' };
+      expect(await codeOf(loadConfig(sources({ env })))).toBe('CONFIG_INVALID');
+    });
+  });
+});

@@ -1,0 +1,140 @@
+import { z } from 'zod';
+import { GatewayError } from './errors';
+
+const name = z
+  .string()
+  .min(1)
+  .max(256)
+  .refine((text) => !hasControlCharacter(text), 'must not contain control characters');
+
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
+}
+
+const condition = z.strictObject({ name, params: z.record(z.string(), z.json()).optional() });
+
+const toolSettings = z.strictObject({
+  action: name.optional(),
+  target: z
+    .strictObject({ kind: name.optional(), id: name.optional(), idArgument: name.optional() })
+    .optional(),
+  sideEffect: z.enum(['read_only', 'idempotent', 'compensatable', 'irreversible']).optional(),
+  preconditions: z.array(condition).optional(),
+  postconditions: z.array(condition).optional(),
+});
+
+const upstream = z.union([
+  z.strictObject({
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).optional(),
+    cwd: z.string().optional(),
+  }),
+  z.strictObject({ url: z.url() }),
+]);
+
+/**
+ * The gateway's configuration. The API key is not part of it: it comes from `VOUCH_API_KEY`
+ * only, so a configuration file can be committed and shared without a secret in it.
+ */
+export const gatewayConfigSchema = z.strictObject({
+  /** The MCP server to put behind Vouch: a command to start (stdio) or a Streamable HTTP URL. */
+  upstream,
+  vouch: z.strictObject({ url: z.url() }),
+  /** How Vouch names this upstream (`server_id`). */
+  serverId: name,
+  /** The environment every call acts in. */
+  environment: name,
+  tools: z.record(z.string(), toolSettings).default({}),
+  /** How long a call waits for an approval before answering "pending" (default 0). */
+  approvalWaitMs: z.number().int().min(0).max(3_600_000).default(0),
+  invokeTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
+  /** Keep approval waits across gateway restarts by fixing the session (default: random per process). */
+  session: name.optional(),
+});
+
+/** The parsed configuration. */
+export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
+
+/** Where configuration comes from: an optional JSON file, then the environment. */
+export interface ConfigSources {
+  argv: readonly string[];
+  env: Readonly<Record<string, string | undefined>>;
+  readFile: (path: string) => Promise<string>;
+}
+
+/**
+ * Read the configuration: `--config <file>` (or `VOUCH_MCP_CONFIG`) names a JSON file;
+ * environment variables fill in or override single fields:
+ * `VOUCH_URL`, `VOUCH_SERVER_ID`, `VOUCH_ENVIRONMENT`, `VOUCH_UPSTREAM_COMMAND`,
+ * `VOUCH_UPSTREAM_ARGS` (a JSON array), `VOUCH_UPSTREAM_URL`. `VOUCH_API_KEY` is required.
+ */
+export async function loadConfig(sources: ConfigSources): Promise<{ config: GatewayConfig; apiKey: string }> {
+  const { argv, env } = sources;
+  const flag = argv.indexOf('--config');
+  const path = flag >= 0 ? argv[flag + 1] : env.VOUCH_MCP_CONFIG;
+  if (flag >= 0 && !path) throw new GatewayError('CONFIG_INVALID', '--config needs a file path');
+
+  let file: Record<string, unknown> = {};
+  if (path) {
+    let text: string;
+    try {
+      text = await sources.readFile(path);
+    } catch (cause) {
+      throw new GatewayError('CONFIG_NOT_FOUND', `cannot read the configuration file ${path}`, { cause });
+    }
+    try {
+      file = JSON.parse(text) as Record<string, unknown>;
+    } catch (cause) {
+      throw new GatewayError('CONFIG_INVALID', `${path} is not JSON`, { cause });
+    }
+  }
+
+  const merged: Record<string, unknown> = { ...file };
+  if (env.VOUCH_URL) merged.vouch = { url: env.VOUCH_URL };
+  if (env.VOUCH_SERVER_ID) merged.serverId = env.VOUCH_SERVER_ID;
+  if (env.VOUCH_ENVIRONMENT) merged.environment = env.VOUCH_ENVIRONMENT;
+  if (env.VOUCH_UPSTREAM_URL) merged.upstream = { url: env.VOUCH_UPSTREAM_URL };
+  if (env.VOUCH_UPSTREAM_COMMAND) {
+    merged.upstream = { command: env.VOUCH_UPSTREAM_COMMAND, args: parseArgs(env.VOUCH_UPSTREAM_ARGS) };
+  }
+
+  const parsed = gatewayConfigSchema.safeParse(merged);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((issue) => ({
+      path: `/${issue.path.join('/')}`,
+      message: issue.message,
+    }));
+    throw new GatewayError(
+      'CONFIG_INVALID',
+      `invalid configuration at ${issues[0]!.path}: ${issues[0]!.message}`,
+      {
+        details: { issues },
+      },
+    );
+  }
+  const apiKey = env.VOUCH_API_KEY;
+  if (!apiKey)
+    throw new GatewayError('CONFIG_INVALID', 'VOUCH_API_KEY is not set (a key with the gateway role)');
+  return { config: parsed.data, apiKey };
+}
+
+function parseArgs(text: string | undefined): string[] {
+  if (!text) return [];
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (cause) {
+    throw new GatewayError('CONFIG_INVALID', 'VOUCH_UPSTREAM_ARGS must be a JSON array of strings', {
+      cause,
+    });
+  }
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) {
+    throw new GatewayError('CONFIG_INVALID', 'VOUCH_UPSTREAM_ARGS must be a JSON array of strings');
+  }
+  return value;
+}

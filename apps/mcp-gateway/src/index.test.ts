@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import * as gateway from './index';
+import * as testing from './testing';
+
+// Pins the public surface: an export added or removed by accident shows up in review here.
+describe('@vouch/mcp-gateway', () => {
+  describe('when imported', () => {
+    it('exports exactly these values', () => {
+      expect(Object.keys(gateway).sort()).toEqual([
+        'GATEWAY_ERROR_CODES',
+        'GatewayError',
+        'META_KEY',
+        'actionOfCall',
+        'connectUpstream',
+        'createGateway',
+        'gatewayConfigSchema',
+        'isGatewayError',
+        'jsonLineLogger',
+        'loadConfig',
+        'observedOf',
+        'silentLogger',
+        'startGateway',
+      ]);
+    });
+  });
+  describe('when @vouch/mcp-gateway/testing is imported', () => {
+    it('exports the example upstream only', () => {
+      expect(Object.keys(testing).sort()).toEqual(['EXAMPLE_TOOLS', 'createExampleUpstream']);
+    });
+  });
+});

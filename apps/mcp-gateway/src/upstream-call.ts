@@ -1,0 +1,79 @@
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { InvokeContext, JsonValue } from '@vouch/client';
+import type { UpstreamOutcome, UpstreamTransportKind } from './upstream-outcome';
+
+/** The connected upstream MCP server. */
+export interface Upstream {
+  client: Client;
+  transport: UpstreamTransportKind;
+}
+
+// Local failures of the SDK share the JSON-RPC error shape with answers from the server.
+// These two mean "no answer arrived", so the tool may or may not have run.
+const LOCAL_FAILURES = new Set<number>([ErrorCode.RequestTimeout, ErrorCode.ConnectionClosed]);
+
+/**
+ * THE ONE PLACE THAT CALLS AN UPSTREAM TOOL. Trust boundary: everything else in the gateway
+ * reaches a tool only by handing this function to `execute` as its `invoke`, so the call
+ * happens after Vouch authorized it and before its observation is recorded.
+ * `scripts/check-execute-path.ts` (run by `npm test`) fails the build if `tools/call` or
+ * `callTool` appears anywhere else in the gateway, or if this function is used outside the
+ * `invoke` argument of an `execute` call.
+ *
+ * It runs what the proposal holds (tool name and arguments from the authorized record),
+ * not what the agent sent, so an approval covers exactly the call that is made. It never
+ * throws for an upstream failure: it reports which layer failed.
+ */
+export async function callUpstreamTool(upstream: Upstream, context: InvokeContext): Promise<UpstreamOutcome> {
+  const { proposal, signal } = context;
+  const answered = upstream.transport === 'http' ? 200 : null;
+  try {
+    // `request` rather than `callTool`: the SDK's `callTool` validates structured output
+    // locally and throws a JSON-RPC-shaped error after the tool already ran, which would
+    // blur the tool's answer into the protocol layer. The agent's own client validates it.
+    const result = await upstream.client.request(
+      { method: 'tools/call', params: { name: proposal.tool_name, arguments: proposal.arguments } },
+      CallToolResultSchema,
+      // The gateway's invoke timeout governs (it aborts `signal`); the SDK's must not fire first.
+      { signal, timeout: 2_147_483_647 },
+    );
+    return { layer: 'tool_result', transportStatus: answered, result };
+  } catch (error) {
+    if (signal.aborted) throw signal.reason;
+    if (error instanceof StreamableHTTPError) {
+      return {
+        layer: 'transport',
+        transportStatus: error.code ?? null,
+        error: {
+          name: error.name,
+          message: error.message,
+          ...(error.code === undefined ? {} : { code: error.code }),
+        },
+      };
+    }
+    if (error instanceof McpError && !LOCAL_FAILURES.has(error.code)) {
+      return {
+        layer: 'jsonrpc_error',
+        transportStatus: answered,
+        error: {
+          code: error.code,
+          // The SDK prefixes "MCP error <code>: "; keep the upstream's own words.
+          message: error.message.replace(/^(MCP error -?\d+: )+/, ''),
+          ...(error.data === undefined ? {} : { data: JSON.parse(JSON.stringify(error.data)) as JsonValue }),
+        },
+      };
+    }
+    const described = error instanceof Error ? error : new Error(String(error));
+    return {
+      layer: 'transport',
+      transportStatus: null,
+      error: {
+        name: described.name,
+        message: described.message,
+        ...(error instanceof McpError ? { code: error.code } : {}),
+      },
+    };
+  }
+}
