@@ -1,1 +1,21 @@
-export {};
+/** Load `vouch.config.json` / `.ts` into a verifier registry with its connections. */
+export type { LoadedVerifierConfig, LoadVerifierConfigOptions } from './config/load-verifier-config';
+export { BUILTIN_VERIFIERS, defineVerifierConfig, loadVerifierConfig } from './config/load-verifier-config';
+export type { VerifierConfigInput } from './config/verifier-config-schema';
+/** `file`: what a coding agent wrote, under configured roots. */
+export type { FileOptions } from './file/file-options';
+export { fileVerifier } from './file/file-verifier';
+/** `http-json`: a JSON document over HTTP, asserted on by JSON Pointer. */
+export type { HttpJsonOptions } from './http-json/http-json-options';
+export { httpJsonVerifier } from './http-json/http-json-verifier';
+/** The SSRF policy and the guarded fetch every HTTP verifier should be granted. */
+export type { AddressPolicy, AddressVerdict } from './net/address-policy';
+export { checkAddress } from './net/address-policy';
+export type { GuardedFetchOptions, ResolveHost } from './net/guarded-fetch';
+export { createGuardedFetch } from './net/guarded-fetch';
+/** A read-only Postgres grant for `sql` (and any verifier that reads a database). */
+export type { PostgresSqlGrant, PostgresSqlGrantOptions } from './sql/postgres-sql-grant';
+export { createPostgresSqlGrant } from './sql/postgres-sql-grant';
+/** `sql`: a parametrized read-only query on a named connection. */
+export type { SqlOptions } from './sql/sql-options';
+export { sqlVerifier } from './sql/sql-verifier';

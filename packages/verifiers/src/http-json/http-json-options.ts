@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonAssertionSchema, requireOneExpected } from '../shared/json-assertions';
+import { assertionsWithoutOneExpected, jsonAssertionSchema } from '../shared/json-assertions';
 import { placeholdersOf, SCOPE_PATH } from '../shared/template';
 
 const status = z.number().int().min(100).max(599);
@@ -54,7 +54,13 @@ export const httpJsonOptionsSchema = z
         path: ['absentStatus'],
       });
     }
-    requireOneExpected(options.assertions, ctx, ['assertions']);
+    for (const index of assertionsWithoutOneExpected(options.assertions)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'give exactly one of value and from',
+        path: ['assertions', index, 'value'],
+      });
+    }
   });
 
 /** Validated `http-json` options. */

@@ -51,22 +51,12 @@ export const jsonAssertionSchema = z.discriminatedUnion('op', [
 /** An assertion on a JSON document. */
 export type JsonAssertion = z.infer<typeof jsonAssertionSchema>;
 
-/** Zod refinement: `equals` and comparisons need exactly one of `value` and `from`. */
-export function requireOneExpected(
-  assertions: readonly JsonAssertion[],
-  ctx: z.RefinementCtx,
-  path: (string | number)[],
-) {
-  assertions.forEach((assertion, index) => {
-    if (assertion.op === 'exists' || assertion.op === 'absent' || assertion.op === 'matches') return;
+/** Indexes of `equals` / comparison assertions that do not give exactly one of `value` and `from`. */
+export function assertionsWithoutOneExpected(assertions: readonly JsonAssertion[]): number[] {
+  return assertions.flatMap((assertion, index) => {
+    if (assertion.op === 'exists' || assertion.op === 'absent' || assertion.op === 'matches') return [];
     const given = Number(assertion.value !== undefined) + Number(assertion.from !== undefined);
-    if (given !== 1) {
-      ctx.addIssue({
-        code: 'custom',
-        message: 'give exactly one of value and from',
-        path: [...path, index, 'value'],
-      });
-    }
+    return given === 1 ? [] : [index];
   });
 }
 

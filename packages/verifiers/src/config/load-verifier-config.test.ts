@@ -1,0 +1,252 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { isVerifierError, runVerifiers } from '@vouch/verifier-sdk';
+import { exampleObservation, exampleProposal } from '@vouch/verifier-sdk/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ResolveHost } from '../net/guarded-fetch';
+import { sendJson, startServer, type TestServer } from '../test-support/http-server';
+import { loadVerifierConfig } from './load-verifier-config';
+
+const fixture = (name: string) => path.join(import.meta.dirname, 'fixtures', name);
+const resolveHost: ResolveHost = async () => {
+  throw Object.assign(new Error('no DNS in tests'), { code: 'ENOTFOUND' });
+};
+let dir: string;
+let api: TestServer;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'vouch-config-'));
+  api = await startServer((_req, res) => sendJson(res, 200, { id: 're_1' }));
+});
+afterAll(async () => {
+  await api.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+let counter = 0;
+async function write(config: unknown): Promise<string> {
+  const file = path.join(dir, `vouch.config.${++counter}.json`);
+  await writeFile(file, typeof config === 'string' ? config : JSON.stringify(config));
+  return file;
+}
+
+async function refusal(config: unknown, env: Record<string, string> = {}) {
+  const file = await write(config);
+  try {
+    await loadVerifierConfig(file, { env, resolveHost });
+  } catch (error) {
+    if (isVerifierError(error))
+      return { code: error.code, file: error.file, verifier: error.verifier, field: error.field };
+    throw error;
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+const httpEntry = (more: Record<string, unknown> = {}) => ({
+  use: 'http-json',
+  name: 'refund-api',
+  handles: ['refund.recorded'],
+  options: {
+    // Case tables are built before beforeAll runs; those cases never reach the server.
+    url: `${api?.url ?? 'http://api.test'}/refunds/{arguments.refund_id}`,
+    assertions: [{ op: 'exists', pointer: '/id' }],
+  },
+  ...more,
+});
+
+describe('loadVerifierConfig', () => {
+  describe('when the configuration is valid', () => {
+    it('registers built-ins and plugins with their grants', async () => {
+      const file = await write({
+        connections: {
+          'ledger-db': { type: 'postgres', urlEnv: 'LEDGER_DATABASE_URL' },
+          'refund-api': { type: 'http', allowHosts: ['127.0.0.1'] },
+        },
+        verifiers: [
+          httpEntry({ connection: 'refund-api' }),
+          {
+            use: 'sql',
+            name: 'refund-row',
+            handles: ['refund.recorded'],
+            connection: 'ledger-db',
+            timeoutMs: 2000,
+            options: {
+              query: 'select 1 from refunds where id = $1',
+              params: [{ from: 'arguments.refund_id' }],
+              expect: { op: 'exists' },
+            },
+          },
+          { use: 'file', options: { roots: ['./checkout'] } },
+          { use: fixture('acme-ticket-verifier.ts'), options: { board: 'ops' } },
+        ],
+      });
+      const loaded = await loadVerifierConfig(file, {
+        env: { LEDGER_DATABASE_URL: 'postgres://u@127.0.0.1:1/x' },
+        resolveHost,
+      });
+      try {
+        expect(loaded.registry.entries.map((e) => [e.name, e.verifier.id, Object.keys(e.grants)])).toEqual([
+          ['refund-api', 'http-json', ['fetch']],
+          ['refund-row', 'sql', ['sql']],
+          ['file', 'file', []],
+          ['acme/ticket-closed', 'acme/ticket-closed', []],
+        ]);
+        expect(loaded.registry.get('file')?.options).toMatchObject({ roots: [path.join(dir, 'checkout')] });
+        expect(loaded.registry.get('refund-row')?.timeoutMs).toBe(2000);
+        expect(Object.keys(loaded.connections)).toEqual(['ledger-db', 'refund-api']);
+
+        // The http connection is a guarded fetch that allows loopback, as configured.
+        const outcome = await runVerifiers({
+          registry: loaded.registry,
+          postconditions: [{ name: 'refund.recorded' }],
+          proposal: exampleProposal({ arguments: { refund_id: 're_1' } }),
+          observation: exampleObservation(),
+        });
+        expect(outcome.checks.find((c) => c.verifier?.name === 'refund-api')?.status).toBe('pass');
+      } finally {
+        await loaded.close();
+      }
+    });
+
+    it('gives a network verifier without a connection the default guard, which refuses loopback', async () => {
+      const loaded = await loadVerifierConfig(await write({ verifiers: [httpEntry()] }), { resolveHost });
+      const outcome = await runVerifiers({
+        registry: loaded.registry,
+        proposal: exampleProposal({
+          arguments: { refund_id: 're_1' },
+          postconditions: [{ name: 'refund.recorded' }],
+        }),
+        observation: exampleObservation(),
+      });
+      expect(outcome.checks[0]).toMatchObject({ status: 'error', reason: 'SOURCE_FORBIDDEN' });
+      await loaded.close();
+    });
+
+    it('loads a TypeScript configuration', async () => {
+      const loaded = await loadVerifierConfig(fixture('vouch.config.ts'));
+      expect(loaded.registry.entries.map((e) => [e.name, e.options])).toEqual([
+        ['acme/ticket-closed', { board: 'ops' }],
+        ['by-path', { board: 'dev' }],
+      ]);
+      await loaded.close();
+    });
+  });
+
+  describe('when the configuration is wrong', () => {
+    it('throws CONFIG_NOT_FOUND for a missing file', async () => {
+      await expect(loadVerifierConfig(path.join(dir, 'nope.json'))).rejects.toMatchObject({
+        code: 'CONFIG_NOT_FOUND',
+      });
+    });
+
+    it('throws CONFIG_INVALID for a file that is not JSON', async () => {
+      expect(await refusal('{ "verifiers": [')).toMatchObject({ code: 'CONFIG_INVALID', field: '' });
+    });
+
+    it('names the file, the verifier and the field for an invalid option', async () => {
+      const file = await write({
+        verifiers: [{ use: 'file', options: { roots: ['/r'] } }, httpEntry({ options: { url: 'ftp://x' } })],
+      });
+      await expect(loadVerifierConfig(file, { resolveHost })).rejects.toMatchObject({
+        name: 'VerifierError',
+        code: 'OPTIONS_INVALID',
+        file,
+        verifier: 'refund-api',
+        field: '/verifiers/1/options/url',
+      });
+    });
+
+    it.each([
+      ['a misspelt key', { verifiers: [{ use: 'file', optoins: {} }] }, '/verifiers/0/optoins', 'file'],
+      [
+        'an unknown connection',
+        { verifiers: [httpEntry({ connection: 'nope' })] },
+        '/verifiers/0/connection',
+        'http-json',
+      ],
+      [
+        'a sql verifier without a database',
+        { verifiers: [{ use: 'sql', options: { query: 'select 1', expect: { op: 'exists' } } }] },
+        '/verifiers/0/connection',
+        'sql',
+      ],
+      [
+        'two http connections on one verifier',
+        {
+          connections: { a: { type: 'http' }, b: { type: 'http' } },
+          verifiers: [httpEntry({ connection: ['a', 'b'] })],
+        },
+        '/verifiers/0/connection',
+        'http-json',
+      ],
+      [
+        'an unset environment variable',
+        { connections: { db: { type: 'postgres', urlEnv: 'NOPE' } } },
+        '/connections/db/urlEnv',
+        undefined,
+      ],
+      [
+        'a connection with url and urlEnv',
+        { connections: { db: { type: 'postgres', url: 'x', urlEnv: 'Y' } } },
+        '/connections/db/url',
+        undefined,
+      ],
+      [
+        'a bad allow-list entry',
+        { connections: { a: { type: 'http', allowHosts: ['http://x/'] } } },
+        '/connections/a/allowHosts/0',
+        undefined,
+      ],
+      [
+        'a module that does not exist',
+        { verifiers: [{ use: './missing.ts' }] },
+        '/verifiers/0/use',
+        './missing.ts',
+      ],
+      [
+        'a plugin without a vendor prefix',
+        { verifiers: [{ use: fixture('acme-ticket-verifier.ts'), export: 'unprefixed' }] },
+        '/verifiers/0/use',
+        'ticket-closed',
+      ],
+      [
+        'an export that is not there',
+        { verifiers: [{ use: fixture('acme-ticket-verifier.ts'), export: 'nothing' }] },
+        '/verifiers/0/export',
+        undefined,
+      ],
+    ])('throws CONFIG_INVALID for %s', async (_label, config, field, verifier) => {
+      const found = await refusal(config);
+      expect(found).toMatchObject({ code: 'CONFIG_INVALID', field });
+      expect(found.file).toMatch(/vouch\.config\.\d+\.json$/);
+      if (verifier !== undefined) expect(found.verifier).toContain(verifier);
+    });
+
+    it('throws VERIFIER_API_UNSUPPORTED for a plugin written for another contract', async () => {
+      expect(
+        await refusal({
+          verifiers: [{ use: fixture('acme-ticket-verifier.ts'), export: 'future', options: { board: 'x' } }],
+        }),
+      ).toMatchObject({
+        code: 'VERIFIER_API_UNSUPPORTED',
+        verifier: 'acme/ticket-closed',
+        field: '/verifiers/0/use',
+      });
+    });
+
+    it('throws VERIFIER_DUPLICATE for a name used twice', async () => {
+      expect(
+        await refusal({
+          verifiers: [
+            { use: 'file', options: { roots: ['/a'] } },
+            { use: 'file', options: { roots: ['/b'] } },
+          ],
+        }),
+      ).toMatchObject({
+        code: 'VERIFIER_DUPLICATE',
+        verifier: 'file',
+        field: '/verifiers/1/name',
+      });
+    });
+  });
+});

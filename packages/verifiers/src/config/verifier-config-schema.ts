@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { isAllowListEntry } from '../net/address-policy';
+
+const connectionName = z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be kebab-case');
+
+const postgresConnection = z
+  .object({
+    type: z.literal('postgres'),
+    /** A postgres:// URL. Prefer `urlEnv` so credentials stay out of the file. */
+    url: z.string().min(1).optional(),
+    /** The environment variable that holds the URL. */
+    urlEnv: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+      .optional(),
+    max: z.number().int().min(1).max(20).optional(),
+    connectTimeoutSeconds: z.number().int().min(1).max(60).optional(),
+  })
+  .strict()
+  .refine((c) => (c.url === undefined) !== (c.urlEnv === undefined), {
+    message: 'give exactly one of url and urlEnv',
+    path: ['url'],
+  });
+
+const httpConnection = z
+  .object({
+    type: z.literal('http'),
+    /** Hostnames, addresses or CIDR ranges that may be reached although private (default: none). */
+    allowHosts: z
+      .array(z.string().refine(isAllowListEntry, 'must be a hostname, an IP address or a CIDR range'))
+      .default([]),
+    maxRedirects: z.number().int().min(0).max(10).optional(),
+  })
+  .strict();
+
+const entry = z
+  .object({
+    /** A built-in id (`http-json`, `sql`, `file`), a path (`./verifiers/x.ts`, relative to this file) or a package name. */
+    use: z.union([
+      z.string().min(1),
+      z.custom<object>((v) => typeof v === 'object' && v !== null, 'must be a verifier'),
+    ]),
+    /** The module export that holds the verifier (default `default`). */
+    export: z.string().min(1).optional(),
+    name: z.string().min(1).optional(),
+    handles: z.array(z.string().min(1)).min(1).optional(),
+    /** Named connections this verifier may use: at most one postgres and one http. */
+    connection: z.union([connectionName, z.array(connectionName).min(1)]).optional(),
+    timeoutMs: z.number().int().optional(),
+    options: z.unknown().optional(),
+  })
+  .strict();
+
+/** The shape of `vouch.config.json` (or the default export of `vouch.config.ts`). */
+export const verifierConfigSchema = z
+  .object({
+    $schema: z.string().optional(),
+    connections: z
+      .record(connectionName, z.discriminatedUnion('type', [postgresConnection, httpConnection]))
+      .default({}),
+    verifiers: z.array(entry).default([]),
+  })
+  .passthrough();
+
+/** A verifier configuration as written. */
+export type VerifierConfigInput = z.input<typeof verifierConfigSchema>;
+/** One entry of `verifiers`. */
+export type VerifierConfigEntry = z.infer<typeof entry>;
