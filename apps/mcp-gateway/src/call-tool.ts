@@ -15,6 +15,7 @@ import {
   executedResult,
   notAuthorizedResult,
   pendingResult,
+  preconditionFailedResult,
   repairResult,
   unavailableResult,
 } from './tool-results';
@@ -86,12 +87,11 @@ export async function handleToolCall(
     return unavailableResult(toolName, error.code);
   }
 
-  // Pending keeps its key (the retry continues the proposal); so does `unknown`: the tool may
-  // have acted, and an identical call must replay that answer, never run the tool again.
-  settle(
-    result.status !== 'pending' &&
-      !(result.status === 'executed' && result.observation.outcome === 'unknown'),
-  );
+  // Pending and a failed precondition keep their key (a retry continues the same proposal,
+  // with its approval unused); so does `unknown`: the tool may have acted, and an identical
+  // call must replay that answer, never run the tool again.
+  const unknownOutcome = result.status === 'executed' && result.observation.outcome === 'unknown';
+  settle(result.status !== 'pending' && result.status !== 'precondition_failed' && !unknownOutcome);
   switch (result.status) {
     case 'pending':
       return pendingResult(toolName, result);
@@ -101,6 +101,8 @@ export async function handleToolCall(
       return repairResult(toolName, result);
     case 'not_authorized':
       return notAuthorizedResult(toolName, result);
+    case 'precondition_failed':
+      return preconditionFailedResult(toolName, result);
     case 'executed':
       break;
   }

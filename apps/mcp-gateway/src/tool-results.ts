@@ -6,6 +6,7 @@ import type {
   NotAuthorizedResult,
   PendingResult,
   PolicyReason,
+  PreconditionFailedResult,
   RepairResult,
 } from '@vouch/client';
 
@@ -24,6 +25,7 @@ export interface ExecutionMeta {
     | 'denied'
     | 'repair'
     | 'not_authorized'
+    | 'precondition_failed'
     | 'error';
   proposal_id?: string;
   payload_hash?: string;
@@ -176,6 +178,24 @@ export function notAuthorizedResult(toolName: string, refused: NotAuthorizedResu
           }
         : null,
       reasons: reasonsOf(refused.reasons),
+    },
+  );
+}
+
+/** A precondition does not hold; the call was not made and its approval, if any, is still unused. */
+export function preconditionFailedResult(toolName: string, failed: PreconditionFailedResult): CallToolResult {
+  return withMeta(
+    {
+      isError: true,
+      content: text([
+        `The call to ${toolName} was not run: a precondition does not hold.`,
+        'Call it again with the same arguments once the precondition holds.',
+      ]),
+    },
+    {
+      status: 'precondition_failed',
+      proposal_id: failed.proposal.id,
+      preconditions: failed.preconditions,
     },
   );
 }

@@ -143,12 +143,13 @@ export interface ApprovalResolutionRecord {
   resolved_at: string;
 }
 
-/** One execution under an approval. */
+/** One execution under an approval, claimed by `authorize` right before the tool call. */
 export interface ApprovalUseRecord {
   id: string;
   request_id: string;
   resolution_id: string;
   proposal_id: string;
+  validity: 'once' | 'window';
   used_by: string;
   used_at: string;
 }
@@ -191,15 +192,23 @@ export interface VerificationRecord {
   verified_at: string;
 }
 
-/** Where an approval request stands, as the server derives it. */
-export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired';
+/** Where an approval request stands, as the server derives it (`used`: a single-use approval was used). */
+export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired' | 'used';
 
-/** An approval request with everything an approver and a waiting gateway need. */
+/** An approval request with its answer, its uses and the proposal it was opened for. */
 export interface ApprovalView {
   request: ApprovalRequestRecord;
   resolution: ApprovalResolutionRecord | null;
   uses: ApprovalUseRecord[];
   status: ApprovalStatus;
+  proposal: ProposalRecord;
+}
+
+/** What an approver is shown: the view plus exactly what will run, and its canonical bytes. */
+export interface ApprovalDetail extends ApprovalView {
+  payload: ProposalPayload;
+  /** RFC 8785 canonical JSON of `payload`: SHA-256 of these bytes is `request.payload_hash`. */
+  canonical_payload: string;
 }
 
 /** One audit event as stored and exported; `payload` is the canonical JSON text that was hashed. */
@@ -245,6 +254,7 @@ export interface ApiKey {
   id: string;
   identity: string;
   roles: Role[];
+  scopes: string[];
   environments: string[] | null;
   logs: string[] | null;
   created_by: string;
@@ -256,6 +266,8 @@ export interface ApiKey {
 
 /** `POST /v1/tools`: register a tool (admin). A class left out means `irreversible`. */
 export interface RegisterToolBody {
+  /** Required to change a manual registration: the version it replaces. */
+  replaces_version?: number;
   server_id: string;
   tool_name: string;
   side_effect?: SideEffectClass;
@@ -290,6 +302,13 @@ export interface DecideBody {
   source: string;
   repair?: Repair | null;
   authorized_identity?: string | null;
+}
+
+/** `POST /v1/proposals/{id}/authorize`: the claim right before the tool call. */
+export interface AuthorizeBody {
+  approval_request_id?: string;
+  /** Hash of the payload about to run; the server refuses one that is not the approved one. */
+  payload_hash?: string;
 }
 
 /** `POST /v1/approvals/{id}/approve`. */
@@ -338,16 +357,27 @@ export interface PostVerificationBody {
 export interface CreateKeyBody {
   identity: string;
   roles: Role[];
+  /** Scopes a tool may require, e.g. `billing:write`. */
+  scopes?: string[];
   environments?: string[] | null;
   logs?: string[] | null;
 }
 
 // ---- answers ----------------------------------------------------------------------------
 
+/** `POST /v1/tools`. */
+export interface RegisterToolResponse {
+  tool: ToolRecord;
+  /** The same registration (or a discovery of a registered tool): the stored one, unchanged. */
+  replayed: boolean;
+}
+
 /** `POST /v1/proposals`: the proposal and its decision (null while an external engine decides). */
 export interface ProposeResponse {
   proposal: ProposalRecord;
   decision: DecisionRecord | null;
+  /** The approval request the decision waits on, for `require_approval`. */
+  approval: ApprovalRequestRecord | null;
   /** True when the idempotency key matched an earlier proposal: nothing new was written. */
   replayed: boolean;
 }
@@ -358,9 +388,37 @@ export interface ProposalStory {
   decision: DecisionRecord | null;
   approval: ApprovalView | null;
   observation: ObservationRecord | null;
+  /** Executions the ledger refused; each attempt is kept as evidence. */
+  refusals: JsonObject[];
+  verifications: VerificationRecord[];
+  /** The latest verification, which `outcome` is derived from. */
   verification: VerificationRecord | null;
   outcome: ProposalOutcome;
+  stage: string;
   events: AuditEvent[];
+}
+
+/** `POST /v1/proposals/{id}/decision`. */
+export interface DecideResponse {
+  decision: DecisionRecord;
+  approval: ApprovalRequestRecord | null;
+}
+
+/** `POST /v1/proposals/{id}/authorize`: execute now. */
+export interface Authorization {
+  proposal: ProposalRecord;
+  decision: DecisionRecord;
+  /** The approval use claimed for this execution, for `require_approval`. */
+  approval_use: ApprovalUseRecord | null;
+  /** The precondition checks, when the proposal has preconditions. */
+  preconditions: { status: VerificationStatus; checks: VerificationCheck[] } | null;
+}
+
+/** `GET /v1/approvals`. */
+export interface ApprovalPage {
+  approvals: ApprovalDetail[];
+  /** Pass as `after` for the next page; null at the end. */
+  next: number | null;
 }
 
 /** `POST /v1/observations`. */
@@ -368,11 +426,6 @@ export interface ObserveResponse {
   observation: ObservationRecord;
   /** True when an observation for this proposal already existed; it is returned unchanged. */
   replayed: boolean;
-}
-
-/** `POST /v1/observations/{id}/verify` and `POST /v1/verifications`. */
-export interface VerificationResponse {
-  verification: VerificationRecord;
 }
 
 /** `GET /v1/logs/{log}/events`. */
@@ -419,9 +472,10 @@ export const API_CONTRACT = {
       'requires_target_id',
       'max_approval_window_seconds',
       'source',
+      'replaces_version',
     ] satisfies Keys<RegisterToolBody>,
-    success: [201],
-    reads: ['tool'],
+    success: [200, 201],
+    reads: ['tool', 'replayed'] satisfies Keys<RegisterToolResponse>,
   },
   listTools: { method: 'get', path: '/v1/tools', success: [200], reads: ['tools'] },
   propose: {
@@ -440,7 +494,7 @@ export const API_CONTRACT = {
       'impact',
     ] satisfies Keys<ProposeBody>,
     success: [200, 201, 202],
-    reads: ['proposal', 'decision', 'replayed'] satisfies Keys<ProposeResponse>,
+    reads: ['proposal', 'decision', 'approval', 'replayed'] satisfies Keys<ProposeResponse>,
   },
   getProposal: {
     method: 'get',
@@ -453,28 +507,48 @@ export const API_CONTRACT = {
     path: '/v1/proposals/{id}/decision',
     body: ['verdict', 'reasons', 'source', 'repair', 'authorized_identity'] satisfies Keys<DecideBody>,
     success: [201],
-    reads: ['decision'],
+    reads: ['decision', 'approval'] satisfies Keys<DecideResponse>,
   },
-  listApprovals: { method: 'get', path: '/v1/approvals', success: [200], reads: ['approvals'] },
+  authorize: {
+    method: 'post',
+    path: '/v1/proposals/{id}/authorize',
+    body: ['approval_request_id', 'payload_hash'] satisfies Keys<AuthorizeBody>,
+    success: [200],
+    reads: ['proposal', 'decision', 'approval_use', 'preconditions'] satisfies Keys<Authorization>,
+  },
+  listApprovals: {
+    method: 'get',
+    path: '/v1/approvals',
+    success: [200],
+    reads: ['approvals', 'next'] satisfies Keys<ApprovalPage>,
+  },
   getApproval: {
     method: 'get',
     path: '/v1/approvals/{id}',
     success: [200],
-    reads: ['approval'],
+    reads: [
+      'request',
+      'resolution',
+      'uses',
+      'status',
+      'proposal',
+      'payload',
+      'canonical_payload',
+    ] satisfies Keys<ApprovalDetail>,
   },
   approve: {
     method: 'post',
     path: '/v1/approvals/{id}/approve',
     body: ['validity', 'window_seconds', 'comment'] satisfies Keys<ApproveBody>,
-    success: [200, 201],
-    reads: ['approval'],
+    success: [200],
+    reads: ['request', 'resolution', 'status'] satisfies Keys<ApprovalDetail>,
   },
   deny: {
     method: 'post',
     path: '/v1/approvals/{id}/deny',
     body: ['comment'] satisfies Keys<DenyBody>,
-    success: [200, 201],
-    reads: ['approval'],
+    success: [200],
+    reads: ['request', 'resolution', 'status'] satisfies Keys<ApprovalDetail>,
   },
   observe: {
     method: 'post',
@@ -496,15 +570,15 @@ export const API_CONTRACT = {
   verifyObservation: {
     method: 'post',
     path: '/v1/observations/{id}/verify',
-    success: [200, 201],
-    reads: ['verification'] satisfies Keys<VerificationResponse>,
+    success: [201],
+    reads: ['id', 'status', 'checks'] satisfies Keys<VerificationRecord>,
   },
   postVerification: {
     method: 'post',
     path: '/v1/verifications',
     body: ['observation_id', 'checks'] satisfies Keys<PostVerificationBody>,
     success: [201],
-    reads: ['verification'] satisfies Keys<VerificationResponse>,
+    reads: ['id', 'status', 'checks'] satisfies Keys<VerificationRecord>,
   },
   listEvents: {
     method: 'get',
@@ -523,7 +597,7 @@ export const API_CONTRACT = {
   createKey: {
     method: 'post',
     path: '/v1/keys',
-    body: ['identity', 'roles', 'environments', 'logs'] satisfies Keys<CreateKeyBody>,
+    body: ['identity', 'roles', 'scopes', 'environments', 'logs'] satisfies Keys<CreateKeyBody>,
     success: [201],
     reads: ['key', 'secret'],
   },

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { ApprovalView, ProposalRecord } from './api-types';
+import type { ApprovalStatus, ApprovalView, ProposalRecord } from './api-types';
 import { approvalStateOf } from './approval-state';
 
-const now = new Date('2026-01-01T12:00:00.000Z');
 const proposal = {
   id: 'prp_1',
   requester: 'agent:a',
@@ -12,7 +11,8 @@ const proposal = {
 } as ProposalRecord;
 
 function view(
-  overrides: { request?: object; resolution?: object | null; uses?: object[] } = {},
+  status: ApprovalStatus,
+  overrides: { request?: object; validity?: 'once' | 'window'; uses?: string[] } = {},
 ): ApprovalView {
   return {
     request: {
@@ -29,83 +29,76 @@ function view(
       ...overrides.request,
     },
     resolution:
-      overrides.resolution === null
+      status === 'pending' || status === 'expired'
         ? null
-        : ({
+        : {
             id: 'res_1',
             request_id: 'apr_1',
-            resolution: 'approved',
+            resolution: status === 'denied' ? 'denied' : 'approved',
             resolver: 'user:b',
-            validity: 'once',
+            validity: overrides.validity ?? 'once',
             window_seconds: null,
             window_source: null,
-            valid_until: null,
+            valid_until: '2026-01-01T14:00:00.000Z',
             comment: null,
             resolved_at: '2026-01-01T11:30:00.000Z',
-            ...overrides.resolution,
-          } as ApprovalView['resolution']),
-    uses: (overrides.uses ?? []) as ApprovalView['uses'],
-    status: 'approved',
+          },
+    uses: (overrides.uses ?? []).map((proposalId, i) => ({
+      id: `use_${i}`,
+      request_id: 'apr_1',
+      resolution_id: 'res_1',
+      proposal_id: proposalId,
+      validity: overrides.validity ?? 'once',
+      used_by: 'agent:a',
+      used_at: '2026-01-01T12:00:00.000Z',
+    })),
+    status,
+    proposal,
   };
 }
 
 describe('approvalStateOf', () => {
   describe('when the approval is for this payload, requester, server and tool', () => {
-    it('is approved', () => expect(approvalStateOf(view(), proposal, now)).toBe('approved'));
+    it('is approved', () => expect(approvalStateOf(view('approved'), proposal)).toBe('approved'));
   });
   describe('when the approver saw another payload', () => {
-    it('is payload_mismatch', () =>
-      expect(approvalStateOf(view({ request: { payload_hash: 'b'.repeat(64) } }), proposal, now)).toBe(
+    it('is payload_mismatch, whatever the status', () =>
+      expect(approvalStateOf(view('approved', { request: { payload_hash: 'b'.repeat(64) } }), proposal)).toBe(
         'payload_mismatch',
       ));
   });
   describe('when the request is another requester, server or tool', () => {
     it('is scope_mismatch', () => {
-      expect(approvalStateOf(view({ request: { requester: 'agent:z' } }), proposal, now)).toBe(
+      expect(approvalStateOf(view('approved', { request: { requester: 'agent:z' } }), proposal)).toBe(
         'scope_mismatch',
       );
-      expect(approvalStateOf(view({ request: { tool_name: 'other' } }), proposal, now)).toBe(
+      expect(approvalStateOf(view('approved', { request: { server_id: 'other' } }), proposal)).toBe(
+        'scope_mismatch',
+      );
+      expect(approvalStateOf(view('approved', { request: { tool_name: 'other' } }), proposal)).toBe(
         'scope_mismatch',
       );
     });
   });
-  describe('when nobody answered', () => {
-    it('is pending before expiry and expired after', () => {
-      expect(approvalStateOf(view({ resolution: null }), proposal, now)).toBe('pending');
-      expect(
-        approvalStateOf(view({ resolution: null }), proposal, new Date('2026-01-01T13:00:00.000Z')),
-      ).toBe('expired');
+  describe('when the server says pending, denied or expired', () => {
+    it('says the same', () => {
+      expect(approvalStateOf(view('pending'), proposal)).toBe('pending');
+      expect(approvalStateOf(view('denied'), proposal)).toBe('denied');
+      expect(approvalStateOf(view('expired'), proposal)).toBe('expired');
     });
   });
-  describe('when it was denied', () => {
-    it('is denied', () =>
-      expect(approvalStateOf(view({ resolution: { resolution: 'denied' } }), proposal, now)).toBe('denied'));
-  });
-  describe('when a single-use approval was used by another proposal', () => {
-    it('is consumed', () =>
-      expect(approvalStateOf(view({ uses: [{ proposal_id: 'prp_0' }] }), proposal, now)).toBe('consumed'));
-  });
-  describe('when its window has closed', () => {
-    it('is expired', () =>
-      expect(
-        approvalStateOf(
-          view({ resolution: { validity: 'window', valid_until: '2026-01-01T12:00:00.000Z' } }),
-          proposal,
-          now,
-        ),
-      ).toBe('expired'));
+  describe('when a single-use approval was used', () => {
+    it('is consumed when another proposal used it', () =>
+      expect(approvalStateOf(view('used', { uses: ['prp_0'] }), proposal)).toBe('consumed'));
+    it('is approved when this proposal claimed it earlier', () =>
+      expect(approvalStateOf(view('used', { uses: ['prp_1'] }), proposal)).toBe('approved'));
+    it('is consumed even when the server still says approved', () =>
+      expect(approvalStateOf(view('approved', { uses: ['prp_0'] }), proposal)).toBe('consumed'));
   });
   describe('when a window approval was used before and is still open', () => {
     it('is approved', () =>
-      expect(
-        approvalStateOf(
-          view({
-            resolution: { validity: 'window', valid_until: '2026-01-01T12:30:00.000Z' },
-            uses: [{ proposal_id: 'prp_0' }],
-          }),
-          proposal,
-          now,
-        ),
-      ).toBe('approved'));
+      expect(approvalStateOf(view('approved', { validity: 'window', uses: ['prp_0'] }), proposal)).toBe(
+        'approved',
+      ));
   });
 });

@@ -2,8 +2,9 @@ import type { ApprovalView, ProposalRecord } from './api-types';
 
 /**
  * What an approval means for executing one proposal now. Only `approved` lets `invoke` run.
- * The mismatch states are refusals the server would also give, caught before the tool runs
- * because the server can only refuse the *record* of an execution, not the execution.
+ * The mismatch states are refusals the server would also give at `authorize`, caught here
+ * as well so a server that answered wrongly still cannot make this client run a payload
+ * nobody approved.
  */
 export type ApprovalState =
   | 'approved'
@@ -15,13 +16,13 @@ export type ApprovalState =
   | 'scope_mismatch';
 
 /**
- * Decide whether `view` authorizes `proposal` at `now`: the same payload hash, the same
- * requester + server + tool, approved, not expired, and (for a single-use approval) not yet
- * used by another proposal. Mirrors the ledger's `checkApproval`, so the client refuses to
- * invoke exactly where the server would refuse to record.
+ * Decide whether `view` authorizes `proposal`: the same payload hash, the same requester +
+ * server + tool, and a status that allows a use. Time (expiry, windows) is the server's
+ * call, made on its clock when it derived `status`; the binding to this exact payload and
+ * requester is checked here again, because it is what an approval means.
  */
-export function approvalStateOf(view: ApprovalView, proposal: ProposalRecord, now: Date): ApprovalState {
-  const { request, resolution, uses } = view;
+export function approvalStateOf(view: ApprovalView, proposal: ProposalRecord): ApprovalState {
+  const { request, uses } = view;
   if (
     request.requester !== proposal.requester ||
     request.server_id !== proposal.server_id ||
@@ -31,11 +32,18 @@ export function approvalStateOf(view: ApprovalView, proposal: ProposalRecord, no
   }
   // Bound to the exact payload the approver saw: approving one amount never covers another.
   if (request.payload_hash !== proposal.payload_hash) return 'payload_mismatch';
-  const at = now.getTime();
-  if (resolution === null) return at >= Date.parse(request.expires_at) ? 'expired' : 'pending';
-  if (resolution.resolution === 'denied') return 'denied';
-  if (uses.some((use) => use.proposal_id === proposal.id)) return 'approved';
-  if (resolution.valid_until !== null && at >= Date.parse(resolution.valid_until)) return 'expired';
-  if (resolution.validity === 'once' && uses.length > 0) return 'consumed';
-  return 'approved';
+  const ownUse = uses.some((use) => use.proposal_id === proposal.id);
+  switch (view.status) {
+    case 'pending':
+      return 'pending';
+    case 'denied':
+      return 'denied';
+    case 'expired':
+      return 'expired';
+    case 'used':
+      // Used by this very proposal: an earlier attempt claimed it (the caller decides what that means).
+      return ownUse ? 'approved' : 'consumed';
+    case 'approved':
+      return view.resolution?.validity === 'once' && uses.length > 0 && !ownUse ? 'consumed' : 'approved';
+  }
 }

@@ -1,14 +1,17 @@
 import type {
   ApiKey,
+  ApprovalDetail,
+  ApprovalPage,
   ApprovalStatus,
-  ApprovalView,
   ApproveBody,
   AuditEvent,
+  Authorization,
+  AuthorizeBody,
   ChainHead,
   ChainReport,
   CreateKeyBody,
   DecideBody,
-  DecisionRecord,
+  DecideResponse,
   DenyBody,
   EventPage,
   ObserveBody,
@@ -18,21 +21,32 @@ import type {
   ProposeBody,
   ProposeResponse,
   RegisterToolBody,
+  RegisterToolResponse,
   ToolRecord,
-  VerificationResponse,
+  VerificationRecord,
 } from './api-types';
 import { VouchClientError } from './errors';
 import {
+  createExecutionJournal,
   type ExecuteAction,
   type ExecuteOptions,
   type ExecuteResult,
+  type ExecutionJournal,
   type Invoke,
   runExecute,
 } from './execute';
-import { createHttp, type HttpOptions } from './http';
+import { createHttp, type Http, type HttpOptions, type HttpRequest } from './http';
 
 /** Options of {@link createVouchClient}. */
-export interface VouchClientOptions extends HttpOptions {}
+export interface VouchClientOptions extends HttpOptions {
+  /** The log (tenant) every record call uses (`?log=`); the server's default is `default`. */
+  log?: string;
+  /**
+   * Which executions this client has started (default: in memory). Pass a durable one to
+   * keep recognizing, across restarts, a call that ran but whose observation was lost.
+   */
+  journal?: ExecutionJournal;
+}
 
 /** Per-call options every method takes. */
 export interface CallOptions {
@@ -42,9 +56,9 @@ export interface CallOptions {
 /** The typed client: one method per API route, plus {@link VouchClient.execute}. */
 export interface VouchClient {
   tools: {
-    /** Register a tool (admin). Unknown fields are refused by the server. */
-    register(body: RegisterToolBody, options?: CallOptions): Promise<ToolRecord>;
-    /** Every registered tool (admin). */
+    /** Register a tool (admin). Discovery of a registered tool replays the stored registration. */
+    register(body: RegisterToolBody, options?: CallOptions): Promise<RegisterToolResponse>;
+    /** The latest registration of every tool (admin, gateway, auditor). */
     list(options?: CallOptions): Promise<ToolRecord[]>;
   };
   proposals: {
@@ -53,24 +67,33 @@ export interface VouchClient {
     /** The whole story of one proposal. */
     get(id: string, options?: CallOptions): Promise<ProposalStory>;
     /** Record an external policy engine's decision (role `policy`). */
-    decide(id: string, body: DecideBody, options?: CallOptions): Promise<DecisionRecord>;
+    decide(id: string, body: DecideBody, options?: CallOptions): Promise<DecideResponse>;
+    /**
+     * Right before the tool call: check the decision and preconditions and claim the approval
+     * use, so a second executor of a single-use approval is refused before it runs. Not retried.
+     */
+    authorize(id: string, body: AuthorizeBody, options?: CallOptions): Promise<Authorization>;
   };
   approvals: {
-    list(query?: { status?: ApprovalStatus }, options?: CallOptions): Promise<ApprovalView[]>;
-    get(id: string, options?: CallOptions): Promise<ApprovalView>;
+    list(
+      query?: { status?: ApprovalStatus; after?: number; limit?: number },
+      options?: CallOptions,
+    ): Promise<ApprovalPage>;
+    /** What the approver is shown: the exact payload and its canonical bytes. */
+    get(id: string, options?: CallOptions): Promise<ApprovalDetail>;
     /** Approve (role `approver`; never the requester). Not retried: an answer is given once. */
-    approve(id: string, body?: ApproveBody, options?: CallOptions): Promise<ApprovalView>;
-    deny(id: string, body?: DenyBody, options?: CallOptions): Promise<ApprovalView>;
+    approve(id: string, body?: ApproveBody, options?: CallOptions): Promise<ApprovalDetail>;
+    deny(id: string, body?: DenyBody, options?: CallOptions): Promise<ApprovalDetail>;
   };
   observations: {
     /** Record what the tool returned. Never retried by the client: see {@link RetryPolicy}. */
     create(body: ObserveBody, options?: CallOptions): Promise<ObserveResponse>;
-    /** Run the server's verifiers on an observation. */
-    verify(id: string, options?: CallOptions): Promise<VerificationResponse>;
+    /** Run the server's verifiers on an observation; the status is derived from their checks. */
+    verify(id: string, options?: CallOptions): Promise<VerificationRecord>;
   };
   verifications: {
     /** Post checks from an external verifier (role `verifier`); the status is derived by the server. */
-    create(body: PostVerificationBody, options?: CallOptions): Promise<VerificationResponse>;
+    create(body: PostVerificationBody, options?: CallOptions): Promise<VerificationRecord>;
   };
   audit: {
     events(
@@ -89,7 +112,8 @@ export interface VouchClient {
     create(body: CreateKeyBody, options?: CallOptions): Promise<{ key: ApiKey; secret: string }>;
   };
   /**
-   * propose -> decide -> (wait for approval) -> invoke -> observe -> verify. See {@link ExecuteOptions}.
+   * propose -> decide -> (wait for approval) -> authorize -> invoke -> observe -> verify.
+   * See {@link ExecuteOptions}; refusals are results, not exceptions.
    */
   execute<T>(
     action: ExecuteAction,
@@ -118,96 +142,78 @@ const seg = encodeURIComponent;
 export function createVouchClient(options: VouchClientOptions): VouchClient {
   const http = createHttp(options);
   const inflight = new Map<string, Promise<ExecuteResult<unknown>>>();
+  const journal = options.journal ?? createExecutionJournal();
+  // Record routes take the log from `?log=`; audit routes name it in the path.
+  const record = <T>(request: Omit<HttpRequest, 'query'> & { query?: HttpRequest['query'] }) =>
+    http.json<T>({ ...request, query: { ...request.query, log: options.log } });
 
   const client: VouchClient = {
     tools: {
-      register: async (body, o) =>
-        (
-          await http.json<{ tool: ToolRecord }>({
-            method: 'POST',
-            path: '/v1/tools',
-            body,
-            retry: 'never',
-            ...o,
-          })
-        ).tool,
+      register: (body, o) =>
+        record<RegisterToolResponse>({ method: 'POST', path: '/v1/tools', body, retry: 'never', ...o }),
       list: async (o) =>
-        (await http.json<{ tools: ToolRecord[] }>({ method: 'GET', path: '/v1/tools', retry: 'safe', ...o }))
+        (await record<{ tools: ToolRecord[] }>({ method: 'GET', path: '/v1/tools', retry: 'safe', ...o }))
           .tools,
     },
     proposals: {
-      create: (body, o) => {
-        // A proposal carries its idempotency key, so sending it again after a lost answer
-        // replays the stored proposal instead of creating a second one.
-        return http.json<ProposeResponse>({
-          method: 'POST',
-          path: '/v1/proposals',
-          body,
-          retry: 'safe',
-          ...o,
-        });
-      },
+      // A proposal carries its idempotency key, so sending it again after a lost answer
+      // replays the stored proposal instead of creating a second one.
+      create: (body, o) =>
+        record<ProposeResponse>({ method: 'POST', path: '/v1/proposals', body, retry: 'safe', ...o }),
       get: (id, o) =>
-        http.json<ProposalStory>({ method: 'GET', path: `/v1/proposals/${seg(id)}`, retry: 'safe', ...o }),
-      decide: async (id, body, o) =>
-        (
-          await http.json<{ decision: DecisionRecord }>({
-            method: 'POST',
-            path: `/v1/proposals/${seg(id)}/decision`,
-            body,
-            retry: 'never',
-            ...o,
-          })
-        ).decision,
+        record<ProposalStory>({ method: 'GET', path: `/v1/proposals/${seg(id)}`, retry: 'safe', ...o }),
+      decide: (id, body, o) =>
+        record<DecideResponse>({
+          method: 'POST',
+          path: `/v1/proposals/${seg(id)}/decision`,
+          body,
+          retry: 'never',
+          ...o,
+        }),
+      authorize: (id, body, o) =>
+        record<Authorization>({
+          method: 'POST',
+          path: `/v1/proposals/${seg(id)}/authorize`,
+          body,
+          retry: 'never',
+          ...o,
+        }),
     },
     approvals: {
-      list: async (query, o) =>
-        (
-          await http.json<{ approvals: ApprovalView[] }>({
-            method: 'GET',
-            path: '/v1/approvals',
-            query: { status: query?.status },
-            retry: 'safe',
-            ...o,
-          })
-        ).approvals,
-      get: async (id, o) =>
-        (
-          await http.json<{ approval: ApprovalView }>({
-            method: 'GET',
-            path: `/v1/approvals/${seg(id)}`,
-            retry: 'safe',
-            ...o,
-          })
-        ).approval,
-      approve: async (id, body, o) =>
-        (
-          await http.json<{ approval: ApprovalView }>({
-            method: 'POST',
-            path: `/v1/approvals/${seg(id)}/approve`,
-            body: body ?? {},
-            retry: 'never',
-            ...o,
-          })
-        ).approval,
-      deny: async (id, body, o) =>
-        (
-          await http.json<{ approval: ApprovalView }>({
-            method: 'POST',
-            path: `/v1/approvals/${seg(id)}/deny`,
-            body: body ?? {},
-            retry: 'never',
-            ...o,
-          })
-        ).approval,
+      list: (query, o) =>
+        record<ApprovalPage>({
+          method: 'GET',
+          path: '/v1/approvals',
+          query: { status: query?.status, after: query?.after, limit: query?.limit },
+          retry: 'safe',
+          ...o,
+        }),
+      get: (id, o) =>
+        record<ApprovalDetail>({ method: 'GET', path: `/v1/approvals/${seg(id)}`, retry: 'safe', ...o }),
+      approve: (id, body, o) =>
+        record<ApprovalDetail>({
+          method: 'POST',
+          path: `/v1/approvals/${seg(id)}/approve`,
+          body: body ?? {},
+          retry: 'never',
+          ...o,
+        }),
+      deny: (id, body, o) =>
+        record<ApprovalDetail>({
+          method: 'POST',
+          path: `/v1/approvals/${seg(id)}/deny`,
+          body: body ?? {},
+          retry: 'never',
+          ...o,
+        }),
     },
     observations: {
       // Never retried: a lost answer leaves "was it recorded?" open, and guessing by posting
       // again is exactly the double execution record this client exists to prevent.
       create: (body, o) =>
-        http.json<ObserveResponse>({ method: 'POST', path: '/v1/observations', body, retry: 'never', ...o }),
+        record<ObserveResponse>({ method: 'POST', path: '/v1/observations', body, retry: 'never', ...o }),
       verify: (id, o) =>
-        http.json<VerificationResponse>({
+        record<VerificationRecord>({
           method: 'POST',
           path: `/v1/observations/${seg(id)}/verify`,
           retry: 'never',
@@ -216,13 +222,7 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
     },
     verifications: {
       create: (body, o) =>
-        http.json<VerificationResponse>({
-          method: 'POST',
-          path: '/v1/verifications',
-          body,
-          retry: 'never',
-          ...o,
-        }),
+        record<VerificationRecord>({ method: 'POST', path: '/v1/verifications', body, retry: 'never', ...o }),
     },
     audit: {
       events: (log, query, o) =>
@@ -264,13 +264,14 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
           ...o,
         }),
     },
-    execute: (action, invoke, executeOptions) => runExecute(client, inflight, action, invoke, executeOptions),
+    execute: (action, invoke, executeOptions) =>
+      runExecute({ client, inflight, journal }, action, invoke, executeOptions),
   };
   return client;
 }
 
 async function* exportEvents(
-  http: ReturnType<typeof createHttp>,
+  http: Http,
   log: string,
   after: number | undefined,
   signal: AbortSignal | undefined,

@@ -17,14 +17,18 @@ const refund: ExecuteAction = {
 // Waits are tiny: the fake answers at once, and every wait is bounded by timeoutMs.
 const fast: ExecuteOptions<unknown> = { wait: { timeoutMs: 0, pollIntervalMs: 1, maxPollIntervalMs: 2 } };
 
-function setup(options: FakeVouchOptions = {}, wrap?: (fake: FakeVouch) => typeof fetch) {
-  const fake = createFakeVouch(options);
-  const client = createVouchClient({
+function clientOf(fetch: typeof globalThis.fetch) {
+  return createVouchClient({
     baseUrl: 'http://vouch.test',
     apiKey: 'k',
-    fetch: wrap ? wrap(fake) : fake.fetch,
+    fetch,
     retry: { minDelayMs: 0, maxDelayMs: 0 },
   });
+}
+
+function setup(options: FakeVouchOptions = {}, wrap?: (fake: FakeVouch) => typeof fetch) {
+  const fake = createFakeVouch(options);
+  const client = clientOf(wrap ? wrap(fake) : fake.fetch);
   const invoke = vi.fn<Invoke<{ refund_id: string }>>(async () => ({ refund_id: 'rf_1' }));
   const count = (route: string) => fake.requests.filter((r) => r === route).length;
   return { fake, client, invoke, count };
@@ -346,6 +350,87 @@ describe('execute', () => {
       expect((error as { details: { observed: { outcome: string } } }).details.observed.outcome).toBe(
         'succeeded',
       );
+    });
+  });
+
+  describe('when the flow reaches the tool', () => {
+    it('claims the execution with authorize (payload hash and approval request) before invoking', async () => {
+      const { client, fake } = setup({ decide: () => 'require_approval' });
+      const first = await client.execute(refund, async () => 'ok', fast);
+      fake.approve(approvalIdOf(first));
+      let requestsAtInvoke: string[] = [];
+      await client.execute(
+        refund,
+        async () => {
+          requestsAtInvoke = [...fake.requests];
+        },
+        fast,
+      );
+      expect(requestsAtInvoke.at(-1)).toBe(`POST /v1/proposals/${first.proposal.id}/authorize`);
+    });
+  });
+
+  describe('when authorize refuses because the single-use approval was used by another proposal', () => {
+    it('returns not_authorized with the server code and never invokes', async () => {
+      const { client, invoke, fake } = setup({ decide: () => 'require_approval' });
+      const first = await client.execute(refund, invoke, fast);
+      fake.approve(approvalIdOf(first));
+      fake.failNext(`POST /v1/proposals/${first.proposal.id}/authorize`, {
+        status: 409,
+        code: 'APPROVAL_CONSUMED',
+      });
+      const result = await client.execute(refund, invoke, fast);
+      expect(result.status === 'not_authorized' && result.code).toBe('APPROVAL_CONSUMED');
+      expect(invoke).not.toHaveBeenCalled();
+    });
+  });
+
+  describe('when a precondition fails at authorize', () => {
+    it('returns precondition_failed with the checks and never invokes', async () => {
+      const { client, invoke, fake } = setup();
+      const checks = {
+        status: 'failed',
+        checks: [{ name: 'balance.enough', status: 'fail', source: 'bank' }],
+      };
+      fake.failNext('POST /v1/proposals/prp_1/authorize', {
+        status: 412,
+        code: 'PRECONDITION_FAILED',
+        details: checks,
+      });
+      const result = await client.execute(refund, invoke, fast);
+      expect(result.status).toBe('precondition_failed');
+      expect(result.status === 'precondition_failed' && result.preconditions).toEqual(checks);
+      expect(invoke).not.toHaveBeenCalled();
+    });
+  });
+
+  describe('when the answer to the observation was lost and execute is retried', () => {
+    it('records outcome unknown (in doubt) and does not invoke again', async () => {
+      const { client, invoke, fake } = setup();
+      fake.failNext('POST /v1/observations', 'network');
+      await expect(client.execute(refund, invoke, fast)).rejects.toMatchObject({
+        code: 'OBSERVATION_NOT_RECORDED',
+      });
+      const retried = await client.execute(refund, invoke, fast);
+      expect(retried.status === 'executed' && retried.invoked).toBe(false);
+      expect(fake.observations.map((o) => o.outcome)).toEqual(['unknown']);
+      expect(fake.observations[0]!.result).toMatchObject({ error: { code: 'EXECUTION_IN_DOUBT' } });
+      expect(invoke).toHaveBeenCalledTimes(1);
+    });
+
+    it('recognizes the claimed approval from another client instance too', async () => {
+      const { client, invoke, fake } = setup({ decide: () => 'require_approval' });
+      const first = await client.execute(refund, invoke, fast);
+      fake.approve(approvalIdOf(first));
+      fake.failNext('POST /v1/observations', 'network');
+      await expect(client.execute(refund, invoke, fast)).rejects.toMatchObject({
+        code: 'OBSERVATION_NOT_RECORDED',
+      });
+      // A restarted gateway: a new client with an empty journal, the same server.
+      const restarted = clientOf(fake.fetch);
+      const retried = await restarted.execute(refund, invoke, fast);
+      expect(retried.status === 'executed' && retried.observation.outcome).toBe('unknown');
+      expect(invoke).toHaveBeenCalledTimes(1);
     });
   });
 

@@ -5,7 +5,9 @@ import type {
   ObservationOutcome,
   ObservationRecord,
   PolicyReason,
+  ProposalPayload,
   ProposalRecord,
+  ProposalStory,
   ProposeBody,
   Repair,
   VerificationRecord,
@@ -68,8 +70,6 @@ export interface ExecuteOptions<T> {
   observeError?: (error: unknown) => Observed;
   /** Ask the server to run its verifiers after the observation (default true). */
   verify?: boolean;
-  /** The clock used for approval expiry; for tests. */
-  now?: () => Date;
 }
 
 interface ResultBase {
@@ -120,8 +120,9 @@ export interface PendingResult extends ResultBase {
   reasons: PolicyReason[];
 }
 
-/** Why an approval does not let this proposal run. */
+/** Why the proposal may not run now. */
 export type NotAuthorizedCode =
+  | 'EXECUTION_NOT_AUTHORIZED'
   | 'APPROVAL_DENIED'
   | 'APPROVAL_EXPIRED'
   | 'APPROVAL_CONSUMED'
@@ -129,7 +130,15 @@ export type NotAuthorizedCode =
   | 'APPROVAL_SCOPE_MISMATCH'
   | 'IDENTITY_MISMATCH';
 
-/** An approval exists but does not authorize this proposal now. Nothing ran. */
+/** A precondition checked at `authorize` does not hold. Nothing ran and no approval was used. */
+export interface PreconditionFailedResult extends ResultBase {
+  status: 'precondition_failed';
+  decision: DecisionRecord;
+  /** The precondition checks as the server reported them (`{ status, checks }`). */
+  preconditions: unknown;
+}
+
+/** An approval exists but does not authorize this proposal now, or the server refused it at `authorize`. Nothing ran. */
 export interface NotAuthorizedResult extends ResultBase {
   status: 'not_authorized';
   code: NotAuthorizedCode;
@@ -144,6 +153,7 @@ export type ExecuteResult<T> =
   | DeniedResult
   | RepairResult
   | PendingResult
+  | PreconditionFailedResult
   | NotAuthorizedResult;
 
 const NOT_AUTHORIZED_BY_STATE: Record<Exclude<ApprovalState, 'approved' | 'pending'>, NotAuthorizedCode> = {
@@ -154,26 +164,66 @@ const NOT_AUTHORIZED_BY_STATE: Record<Exclude<ApprovalState, 'approved' | 'pendi
   scope_mismatch: 'APPROVAL_SCOPE_MISMATCH',
 };
 
+// What the server may answer `authorize` with when the proposal may not run now.
+const REFUSALS_AT_AUTHORIZE: ReadonlySet<string> = new Set<NotAuthorizedCode>([
+  'EXECUTION_NOT_AUTHORIZED',
+  'IDENTITY_MISMATCH',
+  'APPROVAL_SCOPE_MISMATCH',
+  'APPROVAL_EXPIRED',
+  'APPROVAL_CONSUMED',
+  'APPROVAL_PAYLOAD_MISMATCH',
+]);
+
+/**
+ * The idempotency keys whose tool this client instance has called. A key found here with no
+ * observation on the server is in doubt (the answer to observe was lost): it is recorded as
+ * `unknown`, never run again. Bounded; the oldest keys are forgotten first.
+ */
+export interface ExecutionJournal {
+  has(key: string): boolean;
+  add(key: string): void;
+}
+
+/** An in-memory journal holding the last `limit` keys. */
+export function createExecutionJournal(limit = 10_000): ExecutionJournal {
+  const keys = new Set<string>();
+  return {
+    has: (key) => keys.has(key),
+    add(key) {
+      keys.add(key);
+      if (keys.size > limit) keys.delete(keys.values().next().value!);
+    },
+  };
+}
+
+/** What `runExecute` shares across calls of one client. */
+export interface ExecuteDeps {
+  client: VouchClient;
+  inflight: Map<string, Promise<ExecuteResult<unknown>>>;
+  journal: ExecutionJournal;
+}
+
 /**
  * The gateway flow, with `invoke` as the only step that touches the world:
- * propose -> decide -> (wait for approval) -> invoke -> observe -> verify.
+ * propose -> decide -> (wait for approval) -> authorize -> invoke -> observe -> verify.
  *
  * - `invoke` runs only after `allow`, or after an approval of this exact payload hash for
- *   this requester, server and tool that has not expired or been used up.
+ *   this requester, server and tool, and only after the server's `authorize` claimed the
+ *   execution (a single-use approval cannot be used by two executors).
  * - The idempotency key is derived from the action, so calling `execute` again with the
  *   same action continues the same proposal: it waits on the same approval, and once an
  *   observation exists it is returned (`invoked: false`) instead of running the tool again.
  * - A timeout of `invoke` is recorded as `unknown` and never retried: the tool may have acted.
+ *   So is an earlier attempt that claimed the execution but left no observation.
  * - Concurrent calls with one key in this client share one run.
  */
 export function runExecute<T>(
-  client: VouchClient,
-  inflight: Map<string, Promise<ExecuteResult<unknown>>>,
+  deps: ExecuteDeps,
   action: ExecuteAction,
   invoke: Invoke<T>,
   options: ExecuteOptions<T> = {},
 ): Promise<ExecuteResult<T>> {
-  let payload: ReturnType<typeof proposalPayloadOf>;
+  let payload: ProposalPayload;
   let key: string;
   try {
     payload = proposalPayloadOf(action);
@@ -181,25 +231,20 @@ export function runExecute<T>(
   } catch (error) {
     return Promise.reject(error);
   }
-  const running = inflight.get(key);
+  const running = deps.inflight.get(key);
   if (running) return running as Promise<ExecuteResult<T>>;
-  const run = executeOnce(client, { payload, key, invoke, options }).finally(() => inflight.delete(key));
-  inflight.set(key, run);
+  const run = executeOnce(deps, { payload, key, invoke, options }).finally(() => deps.inflight.delete(key));
+  deps.inflight.set(key, run);
   return run;
 }
 
 async function executeOnce<T>(
-  client: VouchClient,
-  input: {
-    payload: ReturnType<typeof proposalPayloadOf>;
-    key: string;
-    invoke: Invoke<T>;
-    options: ExecuteOptions<T>;
-  },
+  deps: ExecuteDeps,
+  input: { payload: ProposalPayload; key: string; invoke: Invoke<T>; options: ExecuteOptions<T> },
 ): Promise<ExecuteResult<T>> {
+  const { client, journal } = deps;
   const { payload, key, invoke, options } = input;
   const signal = options.signal;
-  const now = options.now ?? (() => new Date());
   const wait = {
     timeoutMs: options.wait?.timeoutMs ?? 60_000,
     pollIntervalMs: options.wait?.pollIntervalMs ?? 250,
@@ -224,6 +269,7 @@ async function executeOnce<T>(
   const base: ResultBase = { proposal, idempotencyKey: key, replayed: created.replayed };
   let decision = created.decision;
   let approval: ApprovalView | null = null;
+  let claimedBefore = false;
 
   if (created.replayed) {
     // An earlier execute made this proposal: it may have run already. Its observation, if
@@ -231,23 +277,8 @@ async function executeOnce<T>(
     const story = await client.proposals.get(proposal.id, call);
     decision = story.decision;
     approval = story.approval;
-    if (story.observation && decision) {
-      let verification = story.verification;
-      let verificationError: VouchClientError | null = null;
-      if (!verification && options.verify !== false) {
-        ({ verification, verificationError } = await verifyObservation(client, story.observation.id));
-      }
-      return {
-        ...base,
-        status: 'executed',
-        decision,
-        approval,
-        invoked: false,
-        observation: story.observation,
-        verification,
-        verificationError,
-      };
-    }
+    if (story.observation && decision) return replayResult(client, { base, story, decision, options });
+    claimedBefore = story.approval?.uses.some((use) => use.proposal_id === proposal.id) ?? false;
   }
 
   if (!decision) {
@@ -266,14 +297,14 @@ async function executeOnce<T>(
     case 'repair':
       return { ...base, status: 'repair', decision, reasons: decision.reasons, repair: decision.repair };
     case 'require_approval': {
+      const requestId = decision.approval_request_id;
       const fetchApproval = async (): Promise<ApprovalView | null> =>
-        decision!.approval_request_id
-          ? client.approvals.get(decision!.approval_request_id, call)
+        requestId
+          ? client.approvals.get(requestId, call)
           : (await client.proposals.get(proposal.id, call)).approval;
-      let state: ApprovalState = 'pending';
       const settled = await pollUntil(wait, signal, async () => {
         approval = await fetchApproval();
-        state = approval ? approvalStateOf(approval, proposal, now()) : 'pending';
+        const state = approval ? approvalStateOf(approval, proposal) : 'pending';
         return state === 'pending' ? null : state;
       });
       if (!settled) {
@@ -287,14 +318,8 @@ async function executeOnce<T>(
         };
       }
       if (settled !== 'approved') {
-        return {
-          ...base,
-          status: 'not_authorized',
-          code: NOT_AUTHORIZED_BY_STATE[settled],
-          decision,
-          approval,
-          reasons: decision.reasons,
-        };
+        const code = NOT_AUTHORIZED_BY_STATE[settled];
+        return { ...base, status: 'not_authorized', code, decision, approval, reasons: decision.reasons };
       }
       break;
     }
@@ -302,20 +327,112 @@ async function executeOnce<T>(
       break;
   }
 
-  // The server refuses an observation by anyone but the authorized identity; checking first
+  // The server refuses an execution by anyone but the authorized identity; checking first
   // keeps the tool from running for a record that would then be refused.
   if (decision.authorized_identity !== proposal.requester) {
-    return {
-      ...base,
-      status: 'not_authorized',
-      code: 'IDENTITY_MISMATCH',
-      decision,
-      approval,
-      reasons: decision.reasons,
-    };
+    const reasons = decision.reasons;
+    return { ...base, status: 'not_authorized', code: 'IDENTITY_MISMATCH', decision, approval, reasons };
   }
 
+  // An earlier attempt got as far as claiming the execution (or this client called the tool)
+  // and left no observation: the tool may have run. That is `unknown`, not a reason to run it again.
+  if (claimedBefore || journal.has(key)) {
+    return recordInDoubt(client, { base, decision, approval, expectedHash, options });
+  }
+
+  try {
+    await client.proposals.authorize(
+      proposal.id,
+      {
+        payload_hash: expectedHash,
+        ...(decision.approval_request_id ? { approval_request_id: decision.approval_request_id } : {}),
+      },
+      call,
+    );
+  } catch (error) {
+    if (!isVouchClientError(error)) throw error;
+    if (error.code === 'OBSERVATION_EXISTS') {
+      const story = await client.proposals.get(proposal.id, call);
+      if (story.observation) return replayResult(client, { base, story, decision, options });
+    }
+    if (error.code === 'PRECONDITION_FAILED') {
+      return { ...base, status: 'precondition_failed', decision, preconditions: error.details ?? null };
+    }
+    if (REFUSALS_AT_AUTHORIZE.has(error.code)) {
+      const code = error.code as NotAuthorizedCode;
+      return { ...base, status: 'not_authorized', code, decision, approval, reasons: decision.reasons };
+    }
+    throw error;
+  }
+
+  journal.add(key);
   return invokeAndRecord(client, { base, decision, approval, invoke, options, expectedHash });
+}
+
+async function replayResult<T>(
+  client: VouchClient,
+  input: { base: ResultBase; story: ProposalStory; decision: DecisionRecord; options: ExecuteOptions<T> },
+): Promise<ExecutedResult<T>> {
+  const { base, story, decision, options } = input;
+  const observation = story.observation!;
+  let verification = story.verification;
+  let verificationError: VouchClientError | null = null;
+  // A retry after a crash between observe and verify finishes the flow.
+  if (!verification && options.verify !== false) {
+    ({ verification, verificationError } = await verifyObservation(client, observation.id));
+  }
+  return {
+    ...base,
+    replayed: true,
+    status: 'executed',
+    decision,
+    approval: story.approval,
+    invoked: false,
+    observation,
+    verification,
+    verificationError,
+  };
+}
+
+async function recordInDoubt<T>(
+  client: VouchClient,
+  input: {
+    base: ResultBase;
+    decision: DecisionRecord;
+    approval: ApprovalView | null;
+    expectedHash: string;
+    options: ExecuteOptions<T>;
+  },
+): Promise<ExecutedResult<T>> {
+  const { base, decision, approval, expectedHash, options } = input;
+  const recorded = await client.observations.create({
+    proposal_id: base.proposal.id,
+    outcome: 'unknown',
+    result: {
+      error: {
+        code: 'EXECUTION_IN_DOUBT',
+        message:
+          'an earlier attempt claimed this execution and recorded no observation; the tool may have run',
+      },
+    },
+    payload_hash: expectedHash,
+    ...(decision.approval_request_id ? { approval_request_id: decision.approval_request_id } : {}),
+  });
+  let verification: VerificationRecord | null = null;
+  let verificationError: VouchClientError | null = null;
+  if (options.verify !== false) {
+    ({ verification, verificationError } = await verifyObservation(client, recorded.observation.id));
+  }
+  return {
+    ...base,
+    status: 'executed',
+    decision,
+    approval,
+    invoked: false,
+    observation: recorded.observation,
+    verification,
+    verificationError,
+  };
 }
 
 async function invokeAndRecord<T>(
@@ -431,10 +548,7 @@ async function verifyObservation(
   observationId: string,
 ): Promise<{ verification: VerificationRecord | null; verificationError: VouchClientError | null }> {
   try {
-    return {
-      verification: (await client.observations.verify(observationId)).verification,
-      verificationError: null,
-    };
+    return { verification: await client.observations.verify(observationId), verificationError: null };
   } catch (error) {
     if (!isVouchClientError(error)) throw error;
     return { verification: null, verificationError: error };

@@ -1,6 +1,8 @@
 /** The Vouch API's records, request bodies and answers, as this client speaks them. */
 export type {
   ApiKey,
+  ApprovalDetail,
+  ApprovalPage,
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
   ApprovalStatus,
@@ -8,6 +10,8 @@ export type {
   ApprovalView,
   ApproveBody,
   AuditEvent,
+  Authorization,
+  AuthorizeBody,
   ChainFailure,
   ChainHead,
   ChainReport,
@@ -15,6 +19,7 @@ export type {
   Condition,
   CreateKeyBody,
   DecideBody,
+  DecideResponse,
   DecisionRecord,
   DenyBody,
   EventPage,
@@ -33,6 +38,7 @@ export type {
   ProposeBody,
   ProposeResponse,
   RegisterToolBody,
+  RegisterToolResponse,
   Repair,
   Role,
   RouteContract,
@@ -42,7 +48,6 @@ export type {
   Verdict,
   VerificationCheck,
   VerificationRecord,
-  VerificationResponse,
   VerificationStatus,
 } from './api-types';
 /** Every route the client calls, for contract tests against the server's OpenAPI document. */
@@ -74,12 +79,14 @@ export type {
   ExecutedResult,
   ExecuteOptions,
   ExecuteResult,
+  ExecutionJournal,
   Invoke,
   InvokeContext,
   NotAuthorizedCode,
   NotAuthorizedResult,
   Observed,
   PendingResult,
+  PreconditionFailedResult,
   RepairResult,
   WaitOptions,
 } from './execute';

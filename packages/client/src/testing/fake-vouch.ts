@@ -1,8 +1,8 @@
 import type {
+  ApprovalDetail,
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
   ApprovalUseRecord,
-  ApprovalView,
   DecisionRecord,
   ObservationRecord,
   PolicyReason,
@@ -13,7 +13,6 @@ import type {
   Verdict,
   VerificationRecord,
 } from '../api-types';
-import { approvalStateOf } from '../approval-state';
 import { payloadHashOf, proposalPayloadOf } from '../idempotency-key';
 
 /**
@@ -32,8 +31,11 @@ export interface FakeVouch {
   readonly observations: ObservationRecord[];
   /** The tool registry, by `server_id/tool_name`. */
   readonly tools: Map<string, ToolRecord>;
-  /** Answer the next `count` requests to `route` (`POST /v1/proposals`) with this status or a network failure. */
-  failNext(route: string, failure: number | 'network', count?: number): void;
+  /**
+   * Answer the next `count` requests to `route` (`POST /v1/proposals`) with a network failure,
+   * a status, or a status with a given error code.
+   */
+  failNext(route: string, failure: FakeFailure, count?: number): void;
   /** Approve an approval request as `resolver` (default `user:approver`). */
   approve(
     requestId: string,
@@ -45,6 +47,9 @@ export interface FakeVouch {
   /** Decide a proposal that was left undecided (`decide: () => null`). */
   decide(proposalId: string, verdict: Verdict): void;
 }
+
+/** A planned failure: the network, a status (with a generic code), or a status and code. */
+export type FakeFailure = 'network' | number | { status: number; code: string; details?: unknown };
 
 /** How the fake decides, who the caller is, and what its verifiers find. */
 export interface FakeVouchOptions {
@@ -68,7 +73,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
   const identity = options.identity ?? 'agent:gateway';
   const decideVerdict = options.decide ?? (() => 'allow');
   const requests: string[] = [];
-  const failures = new Map<string, (number | 'network')[]>();
+  const failures = new Map<string, FakeFailure[]>();
   const proposals = new Map<string, ProposalRecord>();
   const byKey = new Map<string, ProposalRecord>();
   const decisions = new Map<string, DecisionRecord>();
@@ -82,19 +87,69 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
   const id = (prefix: string) => `${prefix}_${++counter}`;
   const now = () => new Date().toISOString();
 
-  function approvalView(requestId: string): ApprovalView | null {
+  function approvalView(requestId: string): ApprovalDetail | null {
     const request = requestsById.get(requestId);
     if (!request) return null;
     const resolution = resolutions.get(requestId) ?? null;
-    const view: ApprovalView = {
+    const requestUses = uses.filter((u) => u.request_id === requestId);
+    const at = new Date().toISOString();
+    // As the ledger derives it (approvalStatusOf).
+    const status: ApprovalDetail['status'] =
+      resolution === null
+        ? request.expires_at > at
+          ? 'pending'
+          : 'expired'
+        : resolution.resolution === 'denied'
+          ? 'denied'
+          : resolution.validity === 'once' && requestUses.length > 0
+            ? 'used'
+            : resolution.valid_until !== null && resolution.valid_until > at
+              ? 'approved'
+              : 'expired';
+    const proposal = proposals.get(request.proposal_id)!;
+    const payload = proposalPayloadOf(proposal);
+    return {
       request,
       resolution,
-      uses: uses.filter((u) => u.request_id === requestId),
-      status: 'pending',
+      uses: requestUses,
+      status,
+      proposal,
+      payload,
+      canonical_payload: JSON.stringify(payload),
     };
-    const state = approvalStateOf(view, proposals.get(request.proposal_id)!, new Date());
-    view.status = state === 'expired' ? 'expired' : resolution ? resolution.resolution : 'pending';
-    return view;
+  }
+
+  /** What `authorize` checks, as the ledger's checkExecution does; claims the approval use. */
+  function authorize(
+    proposal: ProposalRecord,
+    body: { payload_hash?: string },
+  ): Response | ApprovalUseRecord | null {
+    const decision = decisions.get(proposal.id);
+    if (!decision || decision.verdict === 'deny' || decision.verdict === 'repair') {
+      return error(403, 'EXECUTION_NOT_AUTHORIZED', 'not authorized');
+    }
+    if (decision.authorized_identity !== identity) return error(403, 'IDENTITY_MISMATCH', 'another identity');
+    if (body.payload_hash !== undefined && body.payload_hash !== proposal.payload_hash) {
+      return error(409, 'APPROVAL_PAYLOAD_MISMATCH', 'another payload');
+    }
+    if (decision.verdict === 'allow') return null;
+    const view = approvalView(decision.approval_request_id!)!;
+    const own = view.uses.find((u) => u.proposal_id === proposal.id);
+    if (own) return own;
+    if (view.status === 'used') return error(409, 'APPROVAL_CONSUMED', 'used');
+    if (view.status === 'expired') return error(409, 'APPROVAL_EXPIRED', 'expired');
+    if (view.status !== 'approved') return error(403, 'EXECUTION_NOT_AUTHORIZED', 'not approved');
+    const use: ApprovalUseRecord = {
+      id: id('use'),
+      request_id: view.request.id,
+      resolution_id: view.resolution!.id,
+      proposal_id: proposal.id,
+      validity: view.resolution!.validity ?? 'once',
+      used_by: identity,
+      used_at: now(),
+    };
+    uses.push(use);
+    return use;
   }
 
   function makeDecision(proposal: ProposalRecord, verdict: Verdict): DecisionRecord {
@@ -146,21 +201,28 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
   function story(proposal: ProposalRecord) {
     const decision = decisions.get(proposal.id) ?? null;
     const observation = observations.find((o) => o.proposal_id === proposal.id) ?? null;
+    const approval = decision?.approval_request_id ? approvalView(decision.approval_request_id) : null;
+    const proposalVerifications = verifications.filter((v) => v.proposal_id === proposal.id);
     return {
       proposal,
       decision,
-      approval: decision?.approval_request_id ? approvalView(decision.approval_request_id) : null,
+      approval: approval && { ...approval, payload: undefined, canonical_payload: undefined },
       observation,
-      verification: verifications.find((v) => v.proposal_id === proposal.id) ?? null,
+      refusals: [],
+      verifications: proposalVerifications,
+      verification: proposalVerifications.at(-1) ?? null,
       outcome: 'pending',
+      stage: 'unknown',
       events: [],
     };
   }
 
   const json = (status: number, body: unknown) =>
     new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
-  const error = (status: number, code: string, message: string) =>
-    json(status, { error: { code, message, request_id: `req_${counter}` } });
+  const error = (status: number, code: string, message: string, details?: unknown) =>
+    json(status, {
+      error: { code, message, ...(details === undefined ? {} : { details }), request_id: `req_${counter}` },
+    });
 
   async function handle(method: string, path: string, body: unknown): Promise<Response> {
     const param = (pattern: RegExp): string | undefined => {
@@ -170,6 +232,8 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
     const proposalId = method === 'GET' ? param(/^\/v1\/proposals\/([^/]+)$/) : undefined;
     const approvalId = method === 'GET' ? param(/^\/v1\/approvals\/([^/]+)$/) : undefined;
     const verifyId = method === 'POST' ? param(/^\/v1\/observations\/([^/]+)\/verify$/) : undefined;
+    const authorizeId = method === 'POST' ? param(/^\/v1\/proposals\/([^/]+)\/authorize$/) : undefined;
+    if (method === 'GET' && path === '/v1/tools') return json(200, { tools: [...tools.values()] });
     if (method === 'POST' && path === '/v1/tools') {
       const input = body as RegisterToolBody;
       const name = `${input.server_id}/${input.tool_name}`;
@@ -224,7 +288,22 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       byKey.set(proposal.idempotency_key, proposal);
       const verdict = decideVerdict(proposal);
       const decision = verdict === null ? null : makeDecision(proposal, verdict);
-      return json(decision ? 201 : 202, { proposal, decision, replayed: false });
+      const approval = decision?.approval_request_id ? requestsById.get(decision.approval_request_id) : null;
+      return json(decision ? 201 : 202, { proposal, decision, approval, replayed: false });
+    }
+    if (authorizeId !== undefined) {
+      const proposal = proposals.get(authorizeId);
+      if (!proposal) return error(404, 'NOT_FOUND', 'no such proposal');
+      const observed = observations.find((o) => o.proposal_id === proposal.id);
+      if (observed) return error(409, 'OBSERVATION_EXISTS', 'already executed');
+      const claimed = authorize(proposal, (body ?? {}) as { payload_hash?: string });
+      if (claimed instanceof Response) return claimed;
+      return json(200, {
+        proposal,
+        decision: decisions.get(proposal.id),
+        approval_use: claimed,
+        preconditions: null,
+      });
     }
     if (proposalId !== undefined) {
       const proposal = proposals.get(proposalId);
@@ -232,7 +311,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
     }
     if (approvalId !== undefined) {
       const view = approvalView(approvalId);
-      return view ? json(200, { approval: view }) : error(404, 'NOT_FOUND', 'no such approval');
+      return view ? json(200, view) : error(404, 'NOT_FOUND', 'no such approval');
     }
     if (method === 'POST' && path === '/v1/observations') {
       const input = body as Record<string, unknown>;
@@ -240,27 +319,10 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       if (!proposal) return error(404, 'NOT_FOUND', 'no such proposal');
       const existing = observations.find((o) => o.proposal_id === proposal.id);
       if (existing) return json(200, { observation: existing, replayed: true });
-      const decision = decisions.get(proposal.id);
-      if (!decision || decision.verdict === 'deny' || decision.verdict === 'repair') {
-        return error(403, 'EXECUTION_NOT_AUTHORIZED', 'not authorized');
-      }
-      let useId: string | null = null;
-      if (decision.verdict === 'require_approval') {
-        const view = approvalView(decision.approval_request_id!)!;
-        if (approvalStateOf(view, proposal, new Date()) !== 'approved') {
-          return error(403, 'EXECUTION_NOT_AUTHORIZED', 'approval does not authorize');
-        }
-        const use: ApprovalUseRecord = {
-          id: id('use'),
-          request_id: view.request.id,
-          resolution_id: view.resolution!.id,
-          proposal_id: proposal.id,
-          used_by: identity,
-          used_at: now(),
-        };
-        uses.push(use);
-        useId = use.id;
-      }
+      const decision = decisions.get(proposal.id)!;
+      const claimed = authorize(proposal, input as { payload_hash?: string });
+      if (claimed instanceof Response) return claimed;
+      const useId = claimed?.id ?? null;
       const observation: ObservationRecord = {
         id: id('obs'),
         proposal_id: proposal.id,
@@ -296,7 +358,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
         verified_at: now(),
       };
       verifications.push(verification);
-      return json(201, { verification });
+      return json(201, verification);
     }
     return error(404, 'ROUTE_NOT_FOUND', `no route ${method} ${path}`);
   }
@@ -311,6 +373,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
     if (failure === 'network') throw new TypeError('fetch failed');
     if (typeof failure === 'number')
       return error(failure, failure === 503 ? 'DATABASE_UNAVAILABLE' : 'INTERNAL', 'planned');
+    if (failure) return error(failure.status, failure.code, 'planned', failure.details);
     const text = typeof init?.body === 'string' ? init.body : undefined;
     return handle(method, url.pathname, text === undefined ? undefined : JSON.parse(text));
   };
@@ -333,7 +396,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
         validity: o.validity ?? 'once',
         window_seconds: null,
         window_source: null,
-        valid_until: o.validUntil ?? null,
+        valid_until: o.validUntil ?? new Date(Date.now() + 3_600_000).toISOString(),
         comment: null,
         resolved_at: now(),
       });
