@@ -71,6 +71,7 @@ export interface VerifierDefinition<Options = Record<string, never>> {
    * Read the postcondition back from an independent source and say `pass`, `fail` or
    * `inconclusive`. Throw `sourceUnavailable()` / `sourceForbidden()` when you cannot read it;
    * any other throw is recorded as `VERIFIER_CRASHED`. Never return `fail` for "could not read".
+   * Annotate it `: Promise<CheckResult>` so each returned literal is checked against the contract.
    */
   check(context: VerifierContext<Options>): CheckReturn | Promise<CheckReturn>;
 }
