@@ -1,0 +1,29 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { gatewayConfigSchema } from './config';
+
+// Docs that show configuration are tested: the README's gateway.json must be one the bin accepts.
+const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+const jsonBlocks = [...readme.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]!) as unknown);
+
+describe('the gateway README', () => {
+  describe('when its gateway.json example is parsed', () => {
+    it('is a valid configuration', () => {
+      const config = jsonBlocks.find((block) => (block as { upstream?: unknown }).upstream !== undefined);
+      expect(gatewayConfigSchema.safeParse(config).success).toBe(true);
+    });
+  });
+
+  describe('when its MCP client example is read', () => {
+    it('starts the bin with --config and passes the key only through the environment', () => {
+      const client = jsonBlocks.find(
+        (block) => (block as { mcpServers?: unknown }).mcpServers !== undefined,
+      ) as {
+        mcpServers: Record<string, { args: string[]; env: Record<string, string> }>;
+      };
+      const server = Object.values(client.mcpServers)[0]!;
+      expect(server.args).toEqual(['vouch-mcp-gateway', '--config', 'gateway.json']);
+      expect(Object.keys(server.env)).toEqual(['VOUCH_API_KEY']);
+    });
+  });
+});
