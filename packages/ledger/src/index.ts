@@ -6,5 +6,97 @@ export type { AppendInput, EventLimits } from './event-input';
 export type { AppendHook, Ledger, LedgerOptions, LedgerTransaction } from './ledger';
 export { createLedger } from './ledger';
 export { migrate, migrationStatus, migrationsFolder } from './migrate';
+export type { ApprovalCheck, ApprovalRefusalCode, WindowRule } from './policy/approval-validity';
+export { checkApproval, isReusableRequest, shortestWindow } from './policy/approval-validity';
+export type { PolicyInput, PolicyReasonCode, PolicyResult } from './policy/built-in-policy';
+export { evaluatePolicy, POLICY_REASON_CODES } from './policy/built-in-policy';
+export type { CheckRecordTablesOptions, RecordFailure } from './records/check-record-tables';
+export { checkRecordTables } from './records/check-record-tables';
+export type {
+  ApprovalView,
+  Authorization,
+  ProposalResult,
+  ProposalStory,
+  RecordContext,
+  Records,
+  RecordsOptions,
+} from './records/create-records';
+export { createRecords } from './records/create-records';
+export type {
+  ApproveInput,
+  AuthorizeInput,
+  CheckInput,
+  DecisionInput,
+  DenyInput,
+  ObservationInput,
+  ProposalInput,
+  ToolInput,
+  VerificationInput,
+} from './records/inputs';
+export {
+  approveInputSchema,
+  authorizeInputSchema,
+  checkInputSchema,
+  DEFAULT_MAX_INPUT_BYTES,
+  decisionInputSchema,
+  denyInputSchema,
+  observationInputSchema,
+  proposalInputSchema,
+  toolInputSchema,
+  verificationInputSchema,
+} from './records/inputs';
+export type { ProposalStage } from './records/outcome';
+export { deriveOutcome, deriveStage } from './records/outcome';
+export { proposalPayloadHash, proposalPayloadOf } from './records/payload-hash';
+export type { ApprovalStatus } from './records/queries';
+export type {
+  ApprovalRequestRecord,
+  ApprovalResolutionRecord,
+  ApprovalUseRecord,
+  ApprovalValidity,
+  Caller,
+  Condition,
+  DecisionRecord,
+  ObservationOutcome,
+  ObservationRecord,
+  PolicyReason,
+  ProposalOutcome,
+  ProposalPayload,
+  ProposalRecord,
+  RecordKind,
+  RefusedExecutionRecord,
+  Repair,
+  SideEffectClass,
+  Target,
+  ToolRecord,
+  Verdict,
+  VerificationCheck,
+  VerificationRecord,
+  VerificationStatus,
+} from './records/types';
+export { SIDE_EFFECT_CLASSES } from './records/types';
 export { apiKeys, auditEvents, checkpoints, merkleNodes } from './schema/index';
 export type { VerifyChainOptions } from './verify-chain';
+/** Merkle storage: the append hook that keeps every complete subtree, and proofs read from it. */
+export { merkleAppendHook } from './merkle/merkle-append-hook';
+export {
+  merkleConsistencyProof,
+  merkleInclusionProof,
+  merkleRoot,
+  merkleTreeSize,
+  storedSubtrees,
+} from './merkle/merkle-proofs';
+/** Signed checkpoints: the store, the signer, the coalescing scheduler, and the log signing key. */
+export type { StoredCheckpoint } from './checkpoints/checkpoint-store';
+export { checkpointAt, latestCheckpoint } from './checkpoints/checkpoint-store';
+export type { Checkpointer, CheckpointerOptions } from './checkpoints/checkpointer';
+export { createCheckpointer } from './checkpoints/checkpointer';
+export type { SigningKeyFile } from './checkpoints/log-signing-key';
+export {
+  parseLogSigners,
+  readOrCreateSigningKeyFile,
+  SIGNING_KEY_FILE,
+  verifierKeysOf,
+} from './checkpoints/log-signing-key';
+export type { CheckpointSigning } from './checkpoints/sign-log-checkpoint';
+export { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';

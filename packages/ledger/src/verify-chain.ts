@@ -1,6 +1,7 @@
 import { type ChainHead, type ChainReport, createChainChecker } from '@vouch/audit';
 import type { Database } from './database';
 import { streamEvents } from './event-store';
+import { checkRecordTables } from './records/check-record-tables';
 
 export interface VerifyChainOptions {
   log: string;
@@ -25,5 +26,14 @@ export async function verifyChain(database: Database, options: VerifyChainOption
     options.signal?.throwIfAborted();
     checker.check(event);
   }
-  return checker.finish();
+  const report = checker.finish();
+  // The chain alone cannot see a record row that no event accounts for, or one edited after
+  // its event was written: cross-check the record tables against the events.
+  for await (const failure of checkRecordTables(database, options.log, {
+    ...(options.signal ? { signal: options.signal } : {}),
+  })) {
+    report.failures.push(failure);
+  }
+  report.failures.sort((a, b) => a.seq - b.seq);
+  return { ...report, ok: report.failures.length === 0 };
 }
