@@ -161,6 +161,8 @@ export interface Records {
     input: unknown,
   ): Promise<{ decision: DecisionRecord; approval: ApprovalRequestRecord | null }>;
   getProposal(log: string, id: string): Promise<ProposalRecord>;
+  /** One observation by id; NOT_FOUND when the log has none with that id. */
+  getObservation(log: string, id: string): Promise<ObservationRecord>;
   getApproval(log: string, requestId: string): Promise<ApprovalView>;
   listApprovals(
     log: string,
@@ -579,6 +581,12 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
 
     async getProposal(log, proposalId) {
       return mustGetProposal(database.db, log, proposalId);
+    },
+
+    async getObservation(log, observationId) {
+      const observation = await observationById(database.db, log, observationId);
+      if (!observation) throw notFound('observation', observationId);
+      return observation;
     },
 
     async getApproval(log, requestId) {
