@@ -1,0 +1,76 @@
+import { and, desc, eq } from 'drizzle-orm';
+import type { Database, Db } from '../database';
+import { checkpoints } from '../schema/core';
+
+/** A signed checkpoint as the ledger keeps it. */
+export interface StoredCheckpoint {
+  log: string;
+  treeSize: number;
+  /** Lowercase hex of the RFC 9162 root over the first `treeSize` events. */
+  rootHash: string;
+  /** The c2sp.org/tlog-checkpoint signed note, exactly as signed: what an auditor keeps. */
+  note: string;
+  /** ISO 8601 time the checkpoint was stored (not signed: nothing vouches for it). */
+  createdAt: string;
+}
+
+const columns = {
+  log: checkpoints.logId,
+  treeSize: checkpoints.treeSize,
+  rootHash: checkpoints.rootHash,
+  note: checkpoints.note,
+  createdAt: checkpoints.createdAt,
+};
+
+/** The checkpoint of `log` with the largest tree size, or null when none was signed yet. */
+export async function latestCheckpoint(
+  database: Database,
+  log: string,
+  executor: Db = database.db,
+): Promise<StoredCheckpoint | null> {
+  const [row] = await executor
+    .select(columns)
+    .from(checkpoints)
+    .where(eq(checkpoints.logId, log))
+    .orderBy(desc(checkpoints.treeSize))
+    .limit(1);
+  return row ?? null;
+}
+
+/** The checkpoint of `log` at exactly `treeSize`, or null. */
+export async function checkpointAt(
+  database: Database,
+  log: string,
+  treeSize: number,
+  executor: Db = database.db,
+): Promise<StoredCheckpoint | null> {
+  const [row] = await executor
+    .select(columns)
+    .from(checkpoints)
+    .where(and(eq(checkpoints.logId, log), eq(checkpoints.treeSize, treeSize)))
+    .limit(1);
+  return row ?? null;
+}
+
+/**
+ * Keep a checkpoint. Another instance may have signed the same size first: the row that
+ * is already there wins (checkpoints are append-only) and is returned instead.
+ */
+export async function storeCheckpoint(
+  database: Database,
+  checkpoint: StoredCheckpoint,
+  executor: Db = database.db,
+): Promise<StoredCheckpoint> {
+  const inserted = await executor
+    .insert(checkpoints)
+    .values({
+      logId: checkpoint.log,
+      treeSize: checkpoint.treeSize,
+      rootHash: checkpoint.rootHash,
+      note: checkpoint.note,
+      createdAt: checkpoint.createdAt,
+    })
+    .onConflictDoNothing()
+    .returning(columns);
+  return inserted[0] ?? (await checkpointAt(database, checkpoint.log, checkpoint.treeSize, executor))!;
+}

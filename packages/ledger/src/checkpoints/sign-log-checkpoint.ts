@@ -1,0 +1,54 @@
+import { type NoteSigner, signCheckpoint } from '@vouch/audit';
+import { sql } from 'drizzle-orm';
+import type { Database, Db } from '../database';
+import { readHead } from '../event-store';
+import { merkleRoot } from '../merkle/merkle-proofs';
+import { type StoredCheckpoint, storeCheckpoint } from './checkpoint-store';
+
+/** How a log's checkpoints are signed. */
+export interface CheckpointSigning {
+  /** The checkpoint origin of a log (see {@link logOrigin}). */
+  origin: (log: string) => string;
+  /** Every key signs every checkpoint (more than one while a key is rotated out). */
+  signers: readonly NoteSigner[];
+}
+
+/**
+ * The checkpoint origin of `log` under an operator's origin prefix (`VOUCH_LOG_ORIGIN`):
+ * `<prefix>/<log>`. One origin per log, because a checkpoint states the size and root of
+ * exactly one tree, and an auditor must never mistake one tenant's tree for another's.
+ */
+export function logOrigin(prefix: string, log: string): string {
+  return `${prefix.replace(/\/+$/, '')}/${log}`;
+}
+
+/**
+ * Sign the current head of `log` and keep the checkpoint. The size and root are read under
+ * the log's append lock (the same advisory lock appends take), so a batch that is still
+ * committing is waited for, never half seen; signing and storing happen after the lock is
+ * released, outside any append transaction. Returns the stored checkpoint (another
+ * instance's, when it signed the same size first).
+ *
+ * @example
+ * const checkpoint = await signLogCheckpoint(database, { log: 'default', origin: (l) => logOrigin('vouch.example', l), signers });
+ */
+export async function signLogCheckpoint(
+  database: Database,
+  request: CheckpointSigning & { log: string; now?: () => Date },
+): Promise<StoredCheckpoint> {
+  const { log } = request;
+  const { treeSize, rootHash } = await database.db.transaction(async (tx) => {
+    const db = tx as unknown as Db;
+    await database.rows(sql`select pg_advisory_xact_lock(hashtextextended(${log}, 0))`, db);
+    const size = (await readHead(database, log, db))?.seq ?? 0;
+    return { treeSize: size, rootHash: await merkleRoot(database, { log, treeSize: size }, db) };
+  });
+  const note = signCheckpoint({ origin: request.origin(log), treeSize, rootHash }, request.signers);
+  return storeCheckpoint(database, {
+    log,
+    treeSize,
+    rootHash: Buffer.from(rootHash).toString('hex'),
+    note,
+    createdAt: (request.now?.() ?? new Date()).toISOString(),
+  });
+}
