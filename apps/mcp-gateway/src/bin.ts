@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { loadConfig } from './config';
 import { isGatewayError } from './errors';
+import type { Gateway } from './gateway';
 import { jsonLineLogger } from './logger';
 import { startGateway } from './start-gateway';
 
@@ -16,12 +17,26 @@ try {
     env: process.env,
     readFile: (path) => readFile(path, 'utf8'),
   });
-  const gateway = await startGateway({ config, apiKey, agentTransport: new StdioServerTransport(), logger });
-  const stop = async (signal: string) => {
-    logger.info('stopping', { signal });
-    await gateway.close();
-    process.exit(0);
+  let gateway: Gateway | undefined;
+  let stopping = false;
+  const stop = async (reason: string, code = 0) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('stopping', { reason });
+    await gateway?.close().catch(() => {});
+    process.exit(code);
   };
+  gateway = await startGateway({
+    config,
+    apiKey,
+    agentTransport: new StdioServerTransport(),
+    logger,
+    onUpstreamClose: () => {
+      if (stopping) return; // our own close() closes the upstream too
+      logger.error('the upstream MCP server closed the connection');
+      void stop('upstream closed', 1);
+    },
+  });
   process.once('SIGINT', () => void stop('SIGINT'));
   process.once('SIGTERM', () => void stop('SIGTERM'));
   // The agent closing stdin ends the session.

@@ -230,6 +230,32 @@ describe('createGateway', () => {
     });
   });
 
+  describe('when a precondition does not hold', () => {
+    it('answers precondition_failed, does not call the upstream, and the same call later continues the proposal', async () => {
+      const { call, vouch, upstream, metaOf } = await setup();
+      vouch.failNext('POST /v1/proposals/prp_1/authorize', { status: 412, code: 'PRECONDITION_FAILED' });
+      const refused = metaOf(await call('get_balance', { account: 'acct-1' }));
+      expect(refused).toMatchObject({ status: 'precondition_failed', proposal_id: 'prp_1' });
+      expect(upstream.calls).toEqual([]);
+      const ran = metaOf(await call('get_balance', { account: 'acct-1' }));
+      expect(ran).toMatchObject({ status: 'executed', proposal_id: 'prp_1' });
+      expect(upstream.calls).toHaveLength(1);
+    });
+  });
+
+  describe('when the answer to the observation is lost', () => {
+    it('reports an error, and the same call again is recorded unknown instead of running twice', async () => {
+      const { call, vouch, upstream } = await setup();
+      vouch.failNext('POST /v1/observations', 'network');
+      const first = await call('get_balance', { account: 'acct-1' }).catch((e: unknown) => e);
+      expect(first).toBeInstanceOf(McpError);
+      const second = await call('get_balance', { account: 'acct-1' }).catch((e: unknown) => e);
+      expect(second).toBeInstanceOf(McpError);
+      expect(upstream.calls).toHaveLength(1);
+      expect(vouch.observations.map((o) => o.outcome)).toEqual(['unknown']);
+    });
+  });
+
   describe('when Vouch cannot be reached', () => {
     it('fails closed: an error result, no upstream call', async () => {
       const { call, vouch, upstream, metaOf } = await setup();

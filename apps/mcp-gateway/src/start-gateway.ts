@@ -47,9 +47,14 @@ export async function startGateway(options: {
   agentTransport: Transport;
   logger: Logger;
   fetch?: typeof fetch;
+  /** Called when the upstream connection closes (its process exited): the bin stops then. */
+  onUpstreamClose?: () => void;
 }): Promise<Gateway> {
   const { config, logger } = options;
   const upstream = await connectUpstream(config.upstream);
+  // Without an upstream every call would fail in the transport layer and be recorded as
+  // `unknown`; stopping says what happened instead.
+  if (options.onUpstreamClose) upstream.client.onclose = options.onUpstreamClose;
   const gateway = createGateway({
     upstream,
     vouch: createVouchClient({
