@@ -1,0 +1,91 @@
+// `npm run bench`: every figure beside a baseline measured in the same run. See BENCHMARKS.md.
+import { cpus, totalmem } from 'node:os';
+import { type BenchDatabase, openBenchDatabase, serverFacts } from './backends';
+import { helpText, parseOptions } from './options';
+import { type Figure, formatTable, writeResults } from './report';
+import { appendLatency } from './scenarios/append-latency';
+import { appendThroughput } from './scenarios/append-throughput';
+import { verifyBundleFile } from './scenarios/verify-bundle';
+import { verifyDatabase } from './scenarios/verify-database';
+import { verifyMemory } from './scenarios/verify-memory';
+
+const parsed = parseOptions(process.argv.slice(2), process.env);
+if (parsed === 'help') {
+  console.log(helpText());
+  process.exit(0);
+}
+const options = parsed;
+
+const wanted = (name: string) => options.only === null || options.only.has(name);
+const figures: Figure[] = [];
+const servers: Record<string, Record<string, string>> = {};
+const started = Date.now();
+const step = async (label: string, work: () => Promise<Figure[]>) => {
+  const t = Date.now();
+  process.stdout.write(`${label}… `);
+  const result = await work();
+  figures.push(...result);
+  console.log(`${((Date.now() - t) / 1000).toFixed(0)} s`);
+};
+
+/** Each backend's scenarios run on a fresh database of their own, dropped afterwards. */
+async function withDatabase<T>(
+  backend: 'pglite' | 'postgres',
+  work: (bench: BenchDatabase) => Promise<T>,
+): Promise<T> {
+  const bench = await openBenchDatabase(backend, options.databaseUrl);
+  try {
+    return await work(bench);
+  } finally {
+    await bench.close();
+  }
+}
+
+for (const backend of options.backends) {
+  if (backend === 'postgres') {
+    servers.postgres = await withDatabase(backend, (bench) => serverFacts(bench.database));
+  }
+  if (wanted('append-throughput')) {
+    await step(`[${backend}] append throughput`, () =>
+      withDatabase(backend, (bench) => appendThroughput(bench, backend, options)),
+    );
+  }
+  if (wanted('append-latency')) {
+    await step(`[${backend}] append latency`, () =>
+      withDatabase(backend, (bench) => appendLatency(bench, backend, options)),
+    );
+  }
+  if (wanted('verify-database')) {
+    await step(`[${backend}] verify from the database`, () =>
+      withDatabase(backend, (bench) => verifyDatabase(bench, backend, options)),
+    );
+  }
+}
+if (wanted('verify-bundle')) {
+  await step('[file] verify a bundle', () => verifyBundleFile(options));
+}
+if (wanted('verify-memory')) {
+  await step(`[file${options.backends.includes('postgres') ? ', postgres' : ''}] peak RSS verifying`, () =>
+    options.backends.includes('postgres')
+      ? withDatabase('postgres', (bench) => verifyMemory(bench, options))
+      : verifyMemory(undefined, options),
+  );
+}
+
+console.log();
+console.log(formatTable(figures));
+const machine = {
+  nproc: cpus().length,
+  cpu: cpus()[0]?.model,
+  memoryGiB: Math.round(totalmem() / 2 ** 30),
+  node: process.version,
+};
+const path = writeResults(options.outDir, {
+  startedAt: new Date(started).toISOString(),
+  seconds: (Date.now() - started) / 1000,
+  options: { ...options, only: options.only ? [...options.only] : null },
+  machine,
+  servers,
+  figures,
+});
+console.log(`\n${figures.length} figures in ${((Date.now() - started) / 1000).toFixed(0)} s; JSON: ${path}`);

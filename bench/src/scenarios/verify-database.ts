@@ -1,0 +1,78 @@
+import { createLedger } from '@vouch/ledger';
+import type { BenchDatabase } from '../backends';
+import { query } from '../backends';
+import { chainedEvents, loadEvents } from '../dataset';
+import type { BenchOptions } from '../options';
+import { type Figure, figure } from '../report';
+import { now } from '../stats';
+
+/** Rows per keyset page, for the verifier and the plain read alike. */
+export const PAGE_SIZE = 10_000;
+
+/** The plain read: the same keyset pages of the same columns as text, nothing done with them. */
+async function plainRead(bench: BenchDatabase, log: string): Promise<number> {
+  let after = 0;
+  let count = 0;
+  for (;;) {
+    const page = await query<{ seq: number }>(
+      bench.database,
+      `select log_id, seq, kind, entity_id, actor, recorded_at, payload, payload_hash, prev_hash, hash
+         from audit_events where log_id = $1 and seq > $2 order by seq limit $3`,
+      [log, after, PAGE_SIZE],
+    );
+    count += page.length;
+    if (page.length < PAGE_SIZE) return count;
+    after = Number(page[page.length - 1]!.seq);
+  }
+}
+
+/**
+ * `verifyChain` straight from the database beside a plain keyset read of the same rows:
+ * the ratio says what verifying costs on top of reading.
+ */
+export async function verifyDatabase(
+  bench: BenchDatabase,
+  backend: string,
+  options: BenchOptions,
+): Promise<Figure[]> {
+  const ledger = createLedger(bench.database);
+  const figures: Figure[] = [];
+  try {
+    for (const bytes of options.payloads) {
+      const log = `verify-${bytes}`;
+      const count = options.verifyEvents;
+      await loadEvents(bench.database, chainedEvents({ log, count, payloadBytes: bytes }));
+      let bestRead = 0;
+      let bestVerify = 0;
+      // Alternate and keep the best of each: the two share whatever the machine is doing.
+      for (let round = 0; round < 2; round++) {
+        let t = now();
+        const read = await plainRead(bench, log);
+        bestRead = Math.max(bestRead, read / ((now() - t) / 1000));
+        t = now();
+        const report = await ledger.verifyChain({ log, pageSize: PAGE_SIZE });
+        bestVerify = Math.max(bestVerify, report.checked / ((now() - t) / 1000));
+        if (!report.ok || report.checked !== count || read !== count) {
+          throw new Error(`verification of ${log} went wrong: ${JSON.stringify(report).slice(0, 300)}`);
+        }
+      }
+      figures.push(
+        figure({
+          scenario: 'verify-database',
+          backend,
+          point: `${count} events, ${bytes} B`,
+          metric: 'verifyChain',
+          unit: 'events/s',
+          value: bestVerify,
+          baseline: { name: 'plain keyset read', value: bestRead },
+          better: 'higher',
+          ...(backend === 'postgres' ? { target: { value: 150_000, ratio: 0.8 } } : {}),
+          extra: { events: count, payloadBytes: bytes, pageSize: PAGE_SIZE },
+        }),
+      );
+    }
+  } finally {
+    await ledger.close();
+  }
+  return figures;
+}

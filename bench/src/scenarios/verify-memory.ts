@@ -1,0 +1,130 @@
+import { execFile } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import type { StoredEvent } from '@vouch/audit';
+import type { BenchDatabase } from '../backends';
+import { bundleKeys, writeBundle } from '../bundle-file';
+import { chainedEvents, loadEvents } from '../dataset';
+import type { BenchOptions } from '../options';
+import { type Figure, figure } from '../report';
+
+const child = fileURLToPath(new URL('../children/verify-child.ts', import.meta.url));
+const run = promisify(execFile);
+
+interface ChildResult {
+  checked: number;
+  seconds: number;
+  maxRssMiB: number;
+  earlyMaxRssMiB: number;
+}
+
+async function runChild(args: string[]): Promise<ChildResult> {
+  const { stdout } = await run(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=@vouch/source', child, ...args],
+    {
+      maxBuffer: 1 << 20,
+    },
+  );
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as ChildResult;
+}
+
+/**
+ * Peak RSS of a separate process verifying `rssEvents` events (300 B payloads): from a
+ * bundle file, and from Postgres when it runs. Beside each: the same process only reading
+ * the same bytes, and its own high-water mark after the first tenth (flat memory means
+ * the two are about equal).
+ */
+export async function verifyMemory(
+  postgres: BenchDatabase | undefined,
+  options: BenchOptions,
+): Promise<Figure[]> {
+  const count = options.rssEvents;
+  const early = Math.max(1, Math.floor(count / 10));
+  const log = 'rss';
+  const keys = bundleKeys(log);
+  const path = join(tmpdir(), `vouch-bench-rss-${process.pid}.jsonl`);
+  const figures: Figure[] = [];
+  try {
+    // One pass makes both copies of the same events: the bundle file and the database rows.
+    let buffer: StoredEvent[] = [];
+    const flush = async () => {
+      if (postgres && buffer.length > 0) await loadEvents(postgres.database, buffer);
+      buffer = [];
+    };
+    const written = await writeBundle({
+      path,
+      log,
+      keys,
+      events: () => chainedEvents({ log, count, payloadBytes: 300 }),
+      onEvent: postgres
+        ? (event) => {
+            buffer.push(event);
+            if (buffer.length >= 10_000) return flush();
+          }
+        : undefined,
+    });
+    await flush();
+
+    const sources: Array<{ backend: string; verify: string[]; read: string[] }> = [
+      {
+        backend: 'file',
+        verify: ['--mode', 'bundle', '--path', path, '--verifier', keys.verifierKey],
+        read: ['--mode', 'bundle-sha256', '--path', path],
+      },
+    ];
+    if (postgres) {
+      sources.push({
+        backend: 'postgres',
+        verify: ['--mode', 'database', '--url', postgres.url!, '--log', log],
+        read: ['--mode', 'database-read', '--url', postgres.url!, '--log', log],
+      });
+    }
+    for (const source of sources) {
+      const verified = await runChild([...source.verify, '--early-at', String(early)]);
+      const read = await runChild(source.read);
+      if (verified.checked !== count) throw new Error(`child verified ${verified.checked} of ${count}`);
+      const point = `${count} events, 300 B${source.backend === 'file' ? ` (${(written.bytes / 2 ** 20).toFixed(0)} MiB)` : ''}`;
+      const extra = {
+        events: count,
+        verifySeconds: verified.seconds,
+        verifyPerSecond: count / verified.seconds,
+      };
+      figures.push(
+        figure({
+          scenario: 'verify-memory',
+          backend: source.backend,
+          point,
+          metric: 'peak RSS verifying',
+          unit: 'MiB',
+          value: verified.maxRssMiB,
+          baseline: {
+            name: source.backend === 'file' ? 'peak RSS, SHA-256 of the file' : 'peak RSS, plain read',
+            value: read.maxRssMiB,
+          },
+          better: 'lower',
+          extra,
+        }),
+        figure({
+          scenario: 'verify-memory',
+          backend: source.backend,
+          point,
+          metric: 'peak RSS at the end',
+          unit: 'MiB',
+          value: verified.maxRssMiB,
+          baseline: { name: `peak RSS after ${early} events`, value: verified.earlyMaxRssMiB },
+          better: 'lower',
+          // "Flat memory": the last 90% of the events may not grow the high-water mark by more than 20%.
+          target: { ratio: 1.2 },
+          extra,
+        }),
+      );
+    }
+  } finally {
+    rmSync(path, { force: true });
+  }
+  return figures;
+}

@@ -1,0 +1,93 @@
+/** The q-quantile (0..1) of already-sorted numbers, nearest rank. */
+export function quantile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[rank]!;
+}
+
+export function sortedCopy(values: readonly number[]): number[] {
+  return Float64Array.from(values).sort() as unknown as number[];
+}
+
+export function now(): number {
+  return performance.now();
+}
+
+/** Resolves after `ms` (benchmarks pace themselves; tests never do). */
+export function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Run `op` from `workers` concurrent loops for `warmupMs + durationMs` and count the units
+ * (`op` returns how many it did) completed inside the measured window.
+ */
+export async function closedLoop(options: {
+  workers: number;
+  warmupMs: number;
+  durationMs: number;
+  op: (worker: number, iteration: number) => Promise<number>;
+}): Promise<{ perSecond: number; units: number; seconds: number }> {
+  const start = now();
+  const windowStart = start + options.warmupMs;
+  const windowEnd = windowStart + options.durationMs;
+  let units = 0;
+  let firstError: unknown;
+  await Promise.all(
+    Array.from({ length: options.workers }, async (_, worker) => {
+      for (let i = 0; now() < windowEnd && firstError === undefined; i++) {
+        try {
+          const done = await options.op(worker, i);
+          const t = now();
+          if (t >= windowStart && t <= windowEnd) units += done;
+        } catch (error) {
+          firstError ??= error;
+        }
+      }
+    }),
+  );
+  if (firstError !== undefined) throw firstError;
+  const seconds = options.durationMs / 1000;
+  return { perSecond: units / seconds, units, seconds };
+}
+
+/**
+ * Open-loop load: start `op` at `rate` per second for `durationMs` whatever the completions,
+ * and time each one from its scheduled start (so a stall counts against every request it
+ * delays: no coordinated omission).
+ */
+export async function openLoop(options: {
+  rate: number;
+  durationMs: number;
+  op: (i: number) => Promise<unknown>;
+}): Promise<{ latenciesMs: number[]; offered: number; achievedPerSecond: number; errors: number }> {
+  const interval = 1000 / options.rate;
+  const total = Math.floor((options.durationMs / 1000) * options.rate);
+  const latencies: number[] = [];
+  const inflight: Promise<void>[] = [];
+  let errors = 0;
+  const start = now();
+  for (let i = 0; i < total; i++) {
+    const scheduled = start + i * interval;
+    const wait = scheduled - now();
+    // setTimeout has ~1 ms granularity: sleep only when ahead by more than that, and start
+    // every request whose time has come in one go.
+    if (wait > 1) await delay(wait);
+    // From the scheduled time when running late (the delay counts against the request),
+    // from the real start when the timer woke a little early.
+    const origin = Math.min(scheduled, now());
+    inflight.push(
+      options.op(i).then(
+        () => {
+          latencies.push(now() - origin);
+        },
+        () => {
+          errors++;
+        },
+      ),
+    );
+  }
+  await Promise.all(inflight);
+  const elapsed = (now() - start) / 1000;
+  return { latenciesMs: latencies, offered: total, achievedPerSecond: latencies.length / elapsed, errors };
+}
