@@ -1,0 +1,81 @@
+// A real upstream MCP server for end-to-end tests, run as its own process over stdio:
+//   node --import tsx test/helpers/mcp-bank-upstream.ts   (BANK_BOOKS=<path to a JSON file>)
+// It keeps its state in the BANK_BOOKS file, so the test can read what really happened
+// (every call that reached a tool) without asking the gateway or Vouch: the books are the
+// independent source.
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ListToolsRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/** What the books file holds. */
+export interface BankBooks {
+  accounts: Record<string, number>;
+  /** Every tool call that reached this server, in order. */
+  calls: { tool: string; arguments: Record<string, unknown> }[];
+}
+
+/** Write the books atomically (a reader never sees half a file). */
+export function writeBooks(path: string, books: BankBooks): void {
+  writeFileSync(`${path}.tmp`, JSON.stringify(books, null, 2));
+  renameSync(`${path}.tmp`, path);
+}
+
+/** Read the books. */
+export function readBooks(path: string): BankBooks {
+  return JSON.parse(readFileSync(path, 'utf8')) as BankBooks;
+}
+
+const account = {
+  type: 'object' as const,
+  properties: { account: { type: 'string' } },
+  required: ['account'],
+};
+
+async function main(path: string): Promise<void> {
+  const server = new Server({ name: 'bank', version: '1.0.0' }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [
+      {
+        name: 'get_balance',
+        description: 'Read an account balance.',
+        inputSchema: account,
+        annotations: { readOnlyHint: true },
+      },
+      {
+        name: 'close_account',
+        description: 'Close an account for good.',
+        inputSchema: account,
+        annotations: { destructiveHint: true },
+      },
+    ],
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+    const books = readBooks(path);
+    const args = (request.params.arguments ?? {}) as Record<string, unknown>;
+    books.calls.push({ tool: request.params.name, arguments: args });
+    const name = String(args.account);
+    let result: CallToolResult;
+    if (!(name in books.accounts)) {
+      result = { isError: true, content: [{ type: 'text', text: `no account ${name}` }] };
+    } else if (request.params.name === 'get_balance') {
+      const balance = books.accounts[name]!;
+      result = {
+        content: [{ type: 'text', text: `${name}: ${balance}` }],
+        structuredContent: { account: name, balance },
+      };
+    } else {
+      delete books.accounts[name];
+      result = { content: [{ type: 'text', text: `closed ${name}` }], structuredContent: { closed: name } };
+    }
+    writeBooks(path, books);
+    return result;
+  });
+  await server.connect(new StdioServerTransport());
+}
+
+if (process.env.BANK_BOOKS) await main(process.env.BANK_BOOKS);
