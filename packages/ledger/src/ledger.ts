@@ -37,6 +37,13 @@ export interface LedgerOptions {
   limits?: Partial<EventLimits>;
   /** Most appends committed in one transaction (default 512). */
   maxBatch?: number;
+  /**
+   * How long (ms) a batch may wait for more appends before it starts, when it holds fewer
+   * than `maxBatch` (default 0: start at once; appends that arrive while a batch is in
+   * flight join the next one anyway). A small wait trades latency for larger batches when
+   * commits are faster than arrivals.
+   */
+  maxWaitMs?: number;
   /** Clock, for tests. */
   now?: () => Date;
   /** Hooks run in each batch transaction after its events are inserted. */
@@ -66,6 +73,8 @@ type Pending =
       type: 'event';
       input: AppendInput;
       canonicalPayload: string;
+      /** Hashed before the batch takes the lock: it depends on the payload alone. */
+      payloadHash: string;
       resolve(e: StoredEvent): void;
       reject(e: unknown): void;
     }
@@ -79,6 +88,8 @@ type Pending =
 interface LogQueue {
   pending: Pending[];
   flushing: Promise<void> | null;
+  /** Set while a batch waits (`maxWaitMs`) for more appends: wakes it once it is full. */
+  full: (() => void) | null;
 }
 
 /**
@@ -94,6 +105,7 @@ interface LogQueue {
 export function createLedger(database: Database, options: LedgerOptions = {}): Ledger {
   const limits: EventLimits = { ...DEFAULT_EVENT_LIMITS, ...options.limits };
   const maxBatch = options.maxBatch ?? 512;
+  const maxWaitMs = options.maxWaitMs ?? 0;
   const clock = options.now ?? (() => new Date());
   const hooks = options.afterAppend ?? [];
   const queues = new Map<string, LogQueue>();
@@ -106,17 +118,32 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     }
     let queue = queues.get(log);
     if (!queue) {
-      queue = { pending: [], flushing: null };
+      queue = { pending: [], flushing: null, full: null };
       queues.set(log, queue);
     }
     queue.pending.push(item);
+    if (queue.full && queue.pending.length >= maxBatch) queue.full();
     if (!queue.flushing) queue.flushing = drain(log, queue);
   };
 
+  /** Resolves after `maxWaitMs`, or as soon as the queue holds a full batch. */
+  const fill = (queue: LogQueue) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => queue.full?.(), maxWaitMs);
+      queue.full = () => {
+        clearTimeout(timer);
+        queue.full = null;
+        resolve();
+      };
+    });
+
+  // One batch per log is in flight at a time in this process; appends that arrive while it
+  // commits wait in `pending` and go together in the next one (group commit).
   const drain = async (log: string, queue: LogQueue) => {
     // Let the appends issued in the same tick join the first batch.
     await Promise.resolve();
     while (queue.pending.length > 0) {
+      if (maxWaitMs > 0 && queue.pending.length < maxBatch && !closed) await fill(queue);
       const batch = queue.pending.splice(0, maxBatch);
       await commitBatch(log, batch);
     }
@@ -129,16 +156,30 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     try {
       await database.db.transaction(async (tx) => {
         outcomes.length = 0;
-        await database.rows(sql`select pg_advisory_xact_lock(hashtextextended(${log}, 0))`, tx);
-        // Read the head only after the lock is held: in READ COMMITTED this statement's
-        // snapshot sees every batch that committed before ours.
-        let head = (await readHead(database, log, tx)) ?? { seq: 0, hash: GENESIS_PREV_HASH };
+        // Two statements, sent together (postgres-js pipelines them on the transaction's
+        // connection; the server runs them in order): one round trip. The head is read by
+        // the second, whose READ COMMITTED snapshot is taken only after the first has the
+        // lock, so it sees every batch that committed before ours, from any process.
+        const [, found] = await Promise.all([
+          // plan_cache_mode: the link check (a foreign key) runs one cached query per row;
+          // a plan cached while the table was small can pick an index that scans the whole
+          // log (O(n) per append). Custom plans use the current statistics every time.
+          database.rows(
+            sql`select pg_advisory_xact_lock(hashtextextended(${log}, 0)), set_config('plan_cache_mode', 'force_custom_plan', true)`,
+            tx,
+          ),
+          readHead(database, log, tx),
+        ]);
+        let head = found ?? { seq: 0, hash: GENESIS_PREV_HASH };
         const now = clock().toISOString();
         const written: StoredEvent[] = [];
         let buffer: StoredEvent[] = [];
 
-        const chain = (input: Omit<AppendInput, 'log'>, canonicalPayload: string): StoredEvent => {
-          const payload_hash = payloadHashOf(canonicalPayload);
+        const chain = (
+          input: Omit<AppendInput, 'log'>,
+          canonicalPayload: string,
+          payload_hash: string,
+        ): StoredEvent => {
           const header = {
             log,
             seq: head.seq + 1,
@@ -162,7 +203,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
 
         for (const item of batch) {
           if (item.type === 'event') {
-            const event = chain(item.input, item.canonicalPayload);
+            const event = chain(item.input, item.canonicalPayload, item.payloadHash);
             buffer.push(event);
             outcomes.push({ ok: true, value: event });
             continue;
@@ -179,7 +220,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
                 now,
                 append: async (input) => {
                   const { canonicalPayload } = prepareEvent({ ...input, log }, limits);
-                  const event = chain(input, canonicalPayload);
+                  const event = chain(input, canonicalPayload, payloadHashOf(canonicalPayload));
                   await insertEvents(database, savepoint as unknown as Db, [event]);
                   mine.push(event);
                   return event;
@@ -215,7 +256,8 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     append(input) {
       return new Promise<StoredEvent>((resolve, reject) => {
         const { canonicalPayload } = prepareEvent(input, limits);
-        enqueue(input.log, { type: 'event', input, canonicalPayload, resolve, reject });
+        const payloadHash = payloadHashOf(canonicalPayload);
+        enqueue(input.log, { type: 'event', input, canonicalPayload, payloadHash, resolve, reject });
       });
     },
     transact<T>(log: string, work: (tx: LedgerTransaction) => Promise<T>) {
@@ -231,6 +273,8 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     verifyChain: (opts) => verifyChain(database, opts),
     async close() {
       closed = true;
+      // A batch waiting to fill starts now.
+      for (const queue of queues.values()) queue.full?.();
       while (queues.size > 0) {
         await Promise.all([...queues.values()].map((q) => q.flushing));
       }
