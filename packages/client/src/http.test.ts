@@ -149,6 +149,38 @@ describe('createHttp', () => {
     });
   });
 
+  describe('when a body arrives slower than the time limit', () => {
+    // A body that sends its first line after `afterMs`, and errors when the request is aborted.
+    const slowFetch = (afterMs: number) =>
+      (async (_url: string, init: RequestInit) => {
+        const body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            const timer = setTimeout(() => {
+              controller.enqueue(new TextEncoder().encode('{"a":1}\n'));
+              controller.close();
+            }, afterMs);
+            init.signal?.addEventListener('abort', () => {
+              clearTimeout(timer);
+              controller.error(init.signal?.reason);
+            });
+          },
+        });
+        return new Response(body, { status: 200 });
+      }) as unknown as typeof globalThis.fetch;
+
+    it('lets a streamed body outlive it once the headers arrived', async () => {
+      const client = createHttp({ baseUrl: 'http://x', apiKey: 'k', fetch: slowFetch(60), timeoutMs: 20 });
+      const response = await client.stream({ method: 'GET', path: '/v1/logs/a/export', retry: 'safe' });
+      expect(await response.text()).toBe('{"a":1}\n');
+    });
+
+    it('bounds a JSON body by it and throws TIMEOUT', async () => {
+      const client = createHttp({ baseUrl: 'http://x', apiKey: 'k', fetch: slowFetch(60), timeoutMs: 20 });
+      const error = await failure(client.json({ method: 'GET', path: '/v1/x', retry: 'never' }));
+      expect(error.code).toBe('TIMEOUT');
+    });
+  });
+
   describe('when the caller aborts', () => {
     it('throws ABORTED for a signal aborted before sending, without sending', async () => {
       const { client, calls } = http([ok({})]);

@@ -70,7 +70,34 @@ export function createHttp(options: HttpOptions): Http {
   const minDelayMs = options.retry?.minDelayMs ?? 100;
   const maxDelayMs = options.retry?.maxDelayMs ?? 2000;
 
-  async function send(request: HttpRequest): Promise<Response> {
+  /**
+   * One attempt's time limit, over the request and (for JSON) the body: a timer, not
+   * `AbortSignal.timeout`, so a streamed body can outlive it once the headers arrived.
+   */
+  function deadlineFor(outer: AbortSignal | undefined) {
+    const controller = new AbortController();
+    let expired = false;
+    const timer = setTimeout(() => {
+      expired = true;
+      controller.abort(new Error(`timed out after ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onAbort = () => controller.abort(outer!.reason);
+    outer?.addEventListener('abort', onAbort, { once: true });
+    return {
+      signal: controller.signal,
+      expired: () => expired,
+      /** Stop the clock (the caller's signal still aborts a streamed body). */
+      stop: () => clearTimeout(timer),
+      /** Stop the clock and let go of the caller's signal. */
+      release: () => {
+        clearTimeout(timer);
+        outer?.removeEventListener('abort', onAbort);
+      },
+    };
+  }
+  type Deadline = ReturnType<typeof deadlineFor>;
+
+  async function send(request: HttpRequest): Promise<{ response: Response; deadline: Deadline }> {
     const url = base + request.path + queryString(request.query);
     const headers: Record<string, string> = {
       authorization: `Bearer ${options.apiKey}`,
@@ -84,7 +111,7 @@ export function createHttp(options: HttpOptions): Http {
     const maxAttempts = request.retry === 'safe' ? attempts : 1;
     for (let attempt = 0; ; attempt++) {
       const answer = await attemptOnce(url, { method: request.method, headers, body }, request);
-      if ('response' in answer) return answer.response;
+      if ('response' in answer) return answer;
       if (!answer.retryable || attempt + 1 >= maxAttempts) throw answer.failure;
       const wait = Math.min(
         maxDelayMs,
@@ -95,40 +122,61 @@ export function createHttp(options: HttpOptions): Http {
   }
 
   type Attempt =
-    | { response: Response }
+    | { response: Response; deadline: Deadline }
     | { failure: VouchClientError; retryable: boolean; retryAfterMs: number | null };
 
   async function attemptOnce(url: string, init: RequestInit, request: HttpRequest): Promise<Attempt> {
     if (request.signal?.aborted) throw abortedError(request.signal);
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
-    const what = `${request.method} ${request.path}`;
+    const deadline = deadlineFor(request.signal);
     let response: Response;
     try {
-      response = await fetchImpl(url, { ...init, signal });
+      response = await fetchImpl(url, { ...init, signal: deadline.signal });
     } catch (error) {
+      deadline.release();
       if (request.signal?.aborted) throw abortedError(request.signal);
       // The request may or may not have reached the server: only a `safe` request is sent again.
-      const failure = timeout.aborted
-        ? new VouchClientError('TIMEOUT', `${what} took longer than ${timeoutMs} ms`, { cause: error })
-        : new VouchClientError('NETWORK_ERROR', `${what} failed: ${String(error)}`, { cause: error });
-      return { failure, retryable: true, retryAfterMs: null };
+      return { failure: failureOf(error, request, deadline), retryable: true, retryAfterMs: null };
     }
-    if (response.ok) return { response };
-    return {
-      failure: await errorFrom(response),
-      retryable: RETRYABLE_STATUSES.has(response.status),
-      retryAfterMs: parseRetryAfter(response.headers.get('retry-after')),
-    };
+    if (response.ok) return { response, deadline };
+    try {
+      return {
+        failure: await errorFrom(response),
+        retryable: RETRYABLE_STATUSES.has(response.status),
+        retryAfterMs: parseRetryAfter(response.headers.get('retry-after')),
+      };
+    } finally {
+      deadline.release();
+    }
+  }
+
+  function failureOf(error: unknown, request: HttpRequest, deadline: Deadline): VouchClientError {
+    const what = `${request.method} ${request.path}`;
+    return deadline.expired()
+      ? new VouchClientError('TIMEOUT', `${what} took longer than ${timeoutMs} ms`, { cause: error })
+      : new VouchClientError('NETWORK_ERROR', `${what} failed: ${String(error)}`, { cause: error });
   }
 
   return {
     async json<T>(request: HttpRequest): Promise<T> {
-      const response = await send(request);
+      const { response, deadline } = await send(request);
+      let text: string;
+      try {
+        text = await response.text();
+      } catch (error) {
+        if (request.signal?.aborted) throw abortedError(request.signal);
+        throw failureOf(error, request, deadline);
+      } finally {
+        deadline.release();
+      }
       if (response.status === 204) return undefined as T;
-      return (await readJson(response, request)) as T;
+      return parseJson(text, response, request) as T;
     },
-    stream: send,
+    async stream(request: HttpRequest): Promise<Response> {
+      const { response, deadline } = await send(request);
+      // The headers arrived in time; the body streams for as long as it takes.
+      deadline.stop();
+      return response;
+    },
   };
 }
 
@@ -142,8 +190,7 @@ function queryString(query: HttpRequest['query']): string {
   return text ? `?${text}` : '';
 }
 
-async function readJson(response: Response, request: HttpRequest): Promise<unknown> {
-  const text = await response.text();
+function parseJson(text: string, response: Response, request: HttpRequest): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {

@@ -1,3 +1,4 @@
+import { canonicalJson } from '@vouch/audit';
 import type {
   ApprovalDetail,
   ApprovalRequestRecord,
@@ -115,7 +116,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       status,
       proposal,
       payload,
-      canonical_payload: JSON.stringify(payload),
+      canonical_payload: canonicalJson(payload),
     };
   }
 
