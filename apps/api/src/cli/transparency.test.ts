@@ -1,0 +1,370 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateNoteKeys, openCheckpoint, parseSignerKey } from '@vouch/audit';
+import {
+  createLedger,
+  type Database,
+  merkleAppendHook,
+  migrate,
+  openDatabase,
+  SIGNING_KEY_FILE,
+  signLogCheckpoint,
+} from '@vouch/ledger';
+import { createTestDatabase, testBackends } from '@vouch/ledger/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp, type VouchApp } from '../app';
+import { createKeyStore } from '../auth/key-store';
+import type { CliIo } from './io';
+import { runCli } from './main';
+import { runVerifySince } from './verify-since';
+
+let root: string;
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'vouch-transparency-cli-'));
+});
+afterAll(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+function fakeIo(env: NodeJS.ProcessEnv) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: CliIo = {
+    out: (t) => out.push(t),
+    err: (t) => err.push(t),
+    env,
+    cwd: root,
+    interactive: false,
+    stopRequested: () => new Promise(() => {}),
+  };
+  return { io, out: () => out.join(''), err: () => err.join('') };
+}
+
+async function run(argv: string[], env: NodeJS.ProcessEnv = {}) {
+  const f = fakeIo(env);
+  const code = await runCli(argv, f.io);
+  return { code, out: f.out(), err: f.err() };
+}
+
+const note = (log: string, i: number) => ({
+  log,
+  kind: 'note',
+  entity: `e${i}`,
+  actor: 'user:alice',
+  payload: { i },
+});
+
+describe('vouch keys log-new and log-public', () => {
+  describe('when PGlite has no key yet', () => {
+    it('log-public makes one in the data directory (0600) and prints its verifier key, the same each time', async () => {
+      const dataDir = join(root, 'keys-data');
+      const first = await run(['keys', 'log-public'], {
+        VOUCH_DATA_DIR: dataDir,
+        VOUCH_LOG_ORIGIN: 'audit.example/v',
+      });
+      expect(first.code).toBe(0);
+      expect(first.out).toMatch(/^audit\.example\/v\+[0-9a-f]{8}\+\S+\n$/);
+      expect(statSync(join(dataDir, SIGNING_KEY_FILE)).mode & 0o777).toBe(0o600);
+      const again = await run(['keys', 'log-public', '--json'], { VOUCH_DATA_DIR: dataDir });
+      expect(JSON.parse(again.out)).toMatchObject({
+        origin_prefix: 'audit.example/v',
+        verifier_keys: [first.out.trim()],
+      });
+    });
+  });
+
+  describe('when the key comes from VOUCH_LOG_SIGNING_KEY', () => {
+    it('log-new prints a signer key whose verifier log-public prints, one per rotated key', async () => {
+      const made = await run(['keys', 'log-new', '--origin', 'audit.example/v']);
+      const next = await run(['keys', 'log-new', '--origin', 'audit.example/v']);
+      expect(made.code).toBe(0);
+      const env = {
+        DATABASE_URL: 'postgres://unused',
+        VOUCH_LOG_SIGNING_KEY: `${made.out.trim()} ${next.out.trim()}`,
+      };
+      const shown = await run(['keys', 'log-public'], env);
+      expect(shown.out.trim().split('\n')).toHaveLength(2);
+      expect(made.err).toContain(shown.out.split('\n')[0]);
+    });
+
+    it('exits 2 for a key that does not parse, and on Postgres without one', async () => {
+      expect((await run(['keys', 'log-public'], { VOUCH_LOG_SIGNING_KEY: 'PRIVATE+KEY+nope' })).code).toBe(2);
+      const none = await run(['keys', 'log-public'], { DATABASE_URL: 'postgres://unused' });
+      expect(none.code).toBe(2);
+      expect(none.err).toContain('VOUCH_LOG_SIGNING_KEY');
+    });
+  });
+});
+
+interface Storage {
+  name: string;
+  env(): Promise<{ env: NodeJS.ProcessEnv; open(): Promise<Database>; drop(): Promise<void> }>;
+}
+
+const storages: Storage[] = [
+  {
+    name: 'pglite',
+    env: async () => {
+      const dataDir = mkdtempSync(join(root, 'export-'));
+      return {
+        env: { VOUCH_DATA_DIR: dataDir },
+        open: () => openDatabase({ dataDir }),
+        drop: async () => {},
+      };
+    },
+  },
+];
+if (process.env.DATABASE_URL) {
+  const server = process.env.DATABASE_URL;
+  storages.push({
+    name: 'postgres',
+    env: async () => {
+      const { url, drop } = await createTestDatabase(server);
+      return { env: { DATABASE_URL: url }, open: () => openDatabase({ url }), drop };
+    },
+  });
+}
+
+describe.each(storages)('vouch export and vouch verify --bundle on $name', (storage) => {
+  const keys = generateNoteKeys('audit.example/v');
+  let env: NodeJS.ProcessEnv;
+  let drop: () => Promise<void>;
+  let bundle: string;
+  const file = (name: string, text: string) => {
+    const path = join(root, `${storage.name}-${name}`);
+    writeFileSync(path, text);
+    return path;
+  };
+
+  beforeAll(async () => {
+    const made = await storage.env();
+    env = { ...made.env, VOUCH_LOG_SIGNING_KEY: keys.signerKey };
+    drop = made.drop;
+    const database = await made.open();
+    await migrate(database);
+    const ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
+    for (let i = 1; i <= 6; i++) await ledger.append(note('orders', i));
+    await ledger.close();
+    await database.close();
+  });
+  afterAll(async () => {
+    await drop?.();
+  });
+
+  describe('when a log is exported', () => {
+    it('writes a bundle that verifies offline with the public key, and reports progress on stderr', async () => {
+      const exported = await run(['export', '--log', 'orders'], env);
+      expect(exported.code).toBe(0);
+      expect(exported.err).toContain('6 events');
+      bundle = exported.out;
+      const lines = bundle.trimEnd().split('\n');
+      expect(JSON.parse(lines[0]!)).toMatchObject({ format: 'vouch-bundle/1', log: 'orders', treeSize: 6 });
+      expect(lines).toHaveLength(8);
+      const path = file('bundle.jsonl', bundle);
+      const verified = await run(['verify', '--bundle', path, '--public-key', keys.verifierKey]);
+      expect(verified.code).toBe(0);
+      expect(verified.out).toMatch(
+        /INTACT — 6 events verified; checkpoint audit\.example\/v\/orders at 6 events/,
+      );
+      const json = await run(['verify', '--bundle', path, '--public-key', keys.verifierKey, '--json']);
+      expect(JSON.parse(json.out)).toMatchObject({ ok: true, checked: 6, checkpoint: { treeSize: 6 } });
+    });
+  });
+
+  describe('when the bundle was edited', () => {
+    it('exits 1 and names the edited event', async () => {
+      const edited = bundle.replace('{\\"i\\":3}', '{\\"i\\":33}');
+      expect(edited).not.toBe(bundle);
+      const path = file('edited.jsonl', edited);
+      const { code, out } = await run([
+        'verify',
+        '--bundle',
+        path,
+        '--public-key',
+        keys.verifierKey,
+        '--json',
+      ]);
+      expect(code).toBe(1);
+      expect(
+        JSON.parse(out).failures.map((f: { seq: number; code: string }) => [f.seq, f.code]),
+      ).toContainEqual([3, 'PAYLOAD_HASH_MISMATCH']);
+    });
+  });
+
+  describe('when the auditor trusts another key', () => {
+    it('exits 1 with NO_TRUSTED_SIGNATURE', async () => {
+      const path = file('other.jsonl', bundle);
+      const other = generateNoteKeys('audit.example/v').verifierKey;
+      const { code, out } = await run(['verify', '--bundle', path, '--public-key', other, '--json']);
+      expect(code).toBe(1);
+      expect(JSON.parse(out).failures.map((f: { code: string }) => f.code)).toContain('NO_TRUSTED_SIGNATURE');
+    });
+  });
+
+  describe('when the arguments are wrong', () => {
+    it.each([
+      [['export']],
+      [['export', '--log', 'bad log']],
+      [['verify', '--bundle', '/nonexistent/bundle.jsonl', '--public-key', keys.verifierKey]],
+      [['verify', '--bundle', '/nonexistent/bundle.jsonl']],
+      [['verify', '--bundle', '/nonexistent/bundle.jsonl', '--public-key', 'not-a-key']],
+    ])('exits 2 for %j', async (argv) => {
+      const { code, err } = await run(argv, env);
+      expect(code).toBe(2);
+      expect(err.length).toBeGreaterThan(10);
+    });
+  });
+});
+
+describe('vouch verify --since against a server', () => {
+  const keys = generateNoteKeys('audit.example/v');
+  const signers = [parseSignerKey(keys.signerKey)];
+  let database: Database;
+  let app: VouchApp;
+  let auditor: string;
+  /**
+   * Which stored log plays "orders" for the server the tool talks to. The others are forged
+   * histories: their events hash another log id, so none of them extends the real one.
+   */
+  let serving = 'orders';
+  const fetchFromApp: typeof fetch = (input, init) =>
+    Promise.resolve(app.request(String(input).replace('/v1/logs/orders/', `/v1/logs/${serving}/`), init));
+
+  async function history(log: string, payloads: number[]): Promise<void> {
+    const ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
+    for (const i of payloads) await ledger.append(note(log, i));
+    await ledger.close();
+    // Every history claims to be log "orders": a forger signs with the real origin and key.
+    await signLogCheckpoint(database, { log, origin: () => 'audit.example/v/orders', signers });
+  }
+
+  async function since(file: string, extra: string[] = []) {
+    const f = fakeIo({ VOUCH_API_KEY: auditor });
+    const argv = [
+      '--since',
+      file,
+      '--url',
+      'http://vouch.test',
+      '--public-key',
+      keys.verifierKey,
+      '--json',
+      ...extra,
+    ];
+    const code = await runVerifySince(argv, f.io, { fetch: fetchFromApp });
+    return { code, out: f.out(), err: f.err(), report: code === 2 ? null : JSON.parse(f.out()) };
+  }
+
+  beforeAll(async () => {
+    database = await testBackends()[0]!.open();
+    const ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
+    const store = createKeyStore(ledger);
+    app = createApp({ ledger, keys: store });
+    auditor = (await store.create({ identity: 'user:audrey', roles: ['auditor'], createdBy: 'system:test' }))
+      .secret;
+    await history('orders', [1, 2, 3, 4, 5]);
+  });
+  afterAll(async () => {
+    await database.close();
+  });
+
+  describe('when the auditor has no checkpoint yet', () => {
+    it('--init trusts the current one after checking its signature, and saves it', async () => {
+      const file = join(root, 'init.checkpoint');
+      const { code, report } = await since(file, ['--init', '--log', 'orders']);
+      expect(code).toBe(0);
+      expect(report).toMatchObject({ ok: true, status: 'CONSISTENT', latest: { tree_size: 5 }, saved: file });
+      expect(openCheckpoint(readFileSync(file, 'utf8'), { verifiers: [keys.verifierKey] }).ok).toBe(true);
+    });
+
+    it('exits 2 without --init, so a mistyped path is never trusted silently', async () => {
+      expect((await since(join(root, 'typo.checkpoint'))).code).toBe(2);
+    });
+  });
+
+  describe('when the log only grew', () => {
+    it('reports CONSISTENT and replaces the trusted checkpoint atomically', async () => {
+      const dir = mkdtempSync(join(root, 'witness-'));
+      const file = join(dir, 'orders.checkpoint');
+      await since(file, ['--init', '--log', 'orders']);
+      await history('orders', [6, 7]);
+      const { code, report } = await since(file);
+      expect(code).toBe(0);
+      expect(report).toMatchObject({
+        status: 'CONSISTENT',
+        trusted: { tree_size: 5 },
+        latest: { tree_size: 7 },
+      });
+      expect(readFileSync(file, 'utf8')).toContain('\n7\n');
+      expect(readdirSync(dir)).toEqual(['orders.checkpoint']);
+    });
+  });
+
+  describe('when the history was rewritten', () => {
+    let file: string;
+    beforeAll(async () => {
+      file = join(root, 'rewritten.checkpoint');
+      serving = 'orders';
+      await since(file, ['--init', '--log', 'orders']);
+    });
+
+    it('reports TRUNCATED for a log whose checkpoint is behind the trusted one, and keeps the trusted file', async () => {
+      const before = readFileSync(file, 'utf8');
+      serving = 'orders-truncated';
+      await history('orders-truncated', [1, 2, 3]);
+      const { code, report } = await since(file);
+      expect([code, report.status]).toEqual([1, 'TRUNCATED']);
+      expect(readFileSync(file, 'utf8')).toBe(before);
+    });
+
+    it('reports FORKED for a longer log that does not extend the trusted tree', async () => {
+      serving = 'orders-forked';
+      await history('orders-forked', [1, 2, 99, 4, 5, 6, 7, 8]);
+      const { code, report } = await since(file);
+      expect([code, report.status]).toEqual([1, 'FORKED']);
+    });
+
+    it('reports FORKED for a log of the same size with another root', async () => {
+      serving = 'orders-same-size';
+      await history('orders-same-size', [1, 2, 3, 4, 5, 6, 77]);
+      const { code, report } = await since(file);
+      expect([code, report.status]).toEqual([1, 'FORKED']);
+    });
+
+    it('reports NO_TRUSTED_SIGNATURE for a checkpoint signed by another key', async () => {
+      serving = 'orders-other-key';
+      const ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
+      for (const i of [1, 2, 3, 4, 5, 6]) await ledger.append(note('orders-other-key', i));
+      await ledger.close();
+      const other = [parseSignerKey(generateNoteKeys('audit.example/v').signerKey)];
+      await signLogCheckpoint(database, {
+        log: 'orders-other-key',
+        origin: () => 'audit.example/v/orders',
+        signers: other,
+      });
+      const { code, report } = await since(file);
+      expect([code, report.status]).toEqual([1, 'NO_TRUSTED_SIGNATURE']);
+    });
+  });
+
+  describe('when the arguments are wrong', () => {
+    it.each([[['--url', 'http://x', '--bundle', 'b']], [['--url', 'http://x', '--init']], [[]]])(
+      'exits 2 for %j',
+      async (extra) => {
+        const f = fakeIo({});
+        const argv = ['--since', join(root, 'nothing'), '--public-key', keys.verifierKey, ...extra];
+        expect(await runVerifySince(argv, f.io, { fetch: fetchFromApp })).toBe(2);
+      },
+    );
+
+    it('exits 2 when the trusted file is not signed by the given key', async () => {
+      const file = join(root, 'init.checkpoint');
+      expect(existsSync(file)).toBe(true);
+      const f = fakeIo({ VOUCH_API_KEY: auditor });
+      const other = generateNoteKeys('audit.example/v').verifierKey;
+      const argv = ['--since', file, '--url', 'http://vouch.test', '--public-key', other];
+      expect(await runVerifySince(argv, f.io, { fetch: fetchFromApp })).toBe(2);
+    });
+  });
+});

@@ -1,0 +1,173 @@
+import {
+  eventLeafHash,
+  generateNoteKeys,
+  openCheckpoint,
+  parseSignerKey,
+  type StoredEvent,
+  verifyConsistency,
+  verifyInclusion,
+} from '@vouch/audit';
+import {
+  createLedger,
+  type Database,
+  type Ledger,
+  logOrigin,
+  merkleAppendHook,
+  signLogCheckpoint,
+} from '@vouch/ledger';
+import { testBackends } from '@vouch/ledger/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp, type VouchApp } from '../app';
+import { createKeyStore } from '../auth/key-store';
+
+const keys = generateNoteKeys('vouch.test');
+const signing = {
+  origin: (log: string) => logOrigin('vouch.test', log),
+  signers: [parseSignerKey(keys.signerKey)],
+};
+
+let database: Database;
+let ledger: Ledger;
+let app: VouchApp;
+let auditor: string;
+let gateway: string;
+let limited: string;
+const events: StoredEvent[] = [];
+
+const hexBytes = (hex: string) => Uint8Array.from(Buffer.from(hex, 'hex'));
+
+// biome-ignore lint/suspicious/noExplicitAny: test reads of JSON answers of several shapes
+type Answer = any;
+
+async function get(path: string, key: string, headers: Record<string, string> = {}) {
+  const response = await app.request(path, { headers: { authorization: `Bearer ${key}`, ...headers } });
+  return {
+    status: response.status,
+    response,
+    body: (await response
+      .clone()
+      .json()
+      .catch(() => null)) as Answer,
+  };
+}
+
+beforeAll(async () => {
+  database = await testBackends()[0]!.open();
+  ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
+  const store = createKeyStore(ledger);
+  app = createApp({ ledger, keys: store });
+  const issue = async (roles: ('auditor' | 'gateway')[], logs: string[] | null = null) =>
+    (await store.create({ identity: 'user:t', roles, logs, createdBy: 'system:test' })).secret;
+  auditor = await issue(['auditor']);
+  gateway = await issue(['gateway']);
+  limited = await issue(['auditor'], ['other']);
+  for (let i = 1; i <= 7; i++) {
+    events.push(
+      await ledger.append({ log: 'orders', kind: 'note', entity: `n${i}`, actor: 'agent:a', payload: { i } }),
+    );
+    if (i === 3 || i === 7) await signLogCheckpoint(database, { log: 'orders', ...signing });
+  }
+});
+afterAll(async () => {
+  await ledger.close();
+  await database.close();
+});
+
+describe('transparency routes', () => {
+  describe('GET /v1/logs/{log}/checkpoint', () => {
+    it('answers the latest checkpoint, whose note verifies under the log key', async () => {
+      const { status, body } = await get('/v1/logs/orders/checkpoint', auditor);
+      expect(status).toBe(200);
+      expect(body).toMatchObject({ log: 'orders', origin: 'vouch.test/orders', tree_size: 7 });
+      const opened = openCheckpoint(body.note, {
+        verifiers: [keys.verifierKey],
+        origin: 'vouch.test/orders',
+      });
+      expect(opened.ok && Buffer.from(opened.checkpoint.rootHash).toString('hex')).toBe(body.root_hash);
+    });
+
+    it('answers the bare signed note for Accept: text/plain', async () => {
+      const { response } = await get('/v1/logs/orders/checkpoint', auditor, { accept: 'text/plain' });
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+      const note = await response.text();
+      expect(openCheckpoint(note, { verifiers: [keys.verifierKey] }).ok).toBe(true);
+    });
+
+    it('answers 404 NOT_FOUND for a log without checkpoints', async () => {
+      const { status, body } = await get('/v1/logs/empty/checkpoint', auditor);
+      expect([status, body.error.code]).toEqual([404, 'NOT_FOUND']);
+    });
+
+    it('refuses a key without the auditor role with 403 ROLE_FORBIDDEN', async () => {
+      const { status, body } = await get('/v1/logs/orders/checkpoint', gateway);
+      expect([status, body.error.code]).toEqual([403, 'ROLE_FORBIDDEN']);
+    });
+
+    it('refuses a key limited to other logs with 403 LOG_FORBIDDEN', async () => {
+      const { status, body } = await get('/v1/logs/orders/checkpoint', limited);
+      expect([status, body.error.code]).toEqual([403, 'LOG_FORBIDDEN']);
+    });
+  });
+
+  describe('GET /v1/logs/{log}/checkpoints/{tree_size}', () => {
+    it('answers the checkpoint at that size, or 404 NOT_FOUND', async () => {
+      const { body } = await get('/v1/logs/orders/checkpoints/3', auditor);
+      expect(body).toMatchObject({ tree_size: 3 });
+      const missing = await get('/v1/logs/orders/checkpoints/4', auditor);
+      expect([missing.status, missing.body.error.code]).toEqual([404, 'NOT_FOUND']);
+    });
+  });
+
+  describe('GET /v1/logs/{log}/proofs/inclusion', () => {
+    it('answers a proof that verifies against the latest checkpoint by default', async () => {
+      const checkpoint = (await get('/v1/logs/orders/checkpoint', auditor)).body;
+      for (const event of events) {
+        const { body } = await get(`/v1/logs/orders/proofs/inclusion?seq=${event.seq}`, auditor);
+        expect(body).toMatchObject({ seq: event.seq, leaf_index: event.seq - 1, tree_size: 7 });
+        const proof = (body.proof as string[]).map(hexBytes);
+        expect(
+          verifyInclusion(eventLeafHash(event.hash), event.seq - 1, 7, proof, hexBytes(checkpoint.root_hash)),
+        ).toBe(true);
+      }
+    });
+
+    it('answers a proof in an older tree given its size', async () => {
+      const old = (await get('/v1/logs/orders/checkpoints/3', auditor)).body;
+      const { body } = await get('/v1/logs/orders/proofs/inclusion?seq=2&tree_size=3', auditor);
+      const proof = (body.proof as string[]).map(hexBytes);
+      expect(verifyInclusion(eventLeafHash(events[1]!.hash), 1, 3, proof, hexBytes(old.root_hash))).toBe(
+        true,
+      );
+    });
+
+    it.each([
+      ['seq=8&tree_size=7', 400, 'INVALID_REQUEST'],
+      ['seq=0', 400, 'INVALID_REQUEST'],
+      ['seq=2&tree_size=9', 404, 'NOT_FOUND'],
+      ['tree_size=3', 400, 'INVALID_REQUEST'],
+    ])('answers %s with %i %s', async (query, status, code) => {
+      const answer = await get(`/v1/logs/orders/proofs/inclusion?${query}`, auditor);
+      expect([answer.status, answer.body.error.code]).toEqual([status, code]);
+    });
+  });
+
+  describe('GET /v1/logs/{log}/proofs/consistency', () => {
+    it('answers a proof that the latest tree extends an older checkpoint', async () => {
+      const old = (await get('/v1/logs/orders/checkpoints/3', auditor)).body;
+      const now = (await get('/v1/logs/orders/checkpoint', auditor)).body;
+      const { body } = await get('/v1/logs/orders/proofs/consistency?first=3', auditor);
+      expect(body).toMatchObject({ first: 3, second: 7 });
+      const proof = (body.proof as string[]).map(hexBytes);
+      expect(verifyConsistency(3, 7, proof, hexBytes(old.root_hash), hexBytes(now.root_hash))).toBe(true);
+    });
+
+    it.each([
+      ['first=5&second=4', 400, 'INVALID_REQUEST'],
+      ['first=0&second=4', 400, 'INVALID_REQUEST'],
+      ['first=2&second=8', 404, 'NOT_FOUND'],
+    ])('answers %s with %i %s', async (query, status, code) => {
+      const answer = await get(`/v1/logs/orders/proofs/consistency?${query}`, auditor);
+      expect([answer.status, answer.body.error.code]).toEqual([status, code]);
+    });
+  });
+});

@@ -1,0 +1,190 @@
+import { createRoute } from '@hono/zod-openapi';
+import {
+  checkpointAt,
+  type Ledger,
+  latestCheckpoint,
+  merkleConsistencyProof,
+  merkleInclusionProof,
+  type StoredCheckpoint,
+} from '@vouch/ledger';
+import type { Context } from 'hono';
+import type { VouchApp } from '../app';
+import { assertLog, requireRole } from '../auth/authorize';
+import { ApiError } from '../errors';
+import type { AppEnv } from '../http/app-env';
+import { LogParamSchema } from '../schemas/audit';
+import { bearerSecurity, commonErrors, errorResponseSpec } from '../schemas/common';
+import {
+  CheckpointParamSchema,
+  CheckpointSchema,
+  ConsistencyProofSchema,
+  ConsistencyQuerySchema,
+  InclusionProofSchema,
+  InclusionQuerySchema,
+} from '../schemas/transparency';
+
+// Everything here is read-only and derived from what the append path stored: Merkle nodes
+// written in the append transaction, checkpoints signed after it. None of it asks the
+// auditor to trust this server: a proof either verifies against a signed root or it does not.
+
+const TEXT = 'text/plain';
+const notFound = errorResponseSpec('No checkpoint yet, or a tree size the log has not reached (`NOT_FOUND`)');
+
+const latest = createRoute({
+  method: 'get',
+  path: '/v1/logs/{log}/checkpoint',
+  tags: ['transparency'],
+  summary: 'The latest signed checkpoint of a log (auditor)',
+  description: `The newest c2sp.org/tlog-checkpoint of the log's Merkle tree. With \`Accept: ${TEXT}\` the answer is the signed note alone, as transparency-log witnesses expect it. Keep it: \`vouch verify --since\` proves later that the log only grew from it.`,
+  security: bearerSecurity,
+  middleware: [requireRole('auditor')] as const,
+  request: { params: LogParamSchema },
+  responses: {
+    200: {
+      description: 'The checkpoint',
+      content: {
+        'application/json': { schema: CheckpointSchema },
+        [TEXT]: { schema: { type: 'string' } },
+      },
+    },
+    404: notFound,
+    ...commonErrors,
+  },
+});
+
+const atSize = createRoute({
+  method: 'get',
+  path: '/v1/logs/{log}/checkpoints/{tree_size}',
+  tags: ['transparency'],
+  summary: 'The signed checkpoint of a log at one tree size (auditor)',
+  security: bearerSecurity,
+  middleware: [requireRole('auditor')] as const,
+  request: { params: CheckpointParamSchema },
+  responses: {
+    200: {
+      description: 'The checkpoint',
+      content: {
+        'application/json': { schema: CheckpointSchema },
+        [TEXT]: { schema: { type: 'string' } },
+      },
+    },
+    404: notFound,
+    ...commonErrors,
+  },
+});
+
+const inclusion = createRoute({
+  method: 'get',
+  path: '/v1/logs/{log}/proofs/inclusion',
+  tags: ['transparency'],
+  summary: 'Inclusion proof of an event in the Merkle tree (auditor)',
+  description:
+    'Verify it with `verifyInclusion(eventLeafHash(event.hash), seq - 1, tree_size, proof, root)` from @vouch/audit, where `root` comes from a checkpoint at `tree_size` that you verified.',
+  security: bearerSecurity,
+  middleware: [requireRole('auditor')] as const,
+  request: { params: LogParamSchema, query: InclusionQuerySchema },
+  responses: {
+    200: { description: 'The proof', content: { 'application/json': { schema: InclusionProofSchema } } },
+    404: notFound,
+    ...commonErrors,
+  },
+});
+
+const consistency = createRoute({
+  method: 'get',
+  path: '/v1/logs/{log}/proofs/consistency',
+  tags: ['transparency'],
+  summary: 'Consistency proof between two tree sizes (auditor)',
+  description:
+    'Proves the tree at `second` extends the tree at `first`: verify it with `verifyConsistency(first, second, proof, root1, root2)` from @vouch/audit.',
+  security: bearerSecurity,
+  middleware: [requireRole('auditor')] as const,
+  request: { params: LogParamSchema, query: ConsistencyQuerySchema },
+  responses: {
+    200: { description: 'The proof', content: { 'application/json': { schema: ConsistencyProofSchema } } },
+    404: notFound,
+    ...commonErrors,
+  },
+});
+
+function checkpointView(checkpoint: StoredCheckpoint) {
+  return {
+    log: checkpoint.log,
+    origin: checkpoint.note.slice(0, checkpoint.note.indexOf('\n')),
+    tree_size: checkpoint.treeSize,
+    root_hash: checkpoint.rootHash,
+    note: checkpoint.note,
+    created_at: checkpoint.createdAt,
+  };
+}
+
+function answer(c: Context<AppEnv>, checkpoint: StoredCheckpoint): never {
+  if ((c.req.header('accept') ?? '').includes(TEXT)) {
+    return new Response(checkpoint.note, {
+      status: 200,
+      headers: { 'content-type': `${TEXT}; charset=utf-8`, 'cache-control': 'no-store' },
+    }) as never;
+  }
+  return c.json(checkpointView(checkpoint), 200) as never;
+}
+
+const hex = (proof: Uint8Array[]) => proof.map((node) => Buffer.from(node).toString('hex'));
+
+/** `/v1/logs/{log}/checkpoint(s)` and `/proofs/…`: signed tree heads and Merkle proofs, for auditors. */
+export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger }): void {
+  const { database } = deps.ledger;
+
+  const requireLatest = async (log: string) => {
+    const checkpoint = await latestCheckpoint(database, log);
+    if (!checkpoint) {
+      throw new ApiError('NOT_FOUND', `log ${log} has no signed checkpoint yet`, { details: { log } });
+    }
+    return checkpoint;
+  };
+
+  app.openapi(latest, async (c) => {
+    const { log } = c.req.valid('param');
+    assertLog(c.get('principal'), log);
+    return answer(c, await requireLatest(log));
+  });
+
+  app.openapi(atSize, async (c) => {
+    const { log, tree_size } = c.req.valid('param');
+    assertLog(c.get('principal'), log);
+    const checkpoint = await checkpointAt(database, log, tree_size);
+    if (!checkpoint) {
+      throw new ApiError('NOT_FOUND', `log ${log} has no checkpoint at tree size ${tree_size}`, {
+        details: { log, tree_size },
+      });
+    }
+    return answer(c, checkpoint);
+  });
+
+  app.openapi(inclusion, async (c) => {
+    const { log } = c.req.valid('param');
+    assertLog(c.get('principal'), log);
+    const { seq } = c.req.valid('query');
+    const treeSize = c.req.valid('query').tree_size ?? (await requireLatest(log)).treeSize;
+    if (seq > treeSize) {
+      throw new ApiError('INVALID_REQUEST', `seq ${seq} is not in a tree of ${treeSize} events`, {
+        details: { seq, tree_size: treeSize },
+      });
+    }
+    const proof = await merkleInclusionProof(database, { log, seq, treeSize });
+    return c.json({ log, seq, leaf_index: seq - 1, tree_size: treeSize, proof: hex(proof) }, 200);
+  });
+
+  app.openapi(consistency, async (c) => {
+    const { log } = c.req.valid('param');
+    assertLog(c.get('principal'), log);
+    const { first } = c.req.valid('query');
+    const second = c.req.valid('query').second ?? (await requireLatest(log)).treeSize;
+    if (first > second) {
+      throw new ApiError('INVALID_REQUEST', `tree size ${first} cannot grow into ${second}`, {
+        details: { first, second },
+      });
+    }
+    const proof = await merkleConsistencyProof(database, { log, size1: first, size2: second });
+    return c.json({ log, first, second, proof: hex(proof) }, 200);
+  });
+}

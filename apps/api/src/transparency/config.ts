@@ -1,0 +1,28 @@
+import { ConfigError } from '../config';
+
+/** Checkpoint settings of `vouch serve` and the transparency commands, from the environment. */
+export interface TransparencyConfig {
+  /** `VOUCH_LOG_SIGNING_KEY`: signer key text(s); required on Postgres for signed checkpoints. */
+  signingKey: string | undefined;
+  /** `VOUCH_LOG_ORIGIN`: checkpoint origins are `<origin>/<log>`. */
+  origin: string | undefined;
+  /** `VOUCH_CHECKPOINT_INTERVAL_MS`: least time between two checkpoints of a log (default 1000). */
+  intervalMs: number;
+}
+
+/** Read the checkpoint settings; throws `ConfigError` for values that cannot work. */
+export function transparencyConfig(env: NodeJS.ProcessEnv): TransparencyConfig {
+  const raw = env.VOUCH_CHECKPOINT_INTERVAL_MS?.trim();
+  let intervalMs = 1_000;
+  if (raw) {
+    intervalMs = Number(raw);
+    if (!/^\d+$/.test(raw) || intervalMs > 3_600_000) {
+      throw new ConfigError(`VOUCH_CHECKPOINT_INTERVAL_MS=${raw} is not a whole number from 0 to 3600000`);
+    }
+  }
+  return {
+    signingKey: env.VOUCH_LOG_SIGNING_KEY?.trim() || undefined,
+    origin: env.VOUCH_LOG_ORIGIN?.trim() || undefined,
+    intervalMs,
+  };
+}

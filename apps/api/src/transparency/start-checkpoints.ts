@@ -1,0 +1,67 @@
+import {
+  type AppendHook,
+  createCheckpointer,
+  type Database,
+  logOrigin,
+  merkleAppendHook,
+} from '@vouch/ledger';
+import type { DatabaseTarget } from '../config';
+import type { Logger } from '../logger';
+import type { TransparencyConfig } from './config';
+import { type LogKeys, loadLogKeys } from './log-keys';
+
+/** Checkpoint signing for a running server. */
+export interface ServerCheckpoints {
+  /** How checkpoints are signed, or null when no key is configured (Postgres without one). */
+  keys: LogKeys | null;
+  /** Pass as `createLedger(database, { afterAppend })`: Merkle storage, then the scheduler's note. */
+  afterAppend: AppendHook[];
+  /** Sign what is pending and stop; call after the ledger has drained its appends. */
+  close(): Promise<void>;
+}
+
+/**
+ * Load the log signing keys and start the checkpoint scheduler: after appends, each log's
+ * head is signed at most once per `intervalMs` and kept in `checkpoints`. Without a key
+ * (Postgres and no `VOUCH_LOG_SIGNING_KEY`) the Merkle tree is still kept, so proofs work,
+ * but nothing is signed: a warning says so once. Throws `ConfigError` for bad settings.
+ */
+export function startCheckpoints(options: {
+  database: Database;
+  config: TransparencyConfig;
+  target: DatabaseTarget;
+  logger: Logger;
+}): ServerCheckpoints {
+  const { logger } = options;
+  const keys = loadLogKeys(options.config, options.target);
+  if (keys === null) {
+    logger.warn('checkpoints disabled', {
+      reason: 'no log signing key: set VOUCH_LOG_SIGNING_KEY (see docs/transparency.md)',
+    });
+    return { keys, afterAppend: [merkleAppendHook], close: async () => {} };
+  }
+  logger.info('checkpoints enabled', {
+    origin: logOrigin(keys.originPrefix, '<log>'),
+    verifier_keys: keys.verifierKeys,
+    key_source: keys.source.kind === 'env' ? 'VOUCH_LOG_SIGNING_KEY' : keys.source.path,
+    ...(keys.source.kind === 'file' && keys.source.created ? { key_created: true } : {}),
+    interval_ms: options.config.intervalMs,
+  });
+  const checkpointer = createCheckpointer({
+    database: options.database,
+    origin: (log) => logOrigin(keys.originPrefix, log),
+    signers: keys.signers,
+    intervalMs: options.config.intervalMs,
+    onError: (error, log) =>
+      logger.error('checkpoint signing failed', {
+        log,
+        error: error instanceof Error ? { name: error.name, message: error.message } : String(error),
+      }),
+  });
+  return {
+    keys,
+    // The ledger runs hooks in order: the tree is stored before the scheduler hears of it.
+    afterAppend: [merkleAppendHook, checkpointer.afterAppend],
+    close: () => checkpointer.close(),
+  };
+}
