@@ -233,6 +233,7 @@ describe('createApp', () => {
           id: 'key_x',
           identity: 'user:x',
           roles: ['admin'],
+          scopes: [],
           environments: null,
           logs: null,
           createdBy: 'x',
@@ -281,6 +282,21 @@ describe('createApp', () => {
       expect(typeof line?.duration_ms).toBe('number');
       expect(JSON.stringify(h.logger.lines)).not.toContain(admin);
       expect(JSON.stringify(h.logger.lines)).not.toContain(hashApiKey(admin));
+    });
+  });
+});
+
+describe('createApp while draining', () => {
+  describe('when shutdown has begun', () => {
+    it('answers new requests 503 NOT_READY with Connection: close, and /readyz not ready', async () => {
+      const draining = createApp({ ledger: h.ledger, keys: h.keys, draining: () => true });
+      const refused = await draining.request('/v1/keys', { headers: { authorization: `Bearer ${admin}` } });
+      expect(refused.headers.get('connection')).toBe('close');
+      expect(await errorOf(refused)).toMatchObject({ status: 503, code: 'NOT_READY' });
+      expect((await draining.request('/healthz')).status).toBe(200);
+      const ready = await draining.request('/readyz');
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toMatchObject({ status: 'not_ready', draining: true });
     });
   });
 });

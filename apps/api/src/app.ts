@@ -1,5 +1,5 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import type { Ledger } from '@vouch/ledger';
+import { createRecords, type Ledger, type Records } from '@vouch/ledger';
 import { requestId } from 'hono/request-id';
 import { authenticate } from './auth/authenticate';
 import { createKeyStore, type KeyStore } from './auth/key-store';
@@ -11,15 +11,24 @@ import { validationHook } from './http/validation-hook';
 import { type Limits, resolveLimits } from './limits';
 import { type Logger, silentLogger } from './logger';
 import { registerOpenApiRoutes } from './openapi/routes';
+import { registerApprovalRoutes } from './routes/approvals';
 import { registerAuditRoutes } from './routes/audit';
 import { databaseReadiness, type Readiness, registerHealthRoutes } from './routes/health';
 import { registerKeyRoutes } from './routes/keys';
+import { registerObservationRoutes } from './routes/observations';
+import { registerProposalRoutes } from './routes/proposals';
+import { registerToolRoutes } from './routes/tools';
+import { emptyVerificationHost, type VerificationHost } from './verification';
 
 /** Everything the HTTP app needs, injected so tests can run it with `app.request()` and no socket. */
 export interface AppOptions {
   ledger: Ledger;
   /** Defaults to the key store over the ledger's database. */
   keys?: KeyStore;
+  /** Defaults to `createRecords(ledger)` with the built-in policy. */
+  records?: Records;
+  /** The verifiers `POST /v1/observations/{id}/verify` runs; default none (every check inconclusive). */
+  verification?: VerificationHost;
   logger?: Logger;
   limits?: Partial<Limits>;
   /** Defaults to: the database answers and every migration is applied. */
@@ -48,6 +57,8 @@ export function createApp(options: AppOptions): VouchApp {
   const logger = options.logger ?? silentLogger;
   const limits = resolveLimits(options.limits);
   const keys = options.keys ?? createKeyStore(options.ledger);
+  const records = options.records ?? createRecords(options.ledger);
+  const verification = options.verification ?? emptyVerificationHost();
   const draining = options.draining ?? (() => false);
   const baseReadiness = options.readiness ?? (() => databaseReadiness(options.ledger.database));
   const readiness = async (): Promise<Readiness> => {
@@ -75,12 +86,19 @@ export function createApp(options: AppOptions): VouchApp {
       throw new ApiError('NOT_READY', 'the server is shutting down; retry against another instance');
     }
     await next();
+    // A request that was in flight when shutdown began: let it finish, then close its
+    // connection so the server is not kept open by an idle keep-alive socket.
+    if (draining()) c.header('Connection', 'close');
   });
   app.use('/v1/*', authenticate(keys));
 
   registerHealthRoutes(app, { readiness });
   registerOpenApiRoutes(app, { version: options.version ?? '0.1.0' });
   registerKeyRoutes(app, { keys });
+  registerToolRoutes(app, { records });
+  registerProposalRoutes(app, { records, verification });
+  registerApprovalRoutes(app, { records });
+  registerObservationRoutes(app, { records, ledger: options.ledger, verification });
   registerAuditRoutes(app, { ledger: options.ledger });
 
   app.notFound((c) =>

@@ -22,6 +22,8 @@ export const API_ERROR_CODES = [
   // resources
   'NOT_FOUND',
   'KEY_NOT_FOUND',
+  // execution
+  'PRECONDITION_FAILED',
   // service state
   'NOT_READY',
   'NOT_CONFIGURED',

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
+import { type ServerType, serve } from '@hono/node-server';
 import { createLedger, type Database, type Ledger, migrate } from '@vouch/ledger';
 import { createApp } from './app';
 import { createKeyStore } from './auth/key-store';
@@ -13,6 +13,8 @@ export interface RunningServer {
   port: number;
   database: Database;
   ledger: Ledger;
+  /** The Node HTTP server, for embedding (and for tests that need its events). */
+  httpServer: ServerType;
   /**
    * Graceful stop: refuse new requests, let in-flight ones finish (up to the grace period),
    * drain pending appends, close the database. Safe to call more than once.
@@ -100,7 +102,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       })();
       return closing;
     };
-    return { url, port: address.port, database, ledger, close };
+    return { url, port: address.port, database, ledger, httpServer: server, close };
   } catch (error) {
     await ledger?.close().catch(() => {});
     await database.close().catch(() => {});

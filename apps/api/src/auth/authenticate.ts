@@ -31,6 +31,7 @@ export function authenticate(keys: KeyStore): MiddlewareHandler<AppEnv> {
       keyId: key.id,
       identity: key.identity,
       roles: key.roles,
+      scopes: key.scopes,
       environments: key.environments,
       logs: key.logs,
     });

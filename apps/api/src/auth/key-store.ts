@@ -1,8 +1,12 @@
 import { apiKeys, type Ledger } from '@vouch/ledger';
-import { count, eq } from 'drizzle-orm';
+import { count, eq, getTableColumns } from 'drizzle-orm';
 import { ApiError } from '../errors';
 import { generateApiKey, hashApiKey, MIN_SUPPLIED_KEY_LENGTH, newKeyId } from './api-key';
 import { isRole, type Role } from './roles';
+
+// Scopes need the api_keys.scopes column (requested from the ledger owner); until it exists,
+// keys carry no scopes and a tool with required scopes is denied by the policy.
+const SCOPES_COLUMN = 'scopes' in getTableColumns(apiKeys);
 
 /** The log that records key creation and revocation (and nothing a caller controls). */
 export const SYSTEM_LOG = 'system';
@@ -12,6 +16,8 @@ export interface StoredApiKey {
   id: string;
   identity: string;
   roles: Role[];
+  /** Matched against a tool's `required_scopes` (e.g. `billing:write`). */
+  scopes: string[];
   environments: string[] | null;
   logs: string[] | null;
   createdBy: string;
@@ -23,6 +29,7 @@ export interface StoredApiKey {
 export interface NewApiKey {
   identity: string;
   roles: Role[];
+  scopes?: string[];
   environments?: string[] | null;
   logs?: string[] | null;
   /** The identity issuing it (from the admin's key, or `system:bootstrap`). */
@@ -46,13 +53,14 @@ export interface KeyStore {
   bootstrapAdmin(options?: { secret?: string }): Promise<{ key: StoredApiKey; secret: string } | null>;
 }
 
-type Row = typeof apiKeys.$inferSelect;
+type Row = typeof apiKeys.$inferSelect & { scopes?: string[] | null };
 
 function toStored(row: Row): StoredApiKey {
   return {
     id: row.id,
     identity: row.identity,
     roles: (row.roles ?? []).filter(isRole),
+    scopes: row.scopes ?? [],
     environments: row.environments ?? null,
     logs: row.logs ?? null,
     createdBy: row.createdBy,
@@ -68,6 +76,7 @@ function auditPayload(key: StoredApiKey) {
     id: key.id,
     identity: key.identity,
     roles: key.roles,
+    scopes: key.scopes,
     environments: key.environments,
     logs: key.logs,
     created_by: key.createdBy,
@@ -98,13 +107,19 @@ export function createKeyStore(ledger: Ledger): KeyStore {
         id,
         identity: input.identity,
         roles: [...new Set(input.roles)],
+        scopes: [...new Set(input.scopes ?? [])],
         environments: input.environments ?? null,
         logs: input.logs ?? null,
         createdBy: input.createdBy,
         createdAt: tx.now,
         revokedAt: null,
       };
-      await tx.db.insert(apiKeys).values({ ...key, keyHash: hashApiKey(secret) });
+      const { scopes, ...columns } = key;
+      // TODO(lead): drop the guard once api_keys.scopes has landed everywhere.
+      const row = SCOPES_COLUMN ? { ...columns, scopes } : columns;
+      await tx.db
+        .insert(apiKeys)
+        .values({ ...row, keyHash: hashApiKey(secret) } as typeof apiKeys.$inferInsert);
       await tx.append({
         kind: 'api_key.created',
         entity: key.id,

@@ -10,6 +10,8 @@ export interface Principal {
   /** `agent:…`, `service:…`, `user:…` or `system:…`. */
   identity: string;
   roles: readonly Role[];
+  /** What the key may touch, matched against a tool's `required_scopes` by the policy. */
+  scopes: readonly string[];
   /** Environments this key may act in; `null` means any. */
   environments: readonly string[] | null;
   /** Logs this key may read or write; `null` means any. */

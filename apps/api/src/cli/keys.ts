@@ -9,7 +9,7 @@ import { CreateKeyBodySchema } from '../schemas/keys';
 import { explainFailure } from './errors';
 import { CliError, type CliIo, EXIT } from './io';
 
-export const KEYS_USAGE = `vouch keys create --identity ID --role ROLE [--role ROLE…] [--env ENV…] [--log LOG…] [--json]
+export const KEYS_USAGE = `vouch keys create --identity ID --role ROLE [--role ROLE…] [--scope S…] [--env ENV…] [--log LOG…] [--json]
 vouch keys list [--json]
 vouch keys revoke KEY_ID
 
@@ -18,6 +18,7 @@ A new key is printed once on stdout; only its SHA-256 is stored.
 
   --identity ID   agent:…, service:… or user:…
   --role ROLE     ${ROLES.join(', ')} (repeat for several)
+  --scope S       a scope a tool may require, e.g. billing:write (repeatable)
   --env ENV       limit the key to an environment (repeatable); default: any
   --log LOG       limit the key to a log (repeatable); default: any
 
@@ -44,6 +45,7 @@ async function openStore(io: CliIo) {
 
 function describeKey(key: StoredApiKey): string {
   const limits = [
+    key.scopes.length > 0 ? `scopes ${key.scopes.join(', ')}` : 'no scopes',
     key.environments ? `environments ${key.environments.join(', ')}` : 'any environment',
     key.logs ? `logs ${key.logs.join(', ')}` : 'any log',
   ].join('; ');
@@ -56,6 +58,7 @@ function parseKeysArgs(args: string[]) {
     options: {
       identity: { type: 'string' },
       role: { type: 'string', multiple: true },
+      scope: { type: 'string', multiple: true },
       env: { type: 'string', multiple: true },
       log: { type: 'string', multiple: true },
       json: { type: 'boolean' },
@@ -97,6 +100,7 @@ export async function runKeys(args: string[], io: CliIo): Promise<number> {
       const checked = CreateKeyBodySchema.safeParse({
         identity: values.identity,
         roles,
+        ...(values.scope ? { scopes: values.scope } : {}),
         ...(values.env ? { environments: values.env } : {}),
         ...(values.log ? { logs: values.log } : {}),
       });
@@ -111,6 +115,7 @@ export async function runKeys(args: string[], io: CliIo): Promise<number> {
       const { key, secret } = await opened.keys.create({
         identity: checked.data.identity,
         roles: checked.data.roles as Role[],
+        scopes: checked.data.scopes ?? [],
         environments: checked.data.environments ?? null,
         logs: checked.data.logs ?? null,
         createdBy: CLI_ACTOR,

@@ -1,8 +1,4 @@
 import { type CliIo, EXIT } from './io';
-import { KEYS_USAGE, runKeys } from './keys';
-import { MIGRATE_USAGE, runMigrate } from './migrate';
-import { runServe, SERVE_USAGE } from './serve';
-import { runVerify, VERIFY_USAGE } from './verify';
 
 export const USAGE = `vouch — verification and audit ledger for the actions AI agents take through tools
 
@@ -15,11 +11,12 @@ Commands:
 Storage: DATABASE_URL (Postgres), else PGlite in VOUCH_DATA_DIR (default ./.vouch/data).
 Run \`vouch <command> --help\` for details.`;
 
-const COMMANDS: Record<string, { run: (args: string[], io: CliIo) => Promise<number>; usage: string }> = {
-  serve: { run: runServe, usage: SERVE_USAGE },
-  migrate: { run: runMigrate, usage: MIGRATE_USAGE },
-  verify: { run: runVerify, usage: VERIFY_USAGE },
-  keys: { run: runKeys, usage: KEYS_USAGE },
+// Each command is loaded only when it runs: `vouch verify` never loads the HTTP stack.
+const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> = {
+  serve: async (args, io) => (await import('./serve')).runServe(args, io),
+  migrate: async (args, io) => (await import('./migrate')).runMigrate(args, io),
+  verify: async (args, io) => (await import('./verify')).runVerify(args, io),
+  keys: async (args, io) => (await import('./keys')).runKeys(args, io),
 };
 
 /** Run `vouch <argv>` and return its exit code. */
@@ -29,10 +26,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     (command === undefined ? io.err : io.out)(`${USAGE}\n`);
     return command === undefined ? EXIT.USAGE : EXIT.OK;
   }
-  const entry = COMMANDS[command];
-  if (!entry) {
+  const run = COMMANDS[command];
+  if (!run) {
     io.err(`vouch: unknown command ${command}\n\n${USAGE}\n`);
     return EXIT.USAGE;
   }
-  return entry.run(args, io);
+  return run(args, io);
 }

@@ -39,6 +39,12 @@ export function jsonBody(options: { required: boolean }): MiddlewareHandler<AppE
       );
     }
     const bytes = await readBodyLimited(c.req.raw, limits.bodyBytes);
+    if (bytes.byteLength === 0 && !options.required) {
+      // An optional body sent empty (a client that always sets the header) means "no fields".
+      (c.req.bodyCache as Record<string, unknown>).text = Promise.resolve('{}');
+      await next();
+      return;
+    }
     let text: string;
     try {
       text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);

@@ -13,6 +13,7 @@ export function keyView(key: StoredApiKey) {
     id: key.id,
     identity: key.identity,
     roles: key.roles,
+    scopes: key.scopes,
     environments: key.environments,
     logs: key.logs,
     created_by: key.createdBy,
@@ -32,9 +33,9 @@ const createKey = createRoute({
   middleware: [requireRole('admin'), jsonBody({ required: true })] as const,
   request: { body: { required: true, content: { 'application/json': { schema: CreateKeyBodySchema } } } },
   responses: {
-    201: { description: 'Issued', content: { 'application/json': { schema: CreatedKeySchema } } },
     ...commonErrors,
     ...bodyErrors,
+    201: { description: 'Issued', content: { 'application/json': { schema: CreatedKeySchema } } },
   },
 });
 
@@ -46,11 +47,11 @@ const listKeys = createRoute({
   security: bearerSecurity,
   middleware: [requireRole('admin')] as const,
   responses: {
+    ...commonErrors,
     200: {
       description: 'Every key, oldest first',
       content: { 'application/json': { schema: z.object({ keys: z.array(ApiKeySchema) }) } },
     },
-    ...commonErrors,
   },
 });
 
@@ -63,12 +64,12 @@ const revokeKey = createRoute({
   middleware: [requireRole('admin')] as const,
   request: { params: KeyIdParamSchema },
   responses: {
+    ...commonErrors,
     200: {
       description: 'Revoked (idempotent)',
       content: { 'application/json': { schema: z.object({ key: ApiKeySchema }) } },
     },
     404: errorResponseSpec('No such key (`KEY_NOT_FOUND`)'),
-    ...commonErrors,
   },
 });
 
@@ -90,6 +91,7 @@ export function registerKeyRoutes(app: VouchApp, deps: { keys: KeyStore }): void
     const { key, secret } = await deps.keys.create({
       identity: body.identity,
       roles: body.roles,
+      scopes: body.scopes ?? [],
       environments: body.environments ?? null,
       logs: body.logs ?? null,
       createdBy: principal.identity,

@@ -11,6 +11,14 @@ export const CreateKeyBodySchema = z
   .strictObject({
     identity: IdentitySchema,
     roles: z.array(z.enum(ROLES)).min(1).max(ROLES.length),
+    scopes: z
+      .array(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:*-]{0,127}$/))
+      .max(64)
+      .optional()
+      .openapi({
+        description: 'Scopes a tool may require, e.g. `billing:write`',
+        example: ['billing:write'],
+      }),
     environments: z
       .array(EnvironmentSchema)
       .min(1)
@@ -33,6 +41,7 @@ export const ApiKeySchema = z
     id: z.string().openapi({ example: 'key_3q2-7wVj0p8xW5aH' }),
     identity: z.string(),
     roles: z.array(z.enum(ROLES)),
+    scopes: z.array(z.string()),
     environments: z.array(z.string()).nullable(),
     logs: z.array(z.string()).nullable(),
     created_by: z.string(),

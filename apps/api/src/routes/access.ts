@@ -1,0 +1,27 @@
+import type { Role } from '../auth/roles';
+
+/**
+ * Which roles may call each record route. Kept in one place so the route definitions, their
+ * OpenAPI descriptions and a reader auditing the access rules all see the same list. (The
+ * table-driven test states its expectations independently, so it can catch a wrong entry.)
+ */
+export const ACCESS = {
+  // A gateway may register only what it discovered, as irreversible (see routes/tools.ts).
+  registerTool: ['admin', 'gateway'],
+  listTools: ['admin', 'gateway', 'auditor'],
+  propose: ['gateway'],
+  getProposal: ['gateway', 'policy', 'approver', 'verifier', 'auditor'],
+  decide: ['policy'],
+  authorize: ['gateway'],
+  listApprovals: ['approver', 'auditor'],
+  getApproval: ['approver', 'auditor', 'gateway'],
+  resolveApproval: ['approver'],
+  observe: ['gateway'],
+  runVerifiers: ['verifier', 'gateway'],
+  postVerification: ['verifier'],
+} as const satisfies Record<string, readonly Role[]>;
+
+/** "Roles: a, b." for an OpenAPI description. */
+export function rolesNote(roles: readonly Role[]): string {
+  return `Roles: ${roles.map((r) => `\`${r}\``).join(', ')}.`;
+}

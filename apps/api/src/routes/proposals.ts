@@ -1,0 +1,165 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Records } from '@vouch/ledger';
+import type { VouchApp } from '../app';
+import { assertEnvironment, requireRole } from '../auth/authorize';
+import { ApiError } from '../errors';
+import { jsonBody } from '../http/json-body';
+import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
+import {
+  ApprovalRequestSchema,
+  AuthorizationSchema,
+  AuthorizeInputSchema,
+  DecisionInputSchema,
+  DecisionSchema,
+  LogQuerySchema,
+  ProposalIdParamSchema,
+  ProposalInputSchema,
+  ProposalResultSchema,
+  StorySchema,
+} from '../schemas/records';
+import { runPhase, type VerificationHost } from '../verification';
+import { ACCESS, rolesNote } from './access';
+import { logOf, rawBody, recordContext } from './record-context';
+
+const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
+
+const propose = createRoute({
+  method: 'post',
+  path: '/v1/proposals',
+  tags: ['proposals'],
+  summary: 'Propose an action',
+  description: `A proposal is not a decision. With the built-in policy the answer carries the decision (201); with an external policy engine it waits for one (202). The same idempotency key with the same payload replays the stored result (200, \`replayed: true\`) and never re-executes; with another payload it is \`IDEMPOTENCY_CONFLICT\`. A key limited to environments cannot propose outside them. ${rolesNote(ACCESS.propose)}`,
+  security: bearerSecurity,
+  middleware: [requireRole(...ACCESS.propose), jsonBody({ required: true })] as const,
+  request: { query: LogQuerySchema, body: { required: true, content: json(ProposalInputSchema) } },
+  responses: {
+    ...commonErrors,
+    ...bodyErrors,
+    201: { description: 'Recorded and decided', content: json(ProposalResultSchema) },
+    202: { description: 'Recorded; awaiting an external decision', content: json(ProposalResultSchema) },
+    200: {
+      description: 'Replayed: this idempotency key was used with this payload',
+      content: json(ProposalResultSchema),
+    },
+    409: errorResponseSpec('The idempotency key was used for another payload (`IDEMPOTENCY_CONFLICT`)'),
+  },
+});
+
+const getProposal = createRoute({
+  method: 'get',
+  path: '/v1/proposals/{id}',
+  tags: ['proposals'],
+  summary: 'The whole story of a proposal',
+  description: `Proposal, decision, approval, observation, verifications, the derived outcome, and the audit events that record them. ${rolesNote(ACCESS.getProposal)}`,
+  security: bearerSecurity,
+  middleware: [requireRole(...ACCESS.getProposal)] as const,
+  request: { params: ProposalIdParamSchema, query: LogQuerySchema },
+  responses: {
+    ...commonErrors,
+    200: { description: 'The story', content: json(StorySchema) },
+    404: errorResponseSpec('No such proposal in this log (`NOT_FOUND`)'),
+  },
+});
+
+const decide = createRoute({
+  method: 'post',
+  path: '/v1/proposals/{id}/decision',
+  tags: ['proposals'],
+  summary: 'Record the decision of an external policy engine',
+  description: `One proposal, one decision (\`DECISION_EXISTS\`). No decision can make an unregistered tool executable (\`TOOL_NOT_REGISTERED\`). ${rolesNote(ACCESS.decide)}`,
+  security: bearerSecurity,
+  middleware: [requireRole(...ACCESS.decide), jsonBody({ required: true })] as const,
+  request: {
+    params: ProposalIdParamSchema,
+    query: LogQuerySchema,
+    body: { required: true, content: json(DecisionInputSchema) },
+  },
+  responses: {
+    ...commonErrors,
+    ...bodyErrors,
+    201: {
+      description: 'Recorded',
+      content: json(z.object({ decision: DecisionSchema, approval: ApprovalRequestSchema.nullable() })),
+    },
+    404: errorResponseSpec('No such proposal (`NOT_FOUND`)'),
+    409: errorResponseSpec('Already decided (`DECISION_EXISTS`)'),
+    422: errorResponseSpec('The tool is not registered (`TOOL_NOT_REGISTERED`)'),
+  },
+});
+
+const authorize = createRoute({
+  method: 'post',
+  path: '/v1/proposals/{id}/authorize',
+  tags: ['proposals'],
+  summary: 'Before executing: check the decision, run the preconditions, claim the approval',
+  description: `Call right before the tool call. Preconditions are checked first (a failed one is \`PRECONDITION_FAILED\` and claims nothing); then the decision and approval are checked and a single-use approval is claimed, so a second executor is refused up front. ${rolesNote(ACCESS.authorize)}`,
+  security: bearerSecurity,
+  middleware: [requireRole(...ACCESS.authorize), jsonBody({ required: false })] as const,
+  request: {
+    params: ProposalIdParamSchema,
+    query: LogQuerySchema,
+    body: { required: false, content: json(AuthorizeInputSchema) },
+  },
+  responses: {
+    ...commonErrors,
+    ...bodyErrors,
+    200: { description: 'Authorized: execute now', content: json(AuthorizationSchema) },
+    403: errorResponseSpec(
+      'Not authorized: `EXECUTION_NOT_AUTHORIZED`, `IDENTITY_MISMATCH`, `APPROVAL_SCOPE_MISMATCH`, or the key’s role',
+    ),
+    409: errorResponseSpec(
+      '`APPROVAL_EXPIRED`, `APPROVAL_CONSUMED`, `APPROVAL_PAYLOAD_MISMATCH`, `OBSERVATION_EXISTS`',
+    ),
+    412: errorResponseSpec('A precondition check failed (`PRECONDITION_FAILED`); details carry the checks'),
+  },
+});
+
+/** `/v1/proposals`: propose, read the story, decide (external policy), authorize execution. */
+export function registerProposalRoutes(
+  app: VouchApp,
+  deps: { records: Records; verification: VerificationHost },
+): void {
+  const { records } = deps;
+
+  app.openapi(propose, async (c) => {
+    const log = logOf(c);
+    // A staging gateway key cannot propose a production action: refused before anything is written.
+    assertEnvironment(c.get('principal'), c.req.valid('json').target.env);
+    const result = await records.propose(recordContext(c, log), rawBody(c));
+    const status = result.replayed ? 200 : result.decision === null ? 202 : 201;
+    return c.json(result as never, status);
+  });
+
+  app.openapi(getProposal, async (c) => {
+    const story = await records.story(logOf(c), c.req.valid('param').id);
+    return c.json(story as never, 200);
+  });
+
+  app.openapi(decide, async (c) => {
+    const log = logOf(c);
+    const { id } = c.req.valid('param');
+    const proposal = await records.getProposal(log, id);
+    assertEnvironment(c.get('principal'), proposal.target.env);
+    const result = await records.decide(recordContext(c, log), { ...rawBody(c), proposal_id: id });
+    return c.json(result as never, 201);
+  });
+
+  app.openapi(authorize, async (c) => {
+    const log = logOf(c);
+    const { id } = c.req.valid('param');
+    const proposal = await records.getProposal(log, id);
+    assertEnvironment(c.get('principal'), proposal.target.env);
+    let preconditions = null;
+    if (proposal.preconditions.length > 0) {
+      const outcome = await runPhase(deps.verification, { phase: 'pre', proposal, signal: c.req.raw.signal });
+      preconditions = { status: outcome.status, checks: outcome.checks };
+      if (outcome.status === 'failed') {
+        throw new ApiError('PRECONDITION_FAILED', `a precondition of proposal ${id} does not hold`, {
+          details: preconditions,
+        });
+      }
+    }
+    const authorization = await records.authorize(recordContext(c, log), { ...rawBody(c), proposal_id: id });
+    return c.json({ ...authorization, preconditions } as never, 200);
+  });
+}

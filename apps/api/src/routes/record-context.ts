@@ -1,0 +1,31 @@
+import type { RecordContext } from '@vouch/ledger';
+import type { Context } from 'hono';
+import { assertLog } from '../auth/authorize';
+import type { AppEnv } from '../http/app-env';
+
+/** The log a record route uses: `?log=`, default `default`; refused if the key may not use it. */
+export function logOf(c: Context<AppEnv>): string {
+  const log = c.req.query('log') ?? 'default';
+  assertLog(c.get('principal'), log);
+  return log;
+}
+
+/**
+ * Who is acting, for the records service: identity, scopes and environments come from the
+ * API key the request carried, never from its body.
+ */
+export function recordContext(c: Context<AppEnv>, log: string): RecordContext {
+  const principal = c.get('principal');
+  return {
+    log,
+    caller: { identity: principal.identity, scopes: principal.scopes, environments: principal.environments },
+  };
+}
+
+/** The body exactly as the client sent it (already bounded and checked), for the records service. */
+export function rawBody(c: Context<AppEnv>): Record<string, unknown> {
+  const body = c.get('jsonBody');
+  return body !== null && typeof body === 'object' && !Array.isArray(body)
+    ? (body as Record<string, unknown>)
+    : {};
+}

@@ -1,0 +1,80 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import type { Records } from '@vouch/ledger';
+import type { VouchApp } from '../app';
+import { hasRole, requireRole } from '../auth/authorize';
+import { ApiError } from '../errors';
+import { jsonBody } from '../http/json-body';
+import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
+import { LogQuerySchema, ToolInputSchema, ToolSchema } from '../schemas/records';
+import { ACCESS, rolesNote } from './access';
+import { logOf, rawBody, recordContext } from './record-context';
+
+const registerTool = createRoute({
+  method: 'post',
+  path: '/v1/tools',
+  tags: ['tools'],
+  summary: 'Register a tool, or a new version of it',
+  description: `An unregistered tool is never allowed. A side-effect class left out means \`irreversible\`; discovery is not authorization: a \`gateway\` key may register only what it discovered (\`source: discovery\`, irreversible), and a discovery never overrides an operator's registration. ${rolesNote(ACCESS.registerTool)}`,
+  security: bearerSecurity,
+  middleware: [requireRole(...ACCESS.registerTool), jsonBody({ required: true })] as const,
+  request: {
+    query: LogQuerySchema,
+    body: { required: true, content: { 'application/json': { schema: ToolInputSchema } } },
+  },
+  responses: {
+    ...commonErrors,
+    ...bodyErrors,
+    201: {
+      description: 'Registered (a new version)',
+      content: { 'application/json': { schema: z.object({ tool: ToolSchema, replayed: z.boolean() }) } },
+    },
+    200: {
+      description: 'The same registration again: the stored one, `replayed: true`',
+      content: { 'application/json': { schema: z.object({ tool: ToolSchema, replayed: z.boolean() }) } },
+    },
+    409: errorResponseSpec('Registered already; pass `replaces_version` (`TOOL_EXISTS`)'),
+  },
+});
+
+const listTools = createRoute({
+  method: 'get',
+  path: '/v1/tools',
+  tags: ['tools'],
+  summary: 'The latest registration of every tool of a log',
+  description: rolesNote(ACCESS.listTools),
+  security: bearerSecurity,
+  middleware: [requireRole(...ACCESS.listTools)] as const,
+  request: { query: LogQuerySchema },
+  responses: {
+    ...commonErrors,
+    200: {
+      description: 'Every tool',
+      content: { 'application/json': { schema: z.object({ tools: z.array(ToolSchema) }) } },
+    },
+  },
+});
+
+/** `/v1/tools`: the registry. */
+export function registerToolRoutes(app: VouchApp, deps: { records: Records }): void {
+  app.openapi(registerTool, async (c) => {
+    const log = logOf(c);
+    const principal = c.get('principal');
+    if (!hasRole(principal, 'admin')) {
+      // Discovery is not authorization: what a gateway saw on a tool server is recorded as
+      // discovered and irreversible; only an operator declares a tool safer than that.
+      const body = c.req.valid('json');
+      if (body.source !== 'discovery' || (body.side_effect ?? 'irreversible') !== 'irreversible') {
+        throw new ApiError(
+          'ROLE_FORBIDDEN',
+          'a gateway key may only register discovered tools (source: discovery, side_effect irreversible or left out)',
+          { details: { required: ['admin'], held: principal.roles } },
+        );
+      }
+    }
+    const { tool, replayed } = await deps.records.registerTool(recordContext(c, log), rawBody(c));
+    return c.json({ tool, replayed }, replayed ? 200 : 201);
+  });
+  app.openapi(listTools, async (c) => {
+    return c.json({ tools: await deps.records.listTools(logOf(c)) }, 200);
+  });
+}

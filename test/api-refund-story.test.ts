@@ -1,0 +1,305 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openDatabase } from '@vouch/ledger';
+import { createTestDatabase } from '@vouch/ledger/testing';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runVouch, type StorageEnv, startVouchServer, type VouchServer } from './helpers/server';
+
+interface Backend {
+  name: string;
+  setup(
+    dir: string,
+  ): Promise<{ storage: StorageEnv; open: () => ReturnType<typeof openDatabase>; drop(): Promise<void> }>;
+}
+
+const backends: Backend[] = [
+  {
+    name: 'pglite',
+    setup: async (dir) => {
+      const dataDir = join(dir, 'data');
+      return {
+        storage: { VOUCH_DATA_DIR: dataDir },
+        open: () => openDatabase({ dataDir }),
+        drop: async () => {},
+      };
+    },
+  },
+];
+if (process.env.DATABASE_URL) {
+  const serverUrl = process.env.DATABASE_URL;
+  backends.push({
+    name: 'postgres',
+    setup: async () => {
+      const { url, drop } = await createTestDatabase(serverUrl);
+      return { storage: { DATABASE_URL: url }, open: () => openDatabase({ url }), drop };
+    },
+  });
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely, then pinned with toMatchObject
+type Json = Record<string, any>;
+
+async function body(response: Response, status: number): Promise<Json> {
+  const json = (await response.json()) as Json;
+  expect({ status: response.status, body: json }).toMatchObject({ status });
+  return json;
+}
+
+describe.each(backends)('the refund story over real HTTP on $name', (backend) => {
+  let dir: string;
+  let env: Awaited<ReturnType<Backend['setup']>>;
+  let server: VouchServer;
+  const keys = {} as Record<'gateway' | 'stagingGateway' | 'alice' | 'verifier' | 'auditor', string>;
+  let proposalSeq = 0;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), `vouch-e2e-${backend.name}-`));
+    env = await backend.setup(dir);
+    server = await startVouchServer({ storage: env.storage, cwd: dir });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await env?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('issues keys for each party with the bootstrap admin key', async () => {
+    const issue = async (identity: string, roles: string[], extra: Json = {}) => {
+      const created = await body(
+        await server.call('POST', '/v1/keys', { key: server.adminKey, body: { identity, roles, ...extra } }),
+        201,
+      );
+      return created.secret as string;
+    };
+    keys.gateway = await issue('agent:billing-bot', ['gateway'], {
+      scopes: ['billing:write'],
+      environments: ['staging', 'production'],
+    });
+    keys.stagingGateway = await issue('agent:staging-bot', ['gateway'], {
+      scopes: ['billing:write'],
+      environments: ['staging'],
+    });
+    keys.alice = await issue('user:alice', ['approver']);
+    keys.verifier = await issue('service:reconciler', ['verifier']);
+    keys.auditor = await issue('user:audrey', ['auditor']);
+    expect(JSON.stringify(server.logs)).not.toContain(keys.alice);
+  });
+
+  let approvalId = '';
+  let proposalId = '';
+  let observationId = '';
+  const proposal = {
+    idempotency_key: 'refund-A-119',
+    action: 'refund.issue',
+    server_id: 'billing',
+    tool_name: 'refund.issue',
+    target: { kind: 'order', id: 'A-119', env: 'production' },
+    arguments: { order_id: 'A-119', amount: 4200, currency: 'EUR' },
+    side_effect: 'compensatable',
+    postconditions: [{ name: 'refund.recorded', params: { order_id: 'A-119', amount: 4200 } }],
+  };
+
+  it('registers refund.issue (compensatable, billing:write, staging + production, approval required)', async () => {
+    const { tool } = await body(
+      await server.call('POST', '/v1/tools', {
+        key: server.adminKey,
+        body: {
+          server_id: 'billing',
+          tool_name: 'refund.issue',
+          side_effect: 'compensatable',
+          required_scopes: ['billing:write'],
+          allowed_environments: ['staging', 'production'],
+          approval_required: true,
+        },
+      }),
+      201,
+    );
+    expect(tool).toMatchObject({ version: 1, side_effect: 'compensatable', approval_required: true });
+  });
+
+  it('refuses the proposal from a staging-only gateway key', async () => {
+    const refused = await body(
+      await server.call('POST', '/v1/proposals', { key: keys.stagingGateway, body: proposal }),
+      403,
+    );
+    expect(refused.error.code).toBe('ENVIRONMENT_FORBIDDEN');
+  });
+
+  it('proposes a refund of 4200 for A-119 in production and gets require_approval', async () => {
+    const result = await body(
+      await server.call('POST', '/v1/proposals', { key: keys.gateway, body: proposal }),
+      201,
+    );
+    expect(result.decision.verdict).toBe('require_approval');
+    expect(result.proposal.requester).toBe('agent:billing-bot');
+    expect(result.replayed).toBe(false);
+    proposalId = result.proposal.id;
+    approvalId = result.approval.id;
+    const replay = await body(
+      await server.call('POST', '/v1/proposals', { key: keys.gateway, body: proposal }),
+      200,
+    );
+    expect(replay).toMatchObject({ replayed: true, proposal: { id: proposalId } });
+    const conflict = await body(
+      await server.call('POST', '/v1/proposals', {
+        key: keys.gateway,
+        body: { ...proposal, arguments: { ...proposal.arguments, amount: 42_000 } },
+      }),
+      409,
+    );
+    expect(conflict.error.code).toBe('IDEMPOTENCY_CONFLICT');
+  });
+
+  it('refuses execution before approval, and records the attempt', async () => {
+    const refused = await body(
+      await server.call('POST', '/v1/observations', {
+        key: keys.gateway,
+        body: { proposal_id: proposalId, outcome: 'succeeded', transport_status: 200 },
+      }),
+      403,
+    );
+    expect(refused.error.code).toBe('EXECUTION_NOT_AUTHORIZED');
+  });
+
+  it('shows the approver exactly what will run, and lets a different user approve', async () => {
+    const view = await body(
+      await server.call('GET', `/v1/approvals/${approvalId}`, { key: keys.alice }),
+      200,
+    );
+    expect(view.payload).toMatchObject({
+      arguments: { amount: 4200 },
+      target: { env: 'production' },
+      side_effect: 'compensatable',
+    });
+    expect(view.status).toBe('pending');
+    const pending = await body(
+      await server.call('GET', '/v1/approvals?status=pending', { key: keys.alice }),
+      200,
+    );
+    expect(pending.approvals.map((a: Json) => a.request.id)).toContain(approvalId);
+    const gatewayTry = await body(
+      await server.call('POST', `/v1/approvals/${approvalId}/approve`, { key: keys.gateway }),
+      403,
+    );
+    expect(gatewayTry.error.code).toBe('ROLE_FORBIDDEN');
+    const approved = await body(
+      await server.call('POST', `/v1/approvals/${approvalId}/approve`, {
+        key: keys.alice,
+        body: { comment: 'customer called' },
+      }),
+      200,
+    );
+    expect(approved).toMatchObject({ status: 'approved', resolution: { resolver: 'user:alice' } });
+  });
+
+  it('records the observation (tool status 200) as the authorized identity', async () => {
+    await body(
+      await server.call('POST', `/v1/proposals/${proposalId}/authorize`, { key: keys.gateway }),
+      200,
+    );
+    const { observation } = await body(
+      await server.call('POST', '/v1/observations', {
+        key: keys.gateway,
+        body: {
+          proposal_id: proposalId,
+          outcome: 'succeeded',
+          result: { refund_id: 'rf_77', status: 'issued' },
+          transport_status: 200,
+        },
+      }),
+      201,
+    );
+    expect(observation.executed_by).toBe('agent:billing-bot');
+    observationId = observation.id;
+  });
+
+  it('derives failed from an independent check that fails', async () => {
+    const unverified = await body(
+      await server.call('POST', `/v1/observations/${observationId}/verify`, { key: keys.verifier }),
+      201,
+    );
+    // No verifier is configured for refund.recorded: "we did not look" is not "all is well".
+    expect(unverified.status).toBe('inconclusive');
+    const verification = await body(
+      await server.call('POST', '/v1/verifications', {
+        key: keys.verifier,
+        body: {
+          observation_id: observationId,
+          checks: [
+            {
+              name: 'refund.recorded',
+              status: 'fail',
+              source: 'ledger-db',
+              observed: { rows: 0 },
+              expected: { rows: 1 },
+              message: 'no refund row for A-119',
+            },
+          ],
+        },
+      }),
+      201,
+    );
+    expect(verification.status).toBe('failed');
+    const story = await body(
+      await server.call('GET', `/v1/proposals/${proposalId}`, { key: keys.auditor }),
+      200,
+    );
+    expect(story.outcome).toBe('failed');
+    expect(story.events.map((e: Json) => e.kind)).toEqual(
+      expect.arrayContaining([
+        'proposal',
+        'decision',
+        'approval_request',
+        'approval_resolution',
+        'observation',
+        'verification',
+      ]),
+    );
+    proposalSeq = story.events.find((e: Json) => e.kind === 'proposal').seq;
+    const report = await body(
+      await server.call('GET', '/v1/logs/default/verify', { key: keys.auditor }),
+      200,
+    );
+    expect(report).toMatchObject({ ok: true, failures: [] });
+  });
+
+  it('stops gracefully, and `vouch verify` reports the chain intact', async () => {
+    expect(await server.stop()).toBe(0);
+    expect(server.logs.map((l) => l.msg)).toContain('stopped');
+    const verify = await runVouch(['verify'], { storage: env.storage, cwd: dir });
+    expect({ code: verify.code, stderr: verify.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(verify.stdout).toMatch(/log default: INTACT/);
+  });
+
+  it('reports an edited event with its seq through the API', async () => {
+    const database = await env.open();
+    try {
+      await database.db.transaction(async (tx) => {
+        // As an attacker with owner access would: triggers off for this transaction only.
+        await database.rows(sql`set local session_replication_role = replica`, tx);
+        await database.rows(
+          sql`update audit_events set payload = replace(payload, '4200', '420000') where log_id = 'default' and seq = ${proposalSeq}`,
+          tx,
+        );
+      });
+    } finally {
+      await database.close();
+    }
+    server = await startVouchServer({ storage: env.storage, cwd: dir, adminKey: server.adminKey });
+    const report = await body(
+      await server.call('GET', '/v1/logs/default/verify', { key: keys.auditor }),
+      200,
+    );
+    expect(report.ok).toBe(false);
+    expect(report.failures.map((f: Json) => [f.seq, f.code])).toContainEqual([
+      proposalSeq,
+      'PAYLOAD_HASH_MISMATCH',
+    ]);
+    await server.stop();
+    const verify = await runVouch(['verify', '--log', 'default'], { storage: env.storage, cwd: dir });
+    expect(verify.code).toBe(1);
+    expect(verify.stdout).toContain(`seq ${proposalSeq}  PAYLOAD_HASH_MISMATCH`);
+  });
+});
