@@ -18,6 +18,7 @@ import { registerKeyRoutes } from './routes/keys';
 import { registerObservationRoutes } from './routes/observations';
 import { registerProposalRoutes } from './routes/proposals';
 import { registerToolRoutes } from './routes/tools';
+import { registerTransparencyRoutes } from './routes/transparency';
 import { emptyVerificationHost, type VerificationHost } from './verification';
 
 /** Everything the HTTP app needs, injected so tests can run it with `app.request()` and no socket. */
@@ -98,8 +99,9 @@ export function createApp(options: AppOptions): VouchApp {
   registerToolRoutes(app, { records });
   registerProposalRoutes(app, { records, verification });
   registerApprovalRoutes(app, { records });
-  registerObservationRoutes(app, { records, ledger: options.ledger, verification });
+  registerObservationRoutes(app, { records, verification });
   registerAuditRoutes(app, { ledger: options.ledger });
+  registerTransparencyRoutes(app, { ledger: options.ledger });
 
   app.notFound((c) =>
     errorResponse(c, {

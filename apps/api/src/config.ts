@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { redactUrl } from '@vouch/ledger';
+import { type TransparencyConfig, transparencyConfig } from './transparency/config';
 
 /** Where the ledger lives: a Postgres URL, or a PGlite data directory. */
 export type DatabaseTarget = { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string };
@@ -31,6 +32,8 @@ export interface ServeConfig {
   adminKey: string | undefined;
   /** How long shutdown waits for in-flight requests before closing their connections. */
   shutdownGraceMs: number;
+  /** Signed checkpoints: VOUCH_LOG_SIGNING_KEY, VOUCH_LOG_ORIGIN, VOUCH_CHECKPOINT_INTERVAL_MS (docs/transparency.md). */
+  transparency?: TransparencyConfig;
 }
 
 /** Thrown for settings that cannot work; the CLI prints the message and exits 2. */
@@ -58,5 +61,6 @@ export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
     host: env.HOST?.trim() || '127.0.0.1',
     adminKey: env.VOUCH_ADMIN_KEY?.trim() || undefined,
     shutdownGraceMs: integer(env, 'VOUCH_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    transparency: transparencyConfig(env),
   };
 }

@@ -6,6 +6,8 @@ import { createKeyStore } from './auth/key-store';
 import { describeTarget, type ServeConfig } from './config';
 import type { Logger } from './logger';
 import { openTarget } from './open-target';
+import { transparencyConfig } from './transparency/config';
+import { startCheckpoints } from './transparency/start-checkpoints';
 
 /** A running `vouch serve`. */
 export interface RunningServer {
@@ -46,7 +48,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   let ledger: Ledger | undefined;
   try {
     await migrate(database);
-    ledger = createLedger(database);
+    const checkpoints = startCheckpoints({
+      database,
+      config: config.transparency ?? transparencyConfig({}),
+      target: config.database,
+      logger,
+    });
+    ledger = createLedger(database, { afterAppend: checkpoints.afterAppend });
     const keys = createKeyStore(ledger);
     const bootstrapped = await keys.bootstrapAdmin(
       config.adminKey === undefined ? {} : { secret: config.adminKey },
@@ -97,6 +105,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           if ('closeIdleConnections' in server) server.closeIdleConnections();
         });
         await openLedger.close();
+        await checkpoints.close();
         await database.close();
         logger.info('stopped', {});
       })();

@@ -8,6 +8,7 @@ import { keyView } from '../routes/keys';
 import { CreateKeyBodySchema } from '../schemas/keys';
 import { explainFailure } from './errors';
 import { CliError, type CliIo, EXIT } from './io';
+import { runLogKeyCommand } from './keys-log';
 
 export const KEYS_USAGE = `vouch keys create --identity ID --role ROLE [--role ROLE…] [--scope S…] [--env ENV…] [--log LOG…] [--json]
 vouch keys list [--json]
@@ -72,6 +73,7 @@ function parseKeysArgs(args: string[]) {
 /** `vouch keys create|list|revoke`. */
 export async function runKeys(args: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = args;
+  if (sub === 'log-public' || sub === 'log-new') return runLogKeyCommand(sub, rest, io);
   let parsed: ReturnType<typeof parseKeysArgs>;
   try {
     parsed = parseKeysArgs(rest);

@@ -7,6 +7,7 @@ Commands:
   vouch migrate   apply database migrations
   vouch verify    verify the hash chain in the database
   vouch keys      issue, list and revoke API keys
+  vouch export    write a self-contained, signed audit bundle of a log
 
 Storage: DATABASE_URL (Postgres), else PGlite in VOUCH_DATA_DIR (default ./.vouch/data).
 Run \`vouch <command> --help\` for details.`;
@@ -17,6 +18,7 @@ const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> =
   migrate: async (args, io) => (await import('./migrate')).runMigrate(args, io),
   verify: async (args, io) => (await import('./verify')).runVerify(args, io),
   keys: async (args, io) => (await import('./keys')).runKeys(args, io),
+  export: async (args, io) => (await import('./export')).runExport(args, io),
 };
 
 /** Run `vouch <argv>` and return its exit code. */

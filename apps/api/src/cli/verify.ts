@@ -7,6 +7,7 @@ import { databaseTarget, describeTarget } from '../config';
 import { openTarget } from '../open-target';
 import { explainFailure } from './errors';
 import { CliError, type CliIo, EXIT } from './io';
+import { isTransparencyVerify, runTransparencyVerify } from './verify-transparency';
 
 export const VERIFY_USAGE = `vouch verify [--log L] [--expect-head SEQ:HASH] [--json]
 
@@ -60,6 +61,7 @@ function printHuman(io: CliIo, report: ChainReport): void {
 
 /** `vouch verify`: exit 0 intact, 1 broken, 2 usage or connection error. */
 export async function runVerify(args: string[], io: CliIo): Promise<number> {
+  if (isTransparencyVerify(args)) return runTransparencyVerify(args, io);
   let values: { log?: string; 'expect-head'?: string; json?: boolean; help?: boolean };
   try {
     ({ values } = parseArgs({

@@ -25,6 +25,10 @@ const EXPECTED: Record<string, readonly Role[]> = {
   'GET /v1/logs/{log}/head': ['auditor'],
   'GET /v1/logs/{log}/verify': ['auditor'],
   'GET /v1/logs/{log}/export': ['auditor'],
+  'GET /v1/logs/{log}/checkpoint': ['auditor'],
+  'GET /v1/logs/{log}/checkpoints/{tree_size}': ['auditor'],
+  'GET /v1/logs/{log}/proofs/inclusion': ['auditor'],
+  'GET /v1/logs/{log}/proofs/consistency': ['auditor'],
 };
 
 let h: Harness;

@@ -1,6 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { auditEvents, type Ledger, LedgerError, type ObservationRecord, type Records } from '@vouch/ledger';
-import { and, eq } from 'drizzle-orm';
+import type { Records } from '@vouch/ledger';
 import type { VouchApp } from '../app';
 import { requireRole } from '../auth/authorize';
 import { jsonBody } from '../http/json-body';
@@ -78,27 +77,10 @@ const postVerification = createRoute({
   },
 });
 
-/**
- * The observation exactly as its audit event recorded it (the payload of an `observation`
- * event is the record). Reading the chain rather than the record table means the verifiers see
- * what was hashed; recording the verification still requires the record row to exist.
- */
-async function observationFromChain(ledger: Ledger, log: string, id: string): Promise<ObservationRecord> {
-  const [event] = await ledger.database.db
-    .select({ payload: auditEvents.payload })
-    .from(auditEvents)
-    .where(and(eq(auditEvents.logId, log), eq(auditEvents.entityId, id), eq(auditEvents.kind, 'observation')))
-    .limit(1);
-  if (!event) {
-    throw new LedgerError('NOT_FOUND', `observation ${id} does not exist in this log`, { details: { id } });
-  }
-  return JSON.parse(event.payload) as ObservationRecord;
-}
-
 /** `/v1/observations` and `/v1/verifications`: what happened, and whether it is true. */
 export function registerObservationRoutes(
   app: VouchApp,
-  deps: { records: Records; ledger: Ledger; verification: VerificationHost },
+  deps: { records: Records; verification: VerificationHost },
 ): void {
   const { records } = deps;
 
@@ -111,7 +93,7 @@ export function registerObservationRoutes(
   app.openapi(verify, async (c) => {
     const log = logOf(c);
     const { id } = c.req.valid('param');
-    const observation = await observationFromChain(deps.ledger, log, id);
+    const observation = await records.getObservation(log, id);
     const proposal = await records.getProposal(log, observation.proposal_id);
     const outcome = await runPhase(deps.verification, {
       phase: 'post',
