@@ -1,0 +1,317 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { generateNoteKeys, openCheckpoint, parseSignerKey } from '@vouch/audit';
+import {
+  createLedger,
+  type Database,
+  type Ledger,
+  logOrigin,
+  merkleAppendHook,
+  migrate,
+  openDatabase,
+  signLogCheckpoint,
+} from '@vouch/ledger';
+import { createTestDatabase } from '@vouch/ledger/testing';
+import { type SQL, sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type StorageEnv, startVouchServer, VOUCH_BIN, type VouchServer } from './helpers/server';
+
+// The done-when of issue 6, end to end: a real `vouch serve` process signs checkpoints after
+// appends; an auditor keeps one and runs the real `vouch verify --since` against the server
+// and against exported bundles; an operator with full database access and the signing key
+// rewrites history in three ways. Each rewrite is caught with its own verdict, including
+// the full rewrite that recomputes the chain, which plain chain verification cannot see.
+
+interface Backend {
+  name: string;
+  setup(dir: string): Promise<{ storage: StorageEnv; open(): Promise<Database>; drop(): Promise<void> }>;
+}
+
+const backends: Backend[] = [
+  {
+    name: 'pglite',
+    setup: async (dir) => {
+      const dataDir = join(dir, 'data');
+      return {
+        storage: { VOUCH_DATA_DIR: dataDir },
+        open: () => openDatabase({ dataDir }),
+        drop: async () => {},
+      };
+    },
+  },
+];
+if (process.env.DATABASE_URL) {
+  const serverUrl = process.env.DATABASE_URL;
+  backends.push({
+    name: 'postgres',
+    setup: async () => {
+      const { url, drop } = await createTestDatabase(serverUrl);
+      return { storage: { DATABASE_URL: url }, open: () => openDatabase({ url }), drop };
+    },
+  });
+}
+
+const PREFIX = 'audit.example/vouch';
+const keys = generateNoteKeys(PREFIX);
+const signing = {
+  origin: (log: string) => logOrigin(PREFIX, log),
+  signers: [parseSignerKey(keys.signerKey)],
+};
+/** The logs an operator will tamper with, each 8 events with checkpoints at 4 and 8. */
+const LOGS = ['truncated', 'truncated-under-checkpoint', 'rewritten', 'forked'] as const;
+
+const note = (log: string, i: number, text = `event ${i}`) => ({
+  log,
+  kind: 'note',
+  entity: `e${i}`,
+  actor: 'user:alice',
+  payload: { i, text },
+});
+
+/** Run `vouch` to completion with exactly this environment. */
+function vouch(args: string[], env: NodeJS.ProcessEnv, cwd: string) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, [VOUCH_BIN, ...args], {
+      cwd,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      stdout += c;
+    });
+    child.stderr.setEncoding('utf8').on('data', (c: string) => {
+      stderr += c;
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe.each(backends)('transparency end to end on $name', (backend) => {
+  let dir: string;
+  let env: Awaited<ReturnType<Backend['setup']>>;
+  let server: VouchServer | undefined;
+  let auditor: string;
+  const serverEnv = { VOUCH_LOG_SIGNING_KEY: keys.signerKey, VOUCH_CHECKPOINT_INTERVAL_MS: '0' };
+  const trustFile = (log: string) => join(dir, `${log}.checkpoint`);
+
+  /** Work on the database as its operator, with the server stopped (PGlite serves one process). */
+  async function asOperator(work: (database: Database, ledger: Ledger) => Promise<void>): Promise<void> {
+    await server?.stop();
+    server = undefined;
+    const database = await env.open();
+    const ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
+    try {
+      await work(database, ledger);
+    } finally {
+      await ledger.close();
+      await database.close();
+    }
+  }
+
+  async function start(): Promise<VouchServer> {
+    server = await startVouchServer({ storage: env.storage, cwd: dir, env: serverEnv });
+    return server;
+  }
+
+  /** `vouch verify --since` against the running server, with the JSON report parsed. */
+  async function sinceUrl(log: string, extra: string[] = []) {
+    const result = await vouch(
+      [
+        'verify',
+        '--since',
+        trustFile(log),
+        '--url',
+        server!.url,
+        '--key',
+        auditor,
+        '--public-key',
+        keys.verifierKey,
+        '--json',
+        ...extra,
+      ],
+      {},
+      dir,
+    );
+    return { ...result, report: result.code === 2 ? result.stderr : JSON.parse(result.stdout) };
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), `vouch-transparency-${backend.name}-`));
+    env = await backend.setup(dir);
+    const database = await env.open();
+    await migrate(database);
+    await database.close();
+    await asOperator(async (db, ledger) => {
+      for (const log of LOGS) {
+        for (let i = 1; i <= 8; i++) {
+          await ledger.append(note(log, i));
+          if (i === 4 || i === 8) await signLogCheckpoint(db, { log, ...signing });
+        }
+      }
+    });
+    const running = await start();
+    const created = await running.call('POST', '/v1/keys', {
+      key: running.adminKey,
+      body: { identity: 'user:audrey', roles: ['auditor'] },
+    });
+    expect(created.status).toBe(201);
+    auditor = ((await created.json()) as { secret: string }).secret;
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await env?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The server's latest checkpoint of `log` once it covers `size` events (it signs after the append commits). */
+  async function checkpointAtLeast(log: string, size: number): Promise<{ tree_size: number; note: string }> {
+    for (let attempt = 0; attempt < 400; attempt++) {
+      const response = await server!.call('GET', `/v1/logs/${log}/checkpoint`, { key: auditor });
+      if (response.status === 200) {
+        const body = (await response.json()) as { tree_size: number; note: string };
+        if (body.tree_size >= size) return body;
+      }
+      // Signing happens in the server process: there is no event to await over HTTP.
+      await delay(25);
+    }
+    throw new Error(`no checkpoint of ${log} at ${size} events`);
+  }
+
+  const headOf = async (log: string) =>
+    (
+      (await (await server!.call('GET', `/v1/logs/${log}/head`, { key: auditor })).json()) as {
+        head: { seq: number };
+      }
+    ).head.seq;
+
+  describe('when the server appends', () => {
+    it('signs a checkpoint of the head, and verify --since follows the log as it only grows', async () => {
+      const first = await checkpointAtLeast('system', await headOf('system'));
+      expect(
+        openCheckpoint(first.note, { verifiers: [keys.verifierKey], origin: `${PREFIX}/system` }).ok,
+      ).toBe(true);
+      const init = await sinceUrl('system', ['--init', '--log', 'system']);
+      expect([init.code, init.report.status]).toEqual([0, 'CONSISTENT']);
+
+      await server!.call('POST', '/v1/keys', {
+        key: server!.adminKey,
+        body: { identity: 'user:ann', roles: ['auditor'] },
+      });
+      const grown = await checkpointAtLeast('system', first.tree_size + 1);
+      const again = await sinceUrl('system');
+      expect([again.code, again.report.status]).toEqual([0, 'CONSISTENT']);
+      expect(again.report.latest.tree_size).toBe(grown.tree_size);
+      expect(readFileSync(trustFile('system'), 'utf8')).toBe(grown.note);
+    });
+
+    it('gives each tampering test log a trusted checkpoint at 8 events', async () => {
+      const results = await Promise.all(LOGS.map((log) => sinceUrl(log, ['--init', '--log', log])));
+      expect(results.map((r) => [r.code, r.report.latest?.tree_size])).toEqual(LOGS.map(() => [0, 8]));
+    });
+  });
+
+  describe('when the operator rewrites history with database access and the signing key', () => {
+    const trusted: Record<string, string> = {};
+    const tamper = (database: Database, statement: SQL) =>
+      database.db.transaction(async (tx) => {
+        // The operator owns the database: switch off the append-only triggers and link checks.
+        await database.rows(sql`set local session_replication_role = replica`, tx);
+        await database.rows(statement, tx);
+      });
+    /** Cut `log` back to `size` events: events, the Merkle nodes over later leaves, and optionally later checkpoints. */
+    const cutBack = async (database: Database, log: string, size: number, checkpoints = true) => {
+      await tamper(database, sql`delete from audit_events where log_id = ${log} and seq > ${size}`);
+      await tamper(
+        database,
+        sql`delete from merkle_nodes where log_id = ${log} and (idx + 1) * (1::bigint << level) > ${size}`,
+      );
+      if (checkpoints)
+        await tamper(database, sql`delete from checkpoints where log_id = ${log} and tree_size > ${size}`);
+    };
+
+    beforeAll(async () => {
+      for (const log of LOGS) trusted[log] = readFileSync(trustFile(log), 'utf8');
+      await asOperator(async (database, ledger) => {
+        // 1. Delete the last 2 events, and every trace of them.
+        await cutBack(database, 'truncated', 6);
+        // 2. Delete the last 2 events, but leave the checkpoints that covered them.
+        await cutBack(database, 'truncated-under-checkpoint', 6, false);
+        // 3. Rewrite event 3 and recompute the chain, the Merkle tree and a checkpoint after it.
+        await cutBack(database, 'rewritten', 2);
+        await ledger.append(note('rewritten', 3, 'refund approved by nobody'));
+        for (let i = 4; i <= 8; i++) await ledger.append(note('rewritten', i));
+        await signLogCheckpoint(database, { log: 'rewritten', ...signing });
+        // 4. Fork from the old checkpoint at 4 events into a longer, different history.
+        await cutBack(database, 'forked', 4);
+        for (let i = 5; i <= 10; i++) await ledger.append(note('forked', i, 'another history'));
+        await signLogCheckpoint(database, { log: 'forked', ...signing });
+
+        // The full rewrite is a valid chain: plain chain verification cannot tell.
+        expect(await ledger.verifyChain({ log: 'rewritten' })).toMatchObject({ ok: true, checked: 8 });
+      });
+    });
+
+    it('verify --since --bundle catches each rewrite in an exported bundle', async () => {
+      const exportEnv = { ...env.storage, VOUCH_LOG_SIGNING_KEY: keys.signerKey };
+      // Export signs at the head, so both truncations look alike in a bundle: export one.
+      const logs = ['truncated', 'rewritten', 'forked'] as const;
+      const bundle = (log: string) => join(dir, `${log}.bundle.jsonl`);
+      for (const log of logs) {
+        // One at a time: a PGlite data directory serves one process.
+        const exported = await vouch(['export', '--log', log], exportEnv, dir);
+        expect(exported.code).toBe(0);
+        writeFileSync(bundle(log), exported.stdout);
+      }
+      const [alone, ...checked] = await Promise.all([
+        // On its own, the rewritten bundle is intact: only the trusted checkpoint exposes it.
+        vouch(['verify', '--bundle', bundle('rewritten'), '--public-key', keys.verifierKey], {}, dir),
+        ...logs.map((log) =>
+          vouch(
+            [
+              'verify',
+              '--since',
+              trustFile(log),
+              '--bundle',
+              bundle(log),
+              '--public-key',
+              keys.verifierKey,
+              '--json',
+            ],
+            {},
+            dir,
+          ),
+        ),
+      ]);
+      expect(alone!.code).toBe(0);
+      expect(
+        Object.fromEntries(
+          logs.map((log, i) => [log, [checked[i]!.code, JSON.parse(checked[i]!.stdout).status]]),
+        ),
+      ).toEqual({
+        truncated: [1, 'TRUNCATED'],
+        rewritten: [1, 'FORKED'],
+        forked: [1, 'FORKED'],
+      });
+    });
+
+    it('verify --since --url catches each rewrite on the live server and keeps the trusted checkpoints', async () => {
+      await start();
+      const results = await Promise.all(LOGS.map((log) => sinceUrl(log)));
+      expect(
+        Object.fromEntries(LOGS.map((log, i) => [log, [results[i]!.code, results[i]!.report.status]])),
+      ).toEqual({
+        truncated: [1, 'TRUNCATED'],
+        'truncated-under-checkpoint': [1, 'TRUNCATED'],
+        rewritten: [1, 'FORKED'],
+        forked: [1, 'FORKED'],
+      });
+      for (const log of LOGS) expect(readFileSync(trustFile(log), 'utf8')).toBe(trusted[log]);
+    });
+  });
+});
