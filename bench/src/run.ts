@@ -5,6 +5,7 @@ import { helpText, parseOptions } from './options';
 import { type Figure, formatTable, writeResults } from './report';
 import { appendLatency } from './scenarios/append-latency';
 import { appendThroughput } from './scenarios/append-throughput';
+import { httpAppend } from './scenarios/http-append';
 import { verifyBundleFile } from './scenarios/verify-bundle';
 import { verifyDatabase } from './scenarios/verify-database';
 import { verifyMemory } from './scenarios/verify-memory';
@@ -53,6 +54,11 @@ for (const backend of options.backends) {
   if (wanted('append-latency')) {
     await step(`[${backend}] append latency`, () =>
       withDatabase(backend, (bench) => appendLatency(bench, backend, options)),
+    );
+  }
+  if (wanted('http-append')) {
+    await step(`[${backend}] append over HTTP`, () =>
+      withDatabase(backend, (bench) => httpAppend(bench, backend, options)),
     );
   }
   if (wanted('verify-database')) {

@@ -1,5 +1,5 @@
 import type { StoredEvent } from '@vouch/audit';
-import { createLedger, type LedgerOptions } from '@vouch/ledger';
+import { createLedger, type Ledger, type LedgerOptions, merkleAppendHook } from '@vouch/ledger';
 import type { BenchDatabase } from '../backends';
 import { execute } from '../backends';
 import { chainedEvents, multiRowInsert, rowOf } from '../dataset';
@@ -38,6 +38,8 @@ export async function appendThroughput(
 ): Promise<Figure[]> {
   await createPlainTable(bench);
   const ledger = createLedger(bench.database, ledgerOptions);
+  // What `vouch serve` runs: the same append path plus Merkle subtree storage in each batch.
+  const merkleLedger = createLedger(bench.database, { ...ledgerOptions, afterAppend: [merkleAppendHook] });
   const figures: Figure[] = [];
   let logNo = 0;
   try {
@@ -45,37 +47,27 @@ export async function appendThroughput(
       const payloadOf = payloadSource(bytes);
       // The baseline's rows: real chained events of this size, cycled with fresh seqs.
       const template = [...chainedEvents({ log: 'plain', count: RAW_BATCH, payloadBytes: bytes })];
-      const rawStatement = multiRowInsert('bench_plain', RAW_BATCH);
       for (const writers of options.writers) {
         const log = `throughput-${++logNo}`;
-        const chained = await closedLoop({
-          workers: writers,
-          warmupMs: options.warmupMs,
-          durationMs: options.durationMs,
-          op: async (w, i) => {
-            await ledger.append({
-              log,
-              kind: 'tool.call',
-              entity: `p-${w}-${i}`,
-              actor: 'agent:bench',
-              payload: payloadOf(w * 1_000_000 + i),
-            });
-            return 1;
-          },
-        });
-        const rawLog = `plain-${logNo}`;
-        let nextSeq = 1;
-        const raw = await closedLoop({
-          workers: Math.min(writers, RAW_CONNECTIONS),
-          warmupMs: options.warmupMs,
-          durationMs: options.durationMs,
-          op: async () => {
-            const first = nextSeq;
-            nextSeq += RAW_BATCH;
-            await execute(bench.database, rawStatement, rawRows(template, rawLog, first));
-            return RAW_BATCH;
-          },
-        });
+        const appendLoop = (target: Ledger, targetLog: string) =>
+          closedLoop({
+            workers: writers,
+            warmupMs: options.warmupMs,
+            durationMs: options.durationMs,
+            op: async (w, i) => {
+              await target.append({
+                log: targetLog,
+                kind: 'tool.call',
+                entity: `p-${w}-${i}`,
+                actor: 'agent:bench',
+                payload: payloadOf(w * 1_000_000 + i),
+              });
+              return 1;
+            },
+          });
+        const chained = await appendLoop(ledger, log);
+        const raw = await appendThroughputBaseline(bench, bytes, writers, options, template);
+        const merkle = await appendLoop(merkleLedger, `${log}-merkle`);
         figures.push(
           figure({
             scenario: 'append-throughput',
@@ -84,21 +76,69 @@ export async function appendThroughput(
             metric: 'chained appends',
             unit: 'events/s',
             value: chained.perSecond,
-            baseline: {
-              name: `plain INSERT x${RAW_BATCH}/tx, ${Math.min(writers, RAW_CONNECTIONS)} conn`,
-              value: raw.perSecond,
-            },
+            baseline: { name: raw.name, value: raw.perSecond },
             better: 'higher',
             ...(backend === 'postgres' && writers === 64 ? { target: { ratio: 0.8 } } : {}),
             extra: { writers, payloadBytes: bytes, chainedEvents: chained.units, rawRows: raw.units },
+          }),
+          figure({
+            scenario: 'append-throughput',
+            backend,
+            point: `${writers} writers, ${bytes} B`,
+            metric: 'chained + Merkle appends',
+            unit: 'events/s',
+            value: merkle.perSecond,
+            baseline: { name: raw.name, value: raw.perSecond },
+            better: 'higher',
+            extra: { writers, payloadBytes: bytes, chainedEvents: merkle.units, rawRows: raw.units },
           }),
         );
       }
     }
   } finally {
     await ledger.close();
+    await merkleLedger.close();
   }
   return figures;
+}
+
+let plainLogNo = 0;
+
+/**
+ * The baseline: rows of `bytes` payloads (real chained events, cycled with fresh seqs) in
+ * multi-row INSERTs of {@link RAW_BATCH} per transaction into the plain table, from
+ * min(writers, {@link RAW_CONNECTIONS}) connections, closed loop.
+ */
+export async function appendThroughputBaseline(
+  bench: BenchDatabase,
+  bytes: number,
+  writers: number,
+  options: BenchOptions,
+  template: readonly StoredEvent[] = [
+    ...chainedEvents({ log: 'plain', count: RAW_BATCH, payloadBytes: bytes }),
+  ],
+): Promise<{ name: string; perSecond: number; units: number }> {
+  await createPlainTable(bench);
+  const statement = multiRowInsert('bench_plain', RAW_BATCH);
+  const log = `plain-${++plainLogNo}`;
+  const connections = Math.min(writers, RAW_CONNECTIONS);
+  let nextSeq = 1;
+  const raw = await closedLoop({
+    workers: connections,
+    warmupMs: options.warmupMs,
+    durationMs: options.durationMs,
+    op: async () => {
+      const first = nextSeq;
+      nextSeq += RAW_BATCH;
+      await execute(bench.database, statement, rawRows(template, log, first));
+      return RAW_BATCH;
+    },
+  });
+  return {
+    name: `plain INSERT x${RAW_BATCH}/tx, ${connections} conn`,
+    perSecond: raw.perSecond,
+    units: raw.units,
+  };
 }
 
 function rawRows(template: readonly StoredEvent[], log: string, first: number): unknown[] {
