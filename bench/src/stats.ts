@@ -20,18 +20,19 @@ export function delay(ms: number): Promise<void> {
 
 /**
  * Run `op` from `workers` concurrent loops for `warmupMs + durationMs` and count the units
- * (`op` returns how many it did) completed inside the measured window.
+ * (`op` returns how many it did) completed inside the measured window (and in all).
  */
 export async function closedLoop(options: {
   workers: number;
   warmupMs: number;
   durationMs: number;
   op: (worker: number, iteration: number) => Promise<number>;
-}): Promise<{ perSecond: number; units: number; seconds: number }> {
+}): Promise<{ perSecond: number; units: number; seconds: number; totalUnits: number }> {
   const start = now();
   const windowStart = start + options.warmupMs;
   const windowEnd = windowStart + options.durationMs;
   let units = 0;
+  let totalUnits = 0;
   let firstError: unknown;
   await Promise.all(
     Array.from({ length: options.workers }, async (_, worker) => {
@@ -39,6 +40,7 @@ export async function closedLoop(options: {
         try {
           const done = await options.op(worker, i);
           const t = now();
+          totalUnits += done;
           if (t >= windowStart && t <= windowEnd) units += done;
         } catch (error) {
           firstError ??= error;
@@ -48,7 +50,7 @@ export async function closedLoop(options: {
   );
   if (firstError !== undefined) throw firstError;
   const seconds = options.durationMs / 1000;
-  return { perSecond: units / seconds, units, seconds };
+  return { perSecond: units / seconds, units, seconds, totalUnits };
 }
 
 /**

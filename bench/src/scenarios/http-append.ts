@@ -125,7 +125,7 @@ export async function httpAppend(
         },
       });
       const events = (await headSeq(agent, server, log)) - before;
-      const eventsPerProposal = events / Math.max(1, proposals.units);
+      const eventsPerProposal = events / Math.max(1, proposals.totalUnits);
       const ceiling = await closedLoop({
         workers: connections,
         warmupMs: options.warmupMs,
