@@ -25,5 +25,7 @@ export class AuditError extends Error {
 
 /** True for an `AuditError` from any copy of this package. */
 export function isAuditError(error: unknown): error is AuditError {
-  return error instanceof Error && error.name === 'AuditError' && typeof (error as AuditError).code === 'string';
+  return (
+    error instanceof Error && error.name === 'AuditError' && typeof (error as AuditError).code === 'string'
+  );
 }

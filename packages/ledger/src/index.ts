@@ -1,3 +1,17 @@
+/** Signed checkpoints: the store, the signer, the coalescing scheduler, and the log signing key. */
+export type { StoredCheckpoint } from './checkpoints/checkpoint-store';
+export { checkpointAt, latestCheckpoint } from './checkpoints/checkpoint-store';
+export type { Checkpointer, CheckpointerOptions } from './checkpoints/checkpointer';
+export { createCheckpointer } from './checkpoints/checkpointer';
+export type { SigningKeyFile } from './checkpoints/log-signing-key';
+export {
+  parseLogSigners,
+  readOrCreateSigningKeyFile,
+  SIGNING_KEY_FILE,
+  verifierKeysOf,
+} from './checkpoints/log-signing-key';
+export type { CheckpointSigning } from './checkpoints/sign-log-checkpoint';
+export { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';
 export type { Database, Db, OpenDatabaseOptions } from './database';
 export { openDatabase, ping, redactUrl, sqlStateOf } from './database';
 export type { LedgerErrorCode } from './errors';
@@ -5,6 +19,15 @@ export { isLedgerError, LEDGER_ERROR_CODES, LedgerError } from './errors';
 export type { AppendInput, EventLimits } from './event-input';
 export type { AppendHook, Ledger, LedgerOptions, LedgerTransaction } from './ledger';
 export { createLedger } from './ledger';
+/** Merkle storage: the append hook that keeps every complete subtree, and proofs read from it. */
+export { merkleAppendHook } from './merkle/merkle-append-hook';
+export {
+  merkleConsistencyProof,
+  merkleInclusionProof,
+  merkleRoot,
+  merkleTreeSize,
+  storedSubtrees,
+} from './merkle/merkle-proofs';
 export { migrate, migrationStatus, migrationsFolder } from './migrate';
 export type { ApprovalCheck, ApprovalRefusalCode, WindowRule } from './policy/approval-validity';
 export { checkApproval, isReusableRequest, shortestWindow } from './policy/approval-validity';
@@ -77,26 +100,3 @@ export type {
 export { SIDE_EFFECT_CLASSES } from './records/types';
 export { apiKeys, auditEvents, checkpoints, merkleNodes } from './schema/index';
 export type { VerifyChainOptions } from './verify-chain';
-/** Merkle storage: the append hook that keeps every complete subtree, and proofs read from it. */
-export { merkleAppendHook } from './merkle/merkle-append-hook';
-export {
-  merkleConsistencyProof,
-  merkleInclusionProof,
-  merkleRoot,
-  merkleTreeSize,
-  storedSubtrees,
-} from './merkle/merkle-proofs';
-/** Signed checkpoints: the store, the signer, the coalescing scheduler, and the log signing key. */
-export type { StoredCheckpoint } from './checkpoints/checkpoint-store';
-export { checkpointAt, latestCheckpoint } from './checkpoints/checkpoint-store';
-export type { Checkpointer, CheckpointerOptions } from './checkpoints/checkpointer';
-export { createCheckpointer } from './checkpoints/checkpointer';
-export type { SigningKeyFile } from './checkpoints/log-signing-key';
-export {
-  parseLogSigners,
-  readOrCreateSigningKeyFile,
-  SIGNING_KEY_FILE,
-  verifierKeysOf,
-} from './checkpoints/log-signing-key';
-export type { CheckpointSigning } from './checkpoints/sign-log-checkpoint';
-export { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';
