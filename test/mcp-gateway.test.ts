@@ -42,19 +42,12 @@ beforeAll(async () => {
   as.verifier = await issue('service:books-checker', ['verifier']);
   as.auditor = await issue('user:auditor', ['auditor']);
 
-  // The operator declares the read tool as read_only. The destructive one should be left to
-  // the gateway's discovery (irreversible); the API lets only `admin` post to /v1/tools yet,
-  // so the operator registers it the way discovery would, until a gateway key may.
+  // The operator declares the read tool as read_only; the destructive one is left to discovery.
   await as.admin.tools.register({
     server_id: 'bank',
     tool_name: 'get_balance',
     side_effect: 'read_only',
     allowed_environments: ['production'],
-  });
-  await as.admin.tools.register({
-    server_id: 'bank',
-    tool_name: 'close_account',
-    side_effect: 'irreversible',
   });
 
   booksPath = join(dir, 'books.json');
@@ -91,20 +84,21 @@ afterAll(async () => {
 
 describe('vouch-mcp-gateway in front of a real MCP server', () => {
   describe('when the agent lists tools', () => {
-    it('serves the upstream tools, and discovery leaves the registrations alone', async () => {
+    it('serves the upstream tools and registers the unknown one as discovered and irreversible', async () => {
       const { tools } = await gateway.agent.listTools();
       expect(tools.map((t) => t.name).sort()).toEqual(['close_account', 'get_balance']);
-      // readOnlyHint on close_account would be the governed server's own claim: not a class.
       const registry = await as.auditor.tools.list();
-      expect(registry.find((t) => t.tool_name === 'get_balance')).toMatchObject({ side_effect: 'read_only' });
       expect(registry.find((t) => t.tool_name === 'close_account')).toMatchObject({
         side_effect: 'irreversible',
+        source: 'discovery',
+        registered_by: 'agent:bank-gateway',
+      });
+      // An operator's registration is never overwritten by discovery.
+      expect(registry.find((t) => t.tool_name === 'get_balance')).toMatchObject({
+        side_effect: 'read_only',
+        source: 'manual',
       });
     });
-
-    it.todo(
-      'registers a tool the registry does not know as discovered and irreversible (needs POST /v1/tools for the gateway role)',
-    );
   });
 
   describe('when the agent calls the read-only tool', () => {
