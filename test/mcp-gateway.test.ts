@@ -9,7 +9,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createVouchClient, type Role, type VouchClient } from '@vouch/client';
 import { type ExecutionMeta, META_KEY } from '@vouch/mcp-gateway';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BankBooks, readBooks, writeBooks } from './helpers/mcp-bank-upstream';
+import { accountsDir, type BankBooks, readBooks, writeBooks } from './helpers/mcp-bank-upstream';
 import { BANK_UPSTREAM, type GatewayAgent, startGatewayAgent } from './helpers/mcp-gateway-process';
 import { startVouchServer, type VouchServer } from './helpers/server';
 
@@ -17,7 +17,7 @@ let dir: string;
 let server: VouchServer;
 let gateway: GatewayAgent;
 let booksPath: string;
-const as = {} as Record<'admin' | 'gatewayKey' | 'alice' | 'verifier' | 'auditor', VouchClient>;
+const as = {} as Record<'admin' | 'gatewayKey' | 'alice' | 'auditor', VouchClient>;
 
 const metaOf = (result: CallToolResult) => result._meta?.[META_KEY] as ExecutionMeta;
 const callsTo = (tool: string) => readBooks(booksPath).calls.filter((c) => c.tool === tool);
@@ -28,6 +28,37 @@ async function call(name: string, args: Record<string, unknown>): Promise<CallTo
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'vouch-mcp-e2e-'));
+  booksPath = join(dir, 'books.json');
+  writeBooks(booksPath, { accounts: { 'acct-1': 100, 'acct-2': 250 }, calls: [] } satisfies BankBooks);
+  // The server's verifier reads the bank's own account files: a source independent of the
+  // tool's answer (the observation's server is `bank`, the check's source `bank-books`).
+  writeFileSync(
+    join(dir, 'vouch.config.json'),
+    JSON.stringify({
+      verifiers: [
+        {
+          use: 'file',
+          name: 'bank-books',
+          handles: ['balance.reported'],
+          options: {
+            roots: [accountsDir(booksPath)],
+            path: '{arguments.account}.json',
+            source: 'bank-books',
+            assertions: [
+              {
+                op: 'json',
+                assert: {
+                  op: 'equals',
+                  pointer: '/balance',
+                  from: 'observation.result.tool_result.structuredContent.balance',
+                },
+              },
+            ],
+          },
+        },
+      ],
+    }),
+  );
   server = await startVouchServer({ storage: { VOUCH_DATA_DIR: join(dir, 'data') }, cwd: dir });
   const clientFor = (apiKey: string) => createVouchClient({ baseUrl: server.url, apiKey });
   as.admin = clientFor(server.adminKey);
@@ -39,7 +70,6 @@ beforeAll(async () => {
   };
   as.gatewayKey = await issue('agent:bank-gateway', ['gateway'], { environments: ['production'] });
   as.alice = await issue('user:alice', ['approver']);
-  as.verifier = await issue('service:books-checker', ['verifier']);
   as.auditor = await issue('user:auditor', ['auditor']);
 
   // The operator declares the read tool as read_only; the destructive one is left to discovery.
@@ -50,8 +80,6 @@ beforeAll(async () => {
     allowed_environments: ['production'],
   });
 
-  booksPath = join(dir, 'books.json');
-  writeBooks(booksPath, { accounts: { 'acct-1': 100, 'acct-2': 250 }, calls: [] } satisfies BankBooks);
   const configPath = join(dir, 'gateway.json');
   writeFileSync(
     configPath,
@@ -102,33 +130,26 @@ describe('vouch-mcp-gateway in front of a real MCP server', () => {
   });
 
   describe('when the agent calls the read-only tool', () => {
-    it('runs it once, records it, and an independent check verifies it', async () => {
+    it('runs it once, records it, and the server verifies it against an independent source', async () => {
       const result = await call('get_balance', { account: 'acct-1' });
       expect(result.structuredContent).toEqual({ account: 'acct-1', balance: 100 });
       const meta = metaOf(result);
-      expect(meta).toMatchObject({ status: 'executed', outcome: 'succeeded' });
+      expect(meta).toMatchObject({
+        status: 'executed',
+        outcome: 'succeeded',
+        verification: { status: 'passed' },
+      });
       expect(callsTo('get_balance')).toHaveLength(1);
 
-      // The verifier reads the bank's books, not the tool's answer: a source independent of the write.
-      const books = readBooks(booksPath);
-      const verification = await as.verifier.verifications.create({
-        observation_id: String(meta.observation_id),
-        checks: [
-          {
-            name: 'balance.reported',
-            status: books.accounts['acct-1'] === 100 ? 'pass' : 'fail',
-            source: 'bank-books',
-            observed_value: books.accounts['acct-1'] ?? null,
-          },
-        ],
-      });
-      expect(verification.status).toBe('passed');
       const story = await as.auditor.proposals.get(String(meta.proposal_id));
       expect(story.observation).toMatchObject({
         outcome: 'succeeded',
         tool_error: false,
         transport_status: null,
       });
+      expect(story.verification?.checks).toEqual([
+        expect.objectContaining({ name: 'balance.reported', status: 'pass', source: 'bank-books' }),
+      ]);
       expect(story.outcome).toBe('completed');
     });
   });

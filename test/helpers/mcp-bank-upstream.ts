@@ -3,7 +3,8 @@
 // It keeps its state in the BANK_BOOKS file, so the test can read what really happened
 // (every call that reached a tool) without asking the gateway or Vouch: the books are the
 // independent source.
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import {
@@ -19,9 +20,25 @@ export interface BankBooks {
   calls: { tool: string; arguments: Record<string, unknown> }[];
 }
 
-/** Write the books atomically (a reader never sees half a file). */
+/** Where the bank keeps one file per open account (`<name>.json`: `{ balance }`), beside the books. */
+export function accountsDir(booksPath: string): string {
+  return join(dirname(booksPath), 'accounts');
+}
+
+/** Write the books and the account files atomically (a reader never sees half a file). */
 export function writeBooks(path: string, books: BankBooks): void {
-  writeFileSync(`${path}.tmp`, JSON.stringify(books, null, 2));
+  const accounts = accountsDir(path);
+  mkdirSync(accounts, { recursive: true });
+  for (const [name, balance] of Object.entries(books.accounts))
+    atomicWrite(join(accounts, `${name}.json`), { balance });
+  for (const file of readdirSync(accounts)) {
+    if (!(file.replace(/\.json$/, '') in books.accounts)) rmSync(join(accounts, file));
+  }
+  atomicWrite(path, books);
+}
+
+function atomicWrite(path: string, value: unknown): void {
+  writeFileSync(`${path}.tmp`, JSON.stringify(value, null, 2));
   renameSync(`${path}.tmp`, path);
 }
 
