@@ -1,4 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '@vouch/ledger';
@@ -54,13 +56,45 @@ describe.each(backends)('the refund story over real HTTP on $name', (backend) =>
   const keys = {} as Record<'gateway' | 'stagingGateway' | 'alice' | 'verifier' | 'auditor', string>;
   let proposalSeq = 0;
 
+  let billing: Server;
+  const billingRequests: string[] = [];
+
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), `vouch-e2e-${backend.name}-`));
     env = await backend.setup(dir);
+    // The independent source: billing's own ledger API, which (in this story) has no refund
+    // of 4200 for A-119, whatever the refund tool answered.
+    billing = createServer((req, res) => {
+      billingRequests.push(req.url ?? '');
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ order_id: 'A-119', refunded_amount: 0 }));
+    });
+    await new Promise<void>((resolve) => billing.listen(0, '127.0.0.1', resolve));
+    const { port } = billing.address() as AddressInfo;
+    writeFileSync(
+      join(dir, 'vouch.config.json'),
+      JSON.stringify({
+        connections: { 'billing-ledger': { type: 'http', allowHosts: ['127.0.0.1'] } },
+        verifiers: [
+          {
+            use: 'http-json',
+            name: 'refund-recorded',
+            handles: ['refund.recorded'],
+            connection: 'billing-ledger',
+            options: {
+              url: `http://127.0.0.1:${port}/orders/{target.id}/refunds`,
+              source: 'billing-ledger',
+              assertions: [{ op: 'equals', pointer: '/refunded_amount', from: 'arguments.amount' }],
+            },
+          },
+        ],
+      }),
+    );
     server = await startVouchServer({ storage: env.storage, cwd: dir });
   });
   afterAll(async () => {
     await server?.stop();
+    await new Promise((resolve) => billing?.close(resolve));
     await env?.drop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -216,32 +250,30 @@ describe.each(backends)('the refund story over real HTTP on $name', (backend) =>
   });
 
   it('derives failed from an independent check that fails', async () => {
-    const unverified = await body(
+    const verification = await body(
       await server.call('POST', `/v1/observations/${observationId}/verify`, { key: keys.verifier }),
       201,
     );
-    // No verifier is configured for refund.recorded: "we did not look" is not "all is well".
-    expect(unverified.status).toBe('inconclusive');
-    const verification = await body(
+    // The refund tool said 200; billing's own ledger (an independent source) disagrees.
+    expect(verification.status).toBe('failed');
+    expect(verification.checks).toMatchObject([
+      { name: 'refund.recorded', status: 'fail', source: 'billing-ledger' },
+    ]);
+    expect(billingRequests).toEqual(['/orders/A-119/refunds']);
+    // An external verifier's checks are recorded too, and the status is still derived.
+    const external = await body(
       await server.call('POST', '/v1/verifications', {
         key: keys.verifier,
         body: {
           observation_id: observationId,
           checks: [
-            {
-              name: 'refund.recorded',
-              status: 'fail',
-              source: 'ledger-db',
-              observed: { rows: 0 },
-              expected: { rows: 1 },
-              message: 'no refund row for A-119',
-            },
+            { name: 'refund.recorded', status: 'fail', source: 'reconciliation-job', observed: { rows: 0 } },
           ],
         },
       }),
       201,
     );
-    expect(verification.status).toBe('failed');
+    expect(external.status).toBe('failed');
     const story = await body(
       await server.call('GET', `/v1/proposals/${proposalId}`, { key: keys.auditor }),
       200,

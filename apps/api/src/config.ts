@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { redactUrl } from '@vouch/ledger';
 import { type TransparencyConfig, transparencyConfig } from './transparency/config';
@@ -32,6 +33,8 @@ export interface ServeConfig {
   adminKey: string | undefined;
   /** How long shutdown waits for in-flight requests before closing their connections. */
   shutdownGraceMs: number;
+  /** The verifier configuration: `VOUCH_CONFIG`, else `./vouch.config.json` when it exists. */
+  verifierConfig: string | undefined;
   /** Signed checkpoints: VOUCH_LOG_SIGNING_KEY, VOUCH_LOG_ORIGIN, VOUCH_CHECKPOINT_INTERVAL_MS (docs/transparency.md). */
   transparency?: TransparencyConfig;
 }
@@ -61,6 +64,18 @@ export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
     host: env.HOST?.trim() || '127.0.0.1',
     adminKey: env.VOUCH_ADMIN_KEY?.trim() || undefined,
     shutdownGraceMs: integer(env, 'VOUCH_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    verifierConfig: verifierConfigPath(env, cwd),
     transparency: transparencyConfig(env),
   };
+}
+
+function verifierConfigPath(env: NodeJS.ProcessEnv, cwd: string): string | undefined {
+  const given = env.VOUCH_CONFIG?.trim();
+  if (given) {
+    const path = resolve(cwd, given);
+    if (!existsSync(path)) throw new ConfigError(`VOUCH_CONFIG=${given}: no such file (${path})`);
+    return path;
+  }
+  const conventional = resolve(cwd, 'vouch.config.json');
+  return existsSync(conventional) ? conventional : undefined;
 }

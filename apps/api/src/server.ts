@@ -8,6 +8,7 @@ import type { Logger } from './logger';
 import { openTarget } from './open-target';
 import { transparencyConfig } from './transparency/config';
 import { startCheckpoints } from './transparency/start-checkpoints';
+import { emptyVerificationHost, loadVerificationHost, type VerificationHost } from './verification';
 
 /** A running `vouch serve`. */
 export interface RunningServer {
@@ -46,8 +47,18 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const { config, logger } = options;
   const database = await openTarget(config.database);
   let ledger: Ledger | undefined;
+  let verification: VerificationHost | undefined;
   try {
     await migrate(database);
+    verification = config.verifierConfig
+      ? await loadVerificationHost(config.verifierConfig, logger)
+      : emptyVerificationHost();
+    if (verification.file) {
+      logger.info('verifiers loaded', {
+        file: verification.file,
+        verifiers: verification.registry.entries.map((e) => e.name),
+      });
+    }
     const checkpoints = startCheckpoints({
       database,
       config: config.transparency ?? transparencyConfig({}),
@@ -73,6 +84,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       keys,
       logger,
       draining: () => draining,
+      verification,
       ...(options.version ? { version: options.version } : {}),
     });
     const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host });
@@ -86,6 +98,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     logger.info('listening', { url, database: database.kind, location: describeTarget(config.database) });
 
     const openLedger = ledger;
+    const openVerification = verification;
     let closing: Promise<void> | undefined;
     const close = () => {
       closing ??= (async () => {
@@ -105,6 +118,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           if ('closeIdleConnections' in server) server.closeIdleConnections();
         });
         await openLedger.close();
+        await openVerification.close?.();
         await checkpoints.close();
         await database.close();
         logger.info('stopped', {});
@@ -114,6 +128,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     return { url, port: address.port, database, ledger, httpServer: server, close };
   } catch (error) {
     await ledger?.close().catch(() => {});
+    await verification?.close?.().catch(() => {});
     await database.close().catch(() => {});
     throw error;
   }

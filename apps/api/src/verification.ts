@@ -10,12 +10,33 @@ import {
   type VerifierPhase,
   type VerifierRegistry,
 } from '@vouch/verifier-sdk';
+import { loadVerifierConfig } from '@vouch/verifiers';
+import type { Logger } from './logger';
 
 /** The verifiers this server runs, validated at startup, and what it lends them. */
 export interface VerificationHost {
   registry: VerifierRegistry;
   grants?: Grants;
   logger?: VerifierLogger;
+  /** Where the registry came from, for the startup log. */
+  file?: string;
+  /** Close what the configuration opened (database pools of `sql` connections). */
+  close?(): Promise<void>;
+}
+
+/**
+ * Load the verifier configuration (`vouch.config.json` or `.ts`) with `@vouch/verifiers`:
+ * every verifier and its options are validated now, so a mistake stops the server at startup
+ * with the file and field, instead of turning every later check inconclusive.
+ */
+export async function loadVerificationHost(file: string, logger: Logger): Promise<VerificationHost> {
+  const loaded = await loadVerifierConfig(file);
+  return {
+    registry: loaded.registry,
+    file: loaded.file,
+    logger: { debug: () => {}, info: logger.info, warn: logger.warn, error: logger.error },
+    close: loaded.close,
+  };
 }
 
 /** A host with no verifiers: every condition is checked as `NO_VERIFIER`, i.e. inconclusive. */

@@ -116,6 +116,13 @@ export function createKeyStore(ledger: Ledger): KeyStore {
       };
       const { scopes, ...columns } = key;
       // TODO(lead): drop the guard once api_keys.scopes has landed everywhere.
+      if (!SCOPES_COLUMN && scopes.length > 0) {
+        // Dropping them silently would issue a key that cannot do what its owner was told.
+        throw new ApiError(
+          'NOT_CONFIGURED',
+          'this database cannot store key scopes yet (api_keys.scopes is missing)',
+        );
+      }
       const row = SCOPES_COLUMN ? { ...columns, scopes } : columns;
       await tx.db
         .insert(apiKeys)

@@ -14,6 +14,9 @@ production). Applies migrations first. Logs one JSON object per line on stdout.
   --port N   listen port (default PORT, else 8787; 0 picks a free port)
   --host H   listen address (default HOST, else 127.0.0.1)
 
+Verifiers: VOUCH_CONFIG names a vouch.config.json (or .ts); else ./vouch.config.json is
+used when it exists. Every verifier and its options are validated at startup.
+
 On a fresh install the first admin key is printed once on stderr, or taken from
 VOUCH_ADMIN_KEY. SIGTERM/SIGINT stop gracefully: no new requests, in-flight ones finish,
 pending appends commit, the database closes.`;

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { ApiError } from '../errors';
 import type { AppEnv } from './app-env';
 import { parseJsonBody } from './parse-json';
@@ -21,6 +21,7 @@ export function jsonBody(options: { required: boolean }): MiddlewareHandler<AppE
     const contentType = c.req.header('content-type');
     if (contentType === undefined) {
       const bytes = await readBodyLimited(c.req.raw, limits.bodyBytes);
+      cacheBody(c, bytes, '');
       if (bytes.byteLength > 0 || options.required) {
         throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'send the body as Content-Type: application/json', {
           details: { expected: 'application/json' },
@@ -41,7 +42,7 @@ export function jsonBody(options: { required: boolean }): MiddlewareHandler<AppE
     const bytes = await readBodyLimited(c.req.raw, limits.bodyBytes);
     if (bytes.byteLength === 0 && !options.required) {
       // An optional body sent empty (a client that always sets the header) means "no fields".
-      (c.req.bodyCache as Record<string, unknown>).text = Promise.resolve('{}');
+      cacheBody(c, bytes, '{}');
       await next();
       return;
     }
@@ -53,9 +54,18 @@ export function jsonBody(options: { required: boolean }): MiddlewareHandler<AppE
     }
     const value = parseJsonBody(text, { maxDepth: limits.jsonDepth });
     c.set('jsonBody', value);
-    // hono's HonoRequest keeps body reads as promises in `bodyCache`; `c.req.json()` (which
-    // the zod validator calls) parses the cached text instead of reading the spent stream.
-    (c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text);
+    cacheBody(c, bytes, text);
     await next();
   };
+}
+
+/**
+ * hono's HonoRequest keeps body reads as promises in `bodyCache`. The stream is spent once we
+ * have read it, so hand the validators that come after (zod-openapi's media-type gate reads
+ * the bytes, the zod validator calls `c.req.json()` on the text) the copies we already hold.
+ */
+function cacheBody(c: Context<AppEnv>, bytes: Uint8Array, text: string): void {
+  const cache = c.req.bodyCache as Record<string, unknown>;
+  cache.arrayBuffer = Promise.resolve(bytes.slice().buffer);
+  cache.text = Promise.resolve(text);
 }

@@ -218,6 +218,24 @@ describe('record routes', () => {
       expect(list.body.approvals.map((a: Json) => a.request.id)).not.toContain(approvalId);
     });
 
+    it('accepts an optional body sent empty, with or without a content type', async () => {
+      const variants: Array<Record<string, string>> = [{}, { 'content-type': 'application/json' }];
+      for (const headers of variants) {
+        const response = await h.app.request(`/v1/approvals/${approvalId}`, {
+          headers: { authorization: `Bearer ${k.alice}` },
+        });
+        expect(response.status).toBe(200);
+        const other = await call('POST', '/v1/proposals', k.gw, proposal('lookup'));
+        const authorized = await h.app.request(`/v1/proposals/${other.body.proposal.id}/authorize`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${k.gw}`, ...headers },
+          // Bytes, not a string: a string body would get a text/plain content type.
+          body: new Uint8Array(0),
+        });
+        expect(authorized.status).toBe(200);
+      }
+    });
+
     it('refuses approving one’s own request with 403 SELF_APPROVAL', async () => {
       const own = await call('POST', '/v1/proposals', k.selfie, proposal('refund'));
       const tried = await call('POST', `/v1/approvals/${own.body.approval.id}/approve`, k.selfie);
