@@ -7,11 +7,13 @@ import { createHarness, type Harness } from './testing/app-harness';
 
 let h: Harness;
 let admin: string;
+let gateway: string;
 const validKey = { identity: 'user:bob', roles: ['approver'] };
 
 beforeAll(async () => {
   h = await createHarness({ limits: { bodyBytes: 4096, jsonDepth: 8 } });
   admin = await h.keyFor('user:root', ['admin']);
+  gateway = await h.keyFor('agent:gw', ['gateway']);
 });
 afterAll(async () => {
   await h.close();
@@ -175,6 +177,37 @@ describe('createApp', () => {
       } as RequestInit);
       expect((await errorOf(response)).code).toBe('BODY_TOO_LARGE');
       expect(pulled).toBeLessThan(10);
+    });
+  });
+
+  describe('when a proposal body is bad', () => {
+    const proposal = {
+      idempotency_key: 'k1',
+      action: 'refund.issue',
+      server_id: 'billing',
+      tool_name: 'refund.issue',
+      target: { kind: 'order', id: 'A-1', env: 'staging' },
+      arguments: { amount: 1 },
+      side_effect: 'compensatable',
+    };
+    const text = JSON.stringify(proposal);
+    const withArgs = (args: string) => text.replace('{"amount":1}', args);
+    it.each([
+      ['wrong content type', text, { 'content-type': 'text/plain' }, 'UNSUPPORTED_MEDIA_TYPE'],
+      ['malformed JSON', text.slice(0, -1), {}, 'MALFORMED_JSON'],
+      ['too large', withArgs(`{"pad":"${'x'.repeat(5000)}"}`), {}, 'BODY_TOO_LARGE'],
+      ['too deep', withArgs(`${'{"a":'.repeat(10)}1${'}'.repeat(10)}`), {}, 'NESTING_TOO_DEEP'],
+      ['a duplicate key', withArgs('{"amount":1,"amount":100}'), {}, 'DUPLICATE_KEY'],
+      ['a number JSON cannot carry', withArgs('{"amount":1e400}'), {}, 'NON_FINITE_NUMBER'],
+      ['a lone surrogate', withArgs('{"note":"\\udc00"}'), {}, 'LONE_SURROGATE'],
+      ['a NUL character', withArgs('{"note":"a\\u0000"}'), {}, 'NUL_CHARACTER'],
+      ['an unknown field', JSON.stringify({ ...proposal, requester: 'user:root' }), {}, 'INVALID_REQUEST'],
+      ['a wrong type', JSON.stringify({ ...proposal, arguments: [1] }), {}, 'INVALID_REQUEST'],
+    ])('refuses %s with %s and writes nothing', async (_name, body, headers, code) => {
+      const before = await h.rowCounts();
+      const response = await h.call('POST', '/v1/proposals', { key: gateway, body, headers });
+      expect((await errorOf(response)).code).toBe(code);
+      expect(await h.rowCounts()).toEqual(before);
     });
   });
 
