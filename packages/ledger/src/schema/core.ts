@@ -61,6 +61,8 @@ export const apiKeys = pgTable('api_keys', {
   keyHash: text('key_hash').notNull().unique(),
   identity: text('identity').notNull(),
   roles: jsonb('roles').$type<string[]>().notNull(),
+  /** Matched against a tool's `required_scopes` (for example `billing:write`). */
+  scopes: jsonb('scopes').$type<string[]>().notNull().default([]),
   environments: jsonb('environments').$type<string[] | null>(),
   logs: jsonb('logs').$type<string[] | null>(),
   createdBy: text('created_by').notNull(),
