@@ -1,5 +1,5 @@
 import type { ChainHead, StoredEvent } from '@vouch/audit';
-import { and, asc, desc, eq, gt, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, sql } from 'drizzle-orm';
 import type { Database, Db } from './database';
 import { auditEvents } from './schema/core';
 
@@ -68,12 +68,11 @@ export async function readHead(
   log: string,
   executor: Db = database.db,
 ): Promise<ChainHead | null> {
-  const [row] = await executor
-    .select({ seq: auditEvents.seq, hash: auditEvents.hash })
-    .from(auditEvents)
-    .where(eq(auditEvents.logId, log))
-    .orderBy(desc(auditEvents.seq))
-    .limit(1);
+  // A plain statement rather than the query builder: this runs once per append batch.
+  const [row] = await database.rows<ChainHead>(
+    sql`select seq, hash from audit_events where log_id = ${log} order by seq desc limit 1`,
+    executor,
+  );
   return row ?? null;
 }
 

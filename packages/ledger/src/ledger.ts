@@ -68,6 +68,20 @@ export interface Ledger {
   close(): Promise<void>;
 }
 
+/**
+ * Below this many events a log is young, and its batches run with custom plans.
+ *
+ * Why: each inserted row's link check (the foreign key to the row before) is a query whose
+ * generic plan the server caches per connection. Built while the table is tiny and has no
+ * statistics, that plan can pick the index on (log_id, entity_id), which then ties on cost
+ * with the link index, and filter every row of the log: O(n) per append until the table
+ * is next analyzed, which PGlite never does. Forcing custom plans while the log is young
+ * means the generic plan is only built once the table is big enough for the planner to
+ * tell the indexes apart. Custom plans cost ~30 us of server time per row, so only the
+ * first batches of a log pay it.
+ */
+const YOUNG_LOG_EVENTS = 1_000;
+
 type Pending =
   | {
       type: 'event';
@@ -109,6 +123,8 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
   const clock = options.now ?? (() => new Date());
   const hooks = options.afterAppend ?? [];
   const queues = new Map<string, LogQueue>();
+  // The last head seq this process committed per log: a performance hint only (see below).
+  const knownHeads = new Map<string, number>();
   let closed = false;
 
   const enqueue = (log: string, item: Pending) => {
@@ -153,6 +169,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
 
   const commitBatch = async (log: string, batch: Pending[]) => {
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    let headAfter = 0;
     try {
       await database.db.transaction(async (tx) => {
         outcomes.length = 0;
@@ -160,12 +177,12 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
         // connection; the server runs them in order): one round trip. The head is read by
         // the second, whose READ COMMITTED snapshot is taken only after the first has the
         // lock, so it sees every batch that committed before ours, from any process.
+        const young = (knownHeads.get(log) ?? 0) < YOUNG_LOG_EVENTS;
         const [, found] = await Promise.all([
-          // plan_cache_mode: the link check (a foreign key) runs one cached query per row;
-          // a plan cached while the table was small can pick an index that scans the whole
-          // log (O(n) per append). Custom plans use the current statistics every time.
           database.rows(
-            sql`select pg_advisory_xact_lock(hashtextextended(${log}, 0)), set_config('plan_cache_mode', 'force_custom_plan', true)`,
+            young
+              ? sql`select pg_advisory_xact_lock(hashtextextended(${log}, 0)), set_config('plan_cache_mode', 'force_custom_plan', true)`
+              : sql`select pg_advisory_xact_lock(hashtextextended(${log}, 0))`,
             tx,
           ),
           readHead(database, log, tx),
@@ -236,6 +253,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
           }
         }
         await flushBuffer();
+        headAfter = head.seq;
         for (const hook of hooks)
           if (written.length > 0) await hook(tx as unknown as Db, log, written, database);
       });
@@ -244,6 +262,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
       for (const item of batch) item.reject(error);
       return;
     }
+    knownHeads.set(log, headAfter);
     batch.forEach((item, i) => {
       const outcome = outcomes[i]!;
       if (outcome.ok) item.resolve(outcome.value as StoredEvent);
