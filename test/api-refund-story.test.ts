@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { openDatabase } from '@vouch/ledger';
 import { createTestDatabase } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runVouch, type StorageEnv, startVouchServer, type VouchServer } from './helpers/server';
 
 interface Backend {
@@ -57,7 +57,6 @@ describe.each(backends)('the refund story over real HTTP on $name', (backend) =>
   let proposalSeq = 0;
 
   let billing: Server;
-  let scopesUnsupported = false;
   const billingRequests: string[] = [];
 
   beforeAll(async () => {
@@ -92,17 +91,6 @@ describe.each(backends)('the refund story over real HTTP on $name', (backend) =>
       }),
     );
     server = await startVouchServer({ storage: env.storage, cwd: dir });
-    // TODO(ledger): remove once api_keys.scopes has landed. Until then the server refuses to
-    // issue a key with scopes (501 NOT_CONFIGURED) and the policy denies refund.issue
-    // (MISSING_SCOPES), so the story is skipped, visibly, rather than told wrong.
-    const probe = await server.call('POST', '/v1/keys', {
-      key: server.adminKey,
-      body: { identity: 'service:scope-probe', roles: ['auditor'], scopes: ['probe:read'] },
-    });
-    scopesUnsupported = probe.status === 501;
-  });
-  beforeEach((context) => {
-    if (scopesUnsupported) context.skip('needs the api_keys.scopes column (key scopes for billing:write)');
   });
   afterAll(async () => {
     await server?.stop();

@@ -1,12 +1,8 @@
 import { apiKeys, type Ledger } from '@vouch/ledger';
-import { count, eq, getTableColumns } from 'drizzle-orm';
+import { count, eq } from 'drizzle-orm';
 import { ApiError } from '../errors';
 import { generateApiKey, hashApiKey, MIN_SUPPLIED_KEY_LENGTH, newKeyId } from './api-key';
 import { isRole, type Role } from './roles';
-
-// Scopes need the api_keys.scopes column (requested from the ledger owner); until it exists,
-// keys carry no scopes and a tool with required scopes is denied by the policy.
-const SCOPES_COLUMN = 'scopes' in getTableColumns(apiKeys);
 
 /** The log that records key creation and revocation (and nothing a caller controls). */
 export const SYSTEM_LOG = 'system';
@@ -53,14 +49,14 @@ export interface KeyStore {
   bootstrapAdmin(options?: { secret?: string }): Promise<{ key: StoredApiKey; secret: string } | null>;
 }
 
-type Row = typeof apiKeys.$inferSelect & { scopes?: string[] | null };
+type Row = typeof apiKeys.$inferSelect;
 
 function toStored(row: Row): StoredApiKey {
   return {
     id: row.id,
     identity: row.identity,
     roles: (row.roles ?? []).filter(isRole),
-    scopes: row.scopes ?? [],
+    scopes: row.scopes,
     environments: row.environments ?? null,
     logs: row.logs ?? null,
     createdBy: row.createdBy,
@@ -114,19 +110,7 @@ export function createKeyStore(ledger: Ledger): KeyStore {
         createdAt: tx.now,
         revokedAt: null,
       };
-      const { scopes, ...columns } = key;
-      // TODO(lead): drop the guard once api_keys.scopes has landed everywhere.
-      if (!SCOPES_COLUMN && scopes.length > 0) {
-        // Dropping them silently would issue a key that cannot do what its owner was told.
-        throw new ApiError(
-          'NOT_CONFIGURED',
-          'this database cannot store key scopes yet (api_keys.scopes is missing)',
-        );
-      }
-      const row = SCOPES_COLUMN ? { ...columns, scopes } : columns;
-      await tx.db
-        .insert(apiKeys)
-        .values({ ...row, keyHash: hashApiKey(secret) } as typeof apiKeys.$inferInsert);
+      await tx.db.insert(apiKeys).values({ ...key, keyHash: hashApiKey(secret) });
       await tx.append({
         kind: 'api_key.created',
         entity: key.id,

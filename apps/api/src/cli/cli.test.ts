@@ -113,6 +113,8 @@ describe('vouch (CLI)', () => {
       const { code, out, err } = await run([
         'keys',
         'create',
+        '--scope',
+        'billing:write',
         '--identity',
         'user:alice',
         '--role',
@@ -127,6 +129,7 @@ describe('vouch (CLI)', () => {
       const listed = await run(['keys', 'list', '--json']);
       expect(listed.out).not.toContain(secret);
       expect(JSON.parse(listed.out).keys[0]).toMatchObject({
+        scopes: ['billing:write'],
         identity: 'user:alice',
         roles: ['approver'],
         environments: ['staging'],

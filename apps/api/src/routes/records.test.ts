@@ -124,6 +124,24 @@ describe('record routes', () => {
     });
   });
 
+  describe('when a tool requires a scope', () => {
+    it('allows a key that holds it and denies one that does not, from the key and not the body', async () => {
+      await call('POST', '/v1/tools', k.admin, {
+        server_id: 'pay',
+        tool_name: 'balance',
+        side_effect: 'read_only',
+        required_scopes: ['pay:read'],
+      });
+      const scoped = await h.keyFor('agent:scoped', ['gateway'], { scopes: ['pay:read'] });
+      const ask = { ...proposal('lookup'), tool_name: 'balance', action: 'pay.balance' };
+      const allowed = await call('POST', '/v1/proposals', scoped, ask);
+      expect(allowed.body.decision.verdict).toBe('allow');
+      expect(allowed.body.proposal.requester_scopes).toEqual(['pay:read']);
+      const denied = await call('POST', '/v1/proposals', k.gw, { ...ask, idempotency_key: 'other' });
+      expect(denied.body.decision).toMatchObject({ verdict: 'deny', reasons: [{ code: 'MISSING_SCOPES' }] });
+    });
+  });
+
   describe('when an allowed proposal is executed', () => {
     it('refuses another identity with 403 IDENTITY_MISMATCH, records the owner once, replays with 200', async () => {
       const proposed = await call('POST', '/v1/proposals', k.gw, proposal('lookup'));

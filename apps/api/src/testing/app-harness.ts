@@ -17,7 +17,7 @@ export interface Harness {
   keyFor(
     identity: string,
     roles: Role[],
-    limits?: { environments?: string[]; logs?: string[] },
+    limits?: { environments?: string[]; logs?: string[]; scopes?: string[] },
   ): Promise<string>;
   /** `app.request` with a bearer key and a JSON body. */
   call(
@@ -50,6 +50,7 @@ export async function createHarness(
       const { secret } = await keys.create({
         identity,
         roles,
+        scopes: limits.scopes ?? [],
         environments: limits.environments ?? null,
         logs: limits.logs ?? null,
         createdBy: 'system:test',
