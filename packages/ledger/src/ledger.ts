@@ -11,6 +11,7 @@ import { type Database, type Db, sqlStateOf } from './database';
 import { LedgerError } from './errors';
 import { type AppendInput, DEFAULT_EVENT_LIMITS, type EventLimits, prepareEvent } from './event-input';
 import { insertEvents, readEvents, readHead, streamEvents } from './event-store';
+import { merkleAppendHook } from './merkle/merkle-append-hook';
 import { type VerifyChainOptions, verifyChain } from './verify-chain';
 
 /** Inside {@link Ledger.transact}: record writes and their events commit or vanish together. */
@@ -46,8 +47,13 @@ export interface LedgerOptions {
   maxWaitMs?: number;
   /** Clock, for tests. */
   now?: () => Date;
-  /** Hooks run in each batch transaction after its events are inserted. */
+  /** Hooks run in each batch transaction after its events are inserted (after the Merkle hook). */
   afterAppend?: AppendHook[];
+  /**
+   * Store the Merkle tree in the append transaction (default true). Off only for benchmarks
+   * and tests that need a log without its tree; proofs and checkpoints need it on.
+   */
+  merkle?: boolean;
 }
 
 /** The append-only, hash-chained ledger over one database. */
@@ -121,7 +127,8 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
   const maxBatch = options.maxBatch ?? 512;
   const maxWaitMs = options.maxWaitMs ?? 0;
   const clock = options.now ?? (() => new Date());
-  const hooks = options.afterAppend ?? [];
+  // The Merkle tree is stored in the same transaction as the events it covers, always.
+  const hooks = [...(options.merkle === false ? [] : [merkleAppendHook]), ...(options.afterAppend ?? [])];
   const queues = new Map<string, LogQueue>();
   // The last head seq this process committed per log: a performance hint only (see below).
   const knownHeads = new Map<string, number>();

@@ -38,7 +38,7 @@ describe.each(testBackends())('Merkle storage on $name', ({ open }) => {
   beforeAll(async () => {
     database = await open();
     ledger = createLedger(database, { afterAppend: [merkleAppendHook], maxBatch: 7 });
-    plain = createLedger(database);
+    plain = createLedger(database, { merkle: false });
   });
   afterAll(async () => {
     await ledger?.close();
