@@ -84,6 +84,13 @@ export async function readEvents(
   limit: number,
   executor: Db = database.db,
 ): Promise<StoredEvent[]> {
+  if (executor === database.db && limit > 0) {
+    // seq has no gaps in a sound log, so the page is the seq range (after, after + limit]:
+    // see readRange for why that beats ORDER BY ... LIMIT. A short range is the end of the
+    // log unless a row lies beyond it (a gap, i.e. damage): then fall back to the plain query.
+    const page = await readRange(database, log, after, after + limit);
+    if (page.length === limit || (await nextSeqAfter(database, log, after + limit)) === null) return page;
+  }
   return executor
     .select(eventColumns)
     .from(auditEvents)
@@ -93,29 +100,46 @@ export async function readEvents(
 }
 
 // The columns under StoredEvent's names, so a driver's row object is the event itself.
-const PAGE_QUERY = `select log_id as log, seq, kind, entity_id as entity, actor, recorded_at as at, payload,
-  payload_hash, prev_hash, hash from audit_events where log_id = $1 and seq > $2 order by seq limit $3`;
+const RANGE_QUERY = `select log_id as log, seq, kind, entity_id as entity, actor, recorded_at as at, payload,
+  payload_hash, prev_hash, hash from audit_events where log_id = $1 and seq > $2 and seq <= $3`;
 
 /**
- * One page, straight from the driver: the rows already have the event's shape, so nothing
- * maps them again (the ORM's per-row mapping costs about as much as hashing the row).
+ * The events with `after < seq <= through`, in seq order, straight from the driver (the rows
+ * already have the event's shape, so nothing maps them again: the ORM's per-row mapping
+ * costs about as much as hashing the row).
+ *
+ * A bounded range and no ORDER BY ... LIMIT on purpose: without statistics (a fresh table;
+ * PGlite never analyzes) the planner guesses a few hundred rows and answers `seq > $2 ORDER
+ * BY seq LIMIT $3` with a bitmap scan of every later row and an on-disk sort, O(n) per page.
+ * A bounded range costs O(page) whatever the plan, and sorting here is free for rows that
+ * arrive in order (they mostly do: the table is append-only).
  */
-async function readPage(
+async function readRange(
   database: Database,
   log: string,
   after: number,
-  limit: number,
+  through: number,
 ): Promise<StoredEvent[]> {
-  const params = [log, after, limit];
-  if (database.driver.kind === 'pglite') {
-    return (await database.driver.client.query<StoredEvent>(PAGE_QUERY, params)).rows;
-  }
-  return (await database.driver.client.unsafe<StoredEvent[]>(PAGE_QUERY, params)) as StoredEvent[];
+  const params = [log, after, through];
+  const rows =
+    database.driver.kind === 'pglite'
+      ? (await database.driver.client.query<StoredEvent>(RANGE_QUERY, params)).rows
+      : ((await database.driver.client.unsafe<StoredEvent[]>(RANGE_QUERY, params)) as StoredEvent[]);
+  return rows.sort((a, b) => a.seq - b.seq);
+}
+
+/** The first seq after `after`, or null: min() is answered from the primary key whatever the statistics. */
+async function nextSeqAfter(database: Database, log: string, after: number): Promise<number | null> {
+  const [row] = await database.rows<{ next: number | null }>(
+    sql`select min(seq) as next from audit_events where log_id = ${log} and seq > ${after}`,
+  );
+  return row?.next ?? null;
 }
 
 /**
- * Every event of a log in seq order, in keyset pages, with the next page read while the
- * caller works on the current one: constant memory, and reading overlaps hashing.
+ * Every event of a log in seq order, in pages of `pageSize` seqs, with the next page read
+ * while the caller works on the current one: constant memory, and reading overlaps
+ * hashing. A gap (a deleted row) is skipped over, not mistaken for the end.
  */
 export async function* streamEvents(
   database: Database,
@@ -124,17 +148,21 @@ export async function* streamEvents(
 ): AsyncGenerator<StoredEvent> {
   const pageSize = options.pageSize ?? 5_000;
   let after = options.after ?? 0;
-  let next: Promise<StoredEvent[]> | null = readPage(database, log, after, pageSize);
-  while (next) {
-    const page: StoredEvent[] = await next;
-    if (page.length === pageSize) {
-      after = page[page.length - 1]!.seq;
-      next = readPage(database, log, after, pageSize);
-      // A prefetch the caller abandons must not surface as an unhandled rejection.
-      next.catch(() => {});
-    } else {
-      next = null;
+  let next = readRange(database, log, after, after + pageSize);
+  for (;;) {
+    const page = await next;
+    if (page.length === 0) {
+      // The end, or a gap of a whole page or more: jump to the next row if there is one.
+      const seq = await nextSeqAfter(database, log, after);
+      if (seq === null) return;
+      after = seq - 1;
+      next = readRange(database, log, after, after + pageSize);
+      continue;
     }
+    after += pageSize;
+    next = readRange(database, log, after, after + pageSize);
+    // A prefetch the caller abandons must not surface as an unhandled rejection.
+    next.catch(() => {});
     yield* page;
   }
 }
