@@ -1,6 +1,8 @@
 import { once } from 'node:events';
 import { createReadStream, createWriteStream } from 'node:fs';
 import {
+  BUNDLE_EVENT_FIELDS,
+  BUNDLE_FORMAT,
   CompactRange,
   encodeBundle,
   eventLeafHash,
@@ -75,4 +77,53 @@ export async function writeBundle(options: {
 /** The lines of a bundle file, read in large chunks (as `vouch verify` would). */
 export function bundleLines(path: string): AsyncGenerator<string> {
   return splitLines(createReadStream(path, { encoding: 'utf8', highWaterMark: 1 << 20 }));
+}
+
+/**
+ * Write a vouch-bundle/1 in one pass over `events` (`count` of them): the header, the
+ * event lines (members in BUNDLE_EVENT_FIELDS order, as encodeBundle writes them) while the
+ * Merkle root is built, then the checkpoint signed over that root. For datasets too large
+ * to generate twice. `onEvent` sees each event as it is written.
+ */
+export async function writeBundleOnePass(options: {
+  path: string;
+  log: string;
+  keys: BundleKeys;
+  count: number;
+  events: Iterable<StoredEvent>;
+  onEvent?: (event: StoredEvent) => Promise<void> | undefined;
+}): Promise<{ events: number; bytes: number }> {
+  const out = createWriteStream(options.path);
+  let bytes = 0;
+  const write = async (line: string) => {
+    const text = `${line}\n`;
+    bytes += Buffer.byteLength(text);
+    if (!out.write(text)) await once(out, 'drain');
+  };
+  await write(
+    JSON.stringify({
+      format: BUNDLE_FORMAT,
+      log: options.log,
+      origin: options.keys.origin,
+      treeSize: options.count,
+    }),
+  );
+  const range = new CompactRange();
+  for (const event of options.events) {
+    const pending = options.onEvent?.(event);
+    if (pending) await pending;
+    const line: Record<string, unknown> = {};
+    for (const field of BUNDLE_EVENT_FIELDS) line[field] = event[field];
+    await write(JSON.stringify(line));
+    range.append(eventLeafHash(event.hash));
+  }
+  if (range.size !== options.count) throw new Error(`expected ${options.count} events, got ${range.size}`);
+  const checkpoint = signCheckpoint(
+    { origin: options.keys.origin, treeSize: range.size, rootHash: range.root() },
+    [parseSignerKey(options.keys.signerKey)],
+  );
+  await write(JSON.stringify({ checkpoint }));
+  out.end();
+  await once(out, 'finish');
+  return { events: range.size, bytes };
 }

@@ -100,3 +100,48 @@ async function insertWithoutLinkCheck(database: Database, text: string, params: 
 export function jsonLine(event: StoredEvent): string {
   return `${JSON.stringify(event)}\n`;
 }
+
+/** COPY text-format escaping of one column value (backslash, tab, newline, carriage return). */
+function copyText(value: unknown): string {
+  return String(value).replace(/[\\\t\n\r]/g, (c) =>
+    c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r',
+  );
+}
+
+/**
+ * A COPY into audit_events on Postgres (far faster than INSERTs for a million rows), with
+ * the per-row link check off for the load only (session_replication_role): the benchmark
+ * verifies the chain afterwards anyway. Write events with `write`, then `end()`.
+ */
+export async function copyEvents(
+  database: Database,
+): Promise<{ write(event: StoredEvent): Promise<void>; end(): Promise<void> }> {
+  if (database.driver.kind !== 'postgres') throw new Error('copyEvents needs Postgres');
+  const connection = await database.driver.client.reserve();
+  await connection.unsafe('set session_replication_role = replica');
+  const stream = await connection.unsafe(`copy audit_events (${EVENT_COLUMNS}) from stdin`).writable();
+  const finished = new Promise<void>((resolve, reject) => {
+    stream.on('finish', resolve);
+    stream.on('error', reject);
+  });
+  let chunk: string[] = [];
+  const flush = async () => {
+    if (chunk.length === 0) return;
+    const text = chunk.join('');
+    chunk = [];
+    if (!stream.write(text)) await new Promise((resolve) => stream.once('drain', resolve));
+  };
+  return {
+    async write(event) {
+      chunk.push(`${rowOf(event).map(copyText).join('\t')}\n`);
+      if (chunk.length >= 1_000) await flush();
+    },
+    async end() {
+      await flush();
+      stream.end();
+      await finished;
+      await connection.unsafe('set session_replication_role = origin');
+      connection.release();
+    },
+  };
+}
