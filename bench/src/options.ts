@@ -20,6 +20,8 @@ export interface BenchOptions {
   verifyEvents: number;
   /** Events verified by the child process whose peak RSS is reported (and a 10x smaller run beside it). */
   rssEvents: number;
+  /** Events in the Merkle proof dataset (Postgres; PGlite a tenth). */
+  proofEvents: number;
   /** Scenario names to run (default: all). */
   only: Set<string> | null;
   /** Where JSON results go. */
@@ -33,6 +35,7 @@ export const SCENARIOS = [
   'verify-bundle',
   'verify-memory',
   'http-append',
+  'proofs',
 ] as const;
 
 const HELP = `npm run bench -- [options]
@@ -46,6 +49,7 @@ const HELP = `npm run bench -- [options]
   --latency-duration <ms> length of each latency run
   --verify-events <n>     events in the verification datasets
   --rss-events <n>        events verified in the peak-RSS child (default 1000000)
+  --proof-events <n>      events in the Merkle proof dataset (default 1000000; PGlite a tenth)
   --scenarios <list>      run only these: ${SCENARIOS.join(', ')}
   --out <dir>             JSON results directory (default bench/results)
 `;
@@ -70,6 +74,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       'latency-duration': { type: 'string' },
       'verify-events': { type: 'string' },
       'rss-events': { type: 'string' },
+      'proof-events': { type: 'string' },
       scenarios: { type: 'string' },
       out: { type: 'string' },
     },
@@ -103,6 +108,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     latencyMs: values['latency-duration'] ? Number(values['latency-duration']) : quick ? 1_000 : 5_000,
     verifyEvents: values['verify-events'] ? Number(values['verify-events']) : quick ? 20_000 : 200_000,
     rssEvents: values['rss-events'] ? Number(values['rss-events']) : quick ? 100_000 : 1_000_000,
+    proofEvents: values['proof-events'] ? Number(values['proof-events']) : quick ? 20_000 : 1_000_000,
     only,
     outDir: values.out ?? new URL('../results', import.meta.url).pathname,
   };
@@ -122,6 +128,7 @@ const FLAGS = [
   'latency-duration',
   'verify-events',
   'rss-events',
+  'proof-events',
   'scenarios',
   'out',
 ];

@@ -6,6 +6,7 @@ import { type Figure, formatTable, writeResults } from './report';
 import { appendLatency } from './scenarios/append-latency';
 import { appendThroughput } from './scenarios/append-throughput';
 import { httpAppend } from './scenarios/http-append';
+import { proofs } from './scenarios/proofs';
 import { verifyBundleFile } from './scenarios/verify-bundle';
 import { verifyDatabase } from './scenarios/verify-database';
 import { verifyMemory } from './scenarios/verify-memory';
@@ -59,6 +60,13 @@ for (const backend of options.backends) {
   if (wanted('http-append')) {
     await step(`[${backend}] append over HTTP`, () =>
       withDatabase(backend, (bench) => httpAppend(bench, backend, options)),
+    );
+  }
+  if (wanted('proofs')) {
+    // PGlite runs Postgres in WebAssembly on this thread: a tenth of the events.
+    const events = backend === 'pglite' ? Math.ceil(options.proofEvents / 10) : options.proofEvents;
+    await step(`[${backend}] Merkle proofs and checkpoint signing`, () =>
+      withDatabase(backend, (bench) => proofs(bench, backend, options, events)),
     );
   }
   if (wanted('verify-database')) {
