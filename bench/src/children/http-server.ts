@@ -4,13 +4,13 @@
 import { parseArgs } from 'node:util';
 import { serve } from '@hono/node-server';
 import { createApp, createKeyStore } from '@vouch/api';
-import { createLedger, merkleAppendHook, migrate, openDatabase } from '@vouch/ledger';
+import { createLedger, migrate, openDatabase } from '@vouch/ledger';
 
 const { values } = parseArgs({ options: { url: { type: 'string' } } });
 const database = await openDatabase(values.url ? { url: values.url, maxConnections: 10 } : {});
 await migrate(database);
 // The append path `vouch serve` runs: chain plus Merkle subtree storage in the same transaction.
-const ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
+const ledger = createLedger(database);
 const keys = createKeyStore(ledger);
 const key = async (identity: string, roles: Array<'gateway' | 'auditor'>) =>
   (await keys.create({ identity, roles, environments: null, logs: null, createdBy: 'system:bench' })).secret;

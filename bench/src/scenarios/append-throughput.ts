@@ -1,5 +1,5 @@
 import type { StoredEvent } from '@vouch/audit';
-import { createLedger, type Ledger, type LedgerOptions, merkleAppendHook } from '@vouch/ledger';
+import { createLedger, type Ledger, type LedgerOptions } from '@vouch/ledger';
 import type { BenchDatabase } from '../backends';
 import { execute } from '../backends';
 import { chainedEvents, multiRowInsert, rowOf } from '../dataset';
@@ -37,9 +37,10 @@ export async function appendThroughput(
   ledgerOptions: LedgerOptions = {},
 ): Promise<Figure[]> {
   await createPlainTable(bench);
-  const ledger = createLedger(bench.database, ledgerOptions);
+  // The chain alone (no Merkle tree), to compare with the raw baseline's bare rows.
+  const ledger = createLedger(bench.database, { ...ledgerOptions, merkle: false });
   // What `vouch serve` runs: the same append path plus Merkle subtree storage in each batch.
-  const merkleLedger = createLedger(bench.database, { ...ledgerOptions, afterAppend: [merkleAppendHook] });
+  const merkleLedger = createLedger(bench.database, ledgerOptions);
   const figures: Figure[] = [];
   let logNo = 0;
   try {
