@@ -81,6 +81,15 @@ describe('vouch (CLI)', () => {
       expect(code).toBe(0);
       expect(out).toContain('vouch verify');
     });
+
+    it.each([
+      [['keys', '--help'], 'vouch keys log-public'],
+      [['verify', '--help'], 'vouch verify --since'],
+    ])('prints the usage of %j with exit 0, auditor commands included', async (argv, line) => {
+      const { code, out } = await run(argv);
+      expect(code).toBe(0);
+      expect(out).toContain(line);
+    });
   });
 
   describe('when the database cannot be reached', () => {

@@ -13,6 +13,8 @@ import { runLogKeyCommand } from './keys-log';
 export const KEYS_USAGE = `vouch keys create --identity ID --role ROLE [--role ROLE…] [--scope S…] [--env ENV…] [--log LOG…] [--json]
 vouch keys list [--json]
 vouch keys revoke KEY_ID
+vouch keys log-public [--json]     the log's public checkpoint key, for auditors
+vouch keys log-new [--origin P]    a new log signing key (for VOUCH_LOG_SIGNING_KEY)
 
 Issue, list and revoke API keys directly in the database (DATABASE_URL or VOUCH_DATA_DIR).
 A new key is printed once on stdout; only its SHA-256 is stored.
@@ -72,7 +74,9 @@ function parseKeysArgs(args: string[]) {
 
 /** `vouch keys create|list|revoke`. */
 export async function runKeys(args: string[], io: CliIo): Promise<number> {
-  const [sub, ...rest] = args;
+  const [first, ...others] = args;
+  // `vouch keys --help` asks for the usage, like `vouch keys help`.
+  const [sub, rest] = first === '--help' || first === '-h' ? ['help', others] : [first, others];
   if (sub === 'log-public' || sub === 'log-new') return runLogKeyCommand(sub, rest, io);
   let parsed: ReturnType<typeof parseKeysArgs>;
   try {

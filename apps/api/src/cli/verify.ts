@@ -7,6 +7,8 @@ import { databaseTarget, describeTarget } from '../config';
 import { openTarget } from '../open-target';
 import { explainFailure } from './errors';
 import { CliError, type CliIo, EXIT } from './io';
+import { VERIFY_BUNDLE_USAGE } from './verify-bundle';
+import { VERIFY_SINCE_USAGE } from './verify-since';
 import { isTransparencyVerify, runTransparencyVerify } from './verify-transparency';
 
 export const VERIFY_USAGE = `vouch verify [--log L] [--expect-head SEQ:HASH] [--json]
@@ -19,7 +21,12 @@ Verify the hash chain of one log (--log) or of every log, straight from the data
   --json                  print the report as JSON on stdout
 
 Exit 0: intact. Exit 1: broken (every break is listed with its seq). Exit 2: usage or
-connection error.`;
+connection error.
+
+Auditors, without trusting the server (docs/transparency.md):
+
+${VERIFY_BUNDLE_USAGE.split('\n')[0]}
+${VERIFY_SINCE_USAGE.split('\n')[0]}`;
 
 function parseHead(text: string): ChainHead {
   const match = /^([1-9][0-9]{0,15}):([0-9a-f]{64})$/.exec(text);
