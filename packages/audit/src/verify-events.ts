@@ -1,5 +1,4 @@
 import { eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from './event-hash';
-import { sha256Hex } from './sha256';
 
 /** Why a chain check failed, one code per kind of damage. */
 export type ChainFailureCode =
@@ -134,7 +133,7 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
           actual: actualPayloadHash,
         });
       }
-      const actualHash = headerHashOf(event);
+      const actualHash = eventHashOf(event);
       if (actualHash !== event.hash) {
         fail({
           seq,
@@ -195,37 +194,4 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
       };
     },
   };
-}
-
-/**
- * `eventHashOf(event)`, computed faster for the events a verifier meets: the header's eight
- * members, keys already in RFC 8785 order (UTF-16 code units: actor, at, entity, kind, log,
- * payload_hash, prev_hash, seq), strings through `JSON.stringify` and the number through
- * `String`. For well-formed strings and finite numbers these are exactly RFC 8785's string
- * and number serializations (§3.2.2.2 and §3.2.2.3 both defer to ECMAScript), so the bytes
- * are the bytes `canonicalJson` makes, without its generic walk (about twice as fast).
- *
- * Anything else goes to `eventHashOf` itself, so its result (or its error) is unchanged: a
- * member that is not a string (or seq not a finite number), and any lone surrogate, which
- * `JSON.stringify` escapes as `\udXXX` where `canonicalJson` refuses it. `JSON.stringify`
- * writes no other `\ud` than those (and a literal backslash before "ud", which only costs
- * the slow path).
- */
-function headerHashOf(event: StoredEvent): string {
-  const { actor, at, entity, kind, log, payload_hash, prev_hash, seq } = event;
-  if (
-    typeof actor === 'string' &&
-    typeof at === 'string' &&
-    typeof entity === 'string' &&
-    typeof kind === 'string' &&
-    typeof log === 'string' &&
-    typeof payload_hash === 'string' &&
-    typeof prev_hash === 'string' &&
-    typeof seq === 'number' &&
-    Number.isFinite(seq)
-  ) {
-    const text = `{"actor":${JSON.stringify(actor)},"at":${JSON.stringify(at)},"entity":${JSON.stringify(entity)},"kind":${JSON.stringify(kind)},"log":${JSON.stringify(log)},"payload_hash":${JSON.stringify(payload_hash)},"prev_hash":${JSON.stringify(prev_hash)},"seq":${seq}}`;
-    if (!text.includes('\\ud')) return sha256Hex(text);
-  }
-  return eventHashOf(event);
 }

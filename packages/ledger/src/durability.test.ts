@@ -230,8 +230,8 @@ const anyHeader = fc.record({
   prev_hash: fc.oneof(anyText, fc.constant(GENESIS_PREV_HASH)),
 });
 
-// The checker hashes headers on a fast path of its own (no generic canonicalization); it
-// must agree with eventHashOf, which the ledger writes with, on every input: same hash,
+// The checker hashes headers with eventHashOf (fast path included); it
+// must agree with what the ledger writes on every input: same hash,
 // or the same refusal.
 describe('createChainChecker', () => {
   describe('when an event header holds arbitrary strings and numbers', () => {
