@@ -28,12 +28,7 @@ const LONE_SURROGATE = /\p{Surrogate}/u;
  * input is refused with a typed error and never takes a seq.
  */
 export function prepareEvent(input: AppendInput, limits: EventLimits): { canonicalPayload: string } {
-  if (typeof input.log !== 'string' || !LOG_ID.test(input.log)) {
-    throw invalid(
-      'log',
-      'a log id is 1-128 characters of letters, digits and . _ : - (starting alphanumeric)',
-    );
-  }
+  assertLogId(input.log);
   if (typeof input.kind !== 'string' || !KIND.test(input.kind)) {
     throw invalid('kind', 'an event kind is lowercase letters, digits and . _ - (starting with a letter)');
   }
@@ -70,6 +65,16 @@ export function prepareEvent(input: AppendInput, limits: EventLimits): { canonic
     );
   }
   return { canonicalPayload };
+}
+
+/** Refuse a log id the ledger cannot store, with `INVALID_EVENT`. */
+export function assertLogId(log: unknown): asserts log is string {
+  if (typeof log !== 'string' || !LOG_ID.test(log)) {
+    throw invalid(
+      'log',
+      'a log id is 1-128 characters of letters, digits and . _ : - (starting alphanumeric)',
+    );
+  }
 }
 
 function invalid(field: string, message: string): LedgerError {

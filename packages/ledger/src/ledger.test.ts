@@ -103,6 +103,18 @@ describe.each(testBackends())('ledger on $name', ({ open }) => {
     });
   });
 
+  describe('when work is given a log id the ledger cannot store', () => {
+    it('refuses with INVALID_EVENT and never runs the work', async () => {
+      let ran = false;
+      await expect(
+        ledger.transact('has space', async () => {
+          ran = true;
+        }),
+      ).rejects.toMatchObject({ code: 'INVALID_EVENT' });
+      expect(ran).toBe(false);
+    });
+  });
+
   describe('when work runs in a transaction', () => {
     it('commits the record write and its event together', async () => {
       await database.rows(sql`create table if not exists tx_probe (id text primary key)`);

@@ -9,7 +9,13 @@ import {
 import { sql } from 'drizzle-orm';
 import { type Database, type Db, sqlStateOf } from './database';
 import { LedgerError } from './errors';
-import { type AppendInput, DEFAULT_EVENT_LIMITS, type EventLimits, prepareEvent } from './event-input';
+import {
+  type AppendInput,
+  assertLogId,
+  DEFAULT_EVENT_LIMITS,
+  type EventLimits,
+  prepareEvent,
+} from './event-input';
 import { insertEvents, readEvents, readHead, streamEvents } from './event-store';
 import { merkleAppendHook } from './merkle/merkle-append-hook';
 import { type VerifyChainOptions, verifyChain } from './verify-chain';
@@ -288,7 +294,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     },
     transact<T>(log: string, work: (tx: LedgerTransaction) => Promise<T>) {
       return new Promise<T>((resolve, reject) => {
-        prepareEvent({ log, kind: 'x', entity: 'x', actor: 'x', payload: null }, limits);
+        assertLogId(log);
         enqueue(log, { type: 'work', work, resolve: resolve as (v: unknown) => void, reject });
       });
     },
