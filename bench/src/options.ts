@@ -54,15 +54,10 @@ const HELP = `npm run bench -- [options]
   --out <dir>             JSON results directory (default bench/results)
 `;
 
-/**
- * The options from `argv`, or, when the root script forwarded none, from the `npm_config_*`
- * variables npm sets for flags it does not know (`npm run bench -- --quick` at the root runs
- * `npm run bench -w @vouch/bench --quick`, and that inner npm keeps the flag to itself).
- */
+/** The options from `argv` (the root `npm run bench -- …` forwards its flags here). */
 export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions | 'help' {
-  const args = argv.some((a) => a.startsWith('--')) ? argv : [...fromNpmConfig(env), ...argv];
   const { values } = parseArgs({
-    args,
+    args: argv,
     options: {
       quick: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -116,38 +111,6 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
 
 export function helpText(): string {
   return HELP;
-}
-
-const FLAGS = [
-  'quick',
-  'backend',
-  'payloads',
-  'writers',
-  'duration',
-  'rates',
-  'latency-duration',
-  'verify-events',
-  'rss-events',
-  'proof-events',
-  'scenarios',
-  'out',
-];
-
-function fromNpmConfig(env: NodeJS.ProcessEnv): string[] {
-  const args: string[] = [];
-  for (const flag of FLAGS) {
-    const value = env[`npm_config_${flag.replace(/-/g, '_')}`];
-    if (value === undefined || value === '') continue;
-    if (flag === 'quick') {
-      if (value === 'true') args.push('--quick');
-    } else if (value === 'true') {
-      // npm took `--flag value` as a boolean flag and a stray argument.
-      throw new Error(`at the root, write --${flag}=<value> (npm keeps "--${flag} <value>" to itself)`);
-    } else {
-      args.push(`--${flag}`, value);
-    }
-  }
-  return args;
 }
 
 function list(text: string): string[] {
