@@ -20,7 +20,16 @@ interface Server {
 async function startServer(url: string | undefined): Promise<Server> {
   const proc = spawn(
     process.execPath,
-    ['--import', 'tsx', '--conditions=@vouch/source', child, ...(url ? ['--url', url] : [])],
+    [
+      ...(process.env.VOUCH_BENCH_PROFILE_DIR
+        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.VOUCH_BENCH_PROFILE_DIR}`]
+        : []),
+      '--import',
+      'tsx',
+      '--conditions=@vouch/source',
+      child,
+      ...(url ? ['--url', url] : []),
+    ],
     { stdio: ['pipe', 'pipe', 'inherit'] },
   );
   let buffered = '';

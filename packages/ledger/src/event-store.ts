@@ -1,5 +1,6 @@
 import type { ChainHead, StoredEvent } from '@vouch/audit';
 import { and, asc, eq, gt, sql } from 'drizzle-orm';
+import { insertRows } from './batched-sql';
 import type { Database, Db } from './database';
 import { auditEvents } from './schema/core';
 
@@ -16,49 +17,24 @@ const eventColumns = {
   hash: auditEvents.hash,
 };
 
-/**
- * Insert already-chained events in one statement: ten array parameters unnested into rows,
- * so the statement text (and its parse) is the same for a batch of 1 or 512, and nothing
- * builds a query per row.
- */
-export async function insertEvents(
-  database: Database,
-  tx: Db,
-  events: readonly StoredEvent[],
-): Promise<void> {
-  const n = events.length;
-  const logs = new Array<string>(n);
-  const seqs = new Array<number>(n);
-  const kinds = new Array<string>(n);
-  const entities = new Array<string>(n);
-  const actors = new Array<string>(n);
-  const times = new Array<string>(n);
-  const payloads = new Array<string>(n);
-  const payloadHashes = new Array<string>(n);
-  const prevHashes = new Array<string>(n);
-  const hashes = new Array<string>(n);
-  for (let i = 0; i < n; i++) {
-    const e = events[i]!;
-    logs[i] = e.log;
-    seqs[i] = e.seq;
-    kinds[i] = e.kind;
-    entities[i] = e.entity;
-    actors[i] = e.actor;
-    times[i] = e.at;
-    payloads[i] = e.payload;
-    payloadHashes[i] = e.payload_hash;
-    prevHashes[i] = e.prev_hash;
-    hashes[i] = e.hash;
-  }
-  // Both drivers send every array element quoted and escaped, so any text (a literal
-  // "NULL", quotes, backslashes, any Unicode) arrives byte for byte.
-  await database.rows(
-    sql`insert into audit_events (log_id, seq, kind, entity_id, actor, recorded_at, payload, payload_hash, prev_hash, hash)
-        select * from unnest(${sql.param(logs)}::text[], ${sql.param(seqs)}::int8[], ${sql.param(kinds)}::text[],
-          ${sql.param(entities)}::text[], ${sql.param(actors)}::text[], ${sql.param(times)}::text[],
-          ${sql.param(payloads)}::text[], ${sql.param(payloadHashes)}::text[], ${sql.param(prevHashes)}::text[],
-          ${sql.param(hashes)}::text[])`,
+/** Insert already-chained events in one statement (see {@link insertRows}). */
+export function insertEvents(database: Database, tx: Db, events: readonly StoredEvent[]): Promise<void> {
+  return insertRows(
+    database,
     tx,
+    auditEvents,
+    events.map((e) => ({
+      logId: e.log,
+      seq: e.seq,
+      kind: e.kind,
+      entityId: e.entity,
+      actor: e.actor,
+      recordedAt: e.at,
+      payload: e.payload,
+      payloadHash: e.payload_hash,
+      prevHash: e.prev_hash,
+      hash: e.hash,
+    })),
   );
 }
 

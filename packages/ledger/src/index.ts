@@ -1,4 +1,7 @@
 /** Signed checkpoints: the store, the signer, the coalescing scheduler, and the log signing key. */
+
+export type { ConflictKeys } from './batch-plan';
+export { anyOf } from './batched-sql';
 export type { StoredCheckpoint } from './checkpoints/checkpoint-store';
 export { checkpointAt, latestCheckpoint } from './checkpoints/checkpoint-store';
 export type { Checkpointer, CheckpointerOptions } from './checkpoints/checkpointer';
@@ -17,7 +20,15 @@ export { openDatabase, ping, redactUrl, sqlStateOf } from './database';
 export type { LedgerErrorCode } from './errors';
 export { isLedgerError, LEDGER_ERROR_CODES, LedgerError } from './errors';
 export type { AppendInput, EventLimits } from './event-input';
-export type { AppendHook, Ledger, LedgerOptions, LedgerTransaction } from './ledger';
+export type {
+  AppendHook,
+  EventLink,
+  Ledger,
+  LedgerOptions,
+  LedgerTransaction,
+  StagedRow,
+  StagingTransaction,
+} from './ledger';
 export { createLedger } from './ledger';
 /** Merkle storage: the append hook that keeps every complete subtree, and proofs read from it. */
 export { merkleAppendHook } from './merkle/merkle-append-hook';

@@ -7,6 +7,9 @@ import {
   type StoredEvent,
 } from '@vouch/audit';
 import { sql } from 'drizzle-orm';
+import type { PgTable } from 'drizzle-orm/pg-core';
+import { type ConflictKeys, mergeOrders, planWaves } from './batch-plan';
+import { insertRows } from './batched-sql';
 import { type Database, type Db, sqlStateOf } from './database';
 import { LedgerError } from './errors';
 import {
@@ -20,14 +23,43 @@ import { insertEvents, readEvents, readHead, streamEvents } from './event-store'
 import { merkleAppendHook } from './merkle/merkle-append-hook';
 import { type VerifyChainOptions, verifyChain } from './verify-chain';
 
-/** Inside {@link Ledger.transact}: record writes and their events commit or vanish together. */
-export interface LedgerTransaction {
-  /** The drizzle transaction: do reads and record-table writes here. */
+/** Where a staged record row points: the event staged with it, once that event has its seq. */
+export interface EventLink {
+  logId: string;
+  eventSeq: number;
+}
+
+/** A record row staged with its event; `values` is called with the event's link once it has a seq. */
+export interface StagedRow {
+  table: PgTable;
+  values(link: EventLink): Record<string, unknown>;
+}
+
+/** Inside {@link Ledger.transactConcurrently}: reads through `db`, writes only by staging. */
+export interface StagingTransaction {
+  /** The batch transaction: the committed state and every earlier wave of this batch. Reads only. */
   readonly db: Db;
   readonly database: Database;
   readonly log: string;
   /** ISO 8601 time of this batch. */
   readonly now: string;
+  /**
+   * Stage an event, and the record row that points at it. Both are written after the work
+   * returns, with the seq the event gets then; if the work throws, neither is.
+   */
+  stage(input: Omit<AppendInput, 'log'>, row?: StagedRow): void;
+  /**
+   * Claim a key that only the work's own reads could name (the approval scope a decision
+   * turned out to need). If other work of the same wave claimed it first, this work stops
+   * here, keeps nothing it staged, and runs again in a later wave, after that work.
+   */
+  claim(key: string): void;
+}
+
+/** Inside {@link Ledger.transact}: work that runs alone, so it may also write through `db` and append at once. */
+export interface LedgerTransaction extends StagingTransaction {
+  /** The drizzle transaction: do reads and record-table writes here. */
+  readonly db: Db;
   /** Append an event to this log now; it gets the next seq at once. */
   append(input: Omit<AppendInput, 'log'>): Promise<StoredEvent>;
 }
@@ -68,10 +100,23 @@ export interface Ledger {
   /** Append one event. Resolves after the transaction holding it has committed. */
   append(input: AppendInput): Promise<StoredEvent>;
   /**
-   * Run `work` in the log's next batch transaction, under the log's lock, in its own
-   * savepoint: if it throws, only its own writes roll back and the promise rejects.
+   * Run `work` alone in the log's next batch transaction, under the log's lock, in its own
+   * savepoint: if it throws, only its own writes roll back and the promise rejects. For
+   * work that writes through `db` directly; record writes use {@link transactConcurrently}.
    */
   transact<T>(log: string, work: (tx: LedgerTransaction) => Promise<T>): Promise<T>;
+  /**
+   * Run `work` in the log's next batch, beside the other work of that batch whose keys do
+   * not collide with `keys` (see {@link ConflictKeys}): the reads of a whole wave of work go
+   * out together, and its writes go in as one insert per table, instead of a savepoint and
+   * a round trip per statement for each. The work reads through `tx.db` and writes only with
+   * `tx.stage`; if it throws, nothing it staged is written. Resolves after the commit.
+   */
+  transactConcurrently<T>(
+    log: string,
+    keys: ConflictKeys,
+    work: (tx: StagingTransaction) => Promise<T>,
+  ): Promise<T>;
   head(log: string): Promise<ChainHead | null>;
   events(log: string, page?: { after?: number; limit?: number }): Promise<StoredEvent[]>;
   streamEvents(log: string, options?: { after?: number; pageSize?: number }): AsyncIterable<StoredEvent>;
@@ -94,22 +139,36 @@ export interface Ledger {
  */
 const YOUNG_LOG_EVENTS = 1_000;
 
+type Settle = { resolve(value: unknown): void; reject(e: unknown): void };
+
 type Pending =
-  | {
+  | ({
       type: 'event';
       input: AppendInput;
       canonicalPayload: string;
       /** Hashed before the batch takes the lock: it depends on the payload alone. */
       payloadHash: string;
-      resolve(e: StoredEvent): void;
-      reject(e: unknown): void;
-    }
-  | {
-      type: 'work';
-      work: (tx: LedgerTransaction) => Promise<unknown>;
-      resolve(value: unknown): void;
-      reject(e: unknown): void;
-    };
+    } & Settle)
+  | ({ type: 'work'; work: (tx: LedgerTransaction) => Promise<unknown> } & Settle)
+  | ({ type: 'staged'; keys: ConflictKeys; work: (tx: StagingTransaction) => Promise<unknown> } & Settle);
+
+/** An event a work item staged, with the record row that will point at it. */
+interface StagedEvent {
+  kind: string;
+  entity: string;
+  actor: string;
+  canonicalPayload: string;
+  payloadHash: string;
+  row: StagedRow | undefined;
+}
+
+/** A staged row once its event has a seq. */
+interface RowToInsert {
+  table: PgTable;
+  values: Record<string, unknown>;
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 interface LogQueue {
   pending: Pending[];
@@ -117,6 +176,9 @@ interface LogQueue {
   /** Set while a batch waits (`maxWaitMs`) for more appends: wakes it once it is full. */
   full: (() => void) | null;
 }
+
+/** Plain appends declare no keys: they run beside anything that declares its own. */
+const NO_KEYS: ConflictKeys = {};
 
 /**
  * Create a ledger. Appends to one log are serialized in the database (a transaction-scoped
@@ -174,18 +236,43 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     while (queue.pending.length > 0) {
       if (maxWaitMs > 0 && queue.pending.length < maxBatch && !closed) await fill(queue);
       const batch = queue.pending.splice(0, maxBatch);
-      await commitBatch(log, batch);
+      await commitBatch(log, batch, false);
     }
     queue.flushing = null;
     if (queue.pending.length === 0) queues.delete(log);
   };
 
-  const commitBatch = async (log: string, batch: Pending[]) => {
-    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+  const stageInto =
+    (log: string, into: StagedEvent[]) =>
+    (input: Omit<AppendInput, 'log'>, row?: StagedRow): void => {
+      const { canonicalPayload } = prepareEvent({ ...input, log }, limits);
+      into.push({
+        kind: input.kind,
+        entity: input.entity,
+        actor: input.actor,
+        canonicalPayload,
+        payloadHash: payloadHashOf(canonicalPayload),
+        row,
+      });
+    };
+
+  /**
+   * One batch in one transaction. Its items run in waves (see `planWaves`): the staged work
+   * of a wave runs side by side, then the wave's events get their seqs in batch order and
+   * go in with their record rows, one multi-row insert per table. Work without keys runs
+   * alone, in its own savepoint, as it always did.
+   *
+   * `isolated`: every item in a wave and a savepoint of its own. The retry after a wave's
+   * writes broke a constraint the keys did not foresee (two executions claiming one
+   * single-use approval, say): the database refused the wave, so nothing of the batch
+   * committed, and one item at a time each gets its own answer.
+   */
+  const commitBatch = async (log: string, batch: Pending[], isolated: boolean): Promise<void> => {
+    const outcomes: Outcome[] = new Array(batch.length);
     let headAfter = 0;
+    let waveRefused = false;
     try {
       await database.db.transaction(async (tx) => {
-        outcomes.length = 0;
         // Two statements, sent together (postgres-js pipelines them on the transaction's
         // connection; the server runs them in order): one round trip. The head is read by
         // the second, whose READ COMMITTED snapshot is taken only after the first has the
@@ -203,74 +290,181 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
         let head = found ?? { seq: 0, hash: GENESIS_PREV_HASH };
         const now = clock().toISOString();
         const written: StoredEvent[] = [];
-        let buffer: StoredEvent[] = [];
 
-        const chain = (
-          input: Omit<AppendInput, 'log'>,
-          canonicalPayload: string,
-          payload_hash: string,
-        ): StoredEvent => {
+        const chain = (s: StagedEvent): StoredEvent => {
           const header = {
             log,
             seq: head.seq + 1,
-            kind: input.kind,
-            entity: input.entity,
-            actor: input.actor,
+            kind: s.kind,
+            entity: s.entity,
+            actor: s.actor,
             at: now,
-            payload_hash,
+            payload_hash: s.payloadHash,
             prev_hash: head.hash,
           };
-          const event: StoredEvent = { ...header, payload: canonicalPayload, hash: eventHashOf(header) };
+          const event: StoredEvent = { ...header, payload: s.canonicalPayload, hash: eventHashOf(header) };
           head = { seq: event.seq, hash: event.hash };
           return event;
         };
-        const flushBuffer = async () => {
-          if (buffer.length === 0) return;
-          await insertEvents(database, tx, buffer);
-          written.push(...buffer);
-          buffer = [];
+        /** Chain staged events; their rows, now linked to their seqs, in staging order. */
+        const chainAll = (staged: readonly StagedEvent[], events: StoredEvent[]): RowToInsert[] => {
+          const rows: RowToInsert[] = [];
+          for (const s of staged) {
+            const event = chain(s);
+            events.push(event);
+            if (s.row)
+              rows.push({ table: s.row.table, values: s.row.values({ logId: log, eventSeq: event.seq }) });
+          }
+          return rows;
         };
 
-        for (const item of batch) {
-          if (item.type === 'event') {
-            const event = chain(item.input, item.canonicalPayload, item.payloadHash);
-            buffer.push(event);
-            outcomes.push({ ok: true, value: event });
-            continue;
-          }
-          await flushBuffer();
+        const runAlone = async (index: number, item: Extract<Pending, { type: 'work' }>) => {
           const headBefore = head;
           const mine: StoredEvent[] = [];
           try {
             const value = await tx.transaction(async (savepoint) => {
-              const ledgerTx: LedgerTransaction = {
-                db: savepoint as unknown as Db,
+              const db = savepoint as unknown as Db;
+              const staged: StagedEvent[] = [];
+              const value = await item.work({
+                db,
                 database,
                 log,
                 now,
+                stage: stageInto(log, staged),
+                // Work that runs alone shares its wave with nobody.
+                claim: () => {},
                 append: async (input) => {
                   const { canonicalPayload } = prepareEvent({ ...input, log }, limits);
-                  const event = chain(input, canonicalPayload, payloadHashOf(canonicalPayload));
-                  await insertEvents(database, savepoint as unknown as Db, [event]);
+                  const event = chain({
+                    ...input,
+                    canonicalPayload,
+                    payloadHash: payloadHashOf(canonicalPayload),
+                    row: undefined,
+                  });
+                  await insertEvents(database, db, [event]);
                   mine.push(event);
                   return event;
                 },
-              };
-              return item.work(ledgerTx);
+              });
+              const stagedEvents: StoredEvent[] = [];
+              const rows = chainAll(staged, stagedEvents);
+              await insertStaged(database, db, stagedEvents, [rows]);
+              mine.push(...stagedEvents);
+              return value;
             });
             written.push(...mine);
-            outcomes.push({ ok: true, value });
+            outcomes[index] = { ok: true, value };
           } catch (error) {
             head = headBefore;
-            outcomes.push({ ok: false, error });
+            outcomes[index] = { ok: false, error };
+          }
+        };
+
+        /** Runs a wave; returns the items that found a key claimed and must run after it. */
+        const runWave = async (wave: readonly number[]): Promise<number[]> => {
+          const claims = new Map<string, number>();
+          const deferred = new Set<number>();
+          // The work of a wave runs side by side: its reads go out together.
+          const ran = await Promise.all(
+            wave.map(async (index): Promise<{ outcome: Outcome; staged: StagedEvent[] }> => {
+              const item = batch[index]!;
+              if (item.type === 'event') {
+                const { kind, entity, actor } = item.input;
+                const staged = [
+                  {
+                    kind,
+                    entity,
+                    actor,
+                    canonicalPayload: item.canonicalPayload,
+                    payloadHash: item.payloadHash,
+                    row: undefined,
+                  },
+                ];
+                return { outcome: { ok: true, value: undefined }, staged };
+              }
+              const staged: StagedEvent[] = [];
+              const claim = (key: string) => {
+                const owner = claims.get(key);
+                if (owner !== undefined && owner !== index) {
+                  deferred.add(index);
+                  throw new LedgerError(
+                    'CHAIN_CONFLICT',
+                    `key ${key} is claimed by other work of this batch`,
+                  );
+                }
+                claims.set(key, index);
+              };
+              try {
+                const work = item.work as (tx: StagingTransaction) => Promise<unknown>;
+                const value = await work({
+                  db: tx as unknown as Db,
+                  database,
+                  log,
+                  now,
+                  stage: stageInto(log, staged),
+                  claim,
+                });
+                return { outcome: { ok: true, value }, staged };
+              } catch (error) {
+                return { outcome: { ok: false, error }, staged: [] };
+              }
+            }),
+          );
+          const headBefore = head;
+          const events: StoredEvent[] = [];
+          const rowsByItem: RowToInsert[][] = [];
+          wave.forEach((index, k) => {
+            // Deferred work is run again whatever it made of the refused claim.
+            if (deferred.has(index)) return;
+            const { outcome, staged } = ran[k]!;
+            outcomes[index] = outcome;
+            if (!outcome.ok) return;
+            const first = events.length;
+            rowsByItem.push(chainAll(staged, events));
+            if (batch[index]!.type === 'event') outcomes[index] = { ok: true, value: events[first] };
+          });
+          if (!isolated) {
+            try {
+              await insertStaged(database, tx as unknown as Db, events, rowsByItem);
+            } catch (error) {
+              waveRefused = true;
+              throw error;
+            }
+          } else {
+            try {
+              await tx.transaction((savepoint) =>
+                insertStaged(database, savepoint as unknown as Db, events, rowsByItem),
+              );
+            } catch (error) {
+              head = headBefore;
+              for (const index of wave) outcomes[index] = { ok: false, error: toStorageError(error, log) };
+              return [];
+            }
+          }
+          written.push(...events);
+          return wave.filter((index) => deferred.has(index));
+        };
+
+        const indices = batch.map((_, i) => i);
+        const waves = isolated
+          ? indices.map((i) => [i])
+          : planWaves(indices, (i) => keysOf(batch[i]!), maxBatch);
+        for (let wave = waves.shift(); wave; wave = waves.shift()) {
+          const first = batch[wave[0]!]!;
+          if (first.type === 'work') await runAlone(wave[0]!, first);
+          else {
+            const deferred = await runWave(wave);
+            if (deferred.length > 0) waves.unshift(deferred);
           }
         }
-        await flushBuffer();
         headAfter = head.seq;
         for (const hook of hooks)
           if (written.length > 0) await hook(tx as unknown as Db, log, written, database);
       });
     } catch (cause) {
+      // The keys did not foresee a conflict the database caught: run the batch again, one
+      // item at a time, so each gets its own answer (nothing of this attempt committed).
+      if (waveRefused && !isolated && isConstraintViolation(cause)) return commitBatch(log, batch, true);
       const error = toStorageError(cause, log);
       for (const item of batch) item.reject(error);
       return;
@@ -278,7 +472,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     knownHeads.set(log, headAfter);
     batch.forEach((item, i) => {
       const outcome = outcomes[i]!;
-      if (outcome.ok) item.resolve(outcome.value as StoredEvent);
+      if (outcome.ok) item.resolve(outcome.value);
       else item.reject(outcome.error);
     });
   };
@@ -289,13 +483,26 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
       return new Promise<StoredEvent>((resolve, reject) => {
         const { canonicalPayload } = prepareEvent(input, limits);
         const payloadHash = payloadHashOf(canonicalPayload);
-        enqueue(input.log, { type: 'event', input, canonicalPayload, payloadHash, resolve, reject });
+        enqueue(input.log, {
+          type: 'event',
+          input,
+          canonicalPayload,
+          payloadHash,
+          resolve: resolve as (v: unknown) => void,
+          reject,
+        });
       });
     },
     transact<T>(log: string, work: (tx: LedgerTransaction) => Promise<T>) {
       return new Promise<T>((resolve, reject) => {
         assertLogId(log);
         enqueue(log, { type: 'work', work, resolve: resolve as (v: unknown) => void, reject });
+      });
+    },
+    transactConcurrently<T>(log: string, keys: ConflictKeys, work: (tx: StagingTransaction) => Promise<T>) {
+      return new Promise<T>((resolve, reject) => {
+        assertLogId(log);
+        enqueue(log, { type: 'staged', keys, work, resolve: resolve as (v: unknown) => void, reject });
       });
     },
     head: (log) => readHead(database, log),
@@ -312,6 +519,40 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
       }
     },
   };
+}
+
+function keysOf(item: Pending): ConflictKeys | null {
+  if (item.type === 'event') return NO_KEYS;
+  if (item.type === 'staged') return item.keys;
+  return null;
+}
+
+/**
+ * Insert a wave's events, then its record rows: one statement per table, the tables in an
+ * order every work item agrees with, so a row's reference to a row its work staged before
+ * points backwards (foreign keys are checked at the end of each statement).
+ */
+async function insertStaged(
+  database: Database,
+  db: Db,
+  events: readonly StoredEvent[],
+  rowsByItem: readonly (readonly RowToInsert[])[],
+): Promise<void> {
+  if (events.length > 0) await insertEvents(database, db, events);
+  const order = mergeOrders(rowsByItem.map((rows) => rows.map((r) => r.table)));
+  if (!order) {
+    for (const rows of rowsByItem) for (const r of rows) await insertRows(database, db, r.table, [r.values]);
+    return;
+  }
+  for (const table of order) {
+    const values = rowsByItem.flatMap((rows) => rows.filter((r) => r.table === table).map((r) => r.values));
+    await insertRows(database, db, table, values);
+  }
+}
+
+/** SQLSTATE class 23: the database refused a row (unique, foreign key, check). */
+function isConstraintViolation(error: unknown): boolean {
+  return sqlStateOf(error)?.startsWith('23') ?? false;
 }
 
 function toStorageError(cause: unknown, log: string): unknown {

@@ -1,4 +1,5 @@
-import { apiKeys, type Ledger } from '@vouch/ledger';
+import { anyOf, apiKeys, type Ledger } from '@vouch/ledger';
+import DataLoader from 'dataloader';
 import { count, eq } from 'drizzle-orm';
 import { ApiError } from '../errors';
 import { generateApiKey, hashApiKey, MIN_SUPPLIED_KEY_LENGTH, newKeyId } from './api-key';
@@ -85,6 +86,19 @@ function auditPayload(key: StoredApiKey) {
  */
 export function createKeyStore(ledger: Ledger): KeyStore {
   const database = ledger.database;
+  // Every request looks its key up: the lookups of requests that arrive together go out as
+  // one query. Nothing is cached (`cache: false`), so a revocation counts from the next request.
+  const byHash = new DataLoader<string, Row | null>(
+    async (hashes) => {
+      const rows = await database.db
+        .select()
+        .from(apiKeys)
+        .where(anyOf(apiKeys.keyHash, [...new Set(hashes)]));
+      const found = new Map(rows.map((row) => [row.keyHash, row]));
+      return hashes.map((hash) => found.get(hash) ?? null);
+    },
+    { cache: false },
+  );
 
   const insert = (
     input: NewApiKey,
@@ -122,7 +136,7 @@ export function createKeyStore(ledger: Ledger): KeyStore {
 
   return {
     async findByHash(hash) {
-      const [row] = await database.db.select().from(apiKeys).where(eq(apiKeys.keyHash, hash)).limit(1);
+      const row = await byHash.load(hash);
       if (!row || row.revokedAt !== null) return null;
       return { ...toStored(row), keyHash: row.keyHash };
     },

@@ -1,4 +1,5 @@
 import { canonicalJson } from '@vouch/audit';
+import type { EventLink } from '../ledger';
 import {
   approvalRequests,
   approvalResolutions,
@@ -33,12 +34,6 @@ import type {
 // JSON columns hold canonical JSON text (never jsonb): what is parsed back is what was hashed.
 const json = (value: unknown): string => canonicalJson(value);
 const parse = <T = JsonValue>(text: string): T => JSON.parse(text) as T;
-
-/** The columns every record row has besides its record: where its event is. */
-export interface EventLink {
-  logId: string;
-  eventSeq: number;
-}
 
 type Row<T extends { $inferSelect: unknown }> = T['$inferSelect'];
 

@@ -268,22 +268,33 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         const { agent, log } = await setup();
         const before = await counts(log);
         const headBefore = await ledger.head(log);
-        const injected = new Error('injected');
-        const failing: Ledger = {
-          ...ledger,
-          transact: (target, work) =>
-            ledger.transact(target, async (tx) => {
-              await work(tx);
+        const injected = new Error('injected after the inserts');
+        let armed = true;
+        // A hook runs after the batch's rows and events are inserted, in the same transaction.
+        const failing = createLedger(database, {
+          afterAppend: [
+            async () => {
+              if (!armed) return;
+              armed = false;
               throw injected;
-            }),
-        };
-        await expect(createRecords(failing).propose(agent, refund('k1'))).rejects.toBe(injected);
-        expect(await counts(log)).toEqual(before);
-        expect(await ledger.head(log)).toEqual(headBefore);
-        // The log goes on from where it was: the lost seqs were never taken.
-        const next = await records.propose(agent, refund('k1'));
-        expect(next.replayed).toBe(false);
-        expect((await ledger.verifyChain({ log })).ok).toBe(true);
+            },
+          ],
+        });
+        try {
+          const rejected = await createRecords(failing)
+            .propose(agent, refund('k1'))
+            .catch((e: unknown) => e);
+          expect(armed).toBe(false);
+          expect(isLedgerError(rejected) ? rejected.cause : rejected).toBe(injected);
+          expect(await counts(log)).toEqual(before);
+          expect(await ledger.head(log)).toEqual(headBefore);
+          // The log goes on from where it was: the lost seqs were never taken.
+          const next = await createRecords(failing).propose(agent, refund('k1'));
+          expect(next.replayed).toBe(false);
+          expect((await ledger.verifyChain({ log })).ok).toBe(true);
+        } finally {
+          await failing.close();
+        }
       });
     });
   });
@@ -446,6 +457,17 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         const listed = await records.listApprovals(log, { status: 'pending' });
         expect(listed.approvals.map((a) => a.request.id)).toEqual([first.approval!.id, other.approval!.id]);
         expect(listed.approvals[0]!.proposal.arguments).toEqual({ amount: 5, currency: 'EUR' });
+      });
+
+      it('opens one request when identical proposals arrive together', async () => {
+        const { agent, log } = await setupIrreversible();
+        const results = await Promise.all(
+          ['k1', 'k2', 'k3', 'k4'].map((key) => records.propose(agent, refund(key))),
+        );
+        expect(new Set(results.map((r) => r.proposal.id)).size).toBe(4);
+        expect(new Set(results.map((r) => r.approval?.id)).size).toBe(1);
+        expect(await count('approval_requests', log)).toBe(1);
+        expect((await ledger.verifyChain({ log })).ok).toBe(true);
       });
 
       it('refuses execution until approved', async () => {
@@ -635,6 +657,39 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         };
         expect(await codeOf(records.observe(bob, borrowed))).toBe('APPROVAL_SCOPE_MISMATCH');
       });
+    });
+  });
+
+  describe('when many gateways work at once', () => {
+    it('keeps every invariant and a chain the record tables agree with', async () => {
+      const { agent, alice, log } = await setup();
+      const stories = await Promise.all(
+        Array.from({ length: 30 }, async (_, i) => {
+          const { proposal, decision } = await records.propose(agent, refund(`many-${i}`));
+          expect(decision?.verdict).toBe('allow');
+          const [first, second] = await Promise.allSettled([
+            records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' }),
+            records.observe(agent, { proposal_id: proposal.id, outcome: 'failed' }),
+          ]);
+          const observed = [first, second].filter((r) => r.status === 'fulfilled');
+          expect(observed).toHaveLength(2);
+          const ids = new Set(observed.map((r) => r.value.observation.id));
+          expect(ids.size).toBe(1);
+          const [observationId] = [...ids];
+          await records.recordVerification(alice, {
+            observation_id: observationId,
+            checks: [{ name: 'refund.recorded', status: 'pass', source: 'ledger-api' }],
+          });
+          return proposal.id;
+        }),
+      );
+      expect(new Set(stories).size).toBe(30);
+      expect(await count('proposals', log)).toBe(30);
+      expect(await count('observations', log)).toBe(30);
+      expect(await count('verifications', log)).toBe(30);
+      const report = await ledger.verifyChain({ log });
+      expect(report).toMatchObject({ ok: true, failures: [] });
+      expect(await failuresOf(log)).toEqual([]);
     });
   });
 

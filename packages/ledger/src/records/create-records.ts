@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { StoredEvent } from '@vouch/audit';
 import { assessIndependence, deriveStatus } from '@vouch/verifier-sdk';
 import { and, asc, eq, inArray } from 'drizzle-orm';
+import type { PgTable } from 'drizzle-orm/pg-core';
 import { LedgerError, type LedgerErrorCode } from '../errors';
-import type { Ledger, LedgerTransaction } from '../ledger';
+import type { EventLink, Ledger, StagingTransaction } from '../ledger';
 import {
   addSeconds,
   checkApproval,
@@ -53,20 +54,17 @@ import {
   type ApprovalStatus,
   approvalStatusOf,
   decisionOf,
-  latestTool,
   listLatestTools,
   listRequests,
   observationById,
   observationOf,
-  proposalById,
-  proposalByKey,
   refusalsOf,
   requestById,
-  resolutionOf,
   reusableRequestCandidates,
-  usesOf,
   verificationsOf,
 } from './queries';
+import { recordKeys } from './record-keys';
+import { batchedReads, directReads, type RecordReads } from './record-reads';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -183,10 +181,11 @@ export interface Records {
 }
 
 /**
- * Create the records service over a ledger. Each write runs in `ledger.transact`, so the
- * record row and its audit event (kind = record type, payload = the record as stored,
+ * Create the records service over a ledger. Each write runs in `ledger.transactConcurrently`,
+ * so the record row and its audit event (kind = record type, payload = the record as stored,
  * entity = the record id) commit together or not at all, and the checks before it run
- * under the log's lock.
+ * under the log's lock, beside the other operations whose keys (`record-keys.ts`) do not
+ * collide with its own.
  *
  * @example
  * const records = createRecords(ledger);
@@ -203,68 +202,56 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
   const policy = options.policy ?? 'built_in';
   const requestTtl = options.approvalRequestTtlSeconds ?? 24 * 3600;
   const serviceWindow = options.maxApprovalWindowSeconds ?? 3600;
-  const timeOf = (tx: LedgerTransaction) => (options.now ? options.now().toISOString() : tx.now);
+  const timeOf = (tx: StagingTransaction) => (options.now ? options.now().toISOString() : tx.now);
   const wallNow = () => (options.now ?? (() => new Date()))().toISOString();
 
-  /** Append the record's event, then its row pointing at that event: both or neither. */
-  const write = async <R extends { id: string }>(
-    tx: LedgerTransaction,
+  /** Stage the record's event and its row pointing at that event: both or neither. */
+  const write = <R extends { id: string }>(
+    tx: StagingTransaction,
     kind: RecordKind,
     actor: string,
     record: R,
-    insert: (link: { logId: string; eventSeq: number }, record: R) => Promise<unknown>,
-  ): Promise<R> => {
-    const event = await tx.append({ kind, entity: record.id, actor, payload: record });
-    await insert({ logId: tx.log, eventSeq: event.seq }, record);
+    table: PgTable,
+    toRow: (link: EventLink, record: R) => Record<string, unknown>,
+  ): R => {
+    tx.stage(
+      { kind, entity: record.id, actor, payload: record },
+      { table, values: (link) => toRow(link, record) },
+    );
     return record;
   };
 
-  const writeTool = (tx: LedgerTransaction, actor: string, r: ToolRecord) =>
-    write(tx, 'tool', actor, r, (link, rec) => tx.db.insert(tools).values(toolCodec.toRow(link, rec)));
-  const writeProposal = (tx: LedgerTransaction, actor: string, r: ProposalRecord) =>
-    write(tx, 'proposal', actor, r, (link, rec) =>
-      tx.db.insert(proposals).values(proposalCodec.toRow(link, rec)),
-    );
-  const writeDecision = (tx: LedgerTransaction, actor: string, r: DecisionRecord) =>
-    write(tx, 'decision', actor, r, (link, rec) =>
-      tx.db.insert(decisions).values(decisionCodec.toRow(link, rec)),
-    );
-  const writeRequest = (tx: LedgerTransaction, actor: string, r: ApprovalRequestRecord) =>
-    write(tx, 'approval_request', actor, r, (link, rec) =>
-      tx.db.insert(approvalRequests).values(approvalRequestCodec.toRow(link, rec)),
-    );
-  const writeResolution = (tx: LedgerTransaction, actor: string, r: ApprovalResolutionRecord) =>
-    write(tx, 'approval_resolution', actor, r, (link, rec) =>
-      tx.db.insert(approvalResolutions).values(approvalResolutionCodec.toRow(link, rec)),
-    );
-  const writeUse = (tx: LedgerTransaction, actor: string, r: ApprovalUseRecord) =>
-    write(tx, 'approval_use', actor, r, (link, rec) =>
-      tx.db.insert(approvalUses).values(approvalUseCodec.toRow(link, rec)),
-    );
-  const writeObservation = (tx: LedgerTransaction, actor: string, r: ObservationRecord) =>
-    write(tx, 'observation', actor, r, (link, rec) =>
-      tx.db.insert(observations).values(observationCodec.toRow(link, rec)),
-    );
-  const writeRefusal = (tx: LedgerTransaction, actor: string, r: RefusedExecutionRecord) =>
-    write(tx, 'execution_refused', actor, r, (link, rec) =>
-      tx.db.insert(refusedExecutions).values(refusedExecutionCodec.toRow(link, rec)),
-    );
-  const writeVerification = (tx: LedgerTransaction, actor: string, r: VerificationRecord) =>
-    write(tx, 'verification', actor, r, (link, rec) =>
-      tx.db.insert(verifications).values(verificationCodec.toRow(link, rec)),
-    );
+  const writeTool = (tx: StagingTransaction, actor: string, r: ToolRecord) =>
+    write(tx, 'tool', actor, r, tools, toolCodec.toRow);
+  const writeProposal = (tx: StagingTransaction, actor: string, r: ProposalRecord) =>
+    write(tx, 'proposal', actor, r, proposals, proposalCodec.toRow);
+  const writeDecision = (tx: StagingTransaction, actor: string, r: DecisionRecord) =>
+    write(tx, 'decision', actor, r, decisions, decisionCodec.toRow);
+  const writeRequest = (tx: StagingTransaction, actor: string, r: ApprovalRequestRecord) =>
+    write(tx, 'approval_request', actor, r, approvalRequests, approvalRequestCodec.toRow);
+  const writeResolution = (tx: StagingTransaction, actor: string, r: ApprovalResolutionRecord) =>
+    write(tx, 'approval_resolution', actor, r, approvalResolutions, approvalResolutionCodec.toRow);
+  const writeUse = (tx: StagingTransaction, actor: string, r: ApprovalUseRecord) =>
+    write(tx, 'approval_use', actor, r, approvalUses, approvalUseCodec.toRow);
+  const writeObservation = (tx: StagingTransaction, actor: string, r: ObservationRecord) =>
+    write(tx, 'observation', actor, r, observations, observationCodec.toRow);
+  const writeRefusal = (tx: StagingTransaction, actor: string, r: RefusedExecutionRecord) =>
+    write(tx, 'execution_refused', actor, r, refusedExecutions, refusedExecutionCodec.toRow);
+  const writeVerification = (tx: StagingTransaction, actor: string, r: VerificationRecord) =>
+    write(tx, 'verification', actor, r, verifications, verificationCodec.toRow);
 
   /**
    * Open an approval request for a proposal, or reuse one already waiting on the same
    * payload, requester, server and tool, so a retried proposal does not pile up requests.
    */
   const requestApproval = async (
-    tx: LedgerTransaction,
+    tx: StagingTransaction,
     actor: string,
     proposal: ProposalRecord,
     tool: ToolRecord | null,
     now: string,
   ): Promise<ApprovalRequestRecord> => {
+    tx.claim(recordKeys.approvalScope(proposal));
     for (const candidate of await reusableRequestCandidates(tx.db, tx.log, proposal, now)) {
       if (isReusableRequest({ ...candidate, proposal, now })) return candidate.request;
     }
@@ -287,15 +274,15 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
   };
 
   const approvalView = async (
-    db: LedgerTransaction['db'],
-    log: string,
+    reads: RecordReads,
     request: ApprovalRequestRecord,
     now: string,
+    staged?: ApprovalResolutionRecord,
   ): Promise<ApprovalView> => {
     const [resolution, uses, proposal] = await Promise.all([
-      resolutionOf(db, log, request.id),
-      usesOf(db, log, request.id),
-      proposalById(db, log, request.proposal_id),
+      staged ?? reads.resolutionOf(request.id),
+      reads.usesOf(request.id),
+      reads.proposalById(request.proposal_id),
     ]);
     return {
       request,
@@ -315,14 +302,14 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
    * the caller's transaction, so the claim and the observation commit together).
    */
   const checkExecution = async (
-    tx: LedgerTransaction,
+    tx: StagingTransaction,
     caller: Caller,
     proposal: ProposalRecord,
     claim: { approval_request_id?: string | undefined; payload_hash?: string | undefined },
     now: string,
   ): Promise<Check> => {
     const refuse = (code: LedgerErrorCode, message: string): Check => ({ ok: false, code, message });
-    const decision = await decisionOf(tx.db, tx.log, proposal.id);
+    const decision = await batchedReads(tx.db, tx.log).decisionOf(proposal.id);
     if (!decision) return refuse('EXECUTION_NOT_AUTHORIZED', `proposal ${proposal.id} has not been decided`);
     if (decision.verdict === 'deny' || decision.verdict === 'repair') {
       return refuse('EXECUTION_NOT_AUTHORIZED', `proposal ${proposal.id} was decided ${decision.verdict}`);
@@ -343,7 +330,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       return { ok: true, proposal, decision, use: null };
     }
     const requestId = claim.approval_request_id ?? decision.approval_request_id;
-    const request = requestId ? await requestById(tx.db, tx.log, requestId) : null;
+    const request = requestId ? await batchedReads(tx.db, tx.log).requestById(requestId) : null;
     if (!request)
       return refuse('EXECUTION_NOT_AUTHORIZED', `proposal ${proposal.id} has no approval request`);
     if (claim.payload_hash !== undefined && claim.payload_hash !== request.payload_hash) {
@@ -353,13 +340,13 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       );
     }
     const [resolution, uses] = await Promise.all([
-      resolutionOf(tx.db, tx.log, request.id),
-      usesOf(tx.db, tx.log, request.id),
+      batchedReads(tx.db, tx.log).resolutionOf(request.id),
+      batchedReads(tx.db, tx.log).usesOf(request.id),
     ]);
     const verdict = checkApproval({ request, resolution, uses, proposal, now });
     if (!verdict.ok) return refuse(verdict.code, verdict.message);
     if (verdict.existingUse) return { ok: true, proposal, decision, use: verdict.existingUse };
-    const use = await writeUse(tx, caller.identity, {
+    const use = writeUse(tx, caller.identity, {
       id: newId('use'),
       request_id: request.id,
       resolution_id: verdict.resolution.id,
@@ -371,8 +358,8 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     return { ok: true, proposal, decision, use };
   };
 
-  const mustGetProposal = async (db: LedgerTransaction['db'], log: string, proposalId: string) => {
-    const proposal = await proposalById(db, log, proposalId);
+  const mustGetProposal = async (reads: RecordReads, proposalId: string) => {
+    const proposal = await reads.proposalById(proposalId);
     if (!proposal) throw notFound('proposal', proposalId);
     return proposal;
   };
@@ -385,11 +372,11 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       'id' | 'request_id' | 'resolver' | 'resolved_at' | 'valid_until' | 'window_seconds' | 'window_source'
     > & { window_seconds: number | null },
   ): Promise<ApprovalView> =>
-    ledger.transact(ctx.log, async (tx) => {
+    ledger.transactConcurrently(ctx.log, recordKeys.resolveApproval(), async (tx) => {
       const now = timeOf(tx);
-      const request = await requestById(tx.db, tx.log, requestId);
+      const request = await batchedReads(tx.db, tx.log).requestById(requestId);
       if (!request) throw notFound('approval request', requestId);
-      if (await resolutionOf(tx.db, tx.log, request.id)) {
+      if (await batchedReads(tx.db, tx.log).resolutionOf(request.id)) {
         throw new LedgerError(
           'APPROVAL_RESOLVED',
           `approval request ${request.id} has already been answered`,
@@ -424,7 +411,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
               { source: 'policy', seconds: request.max_window_seconds },
             ])!
           : null;
-      await writeResolution(tx, ctx.caller.identity, {
+      const written = writeResolution(tx, ctx.caller.identity, {
         id: newId('res'),
         request_id: request.id,
         resolution: resolution.resolution,
@@ -436,7 +423,8 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         comment: resolution.comment,
         resolved_at: now,
       });
-      return approvalView(tx.db, tx.log, request, now);
+      // Staged, not yet in the table: the view is given the resolution it cannot read yet.
+      return approvalView(batchedReads(tx.db, tx.log), request, now, written);
     });
 
   return {
@@ -446,8 +434,8 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         maxBytes,
       });
       const { replaces_version, ...fields } = input;
-      return ledger.transact(ctx.log, async (tx) => {
-        const current = await latestTool(tx.db, tx.log, fields.server_id, fields.tool_name);
+      return ledger.transactConcurrently(ctx.log, recordKeys.registerTool(), async (tx) => {
+        const current = await batchedReads(tx.db, tx.log).latestTool(fields.server_id, fields.tool_name);
         if (current) {
           if (sameRegistration(current, fields)) return { tool: current, replayed: true };
           // Discovery is not authorization: it never overrides what an operator registered.
@@ -462,7 +450,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
             );
           }
         }
-        const tool = await writeTool(tx, ctx.caller.identity, {
+        const tool = writeTool(tx, ctx.caller.identity, {
           id: newId('tool'),
           ...fields,
           version: (current?.version ?? 0) + 1,
@@ -480,9 +468,9 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       const payload = proposalPayloadOf(input);
       const payloadHash = proposalPayloadHash(payload);
       const caller = ctx.caller;
-      return ledger.transact(ctx.log, async (tx) => {
+      return ledger.transactConcurrently(ctx.log, recordKeys.propose(input.idempotency_key), async (tx) => {
         const now = timeOf(tx);
-        const existing = await proposalByKey(tx.db, tx.log, input.idempotency_key);
+        const existing = await batchedReads(tx.db, tx.log).proposalByKey(input.idempotency_key);
         if (existing) {
           if (existing.payload_hash !== payloadHash || existing.requester !== caller.identity) {
             throw new LedgerError(
@@ -491,13 +479,13 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
               { details: { proposal_id: existing.id } },
             );
           }
-          const decision = await decisionOf(tx.db, tx.log, existing.id);
+          const decision = await batchedReads(tx.db, tx.log).decisionOf(existing.id);
           const approval = decision?.approval_request_id
-            ? await requestById(tx.db, tx.log, decision.approval_request_id)
+            ? await batchedReads(tx.db, tx.log).requestById(decision.approval_request_id)
             : null;
           return { proposal: existing, decision, approval, replayed: true };
         }
-        const proposal = await writeProposal(tx, caller.identity, {
+        const proposal = writeProposal(tx, caller.identity, {
           id: newId('prop'),
           idempotency_key: input.idempotency_key,
           requester: caller.identity,
@@ -509,7 +497,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         });
         if (policy === 'external') return { proposal, decision: null, approval: null, replayed: false };
 
-        const tool = await latestTool(tx.db, tx.log, proposal.server_id, proposal.tool_name);
+        const tool = await batchedReads(tx.db, tx.log).latestTool(proposal.server_id, proposal.tool_name);
         const result = evaluatePolicy({
           proposal,
           tool,
@@ -519,7 +507,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
           result.verdict === 'require_approval'
             ? await requestApproval(tx, caller.identity, proposal, tool, now)
             : null;
-        const decision = await writeDecision(tx, caller.identity, {
+        const decision = writeDecision(tx, caller.identity, {
           id: newId('dec'),
           proposal_id: proposal.id,
           ...result,
@@ -538,16 +526,16 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         what: 'decision',
         maxBytes,
       });
-      return ledger.transact(ctx.log, async (tx) => {
+      return ledger.transactConcurrently(ctx.log, recordKeys.decide(input.proposal_id), async (tx) => {
         const now = timeOf(tx);
-        const proposal = await mustGetProposal(tx.db, tx.log, input.proposal_id);
-        const existing = await decisionOf(tx.db, tx.log, proposal.id);
+        const proposal = await mustGetProposal(batchedReads(tx.db, tx.log), input.proposal_id);
+        const existing = await batchedReads(tx.db, tx.log).decisionOf(proposal.id);
         if (existing) {
           throw new LedgerError('DECISION_EXISTS', `proposal ${proposal.id} already has a decision`, {
             details: { decision_id: existing.id, source: existing.source },
           });
         }
-        const tool = await latestTool(tx.db, tx.log, proposal.server_id, proposal.tool_name);
+        const tool = await batchedReads(tx.db, tx.log).latestTool(proposal.server_id, proposal.tool_name);
         const executable = input.verdict === 'allow' || input.verdict === 'require_approval';
         // No engine can make an unregistered tool executable: discovery and registration
         // are the only doors into the registry, and a decision is neither.
@@ -562,7 +550,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
           input.verdict === 'require_approval'
             ? await requestApproval(tx, ctx.caller.identity, proposal, tool, now)
             : null;
-        const decision = await writeDecision(tx, ctx.caller.identity, {
+        const decision = writeDecision(tx, ctx.caller.identity, {
           id: newId('dec'),
           proposal_id: proposal.id,
           verdict: input.verdict,
@@ -580,7 +568,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     },
 
     async getProposal(log, proposalId) {
-      return mustGetProposal(database.db, log, proposalId);
+      return mustGetProposal(directReads(database.db, log), proposalId);
     },
 
     async getObservation(log, observationId) {
@@ -592,7 +580,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     async getApproval(log, requestId) {
       const request = await requestById(database.db, log, requestId);
       if (!request) throw notFound('approval request', requestId);
-      return approvalView(database.db, log, request, wallNow());
+      return approvalView(directReads(database.db, log), request, wallNow());
     },
 
     async listApprovals(log, opts = {}) {
@@ -605,7 +593,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         ...(opts.after !== undefined ? { after: opts.after } : {}),
       });
       const approvals = await Promise.all(
-        rows.map((row) => approvalView(database.db, log, row.request, now)),
+        rows.map((row) => approvalView(directReads(database.db, log), row.request, now)),
       );
       return { approvals, next: rows.length === limit ? rows[rows.length - 1]!.seq : null };
     },
@@ -638,17 +626,21 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
 
     async authorize(ctx, body) {
       const input = parseInput(authorizeInputSchema, body, { what: 'authorization', maxBytes });
-      const checked = await ledger.transact(ctx.log, async (tx) => {
-        const proposal = await mustGetProposal(tx.db, tx.log, input.proposal_id);
-        const observed = await observationOf(tx.db, tx.log, proposal.id);
-        // An execution is recorded once; `unknown` included: it is never retried automatically.
-        if (observed) {
-          throw new LedgerError('OBSERVATION_EXISTS', `proposal ${proposal.id} has already been executed`, {
-            details: { observation_id: observed.id, outcome: observed.outcome },
-          });
-        }
-        return checkExecution(tx, ctx.caller, proposal, input, timeOf(tx));
-      });
+      const checked = await ledger.transactConcurrently(
+        ctx.log,
+        recordKeys.execute(input.proposal_id),
+        async (tx) => {
+          const proposal = await mustGetProposal(batchedReads(tx.db, tx.log), input.proposal_id);
+          const observed = await batchedReads(tx.db, tx.log).observationOf(proposal.id);
+          // An execution is recorded once; `unknown` included: it is never retried automatically.
+          if (observed) {
+            throw new LedgerError('OBSERVATION_EXISTS', `proposal ${proposal.id} has already been executed`, {
+              details: { observation_id: observed.id, outcome: observed.outcome },
+            });
+          }
+          return checkExecution(tx, ctx.caller, proposal, input, timeOf(tx));
+        },
+      );
       if (!checked.ok)
         throw new LedgerError(checked.code, checked.message, { details: { proposal_id: input.proposal_id } });
       return { proposal: checked.proposal, decision: checked.decision, approval_use: checked.use };
@@ -659,44 +651,48 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         what: 'observation',
         maxBytes,
       });
-      const outcome = await ledger.transact(ctx.log, async (tx) => {
-        const now = timeOf(tx);
-        const proposal = await mustGetProposal(tx.db, tx.log, input.proposal_id);
-        const first = await observationOf(tx.db, tx.log, proposal.id);
-        if (first) return { kind: 'observed' as const, replayed: true, observation: first };
-        const checked = await checkExecution(tx, ctx.caller, proposal, input, now);
-        if (!checked.ok) {
-          // The attempt is evidence (a gateway that executed anyway, a stolen key): keep it,
-          // then refuse. Returning instead of throwing lets this refusal commit.
-          const refusal = await writeRefusal(tx, ctx.caller.identity, {
-            id: newId('ref'),
+      const outcome = await ledger.transactConcurrently(
+        ctx.log,
+        recordKeys.execute(input.proposal_id),
+        async (tx) => {
+          const now = timeOf(tx);
+          const proposal = await mustGetProposal(batchedReads(tx.db, tx.log), input.proposal_id);
+          const first = await batchedReads(tx.db, tx.log).observationOf(proposal.id);
+          if (first) return { kind: 'observed' as const, replayed: true, observation: first };
+          const checked = await checkExecution(tx, ctx.caller, proposal, input, now);
+          if (!checked.ok) {
+            // The attempt is evidence (a gateway that executed anyway, a stolen key): keep it,
+            // then refuse. Returning instead of throwing lets this refusal commit.
+            const refusal = writeRefusal(tx, ctx.caller.identity, {
+              id: newId('ref'),
+              proposal_id: proposal.id,
+              code: checked.code,
+              message: checked.message,
+              attempted_by: ctx.caller.identity,
+              attempted: body as JsonValue,
+              refused_at: now,
+            });
+            return { kind: 'refused' as const, code: checked.code, message: checked.message, refusal };
+          }
+          const observation = writeObservation(tx, ctx.caller.identity, {
+            id: newId('obs'),
             proposal_id: proposal.id,
-            code: checked.code,
-            message: checked.message,
-            attempted_by: ctx.caller.identity,
-            attempted: body as JsonValue,
-            refused_at: now,
+            decision_id: checked.decision.id,
+            approval_use_id: checked.use?.id ?? null,
+            server_id: proposal.server_id,
+            tool_name: proposal.tool_name,
+            executed_by: ctx.caller.identity,
+            outcome: input.outcome,
+            result: input.result,
+            transport_status: input.transport_status,
+            tool_error: input.tool_error,
+            started_at: input.started_at,
+            finished_at: input.finished_at,
+            observed_at: now,
           });
-          return { kind: 'refused' as const, code: checked.code, message: checked.message, refusal };
-        }
-        const observation = await writeObservation(tx, ctx.caller.identity, {
-          id: newId('obs'),
-          proposal_id: proposal.id,
-          decision_id: checked.decision.id,
-          approval_use_id: checked.use?.id ?? null,
-          server_id: proposal.server_id,
-          tool_name: proposal.tool_name,
-          executed_by: ctx.caller.identity,
-          outcome: input.outcome,
-          result: input.result,
-          transport_status: input.transport_status,
-          tool_error: input.tool_error,
-          started_at: input.started_at,
-          finished_at: input.finished_at,
-          observed_at: now,
-        });
-        return { kind: 'observed' as const, replayed: false, observation };
-      });
+          return { kind: 'observed' as const, replayed: false, observation };
+        },
+      );
       if (outcome.kind === 'refused') {
         throw new LedgerError(outcome.code, outcome.message, {
           details: { proposal_id: input.proposal_id, refusal_id: outcome.refusal.id },
@@ -719,8 +715,8 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         what: 'verification',
         maxBytes,
       });
-      return ledger.transact(ctx.log, async (tx) => {
-        const observation = await observationById(tx.db, tx.log, input.observation_id);
+      return ledger.transactConcurrently(ctx.log, recordKeys.verify(), async (tx) => {
+        const observation = await batchedReads(tx.db, tx.log).observationById(input.observation_id);
         if (!observation) throw notFound('observation', input.observation_id);
         // A check read from the system that performed the write is not independent.
         const writer = { writer: observation.server_id };
@@ -739,7 +735,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
 
     async story(log, proposalId) {
       const db = database.db;
-      const proposal = await mustGetProposal(db, log, proposalId);
+      const proposal = await mustGetProposal(directReads(db, log), proposalId);
       const [decision, observation, refusals, verificationList] = await Promise.all([
         decisionOf(db, log, proposal.id),
         observationOf(db, log, proposal.id),
@@ -749,7 +745,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       const request = decision?.approval_request_id
         ? await requestById(db, log, decision.approval_request_id)
         : null;
-      const approval = request ? await approvalView(db, log, request, wallNow()) : null;
+      const approval = request ? await approvalView(directReads(db, log), request, wallNow()) : null;
       const verification = verificationList.at(-1) ?? null;
       const entities = [
         proposal.id,

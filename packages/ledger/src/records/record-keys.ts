@@ -1,0 +1,53 @@
+import type { ConflictKeys } from '../batch-plan';
+
+/**
+ * What each records operation reads and writes, as conflict keys: operations whose keys do
+ * not collide run side by side in one ledger batch (`Ledger.transactConcurrently`), the
+ * rest one after another in arrival order. A key names the state an invariant depends on;
+ * the unique constraints of the record tables are the backstop for what the keys cannot
+ * know in advance (two executions claiming one single-use approval): the database refuses
+ * the wave and the ledger retries it one operation at a time.
+ */
+
+/** The tool registry: read by every decision, written by registrations (rare). */
+const TOOLS = 'tools';
+/** Approval answers: read by proposals (request reuse) and executions, written by approvers (human speed). */
+const APPROVALS = 'approvals';
+
+const key = (...parts: string[]) => JSON.stringify(parts);
+
+export const recordKeys = {
+  registerTool: (): ConflictKeys => ({ writes: [TOOLS] }),
+
+  /** A proposal owns its idempotency key: the same key twice is a replay or a conflict. */
+  propose: (idempotencyKey: string): ConflictKeys => ({
+    reads: [TOOLS, APPROVALS],
+    writes: [key('idempotency', idempotencyKey)],
+  }),
+
+  /**
+   * Claimed (`tx.claim`) by work that opens an approval request, once its reads say it
+   * needs one: another proposal of the same payload, requester, server and tool waits on
+   * that request instead of opening its own, so two of them never open one each.
+   */
+  approvalScope: (p: { requester: string; server_id: string; tool_name: string; payload_hash: string }) =>
+    key('approval-scope', p.requester, p.server_id, p.tool_name, p.payload_hash),
+
+  /** An external decision owns its proposal (one decision per proposal). */
+  decide: (proposalId: string): ConflictKeys => ({
+    reads: [TOOLS, APPROVALS],
+    writes: [key('proposal', proposalId)],
+  }),
+
+  /** Answering an approval request changes what every execution and proposal reads. */
+  resolveApproval: (): ConflictKeys => ({ writes: [APPROVALS] }),
+
+  /** `authorize` and `observe` own their proposal: one execution per proposal. */
+  execute: (proposalId: string): ConflictKeys => ({
+    reads: [APPROVALS],
+    writes: [key('proposal', proposalId)],
+  }),
+
+  /** Verifications only add rows: any number may be recorded side by side. */
+  verify: (): ConflictKeys => ({}),
+};

@@ -1,0 +1,213 @@
+import DataLoader from 'dataloader';
+import { and, asc, desc, eq } from 'drizzle-orm';
+import { anyOf } from '../batched-sql';
+import type { Db } from '../database';
+import {
+  approvalRequests,
+  approvalResolutions,
+  approvalUses,
+  decisions,
+  observations,
+  proposals,
+  tools,
+} from '../schema/records';
+import {
+  approvalRequestCodec,
+  approvalResolutionCodec,
+  approvalUseCodec,
+  decisionCodec,
+  observationCodec,
+  proposalCodec,
+  toolCodec,
+} from './codec';
+import {
+  decisionOf,
+  latestTool,
+  observationById,
+  observationOf,
+  proposalById,
+  proposalByKey,
+  requestById,
+  resolutionOf,
+  usesOf,
+} from './queries';
+import type {
+  ApprovalRequestRecord,
+  ApprovalResolutionRecord,
+  ApprovalUseRecord,
+  DecisionRecord,
+  ObservationRecord,
+  ProposalRecord,
+  ToolRecord,
+} from './types';
+
+/** The reads the records operations make, each within one log. */
+export interface RecordReads {
+  proposalById(id: string): Promise<ProposalRecord | null>;
+  proposalByKey(idempotencyKey: string): Promise<ProposalRecord | null>;
+  decisionOf(proposalId: string): Promise<DecisionRecord | null>;
+  latestTool(serverId: string, toolName: string): Promise<ToolRecord | null>;
+  requestById(id: string): Promise<ApprovalRequestRecord | null>;
+  resolutionOf(requestId: string): Promise<ApprovalResolutionRecord | null>;
+  usesOf(requestId: string): Promise<ApprovalUseRecord[]>;
+  observationOf(proposalId: string): Promise<ObservationRecord | null>;
+  observationById(id: string): Promise<ObservationRecord | null>;
+}
+
+/** One query per read: for the read-only routes. */
+export function directReads(db: Db, log: string): RecordReads {
+  return {
+    proposalById: (id) => proposalById(db, log, id),
+    proposalByKey: (key) => proposalByKey(db, log, key),
+    decisionOf: (proposalId) => decisionOf(db, log, proposalId),
+    latestTool: (serverId, toolName) => latestTool(db, log, serverId, toolName),
+    requestById: (id) => requestById(db, log, id),
+    resolutionOf: (requestId) => resolutionOf(db, log, requestId),
+    usesOf: (requestId) => usesOf(db, log, requestId),
+    observationOf: (proposalId) => observationOf(db, log, proposalId),
+    observationById: (id) => observationById(db, log, id),
+  };
+}
+
+/**
+ * Reads that many operations make at once, one query for all of them: the work of a ledger
+ * wave runs side by side, so its operations ask for their proposals (decisions, tools, ...)
+ * in the same tick, and DataLoader turns those into one `= any($keys)` query per kind of
+ * read. Nothing is cached (`cache: false`): a read after the wave's writes sees them.
+ */
+export function batchedReads(db: Db, log: string): RecordReads {
+  let byLog = loaders.get(db);
+  if (!byLog) {
+    byLog = new Map();
+    loaders.set(db, byLog);
+  }
+  let reads = byLog.get(log);
+  if (!reads) {
+    reads = createBatchedReads(db, log);
+    byLog.set(log, reads);
+  }
+  return reads;
+}
+
+const loaders = new WeakMap<Db, Map<string, RecordReads>>();
+
+/** A DataLoader of the rows matching each key; `fetch` gets every distinct key once. */
+function rowsLoader<R>(fetch: (keys: string[]) => Promise<R[]>, keyOf: (row: R) => string) {
+  return new DataLoader<string, R[]>(
+    async (keys) => {
+      const rows = await fetch([...new Set(keys)]);
+      const grouped = new Map<string, R[]>();
+      for (const row of rows) {
+        const k = keyOf(row);
+        const list = grouped.get(k);
+        if (list) list.push(row);
+        else grouped.set(k, [row]);
+      }
+      return keys.map((k) => grouped.get(k) ?? []);
+    },
+    { cache: false },
+  );
+}
+
+function createBatchedReads(db: Db, log: string): RecordReads {
+  const proposalsById = rowsLoader(
+    (ids) =>
+      db
+        .select()
+        .from(proposals)
+        .where(and(eq(proposals.logId, log), anyOf(proposals.id, ids))),
+    (row) => row.id,
+  );
+  const proposalsByKey = rowsLoader(
+    (keys) =>
+      db
+        .select()
+        .from(proposals)
+        .where(and(eq(proposals.logId, log), anyOf(proposals.idempotencyKey, keys))),
+    (row) => row.idempotencyKey,
+  );
+  const decisionsByProposal = rowsLoader(
+    (ids) =>
+      db
+        .select()
+        .from(decisions)
+        .where(and(eq(decisions.logId, log), anyOf(decisions.proposalId, ids))),
+    (row) => row.proposalId,
+  );
+  const toolKey = (serverId: string, toolName: string) => JSON.stringify([serverId, toolName]);
+  const latestTools = rowsLoader(
+    (keys) => {
+      const pairs = keys.map((k) => JSON.parse(k) as [string, string]);
+      return db
+        .selectDistinctOn([tools.serverId, tools.toolName])
+        .from(tools)
+        .where(
+          and(
+            eq(tools.logId, log),
+            anyOf(tools.serverId, [...new Set(pairs.map((p) => p[0]))]),
+            anyOf(tools.toolName, [...new Set(pairs.map((p) => p[1]))]),
+          ),
+        )
+        .orderBy(asc(tools.serverId), asc(tools.toolName), desc(tools.version));
+    },
+    (row) => toolKey(row.serverId, row.toolName),
+  );
+  const requestsById = rowsLoader(
+    (ids) =>
+      db
+        .select()
+        .from(approvalRequests)
+        .where(and(eq(approvalRequests.logId, log), anyOf(approvalRequests.id, ids))),
+    (row) => row.id,
+  );
+  const resolutionsByRequest = rowsLoader(
+    (ids) =>
+      db
+        .select()
+        .from(approvalResolutions)
+        .where(and(eq(approvalResolutions.logId, log), anyOf(approvalResolutions.requestId, ids))),
+    (row) => row.requestId,
+  );
+  const usesByRequest = rowsLoader(
+    (ids) =>
+      db
+        .select()
+        .from(approvalUses)
+        .where(and(eq(approvalUses.logId, log), anyOf(approvalUses.requestId, ids)))
+        .orderBy(asc(approvalUses.eventSeq)),
+    (row) => row.requestId,
+  );
+  const observationsByProposal = rowsLoader(
+    (ids) =>
+      db
+        .select()
+        .from(observations)
+        .where(and(eq(observations.logId, log), anyOf(observations.proposalId, ids))),
+    (row) => row.proposalId,
+  );
+  const observationsById = rowsLoader(
+    (ids) =>
+      db
+        .select()
+        .from(observations)
+        .where(and(eq(observations.logId, log), anyOf(observations.id, ids))),
+    (row) => row.id,
+  );
+
+  const one = async <Row, R>(rows: Promise<Row[]>, toRecord: (row: Row) => R): Promise<R | null> => {
+    const [row] = await rows;
+    return row ? toRecord(row) : null;
+  };
+  return {
+    proposalById: (id) => one(proposalsById.load(id), proposalCodec.toRecord),
+    proposalByKey: (key) => one(proposalsByKey.load(key), proposalCodec.toRecord),
+    decisionOf: (proposalId) => one(decisionsByProposal.load(proposalId), decisionCodec.toRecord),
+    latestTool: (serverId, toolName) =>
+      one(latestTools.load(toolKey(serverId, toolName)), toolCodec.toRecord),
+    requestById: (id) => one(requestsById.load(id), approvalRequestCodec.toRecord),
+    resolutionOf: (requestId) => one(resolutionsByRequest.load(requestId), approvalResolutionCodec.toRecord),
+    usesOf: async (requestId) => (await usesByRequest.load(requestId)).map(approvalUseCodec.toRecord),
+    observationOf: (proposalId) => one(observationsByProposal.load(proposalId), observationCodec.toRecord),
+    observationById: (id) => one(observationsById.load(id), observationCodec.toRecord),
+  };
+}
