@@ -71,6 +71,13 @@ describe('createApp', () => {
         code: 'BODY_TOO_LARGE',
       },
       {
+        name: 'a body over the limit behind a small Content-Length',
+        headers: { 'content-length': '10' },
+        body: JSON.stringify({ ...validKey, pad: 'x'.repeat(5000) }),
+        status: 413,
+        code: 'BODY_TOO_LARGE',
+      },
+      {
         name: 'nesting deeper than the limit',
         body: JSON.stringify({ ...validKey, x: deep(12) }),
         status: 400,

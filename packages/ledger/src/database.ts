@@ -92,7 +92,7 @@ async function openPostgres(url: string, max: number): Promise<Database> {
       details: { location },
     });
   }
-  const db = drizzlePostgres({ client, schema }) as unknown as Db;
+  const db = drizzlePostgres({ client: preparedStatements(client), schema }) as unknown as Db;
   return {
     kind: 'postgres',
     db,
@@ -101,6 +101,38 @@ async function openPostgres(url: string, max: number): Promise<Database> {
     rows: async <T>(query: SQL, executor: Db = db) => rowsOf<T>(await executor.execute(query)),
     close: () => client.end({ timeout: 5 }),
   };
+}
+
+/**
+ * The client drizzle is given: every statement as a named prepared statement, on every
+ * connection and in every transaction and savepoint.
+ *
+ * Why: drizzle sends each query with `prepare: false`, and postgres.js then asks the server
+ * to describe every statement that has parameters before it binds it: two round trips and a
+ * parse and plan on the server, for every query. Prepared, a statement is parsed once per
+ * connection (postgres.js keeps them by text and parameter types) and costs one round trip.
+ * The hot statements have one text whatever their size (`unnest` inserts, `= any($1)` reads),
+ * so the set of statements a connection keeps stays small.
+ */
+function preparedStatements(client: postgres.Sql): postgres.Sql {
+  return new Proxy(client, {
+    get(target, property, receiver) {
+      if (property === 'unsafe') {
+        return (query: string, parameters?: unknown[], options?: Record<string, unknown>) =>
+          target.unsafe(query, parameters as never, { ...options, prepare: true });
+      }
+      if (property === 'begin' || property === 'savepoint') {
+        const open = Reflect.get(target, property, receiver) as (...args: unknown[]) => unknown;
+        return (...args: unknown[]) => {
+          const last = args.length - 1;
+          const body = args[last] as (inner: postgres.Sql) => unknown;
+          args[last] = (inner: postgres.Sql) => body(preparedStatements(inner));
+          return open.apply(target, args);
+        };
+      }
+      return Reflect.get(target, property, receiver);
+    },
+  });
 }
 
 function rowsOf<T>(result: unknown): T[] {
