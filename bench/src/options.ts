@@ -26,6 +26,8 @@ export interface BenchOptions {
   only: Set<string> | null;
   /** Where JSON results go. */
   outDir: string;
+  /** Where the HTTP server process writes its CPU profile (`--cpu-prof`), or null for none. */
+  profileDir: string | null;
 }
 
 export const SCENARIOS = [
@@ -52,6 +54,7 @@ const HELP = `npm run bench -- [options]
   --proof-events <n>      events in the Merkle proof dataset (default 1000000; PGlite a tenth)
   --scenarios <list>      run only these: ${SCENARIOS.join(', ')}
   --out <dir>             JSON results directory (default bench/results)
+  --profile <dir>         write a CPU profile of the HTTP server process (http-append) to <dir>
 `;
 
 /** The options from `argv` (the root `npm run bench -- …` forwards its flags here). */
@@ -72,6 +75,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       'proof-events': { type: 'string' },
       scenarios: { type: 'string' },
       out: { type: 'string' },
+      profile: { type: 'string' },
     },
     strict: true,
   });
@@ -106,6 +110,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     proofEvents: values['proof-events'] ? Number(values['proof-events']) : quick ? 20_000 : 1_000_000,
     only,
     outDir: values.out ?? new URL('../results', import.meta.url).pathname,
+    profileDir: values.profile ?? null,
   };
 }
 

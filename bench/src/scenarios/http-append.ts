@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { BenchDatabase } from '../backends';
@@ -14,16 +15,31 @@ interface Server {
   port: number;
   gateway: string;
   auditor: string;
+  /** CPU time (user + system, ms) the server process has used so far; null off Linux. */
+  cpuMs(): number | null;
   stop(): Promise<void>;
 }
 
-async function startServer(url: string | undefined): Promise<Server> {
+const fmtCores = (cores: number | undefined) => (cores === undefined ? '?' : cores.toFixed(2));
+
+/** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks. */
+const TICKS_PER_SECOND = 100;
+
+function processCpuMs(pid: number | undefined): number | null {
+  try {
+    // Fields after the command name: state is 3rd, utime 14th and stime 15th of the whole line.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+
+async function startServer(url: string | undefined, profileDir: string | null): Promise<Server> {
   const proc = spawn(
     process.execPath,
     [
-      ...(process.env.VOUCH_BENCH_PROFILE_DIR
-        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.VOUCH_BENCH_PROFILE_DIR}`]
-        : []),
+      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
       '--import',
       'tsx',
       '--conditions=@vouch/source',
@@ -41,6 +57,7 @@ async function startServer(url: string | undefined): Promise<Server> {
   const info = JSON.parse(buffered.split('\n')[0]!) as Omit<Server, 'stop'>;
   return {
     ...info,
+    cpuMs: () => processCpuMs(proc.pid),
     stop: async () => {
       proc.stdin!.end();
       await once(proc, 'close');
@@ -102,7 +119,7 @@ export async function httpAppend(
   backend: string,
   options: BenchOptions,
 ): Promise<Figure[]> {
-  const server = await startServer(bench.url);
+  const server = await startServer(bench.url, options.profileDir);
   const figures: Figure[] = [];
   try {
     const writers = options.writers.filter((w) => w === 64 || options.writers.length === 1);
@@ -110,6 +127,8 @@ export async function httpAppend(
       const agent = new Agent({ keepAlive: true, maxSockets: connections });
       const log = `http-${connections}`;
       const before = await headSeq(agent, server, log);
+      const cpuBefore = server.cpuMs();
+      const startedAt = performance.now();
       const proposals = await closedLoop({
         workers: connections,
         warmupMs: options.warmupMs,
@@ -133,8 +152,11 @@ export async function httpAppend(
           return 1;
         },
       });
+      const cpuAfter = server.cpuMs();
+      const elapsedMs = performance.now() - startedAt;
       const events = (await headSeq(agent, server, log)) - before;
       const eventsPerProposal = events / Math.max(1, proposals.totalUnits);
+      const healthzCpuBefore = server.cpuMs();
       const ceiling = await closedLoop({
         workers: connections,
         warmupMs: options.warmupMs,
@@ -152,11 +174,23 @@ export async function httpAppend(
       agent.destroy();
       const raw = await appendThroughputBaseline(bench, options.payloads[0] ?? 300, connections, options);
       const point = `${connections} connections, POST /v1/proposals`;
+      const healthzCpuAfter = server.cpuMs();
+      // The server's own CPU over each whole run (warm-up included): per request, and as a
+      // share of one core. Near 1 core, the single Node thread is the bound that holds.
+      const perRequest = (from: number | null, to: number | null, requests: number) =>
+        from === null || to === null ? null : ((to - from) * 1000) / Math.max(1, requests);
+      const proposalCpu = perRequest(cpuBefore, cpuAfter, proposals.totalUnits);
+      const healthzCpu = perRequest(healthzCpuBefore, healthzCpuAfter, ceiling.totalUnits);
+      const serverCpu =
+        proposalCpu === null || cpuBefore === null || cpuAfter === null
+          ? {}
+          : { serverCpuMicrosPerProposal: proposalCpu, serverCores: (cpuAfter - cpuBefore) / elapsedMs };
       const extra = {
         connections,
         proposalsPerSecond: proposals.perSecond,
         eventsPerProposal,
         healthzPerSecond: ceiling.perSecond,
+        ...serverCpu,
       };
       figures.push(
         figure({
@@ -184,6 +218,21 @@ export async function httpAppend(
           extra,
         }),
       );
+      if (proposalCpu !== null && healthzCpu !== null) {
+        figures.push(
+          figure({
+            scenario: 'http-append',
+            backend,
+            point,
+            metric: `server CPU per proposal (${fmtCores(serverCpu.serverCores)} cores busy)`,
+            unit: 'µs',
+            value: proposalCpu,
+            baseline: { name: 'per GET /healthz', value: healthzCpu },
+            better: 'lower',
+            extra,
+          }),
+        );
+      }
     }
   } finally {
     await server.stop();
