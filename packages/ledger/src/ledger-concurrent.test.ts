@@ -211,6 +211,60 @@ describe.each(testBackends())('ledger.transactConcurrently on $name', ({ open })
     });
   });
 
+  describe('when appends arrive while a batch waits for its transaction', () => {
+    it('takes them into that batch once it holds the lock', async () => {
+      const log = newLog();
+      let tick = Date.parse('2026-01-01T00:00:00.000Z');
+      // Every batch reads the clock once: a new time per batch tells the batches apart.
+      const clocked = createLedger(database, {
+        now: () => {
+          tick += 1000;
+          return new Date(tick);
+        },
+      });
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let held!: () => void;
+      const holding = new Promise<void>((resolve) => {
+        held = resolve;
+      });
+      // Someone else holds the log: PGlite's one session, or the log's lock on Postgres.
+      const holder =
+        database.driver.kind === 'pglite'
+          ? database.driver.client.transaction(async () => {
+              held();
+              await gate;
+            })
+          : database.driver.client.begin(async (sql) => {
+              await sql`select pg_advisory_xact_lock(hashtextextended(${log}, 0))`;
+              held();
+              await gate;
+            });
+      try {
+        await holding;
+        const note = (n: number) =>
+          clocked.append({ log, kind: 'note', entity: `n${n}`, actor: 'user:alice', payload: { n } });
+        const first = note(1);
+        // Later arrivals, each in an event-loop turn of its own, while the first batch waits.
+        const later: Array<ReturnType<typeof note>> = [];
+        for (let n = 2; n <= 4; n++) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          later.push(note(n));
+        }
+        release();
+        await holder;
+        const events = await Promise.all([first, ...later]);
+        expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+        expect(new Set(events.map((e) => e.at)).size).toBe(1);
+      } finally {
+        release();
+        await clocked.close();
+      }
+    });
+  });
+
   describe('when staged input cannot be stored', () => {
     it('rejects that work with the input error and writes nothing of it', async () => {
       const log = newLog();

@@ -231,12 +231,13 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
   // One batch per log is in flight at a time in this process; appends that arrive while it
   // commits wait in `pending` and go together in the next one (group commit).
   const drain = async (log: string, queue: LogQueue) => {
-    // Let the appends issued in the same tick join the first batch.
-    await Promise.resolve();
     while (queue.pending.length > 0) {
+      // Give the event loop a turn before each batch, so the requests already waiting on
+      // sockets reach their appends and join it. Postgres I/O yields on its own; PGlite runs
+      // each query synchronously, and without this turn its batches would hold one request.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       if (maxWaitMs > 0 && queue.pending.length < maxBatch && !closed) await fill(queue);
-      const batch = queue.pending.splice(0, maxBatch);
-      await commitBatch(log, batch, false);
+      await commitBatch(log, () => queue.pending.splice(0, maxBatch), false);
     }
     queue.flushing = null;
     if (queue.pending.length === 0) queues.delete(log);
@@ -262,13 +263,18 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
    * go in with their record rows, one multi-row insert per table. Work without keys runs
    * alone, in its own savepoint, as it always did.
    *
+   * The batch is taken (`take`) only once the transaction holds the log's lock, so appends
+   * that arrive while it waits for a connection or the lock still join it: on PGlite, whose
+   * queries queue behind the open transaction, that is what makes a batch more than one item.
+   *
    * `isolated`: every item in a wave and a savepoint of its own. The retry after a wave's
    * writes broke a constraint the keys did not foresee (two executions claiming one
    * single-use approval, say): the database refused the wave, so nothing of the batch
    * committed, and one item at a time each gets its own answer.
    */
-  const commitBatch = async (log: string, batch: Pending[], isolated: boolean): Promise<void> => {
-    const outcomes: Outcome[] = new Array(batch.length);
+  const commitBatch = async (log: string, take: () => Pending[], isolated: boolean): Promise<void> => {
+    let batch: Pending[] | null = null;
+    let outcomes: Outcome[] = [];
     let headAfter = 0;
     let waveRefused = false;
     try {
@@ -287,6 +293,9 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
           ),
           readHead(database, log, tx),
         ]);
+        const items = take();
+        batch = items;
+        outcomes = new Array(items.length);
         let head = found ?? { seq: 0, hash: GENESIS_PREV_HASH };
         const now = clock().toISOString();
         const written: StoredEvent[] = [];
@@ -367,7 +376,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
           // The work of a wave runs side by side: its reads go out together.
           const ran = await Promise.all(
             wave.map(async (index): Promise<{ outcome: Outcome; staged: StagedEvent[] }> => {
-              const item = batch[index]!;
+              const item = items[index]!;
               if (item.type === 'event') {
                 const { kind, entity, actor } = item.input;
                 const staged = [
@@ -421,7 +430,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
             if (!outcome.ok) return;
             const first = events.length;
             rowsByItem.push(chainAll(staged, events));
-            if (batch[index]!.type === 'event') outcomes[index] = { ok: true, value: events[first] };
+            if (items[index]!.type === 'event') outcomes[index] = { ok: true, value: events[first] };
           });
           if (!isolated) {
             try {
@@ -445,12 +454,12 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
           return wave.filter((index) => deferred.has(index));
         };
 
-        const indices = batch.map((_, i) => i);
+        const indices = items.map((_, i) => i);
         const waves = isolated
           ? indices.map((i) => [i])
-          : planWaves(indices, (i) => keysOf(batch[i]!), maxBatch);
+          : planWaves(indices, (i) => keysOf(items[i]!), maxBatch);
         for (let wave = waves.shift(); wave; wave = waves.shift()) {
-          const first = batch[wave[0]!]!;
+          const first = items[wave[0]!]!;
           if (first.type === 'work') await runAlone(wave[0]!, first);
           else {
             const deferred = await runWave(wave);
@@ -464,14 +473,17 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     } catch (cause) {
       // The keys did not foresee a conflict the database caught: run the batch again, one
       // item at a time, so each gets its own answer (nothing of this attempt committed).
-      if (waveRefused && !isolated && isConstraintViolation(cause)) return commitBatch(log, batch, true);
+      const failed = batch ?? take();
+      if (waveRefused && !isolated && isConstraintViolation(cause))
+        return commitBatch(log, () => failed, true);
       const error = toStorageError(cause, log);
-      for (const item of batch) item.reject(error);
+      for (const item of failed) item.reject(error);
       return;
     }
+    const taken = batch!;
     const before = knownHeads.get(log) ?? 0;
     knownHeads.set(log, headAfter);
-    batch.forEach((item, i) => {
+    taken.forEach((item, i) => {
       const outcome = outcomes[i]!;
       if (outcome.ok) item.resolve(outcome.value);
       else item.reject(outcome.error);
