@@ -42,7 +42,7 @@ export const merkleAppendHook: AppendHook = async (tx, log, events, database) =>
     }
     rows.push(...range.append(eventLeafHash(event.hash)));
   }
-  await insertSubtreeHashes(tx, log, rows);
+  await insertSubtreeHashes(database, tx, log, rows);
 };
 
 /** The compact range at `size` from stored nodes, building any missing ones from the events. */
@@ -83,7 +83,7 @@ async function loadFrontier(database: Database, tx: Db, log: string, size: numbe
       if (Number(row.seq) !== range.size + 1) throw gap(log, range.size + 1);
       rows.push(...range.append(eventLeafHash(row.hash)));
     }
-    await insertSubtreeHashes(tx, log, rows);
+    await insertSubtreeHashes(database, tx, log, rows);
   }
   return range;
 }

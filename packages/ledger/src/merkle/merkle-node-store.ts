@@ -1,5 +1,6 @@
 import type { Subtree, SubtreeHash } from '@vouch/audit';
 import { sql } from 'drizzle-orm';
+import { insertRows } from '../batched-sql';
 import type { Database, Db } from '../database';
 import { merkleNodes } from '../schema/core';
 
@@ -7,7 +8,7 @@ import { merkleNodes } from '../schema/core';
 // when its last leaf is appended and never changed (the table refuses UPDATE and DELETE).
 // Hashes are stored as lowercase hex, like every other hash in the ledger.
 
-/** Most rows in one INSERT: 4 parameters each stays far below Postgres' 65,535. */
+/** Most rows in one INSERT: bounds the arrays a catch-up builds at once. */
 const INSERT_CHUNK = 5_000;
 
 /**
@@ -22,13 +23,13 @@ export async function readSubtreeHashes(
 ): Promise<(Uint8Array | undefined)[]> {
   if (subtrees.length === 0) return [];
   // Row-value IN over the primary key (log_id, level, idx): one index probe per subtree,
-  // and a proof asks for O(log n) of them.
-  const pairs = sql.join(
-    subtrees.map((s) => sql`(${s.level}::int, ${s.index}::bigint)`),
-    sql`, `,
-  );
+  // and a proof asks for O(log n) of them. The pairs travel as two arrays, so the statement
+  // text is the same for any number of them (one prepared statement, one cached plan).
+  const levels = subtrees.map((s) => s.level);
+  const indexes = subtrees.map((s) => String(s.index));
   const rows = await database.rows<{ level: number; idx: number | string; hash: string }>(
-    sql`select level, idx, hash from merkle_nodes where log_id = ${log} and (level, idx) in (${pairs})`,
+    sql`select level, idx, hash from merkle_nodes where log_id = ${log}
+        and (level, idx) in (select * from unnest(${sql.param(levels)}::int[], ${sql.param(indexes)}::text[]::bigint[]))`,
     executor,
   );
   const found = new Map(rows.map((r) => [key(r.level, Number(r.idx)), r.hash]));
@@ -38,14 +39,18 @@ export async function readSubtreeHashes(
   });
 }
 
-/** Insert subtree rows for `log`, in as few statements as the parameter limit allows. */
+/** Insert subtree rows for `log`, one statement per chunk (see `insertRows`). */
 export async function insertSubtreeHashes(
+  database: Database,
   executor: Db,
   log: string,
   nodes: readonly SubtreeHash[],
 ): Promise<void> {
   for (let start = 0; start < nodes.length; start += INSERT_CHUNK) {
-    await executor.insert(merkleNodes).values(
+    await insertRows(
+      database,
+      executor,
+      merkleNodes,
       nodes.slice(start, start + INSERT_CHUNK).map((n) => ({
         logId: log,
         level: n.level,
