@@ -1,7 +1,7 @@
 /** Signed checkpoints: the store, the signer, the coalescing scheduler, and the log signing key. */
 
 export type { ConflictKeys } from './batch-plan';
-export { anyOf } from './batched-sql';
+export { anyOf, selectRows } from './batched-sql';
 export type { StoredCheckpoint } from './checkpoints/checkpoint-store';
 export { checkpointAt, latestCheckpoint } from './checkpoints/checkpoint-store';
 export type { Checkpointer, CheckpointerOptions } from './checkpoints/checkpointer';

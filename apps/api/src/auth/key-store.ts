@@ -1,4 +1,4 @@
-import { anyOf, apiKeys, type Ledger } from '@vouch/ledger';
+import { anyOf, apiKeys, type Ledger, selectRows } from '@vouch/ledger';
 import DataLoader from 'dataloader';
 import { count, eq } from 'drizzle-orm';
 import { ApiError } from '../errors';
@@ -90,10 +90,7 @@ export function createKeyStore(ledger: Ledger): KeyStore {
   // one query. Nothing is cached (`cache: false`), so a revocation counts from the next request.
   const byHash = new DataLoader<string, Row | null>(
     async (hashes) => {
-      const rows = await database.db
-        .select()
-        .from(apiKeys)
-        .where(anyOf(apiKeys.keyHash, [...new Set(hashes)]));
+      const rows = await selectRows(database.db, apiKeys, anyOf(apiKeys.keyHash, [...new Set(hashes)]));
       const found = new Map(rows.map((row) => [row.keyHash, row]));
       return hashes.map((hash) => found.get(hash) ?? null);
     },

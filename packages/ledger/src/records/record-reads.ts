@@ -1,6 +1,6 @@
 import DataLoader from 'dataloader';
-import { and, asc, desc, eq } from 'drizzle-orm';
-import { anyOf } from '../batched-sql';
+import { sql } from 'drizzle-orm';
+import { anyOf, selectRows } from '../batched-sql';
 import type { Db } from '../database';
 import {
   approvalRequests,
@@ -111,86 +111,78 @@ function rowsLoader<R>(fetch: (keys: string[]) => Promise<R[]>, keyOf: (row: R) 
 
 function createBatchedReads(db: Db, log: string): RecordReads {
   const proposalsById = rowsLoader(
-    (ids) =>
-      db
-        .select()
-        .from(proposals)
-        .where(and(eq(proposals.logId, log), anyOf(proposals.id, ids))),
+    (ids) => selectRows(db, proposals, sql`${proposals.logId} = ${log} and ${anyOf(proposals.id, ids)}`),
     (row) => row.id,
   );
   const proposalsByKey = rowsLoader(
     (keys) =>
-      db
-        .select()
-        .from(proposals)
-        .where(and(eq(proposals.logId, log), anyOf(proposals.idempotencyKey, keys))),
+      selectRows(
+        db,
+        proposals,
+        sql`${proposals.logId} = ${log} and ${anyOf(proposals.idempotencyKey, keys)}`,
+      ),
     (row) => row.idempotencyKey,
   );
   const decisionsByProposal = rowsLoader(
     (ids) =>
-      db
-        .select()
-        .from(decisions)
-        .where(and(eq(decisions.logId, log), anyOf(decisions.proposalId, ids))),
+      selectRows(db, decisions, sql`${decisions.logId} = ${log} and ${anyOf(decisions.proposalId, ids)}`),
     (row) => row.proposalId,
   );
   const toolKey = (serverId: string, toolName: string) => JSON.stringify([serverId, toolName]);
   const latestTools = rowsLoader(
     (keys) => {
       const pairs = keys.map((k) => JSON.parse(k) as [string, string]);
-      return db
-        .selectDistinctOn([tools.serverId, tools.toolName])
-        .from(tools)
-        .where(
-          and(
-            eq(tools.logId, log),
-            anyOf(tools.serverId, [...new Set(pairs.map((p) => p[0]))]),
-            anyOf(tools.toolName, [...new Set(pairs.map((p) => p[1]))]),
-          ),
-        )
-        .orderBy(asc(tools.serverId), asc(tools.toolName), desc(tools.version));
+      // Every version of the asked tools, newest first: the first row per tool is its latest.
+      return selectRows(
+        db,
+        tools,
+        sql`${tools.logId} = ${log} and ${anyOf(tools.serverId, [...new Set(pairs.map((p) => p[0]))])}
+          and ${anyOf(tools.toolName, [...new Set(pairs.map((p) => p[1]))])}`,
+        sql`order by ${tools.version} desc`,
+      );
     },
     (row) => toolKey(row.serverId, row.toolName),
   );
   const requestsById = rowsLoader(
     (ids) =>
-      db
-        .select()
-        .from(approvalRequests)
-        .where(and(eq(approvalRequests.logId, log), anyOf(approvalRequests.id, ids))),
+      selectRows(
+        db,
+        approvalRequests,
+        sql`${approvalRequests.logId} = ${log} and ${anyOf(approvalRequests.id, ids)}`,
+      ),
     (row) => row.id,
   );
   const resolutionsByRequest = rowsLoader(
     (ids) =>
-      db
-        .select()
-        .from(approvalResolutions)
-        .where(and(eq(approvalResolutions.logId, log), anyOf(approvalResolutions.requestId, ids))),
+      selectRows(
+        db,
+        approvalResolutions,
+        sql`${approvalResolutions.logId} = ${log} and ${anyOf(approvalResolutions.requestId, ids)}`,
+      ),
     (row) => row.requestId,
   );
   const usesByRequest = rowsLoader(
     (ids) =>
-      db
-        .select()
-        .from(approvalUses)
-        .where(and(eq(approvalUses.logId, log), anyOf(approvalUses.requestId, ids)))
-        .orderBy(asc(approvalUses.eventSeq)),
+      selectRows(
+        db,
+        approvalUses,
+        sql`${approvalUses.logId} = ${log} and ${anyOf(approvalUses.requestId, ids)}`,
+        sql`order by ${approvalUses.eventSeq}`,
+      ),
     (row) => row.requestId,
   );
   const observationsByProposal = rowsLoader(
     (ids) =>
-      db
-        .select()
-        .from(observations)
-        .where(and(eq(observations.logId, log), anyOf(observations.proposalId, ids))),
+      selectRows(
+        db,
+        observations,
+        sql`${observations.logId} = ${log} and ${anyOf(observations.proposalId, ids)}`,
+      ),
     (row) => row.proposalId,
   );
   const observationsById = rowsLoader(
     (ids) =>
-      db
-        .select()
-        .from(observations)
-        .where(and(eq(observations.logId, log), anyOf(observations.id, ids))),
+      selectRows(db, observations, sql`${observations.logId} = ${log} and ${anyOf(observations.id, ids)}`),
     (row) => row.id,
   );
 
