@@ -396,10 +396,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
                 const owner = claims.get(key);
                 if (owner !== undefined && owner !== index) {
                   deferred.add(index);
-                  throw new LedgerError(
-                    'CHAIN_CONFLICT',
-                    `key ${key} is claimed by other work of this batch`,
-                  );
+                  throw new ClaimTaken(key);
                 }
                 claims.set(key, index);
               };
@@ -535,6 +532,14 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
       }
     },
   };
+}
+
+/** Thrown into work whose claim another work of its wave holds: it runs again in the next wave. */
+class ClaimTaken extends Error {
+  override readonly name = 'ClaimTaken';
+  constructor(key: string) {
+    super(`key ${key} is claimed by other work of this wave; this work runs again after it`);
+  }
 }
 
 function keysOf(item: Pending): ConflictKeys | null {
