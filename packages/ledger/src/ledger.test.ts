@@ -131,7 +131,7 @@ describe.each(testBackends())('ledger on $name', ({ open }) => {
           await Promise.all(Array.from({ length: 400 }, (_, k) => young.append(event('grown', i * 400 + k))));
         }
       } finally {
-        // The ANALYZE runs after the batch is acknowledged, before the next one: close waits for it.
+        // The ANALYZE runs beside the appends, after the batch that crossed the line: close waits for it.
         await young.close();
       }
       expect(await tuples()).toBeGreaterThanOrEqual(1000);

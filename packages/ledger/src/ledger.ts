@@ -200,6 +200,8 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
   const queues = new Map<string, LogQueue>();
   // The last head seq this process committed per log: a performance hint only (see below).
   const knownHeads = new Map<string, number>();
+  /** ANALYZE runs in flight (see refreshStatistics): `close` waits for them. */
+  const maintenance = new Set<Promise<void>>();
   let closed = false;
 
   const enqueue = (log: string, item: Pending) => {
@@ -486,8 +488,12 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
       else item.reject(outcome.error);
     });
     // Leaving its young phase, the log's batches switch to generic plans: give the planner
-    // statistics to build them from before the next batch starts (see refreshStatistics).
-    if (before < YOUNG_LOG_EVENTS && headAfter >= YOUNG_LOG_EVENTS) await refreshStatistics(database);
+    // statistics to build them from (see refreshStatistics). Beside the appends, not in their
+    // way: a plan built before it lands is rebuilt once ANALYZE invalidates it.
+    if (before < YOUNG_LOG_EVENTS && headAfter >= YOUNG_LOG_EVENTS) {
+      const running = refreshStatistics(database).finally(() => maintenance.delete(running));
+      maintenance.add(running);
+    }
   };
 
   return {
@@ -530,6 +536,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
       while (queues.size > 0) {
         await Promise.all([...queues.values()].map((q) => q.flushing));
       }
+      await Promise.all(maintenance);
     },
   };
 }
