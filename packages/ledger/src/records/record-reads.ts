@@ -1,5 +1,6 @@
 import DataLoader from 'dataloader';
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
+import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import { anyOf, selectRows } from '../batched-sql';
 import type { Db } from '../database';
 import {
@@ -91,6 +92,9 @@ export function batchedReads(db: Db, log: string): RecordReads {
 
 const loaders = new WeakMap<Db, Map<string, RecordReads>>();
 
+/** A record table: every one is scoped by log. */
+type RecordTable = PgTable & { logId: PgColumn };
+
 /** A DataLoader of the rows matching each key; `fetch` gets every distinct key once. */
 function rowsLoader<R>(fetch: (keys: string[]) => Promise<R[]>, keyOf: (row: R) => string) {
   return new DataLoader<string, R[]>(
@@ -110,24 +114,30 @@ function rowsLoader<R>(fetch: (keys: string[]) => Promise<R[]>, keyOf: (row: R) 
 }
 
 function createBatchedReads(db: Db, log: string): RecordReads {
-  const proposalsById = rowsLoader(
-    (ids) => selectRows(db, proposals, sql`${proposals.logId} = ${log} and ${anyOf(proposals.id, ids)}`),
-    (row) => row.id,
-  );
-  const proposalsByKey = rowsLoader(
-    (keys) =>
-      selectRows(
-        db,
-        proposals,
-        sql`${proposals.logId} = ${log} and ${anyOf(proposals.idempotencyKey, keys)}`,
-      ),
-    (row) => row.idempotencyKey,
-  );
-  const decisionsByProposal = rowsLoader(
-    (ids) =>
-      selectRows(db, decisions, sql`${decisions.logId} = ${log} and ${anyOf(decisions.proposalId, ids)}`),
-    (row) => row.proposalId,
-  );
+  /** The rows of `table` in this log whose `property` is one of the keys, one query per tick. */
+  const by = <T extends RecordTable, K extends keyof T['$inferSelect'] & keyof T>(
+    table: T,
+    property: K,
+    order?: SQL,
+  ) =>
+    rowsLoader(
+      (keys) =>
+        selectRows(
+          db,
+          table,
+          sql`${table.logId} = ${log} and ${anyOf(table[property] as PgColumn, keys)}`,
+          order,
+        ),
+      (row) => row[property] as string,
+    );
+  const proposalsById = by(proposals, 'id');
+  const proposalsByKey = by(proposals, 'idempotencyKey');
+  const decisionsByProposal = by(decisions, 'proposalId');
+  const requestsById = by(approvalRequests, 'id');
+  const resolutionsByRequest = by(approvalResolutions, 'requestId');
+  const usesByRequest = by(approvalUses, 'requestId', sql`order by ${approvalUses.eventSeq}`);
+  const observationsByProposal = by(observations, 'proposalId');
+  const observationsById = by(observations, 'id');
   const toolKey = (serverId: string, toolName: string) => JSON.stringify([serverId, toolName]);
   const latestTools = rowsLoader(
     (keys) => {
@@ -142,48 +152,6 @@ function createBatchedReads(db: Db, log: string): RecordReads {
       );
     },
     (row) => toolKey(row.serverId, row.toolName),
-  );
-  const requestsById = rowsLoader(
-    (ids) =>
-      selectRows(
-        db,
-        approvalRequests,
-        sql`${approvalRequests.logId} = ${log} and ${anyOf(approvalRequests.id, ids)}`,
-      ),
-    (row) => row.id,
-  );
-  const resolutionsByRequest = rowsLoader(
-    (ids) =>
-      selectRows(
-        db,
-        approvalResolutions,
-        sql`${approvalResolutions.logId} = ${log} and ${anyOf(approvalResolutions.requestId, ids)}`,
-      ),
-    (row) => row.requestId,
-  );
-  const usesByRequest = rowsLoader(
-    (ids) =>
-      selectRows(
-        db,
-        approvalUses,
-        sql`${approvalUses.logId} = ${log} and ${anyOf(approvalUses.requestId, ids)}`,
-        sql`order by ${approvalUses.eventSeq}`,
-      ),
-    (row) => row.requestId,
-  );
-  const observationsByProposal = rowsLoader(
-    (ids) =>
-      selectRows(
-        db,
-        observations,
-        sql`${observations.logId} = ${log} and ${anyOf(observations.proposalId, ids)}`,
-      ),
-    (row) => row.proposalId,
-  );
-  const observationsById = rowsLoader(
-    (ids) =>
-      selectRows(db, observations, sql`${observations.logId} = ${log} and ${anyOf(observations.id, ids)}`),
-    (row) => row.id,
   );
 
   const one = async <Row, R>(rows: Promise<Row[]>, toRecord: (row: Row) => R): Promise<R | null> => {
