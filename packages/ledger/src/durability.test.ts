@@ -15,9 +15,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from './database';
 import { createLedger } from './ledger';
 import { migrate } from './migrate';
+import { checkRecordTables } from './records/check-record-tables';
+import { createRecords } from './records/create-records';
 import { createTestDatabase, testBackends } from './testing';
 
 const appender = fileURLToPath(new URL('./__fixtures__/durable-appender.ts', import.meta.url));
+const recordsWorker = fileURLToPath(new URL('./__fixtures__/records-worker.ts', import.meta.url));
 
 /** A running durable-appender child and the lines it has printed so far. */
 interface Appender {
@@ -30,7 +33,12 @@ interface Appender {
 }
 
 function startAppender(env: Record<string, string>): Appender {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@vouch/source', appender], {
+  return startChild(appender, env);
+}
+
+/** A child process running `script` under tsx, its stdout split into lines as they come. */
+function startChild(script: string, env: Record<string, string>): Appender {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@vouch/source', script], {
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -153,6 +161,65 @@ describe.runIf(postgresUrl)('group commit on Postgres', () => {
       const report = await createLedger(database).verifyChain({ log });
       expect(report).toMatchObject({ ok: true, checked: 2 * perProcess, failures: [] });
     }, 20_000);
+  });
+
+  describe('when 2 processes race over the same idempotency keys with records operations', () => {
+    it('keeps one proposal and one observation per key, and record tables that agree with the chain', async () => {
+      const log = 'two-processes-records';
+      const keys = 300;
+      await createRecords(createLedger(database)).registerTool(
+        { log, caller: { identity: 'user:ops' } },
+        {
+          server_id: 'payments',
+          tool_name: 'refund',
+          side_effect: 'compensatable',
+          required_scopes: ['payments:write'],
+          allowed_environments: ['prod'],
+        },
+      );
+      const workers = ['a', 'b'].map(() =>
+        startChild(recordsWorker, { DATABASE_URL: testDb.url, LOG: log, COUNT: String(keys) }),
+      );
+      await Promise.all(workers.map((w) => w.line('ready')));
+      for (const w of workers) w.child.stdin!.end('go\n');
+      const exits = await Promise.all(workers.map((w) => w.exited));
+      expect(exits).toEqual([
+        { code: 0, signal: null },
+        { code: 0, signal: null },
+      ]);
+
+      const proposalOf = new Map<string, Set<string>>();
+      const observationOf = new Map<string, Set<string>>();
+      let fresh = 0;
+      for (const line of workers.flatMap((w) => w.lines)) {
+        const [word, a, b, replayed] = line.split(' ');
+        const into = word === 'proposal' ? proposalOf : word === 'observed' ? observationOf : null;
+        if (!into) continue;
+        into.set(a!, (into.get(a!) ?? new Set()).add(b!));
+        if (word === 'proposal' && replayed === 'false') fresh++;
+      }
+      // Each key was answered in both processes, always with one and the same proposal.
+      expect(proposalOf.size).toBe(keys);
+      for (const ids of proposalOf.values()) expect(ids.size).toBe(1);
+      expect(fresh).toBe(keys);
+      expect(observationOf.size).toBe(keys);
+      for (const ids of observationOf.values()) expect(ids.size).toBe(1);
+
+      const count = async (table: string) =>
+        (
+          await database.rows<{ n: number }>(
+            sql`select count(*)::int as n from ${sql.identifier(table)} where log_id = ${log}`,
+          )
+        )[0]!.n;
+      expect(await count('proposals')).toBe(keys);
+      expect(await count('decisions')).toBe(keys);
+      expect(await count('observations')).toBe(keys);
+      const report = await createLedger(database).verifyChain({ log });
+      expect(report).toMatchObject({ ok: true, failures: [], checked: 1 + 3 * keys });
+      const failures: unknown[] = [];
+      for await (const failure of checkRecordTables(database, log)) failures.push(failure);
+      expect(failures).toEqual([]);
+    }, 30_000);
   });
 
   describe('when an appender is killed with SIGKILL in the middle of a batch', () => {
