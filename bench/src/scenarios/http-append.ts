@@ -15,6 +15,7 @@ interface Server {
   port: number;
   gateway: string;
   auditor: string;
+  verifier: string;
   /** CPU time (user + system, ms) the server process has used so far; null off Linux. */
   cpuMs(): number | null;
   stop(): Promise<void>;
@@ -35,7 +36,11 @@ function processCpuMs(pid: number | undefined): number | null {
   }
 }
 
-async function startServer(url: string | undefined, profileDir: string | null): Promise<Server> {
+async function startServer(
+  url: string | undefined,
+  profileDir: string | null,
+  logs: readonly string[],
+): Promise<Server> {
   const proc = spawn(
     process.execPath,
     [
@@ -44,6 +49,8 @@ async function startServer(url: string | undefined, profileDir: string | null): 
       'tsx',
       '--conditions=@vouch/source',
       child,
+      '--logs',
+      logs.join(','),
       ...(url ? ['--url', url] : []),
     ],
     { stdio: ['pipe', 'pipe', 'inherit'] },
@@ -98,6 +105,80 @@ function call(
   });
 }
 
+/** A POST with a JSON body whose 2xx JSON answer is returned; anything else throws. */
+async function post<T>(agent: Agent, server: Server, path: string, key: string, body: unknown): Promise<T> {
+  const res = await call(agent, server.port, { method: 'POST', path, key, body: JSON.stringify(body) });
+  if (res.status >= 300) throw new Error(`POST ${path}: ${res.status} ${res.body.slice(0, 300)}`);
+  return JSON.parse(res.body) as T;
+}
+
+/**
+ * What a gateway does for one tool call, end to end: propose (decided by the built-in
+ * policy), authorize, record what the tool returned, and post an independent check of it.
+ * Closed loop over the same connections; per call: its rate, events and server CPU.
+ */
+async function gatewayFlows(
+  agent: Agent,
+  server: Server,
+  log: string,
+  connections: number,
+  options: BenchOptions,
+): Promise<{ perSecond: number; eventsPerFlow: number; cpuMicros: number | null }> {
+  const q = `?log=${log}`;
+  const before = await headSeq(agent, server, log);
+  const cpuBefore = server.cpuMs();
+  const flows = await closedLoop({
+    workers: connections,
+    warmupMs: options.warmupMs,
+    durationMs: options.durationMs,
+    op: async (w, i) => {
+      const { proposal } = await post<{ proposal: { id: string } }>(
+        agent,
+        server,
+        `/v1/proposals${q}`,
+        server.gateway,
+        {
+          idempotency_key: `f-${w}-${i}`,
+          action: 'http.request',
+          server_id: 'bench',
+          tool_name: 'fetch',
+          target: { kind: 'service', id: `svc-${i % 97}`, env: 'prod' },
+          arguments: { method: 'GET', path: `/v1/items/${i}` },
+          side_effect: 'read_only',
+        },
+      );
+      await post(agent, server, `/v1/proposals/${proposal.id}/authorize${q}`, server.gateway, {});
+      const { observation } = await post<{ observation: { id: string } }>(
+        agent,
+        server,
+        `/v1/observations${q}`,
+        server.gateway,
+        {
+          proposal_id: proposal.id,
+          outcome: 'succeeded',
+          result: { status: 200, items: 1 },
+          transport_status: 200,
+        },
+      );
+      await post(agent, server, `/v1/verifications${q}`, server.verifier, {
+        observation_id: observation.id,
+        checks: [{ name: 'item.readable', status: 'pass', source: 'inventory-replica' }],
+      });
+      return 1;
+    },
+  });
+  const cpuAfter = server.cpuMs();
+  const events = (await headSeq(agent, server, log)) - before;
+  return {
+    perSecond: flows.perSecond,
+    eventsPerFlow: events / Math.max(1, flows.totalUnits),
+    cpuMicros:
+      cpuBefore === null || cpuAfter === null
+        ? null
+        : ((cpuAfter - cpuBefore) * 1000) / Math.max(1, flows.totalUnits),
+  };
+}
+
 async function headSeq(agent: Agent, server: Server, log: string): Promise<number> {
   const res = await call(agent, server.port, {
     method: 'GET',
@@ -112,18 +193,21 @@ async function headSeq(agent: Agent, server: Server, log: string): Promise<numbe
  * Proposals over HTTP (each one a proposal event and a decision event, with Merkle storage,
  * through hono on a real socket to a server process) from N keep-alive connections, beside
  * the same plain batched-INSERT baseline as the in-process figures; and beside it the HTTP
- * ceiling: the same connections asking GET /healthz.
+ * ceiling: the same connections asking GET /healthz. Then whole gateway tool calls (propose,
+ * authorize, observe, verify) on the same connections, beside a quarter of that ceiling.
  */
 export async function httpAppend(
   bench: BenchDatabase,
   backend: string,
   options: BenchOptions,
 ): Promise<Figure[]> {
-  const server = await startServer(bench.url, options.profileDir);
+  const writers = options.writers.filter((w) => w === 64 || options.writers.length === 1);
+  const points = writers.length > 0 ? writers : [64];
+  const logs = points.flatMap((n) => [`http-${n}`, `flow-${n}`]);
+  const server = await startServer(bench.url, options.profileDir, logs);
   const figures: Figure[] = [];
   try {
-    const writers = options.writers.filter((w) => w === 64 || options.writers.length === 1);
-    for (const connections of writers.length > 0 ? writers : [64]) {
+    for (const connections of points) {
       const agent = new Agent({ keepAlive: true, maxSockets: connections });
       const log = `http-${connections}`;
       const before = await headSeq(agent, server, log);
@@ -171,10 +255,11 @@ export async function httpAppend(
           return 1;
         },
       });
+      const healthzCpuAfter = server.cpuMs();
+      const flow = await gatewayFlows(agent, server, `flow-${connections}`, connections, options);
       agent.destroy();
       const raw = await appendThroughputBaseline(bench, options.payloads[0] ?? 300, connections, options);
       const point = `${connections} connections, POST /v1/proposals`;
-      const healthzCpuAfter = server.cpuMs();
       // The server's own CPU over each whole run (warm-up included): per request, and as a
       // share of one core. Near 1 core, the single Node thread is the bound that holds.
       const perRequest = (from: number | null, to: number | null, requests: number) =>
@@ -218,6 +303,36 @@ export async function httpAppend(
           extra,
         }),
       );
+      const flowPoint = `${connections} connections, propose + authorize + observe + verify`;
+      figures.push(
+        figure({
+          scenario: 'http-append',
+          backend,
+          point: flowPoint,
+          metric: `gateway tool calls over HTTP (${flow.eventsPerFlow.toFixed(1)} events each)`,
+          unit: 'calls/s',
+          value: flow.perSecond,
+          // Four requests a call: the HTTP ceiling for it is a quarter of the healthz rate.
+          baseline: { name: '¼ of GET /healthz, same connections', value: ceiling.perSecond / 4 },
+          better: 'higher',
+          extra: { connections, eventsPerFlow: flow.eventsPerFlow, serverCpuMicrosPerFlow: flow.cpuMicros },
+        }),
+      );
+      if (flow.cpuMicros !== null && healthzCpu !== null) {
+        figures.push(
+          figure({
+            scenario: 'http-append',
+            backend,
+            point: flowPoint,
+            metric: 'server CPU per gateway tool call',
+            unit: 'µs',
+            value: flow.cpuMicros,
+            baseline: { name: '4 × per GET /healthz', value: 4 * healthzCpu },
+            better: 'lower',
+            extra: { connections, eventsPerFlow: flow.eventsPerFlow },
+          }),
+        );
+      }
       if (proposalCpu !== null && healthzCpu !== null) {
         figures.push(
           figure({
