@@ -56,7 +56,6 @@ import {
   decisionOf,
   listLatestTools,
   listRequests,
-  observationById,
   observationOf,
   refusalsOf,
   requestById,
@@ -64,7 +63,7 @@ import {
   verificationsOf,
 } from './queries';
 import { recordKeys } from './record-keys';
-import { batchedReads, directReads, type RecordReads } from './record-reads';
+import { batchedReads, type RecordReads } from './record-reads';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -568,19 +567,19 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     },
 
     async getProposal(log, proposalId) {
-      return mustGetProposal(directReads(database.db, log), proposalId);
+      return mustGetProposal(batchedReads(database.db, log), proposalId);
     },
 
     async getObservation(log, observationId) {
-      const observation = await observationById(database.db, log, observationId);
+      const observation = await batchedReads(database.db, log).observationById(observationId);
       if (!observation) throw notFound('observation', observationId);
       return observation;
     },
 
     async getApproval(log, requestId) {
-      const request = await requestById(database.db, log, requestId);
+      const request = await batchedReads(database.db, log).requestById(requestId);
       if (!request) throw notFound('approval request', requestId);
-      return approvalView(directReads(database.db, log), request, wallNow());
+      return approvalView(batchedReads(database.db, log), request, wallNow());
     },
 
     async listApprovals(log, opts = {}) {
@@ -593,7 +592,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         ...(opts.after !== undefined ? { after: opts.after } : {}),
       });
       const approvals = await Promise.all(
-        rows.map((row) => approvalView(directReads(database.db, log), row.request, now)),
+        rows.map((row) => approvalView(batchedReads(database.db, log), row.request, now)),
       );
       return { approvals, next: rows.length === limit ? rows[rows.length - 1]!.seq : null };
     },
@@ -735,7 +734,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
 
     async story(log, proposalId) {
       const db = database.db;
-      const proposal = await mustGetProposal(directReads(db, log), proposalId);
+      const proposal = await mustGetProposal(batchedReads(db, log), proposalId);
       const [decision, observation, refusals, verificationList] = await Promise.all([
         decisionOf(db, log, proposal.id),
         observationOf(db, log, proposal.id),
@@ -745,7 +744,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       const request = decision?.approval_request_id
         ? await requestById(db, log, decision.approval_request_id)
         : null;
-      const approval = request ? await approvalView(directReads(db, log), request, wallNow()) : null;
+      const approval = request ? await approvalView(batchedReads(db, log), request, wallNow()) : null;
       const verification = verificationList.at(-1) ?? null;
       const entities = [
         proposal.id,

@@ -21,17 +21,6 @@ import {
   proposalCodec,
   toolCodec,
 } from './codec';
-import {
-  decisionOf,
-  latestTool,
-  observationById,
-  observationOf,
-  proposalById,
-  proposalByKey,
-  requestById,
-  resolutionOf,
-  usesOf,
-} from './queries';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -55,26 +44,12 @@ export interface RecordReads {
   observationById(id: string): Promise<ObservationRecord | null>;
 }
 
-/** One query per read: for the read-only routes. */
-export function directReads(db: Db, log: string): RecordReads {
-  return {
-    proposalById: (id) => proposalById(db, log, id),
-    proposalByKey: (key) => proposalByKey(db, log, key),
-    decisionOf: (proposalId) => decisionOf(db, log, proposalId),
-    latestTool: (serverId, toolName) => latestTool(db, log, serverId, toolName),
-    requestById: (id) => requestById(db, log, id),
-    resolutionOf: (requestId) => resolutionOf(db, log, requestId),
-    usesOf: (requestId) => usesOf(db, log, requestId),
-    observationOf: (proposalId) => observationOf(db, log, proposalId),
-    observationById: (id) => observationById(db, log, id),
-  };
-}
-
 /**
  * Reads that many operations make at once, one query for all of them: the work of a ledger
  * wave runs side by side, so its operations ask for their proposals (decisions, tools, ...)
  * in the same tick, and DataLoader turns those into one `= any($keys)` query per kind of
- * read. Nothing is cached (`cache: false`): a read after the wave's writes sees them.
+ * read; so do the read-only routes of requests that arrive together (`db` = the database).
+ * Nothing is cached (`cache: false`): a read after a write sees it.
  */
 export function batchedReads(db: Db, log: string): RecordReads {
   let byLog = loaders.get(db);
