@@ -59,6 +59,9 @@ export function batchedReads(db: Db, log: string): RecordReads {
   }
   let reads = byLog.get(log);
   if (!reads) {
+    // Loaders cache nothing, so forgetting them is always safe: it bounds the readers kept
+    // for the database itself (one per log ever read) on a server with many logs.
+    if (byLog.size >= MAX_LOGS_KEPT) byLog.clear();
     reads = createBatchedReads(db, log);
     byLog.set(log, reads);
   }
@@ -66,6 +69,7 @@ export function batchedReads(db: Db, log: string): RecordReads {
 }
 
 const loaders = new WeakMap<Db, Map<string, RecordReads>>();
+const MAX_LOGS_KEPT = 1_000;
 
 /** A record table: every one is scoped by log. */
 type RecordTable = PgTable & { logId: PgColumn };
