@@ -64,10 +64,14 @@ export async function insertRows(
 /**
  * `column = any($1::text[])`: one array parameter, so the statement text (and the plan the
  * server caches for it) is the same whatever the number of values; `inArray` writes one
- * parameter per value, a new statement for every count.
+ * parameter per value, a new prepared statement for every count. Numbers travel as text and
+ * are cast to `type` on the server, like `insertRows` does.
  */
-export function anyOf(column: PgColumn, values: readonly string[]): SQL {
-  return sql`${column} = any(${sql.param(values)}::text[])`;
+export function anyOf(column: PgColumn, values: readonly (string | number)[], type = 'text'): SQL {
+  const texts = values.map(String);
+  return type === 'text'
+    ? sql`${column} = any(${sql.param(texts)}::text[])`
+    : sql`${column} = any(${sql.param(texts)}::text[]::${sql.raw(type)}[])`;
 }
 
 const selections = new WeakMap<PgTable, SQL>();

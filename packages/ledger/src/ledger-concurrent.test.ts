@@ -167,6 +167,44 @@ describe.each(testBackends())('ledger.transactConcurrently on $name', ({ open })
     });
   });
 
+  describe('when two pieces of work claim two keys in opposite orders', () => {
+    it('lets one through and runs the other after it, instead of holding each other off', async () => {
+      const log = newLog();
+      const tick = () => new Promise((resolve) => setImmediate(resolve));
+      const claimant = (name: string, keys: [string, string]) =>
+        ledger.transactConcurrently(log, { writes: [name] }, async (tx) => {
+          tx.claim(keys[0]);
+          await tick();
+          tx.claim(keys[1]);
+          stageProbe(tx, name);
+          return name;
+        });
+      const results = await Promise.all([claimant('ab', ['k-a', 'k-b']), claimant('ba', ['k-b', 'k-a'])]);
+      expect(results.sort()).toEqual(['ab', 'ba']);
+      expect((await rowsOf(log)).map((r) => r.name).sort()).toEqual(['ab', 'ba']);
+    });
+  });
+
+  describe('when one piece of work has a read the server refuses', () => {
+    it('fails that work alone; the rest of its batch commits', async () => {
+      const log = newLog();
+      const results = await Promise.allSettled([
+        ledger.transactConcurrently(log, { writes: ['a'] }, async (tx) => stageProbe(tx, 'a')),
+        ledger.transactConcurrently(log, { writes: ['bad'] }, async (tx) => {
+          // Division by zero: the server refuses the statement and aborts the transaction.
+          await tx.db.execute(sql`select 1 / (select count(*) from concurrent_probes where name = 'none')`);
+          stageProbe(tx, 'bad');
+        }),
+        ledger.transactConcurrently(log, { writes: ['c'] }, async (tx) => stageProbe(tx, 'c')),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      const reason = (results[1] as PromiseRejectedResult).reason;
+      expect(isLedgerError(reason) && reason.code).toBe('DATABASE_UNAVAILABLE');
+      expect((await rowsOf(log)).map((r) => r.name)).toEqual(['a', 'c']);
+      expect((await ledger.verifyChain({ log })).ok).toBe(true);
+    });
+  });
+
   describe('when the database refuses a wave the keys did not foresee', () => {
     it('retries one piece of work at a time: one commits, the other gets CHAIN_CONFLICT', async () => {
       const log = newLog();

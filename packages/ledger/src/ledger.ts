@@ -269,9 +269,9 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
    * that arrive while it waits for a connection or the lock still join it: on PGlite, whose
    * queries queue behind the open transaction, that is what makes a batch more than one item.
    *
-   * `isolated`: every item in a wave and a savepoint of its own. The retry after a wave's
-   * writes broke a constraint the keys did not foresee (two executions claiming one
-   * single-use approval, say): the database refused the wave, so nothing of the batch
+   * `isolated`: every item alone, its work and its writes in a savepoint of its own. The retry
+   * after a wave's writes broke a constraint the keys did not foresee, or a read of one item
+   * failed on the server (which aborts the whole transaction): nothing of the batch
    * committed, and one item at a time each gets its own answer.
    */
   const commitBatch = async (log: string, take: () => Pending[], isolated: boolean): Promise<void> => {
@@ -279,6 +279,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     let outcomes: Outcome[] = [];
     let headAfter = 0;
     let waveRefused = false;
+    let workFailedInDatabase = false;
     try {
       await database.db.transaction(async (tx) => {
         // Two statements, sent together (postgres-js pipelines them on the transaction's
@@ -329,14 +330,15 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
           return rows;
         };
 
-        const runAlone = async (index: number, item: Extract<Pending, { type: 'work' }>) => {
+        /** Work in a savepoint of its own: its failure, a database error included, is its alone. */
+        const runAlone = async (index: number, work: (tx: LedgerTransaction) => Promise<unknown>) => {
           const headBefore = head;
           const mine: StoredEvent[] = [];
           try {
             const value = await tx.transaction(async (savepoint) => {
               const db = savepoint as unknown as Db;
               const staged: StagedEvent[] = [];
-              const value = await item.work({
+              const value = await work({
                 db,
                 database,
                 log,
@@ -367,8 +369,17 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
             outcomes[index] = { ok: true, value };
           } catch (error) {
             head = headBefore;
-            outcomes[index] = { ok: false, error };
+            // The database's refusal says what it refused in ledger terms; the work's own errors pass.
+            outcomes[index] = { ok: false, error: sqlStateOf(error) ? toStorageError(error, log) : error };
           }
+        };
+
+        /** An item as work that runs alone: the isolated retry runs every item this way. */
+        const aloneWork = (item: Pending): ((tx: LedgerTransaction) => Promise<unknown>) => {
+          if (item.type === 'work') return item.work;
+          if (item.type === 'staged') return item.work;
+          const { log: _log, ...input } = item.input;
+          return (tx) => tx.append(input);
         };
 
         /** Runs a wave; returns the items that found a key claimed and must run after it. */
@@ -398,6 +409,9 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
                 const owner = claims.get(key);
                 if (owner !== undefined && owner !== index) {
                   deferred.add(index);
+                  // What it already holds goes too, so two pieces of work claiming two keys
+                  // in opposite orders cannot hold each other off wave after wave.
+                  for (const [held, by] of claims) if (by === index) claims.delete(held);
                   throw new ClaimTaken(key);
                 }
                 claims.set(key, index);
@@ -414,11 +428,12 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
                 });
                 return { outcome: { ok: true, value }, staged };
               } catch (error) {
+                // A read the server refused has aborted the whole transaction, not only this work.
+                if (sqlStateOf(error)) workFailedInDatabase = true;
                 return { outcome: { ok: false, error }, staged: [] };
               }
             }),
           );
-          const headBefore = head;
           const events: StoredEvent[] = [];
           const rowsByItem: RowToInsert[][] = [];
           wave.forEach((index, k) => {
@@ -431,23 +446,11 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
             rowsByItem.push(chainAll(staged, events));
             if (items[index]!.type === 'event') outcomes[index] = { ok: true, value: events[first] };
           });
-          if (!isolated) {
-            try {
-              await insertStaged(database, tx as unknown as Db, events, rowsByItem);
-            } catch (error) {
-              waveRefused = true;
-              throw error;
-            }
-          } else {
-            try {
-              await tx.transaction((savepoint) =>
-                insertStaged(database, savepoint as unknown as Db, events, rowsByItem),
-              );
-            } catch (error) {
-              head = headBefore;
-              for (const index of wave) outcomes[index] = { ok: false, error: toStorageError(error, log) };
-              return [];
-            }
+          try {
+            await insertStaged(database, tx as unknown as Db, events, rowsByItem);
+          } catch (error) {
+            waveRefused = true;
+            throw error;
           }
           written.push(...events);
           return wave.filter((index) => deferred.has(index));
@@ -459,7 +462,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
           : planWaves(indices, (i) => keysOf(items[i]!), maxBatch);
         for (let wave = waves.shift(); wave; wave = waves.shift()) {
           const first = items[wave[0]!]!;
-          if (first.type === 'work') await runAlone(wave[0]!, first);
+          if (isolated || first.type === 'work') await runAlone(wave[0]!, aloneWork(first));
           else {
             const deferred = await runWave(wave);
             if (deferred.length > 0) waves.unshift(deferred);
@@ -470,11 +473,12 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
           if (written.length > 0) await hook(tx as unknown as Db, log, written, database);
       });
     } catch (cause) {
-      // The keys did not foresee a conflict the database caught: run the batch again, one
-      // item at a time, so each gets its own answer (nothing of this attempt committed).
+      // The keys did not foresee a conflict the database caught, or one item's read failed
+      // and took the transaction down with it: run the batch again, each item alone in a
+      // savepoint, so each gets its own answer (nothing of this attempt committed).
       const failed = batch ?? take();
-      if (waveRefused && !isolated && isConstraintViolation(cause))
-        return commitBatch(log, () => failed, true);
+      const refusedByKeys = waveRefused && isConstraintViolation(cause);
+      if (!isolated && (refusedByKeys || workFailedInDatabase)) return commitBatch(log, () => failed, true);
       const error = toStorageError(cause, log);
       for (const item of failed) item.reject(error);
       return;

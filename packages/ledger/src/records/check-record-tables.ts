@@ -1,6 +1,7 @@
 import { type ChainFailure, canonicalJson } from '@vouch/audit';
-import { and, asc, eq, getTableName, gt, inArray } from 'drizzle-orm';
+import { and, asc, eq, getTableName, gt } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
+import { anyOf } from '../batched-sql';
 import type { Database, Db } from '../database';
 import { auditEvents } from '../schema/core';
 import { RECORD_TABLES } from './codec';
@@ -113,7 +114,7 @@ export async function* checkRecordTables(
         and(
           eq(auditEvents.logId, log),
           gt(auditEvents.seq, after),
-          inArray(auditEvents.kind, [...byKind.keys()]),
+          anyOf(auditEvents.kind, [...byKind.keys()]),
         ),
       )
       .orderBy(asc(auditEvents.seq))
@@ -127,7 +128,7 @@ export async function* checkRecordTables(
           (await db
             .select({ seq: t.eventSeq })
             .from(t)
-            .where(and(eq(t.logId, log), inArray(t.eventSeq, seqs)))) as Array<{ seq: number }>
+            .where(and(eq(t.logId, log), anyOf(t.eventSeq, seqs, 'bigint')))) as Array<{ seq: number }>
         ).map((r) => r.seq),
       );
       for (const event of events) {

@@ -693,6 +693,19 @@ describe.each(testBackends())('records on $name', ({ open }) => {
     });
   });
 
+  describe('when one caller asks for an id no row can have, beside others', () => {
+    it('answers it NOT_FOUND and answers the others', async () => {
+      const { agent, log } = await setup();
+      const { proposal } = await records.propose(agent, refund('k1'));
+      const [bad, good] = await Promise.allSettled([
+        records.getProposal(log, 'prop_\u0000'),
+        records.getProposal(log, proposal.id),
+      ]);
+      expect(bad.status === 'rejected' && isLedgerError(bad.reason) && bad.reason.code).toBe('NOT_FOUND');
+      expect(good.status === 'fulfilled' && good.value.id).toBe(proposal.id);
+    });
+  });
+
   describe('when an id names nothing in the log', () => {
     it('answers NOT_FOUND and writes nothing', async () => {
       const { agent, alice, log } = await setup();

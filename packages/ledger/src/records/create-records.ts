@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { StoredEvent } from '@vouch/audit';
 import { assessIndependence, deriveStatus } from '@vouch/verifier-sdk';
-import { and, asc, eq, inArray } from 'drizzle-orm';
+import { and, asc, eq } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
+import { anyOf } from '../batched-sql';
 import { LedgerError, type LedgerErrorCode } from '../errors';
 import type { EventLink, Ledger, StagingTransaction } from '../ledger';
 import {
@@ -345,6 +346,9 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     const verdict = checkApproval({ request, resolution, uses, proposal, now });
     if (!verdict.ok) return refuse(verdict.code, verdict.message);
     if (verdict.existingUse) return { ok: true, proposal, decision, use: verdict.existingUse };
+    // Two executions of one single-use approval may share a wave (their proposals differ):
+    // the first to claim it takes it, the other runs again after and finds it consumed.
+    if ((verdict.resolution.validity ?? 'once') === 'once') tx.claim(recordKeys.approvalUse(request.id));
     const use = writeUse(tx, caller.identity, {
       id: newId('use'),
       request_id: request.id,
@@ -770,7 +774,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
           hash: auditEvents.hash,
         })
         .from(auditEvents)
-        .where(and(eq(auditEvents.logId, log), inArray(auditEvents.entityId, entities)))
+        .where(and(eq(auditEvents.logId, log), anyOf(auditEvents.entityId, entities)))
         .orderBy(asc(auditEvents.seq));
       return {
         proposal,

@@ -4,9 +4,10 @@ import type { ConflictKeys } from '../batch-plan';
  * What each records operation reads and writes, as conflict keys: operations whose keys do
  * not collide run side by side in one ledger batch (`Ledger.transactConcurrently`), the
  * rest one after another in arrival order. A key names the state an invariant depends on;
- * the unique constraints of the record tables are the backstop for what the keys cannot
- * know in advance (two executions claiming one single-use approval): the database refuses
- * the wave and the ledger retries it one operation at a time.
+ * keys only the reads can name are claimed at run time (`tx.claim`). The unique constraints
+ * of the record tables stay the backstop for whatever a key misses: the database refuses the
+ * wave and the ledger retries it one operation at a time. Every new operation needs its keys
+ * here: a missing one is caught by a constraint only where there is one.
  */
 
 /** The tool registry: read by every decision, written by registrations (rare). */
@@ -47,6 +48,9 @@ export const recordKeys = {
     reads: [APPROVALS],
     writes: [key('proposal', proposalId)],
   }),
+
+  /** Claimed by an execution that takes a single-use approval: one use, one execution. */
+  approvalUse: (requestId: string) => key('approval-use', requestId),
 
   /** Verifications only add rows: any number may be recorded side by side. */
   verify: (): ConflictKeys => ({}),

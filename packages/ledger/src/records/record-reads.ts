@@ -78,7 +78,10 @@ type RecordTable = PgTable & { logId: PgColumn };
 function rowsLoader<R>(fetch: (keys: string[]) => Promise<R[]>, keyOf: (row: R) => string) {
   return new DataLoader<string, R[]>(
     async (keys) => {
-      const rows = await fetch([...new Set(keys)]);
+      // Text with NUL cannot be stored, so no row has it; sent along, it would make the
+      // server refuse the whole array, and with it every other caller's read in this batch.
+      const storable = [...new Set(keys)].filter((k) => !k.includes('\0'));
+      const rows = storable.length > 0 ? await fetch(storable) : [];
       const grouped = new Map<string, R[]>();
       for (const row of rows) {
         const k = keyOf(row);
