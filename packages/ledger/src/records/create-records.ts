@@ -54,12 +54,9 @@ import { proposalPayloadHash, proposalPayloadOf } from './payload-hash';
 import {
   type ApprovalStatus,
   approvalStatusOf,
-  decisionOf,
   listLatestTools,
   listRequests,
-  observationOf,
   refusalsOf,
-  requestById,
   reusableRequestCandidates,
   verificationsOf,
 } from './queries';
@@ -740,13 +737,13 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       const db = database.db;
       const proposal = await mustGetProposal(batchedReads(db, log), proposalId);
       const [decision, observation, refusals, verificationList] = await Promise.all([
-        decisionOf(db, log, proposal.id),
-        observationOf(db, log, proposal.id),
+        batchedReads(db, log).decisionOf(proposal.id),
+        batchedReads(db, log).observationOf(proposal.id),
         refusalsOf(db, log, proposal.id),
         verificationsOf(db, log, proposal.id),
       ]);
       const request = decision?.approval_request_id
-        ? await requestById(db, log, decision.approval_request_id)
+        ? await batchedReads(db, log).requestById(decision.approval_request_id)
         : null;
       const approval = request ? await approvalView(batchedReads(db, log), request, wallNow()) : null;
       const verification = verificationList.at(-1) ?? null;

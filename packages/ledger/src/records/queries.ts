@@ -4,9 +4,6 @@ import {
   approvalRequests,
   approvalResolutions,
   approvalUses,
-  decisions,
-  observations,
-  proposals,
   refusedExecutions,
   tools,
   verifications,
@@ -14,10 +11,6 @@ import {
 import {
   approvalRequestCodec,
   approvalResolutionCodec,
-  approvalUseCodec,
-  decisionCodec,
-  observationCodec,
-  proposalCodec,
   refusedExecutionCodec,
   toolCodec,
   verificationCodec,
@@ -26,34 +19,16 @@ import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
   ApprovalUseRecord,
-  DecisionRecord,
-  ObservationRecord,
-  ProposalRecord,
   RefusedExecutionRecord,
   ToolRecord,
   VerificationRecord,
 } from './types';
 
 /**
- * Reads of record tables, each scoped to one log. They take a `Db` so the same query runs
- * inside a ledger transaction (under the log's lock, seeing that batch's own writes) or on
- * the plain database for read-only calls.
+ * The reads of record tables that are lists and searches, each scoped to one log. They take a
+ * `Db` so the same query runs inside a ledger transaction (under the log's lock) or on the
+ * plain database. Lookups of one record by id or key are in `record-reads.ts`, coalesced.
  */
-
-export async function latestTool(
-  db: Db,
-  log: string,
-  serverId: string,
-  toolName: string,
-): Promise<ToolRecord | null> {
-  const [row] = await db
-    .select()
-    .from(tools)
-    .where(and(eq(tools.logId, log), eq(tools.serverId, serverId), eq(tools.toolName, toolName)))
-    .orderBy(desc(tools.version))
-    .limit(1);
-  return row ? toolCodec.toRecord(row) : null;
-}
 
 /** The latest registration of every tool in a log, by server then tool name. */
 export async function listLatestTools(db: Db, log: string): Promise<ToolRecord[]> {
@@ -63,59 +38,6 @@ export async function listLatestTools(db: Db, log: string): Promise<ToolRecord[]
     .where(eq(tools.logId, log))
     .orderBy(asc(tools.serverId), asc(tools.toolName), desc(tools.version));
   return rows.map(toolCodec.toRecord);
-}
-
-export async function proposalById(db: Db, log: string, id: string): Promise<ProposalRecord | null> {
-  const [row] = await db
-    .select()
-    .from(proposals)
-    .where(and(eq(proposals.logId, log), eq(proposals.id, id)));
-  return row ? proposalCodec.toRecord(row) : null;
-}
-
-export async function proposalByKey(db: Db, log: string, key: string): Promise<ProposalRecord | null> {
-  const [row] = await db
-    .select()
-    .from(proposals)
-    .where(and(eq(proposals.logId, log), eq(proposals.idempotencyKey, key)));
-  return row ? proposalCodec.toRecord(row) : null;
-}
-
-export async function decisionOf(db: Db, log: string, proposalId: string): Promise<DecisionRecord | null> {
-  const [row] = await db
-    .select()
-    .from(decisions)
-    .where(and(eq(decisions.logId, log), eq(decisions.proposalId, proposalId)));
-  return row ? decisionCodec.toRecord(row) : null;
-}
-
-export async function requestById(db: Db, log: string, id: string): Promise<ApprovalRequestRecord | null> {
-  const [row] = await db
-    .select()
-    .from(approvalRequests)
-    .where(and(eq(approvalRequests.logId, log), eq(approvalRequests.id, id)));
-  return row ? approvalRequestCodec.toRecord(row) : null;
-}
-
-export async function resolutionOf(
-  db: Db,
-  log: string,
-  requestId: string,
-): Promise<ApprovalResolutionRecord | null> {
-  const [row] = await db
-    .select()
-    .from(approvalResolutions)
-    .where(and(eq(approvalResolutions.logId, log), eq(approvalResolutions.requestId, requestId)));
-  return row ? approvalResolutionCodec.toRecord(row) : null;
-}
-
-export async function usesOf(db: Db, log: string, requestId: string): Promise<ApprovalUseRecord[]> {
-  const rows = await db
-    .select()
-    .from(approvalUses)
-    .where(and(eq(approvalUses.logId, log), eq(approvalUses.requestId, requestId)))
-    .orderBy(asc(approvalUses.eventSeq));
-  return rows.map(approvalUseCodec.toRecord);
 }
 
 /**
@@ -162,26 +84,6 @@ export async function reusableRequestCandidates(
     request: approvalRequestCodec.toRecord(row.request),
     resolution: row.resolution ? approvalResolutionCodec.toRecord(row.resolution) : null,
   }));
-}
-
-export async function observationOf(
-  db: Db,
-  log: string,
-  proposalId: string,
-): Promise<ObservationRecord | null> {
-  const [row] = await db
-    .select()
-    .from(observations)
-    .where(and(eq(observations.logId, log), eq(observations.proposalId, proposalId)));
-  return row ? observationCodec.toRecord(row) : null;
-}
-
-export async function observationById(db: Db, log: string, id: string): Promise<ObservationRecord | null> {
-  const [row] = await db
-    .select()
-    .from(observations)
-    .where(and(eq(observations.logId, log), eq(observations.id, id)));
-  return row ? observationCodec.toRecord(row) : null;
 }
 
 export async function refusalsOf(db: Db, log: string, proposalId: string): Promise<RefusedExecutionRecord[]> {
