@@ -145,9 +145,8 @@ type Pending =
   | ({
       type: 'event';
       input: AppendInput;
-      canonicalPayload: string;
-      /** Hashed before the batch takes the lock: it depends on the payload alone. */
-      payloadHash: string;
+      /** Canonicalized and hashed before the batch takes the lock: it depends on the input alone. */
+      staged: StagedEvent;
     } & Settle)
   | ({ type: 'work'; work: (tx: LedgerTransaction) => Promise<unknown> } & Settle)
   | ({ type: 'staged'; keys: ConflictKeys; work: (tx: StagingTransaction) => Promise<unknown> } & Settle);
@@ -245,18 +244,16 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     if (queue.pending.length === 0) queues.delete(log);
   };
 
+  /** Validate an event, canonicalize and hash its payload: all it needs before it gets a seq. */
+  const stageEvent = (input: AppendInput, row?: StagedRow): StagedEvent => {
+    const { canonicalPayload } = prepareEvent(input, limits);
+    const { kind, entity, actor } = input;
+    return { kind, entity, actor, canonicalPayload, payloadHash: payloadHashOf(canonicalPayload), row };
+  };
   const stageInto =
     (log: string, into: StagedEvent[]) =>
     (input: Omit<AppendInput, 'log'>, row?: StagedRow): void => {
-      const { canonicalPayload } = prepareEvent({ ...input, log }, limits);
-      into.push({
-        kind: input.kind,
-        entity: input.entity,
-        actor: input.actor,
-        canonicalPayload,
-        payloadHash: payloadHashOf(canonicalPayload),
-        row,
-      });
+      into.push(stageEvent({ ...input, log }, row));
     };
 
   /**
@@ -347,13 +344,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
                 // Work that runs alone shares its wave with nobody.
                 claim: () => {},
                 append: async (input) => {
-                  const { canonicalPayload } = prepareEvent({ ...input, log }, limits);
-                  const event = chain({
-                    ...input,
-                    canonicalPayload,
-                    payloadHash: payloadHashOf(canonicalPayload),
-                    row: undefined,
-                  });
+                  const event = chain(stageEvent({ ...input, log }));
                   await insertEvents(database, db, [event]);
                   mine.push(event);
                   return event;
@@ -390,20 +381,8 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
           const ran = await Promise.all(
             wave.map(async (index): Promise<{ outcome: Outcome; staged: StagedEvent[] }> => {
               const item = items[index]!;
-              if (item.type === 'event') {
-                const { kind, entity, actor } = item.input;
-                const staged = [
-                  {
-                    kind,
-                    entity,
-                    actor,
-                    canonicalPayload: item.canonicalPayload,
-                    payloadHash: item.payloadHash,
-                    row: undefined,
-                  },
-                ];
-                return { outcome: { ok: true, value: undefined }, staged };
-              }
+              if (item.type === 'event')
+                return { outcome: { ok: true, value: undefined }, staged: [item.staged] };
               const staged: StagedEvent[] = [];
               const claim = (key: string) => {
                 const owner = claims.get(key);
@@ -504,13 +483,10 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     database,
     append(input) {
       return new Promise<StoredEvent>((resolve, reject) => {
-        const { canonicalPayload } = prepareEvent(input, limits);
-        const payloadHash = payloadHashOf(canonicalPayload);
         enqueue(input.log, {
           type: 'event',
           input,
-          canonicalPayload,
-          payloadHash,
+          staged: stageEvent(input),
           resolve: resolve as (v: unknown) => void,
           reject,
         });
