@@ -2,21 +2,18 @@ import { getTableColumns, getTableName, type SQL, sql } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import { type Database, type Db, rowsOf } from './database';
 
-interface Layout {
-  table: PgTable;
-  columns: Array<{ property: string; column: PgColumn; type: string }>;
-}
+/** A table's insertable columns: drizzle property, column, SQL type. */
+type Layout = Array<{ property: string; column: PgColumn; type: string }>;
 
 const layouts = new WeakMap<PgTable, Layout>();
 
 function layoutOf(table: PgTable): Layout {
   let layout = layouts.get(table);
   if (!layout) {
-    const columns = Object.entries(getTableColumns(table))
+    layout = Object.entries(getTableColumns(table))
       // Generated columns are the database's to fill.
       .filter(([, column]) => !(column as PgColumn & { generated?: unknown }).generated)
       .map(([property, column]) => ({ property, column, type: column.getSQLType() }));
-    layout = { table, columns };
     layouts.set(table, layout);
   }
   return layout;
@@ -36,7 +33,7 @@ export async function insertRows(
   rows: readonly Record<string, unknown>[],
 ): Promise<void> {
   if (rows.length === 0) return;
-  const { columns } = layoutOf(table);
+  const columns = layoutOf(table);
   const present = columns.filter(({ property }) => rows.some((row) => row[property] !== undefined));
   const names: SQL[] = [];
   const arrays: SQL[] = [];
