@@ -43,6 +43,10 @@ export const STATUS_BY_CODE = {
   MALFORMED_CHECKPOINT: 400,
   MALFORMED_PROOF: 400,
   MALFORMED_BUNDLE: 400,
+  // the witness client (vouch verify --since): never raised by this server
+  SERVER_UNREACHABLE: 502,
+  SERVER_REFUSED: 502,
+  TRUSTED_CHECKPOINT_INVALID: 500,
 
   // @vouch/ledger: input
   INVALID_EVENT: 400,

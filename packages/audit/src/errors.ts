@@ -7,7 +7,13 @@ export type AuditErrorCode =
   | 'NON_FINITE_NUMBER'
   | 'MALFORMED_CHECKPOINT'
   | 'MALFORMED_PROOF'
-  | 'MALFORMED_BUNDLE';
+  | 'MALFORMED_BUNDLE'
+  /** A witness could not get an answer (no connection, a 5xx): nothing was concluded. */
+  | 'SERVER_UNREACHABLE'
+  /** The server refused a witness's request (bad key, other log): nothing was concluded. */
+  | 'SERVER_REFUSED'
+  /** The checkpoint a witness was given to trust does not verify under the keys it was given. */
+  | 'TRUSTED_CHECKPOINT_INVALID';
 
 /** The one error class of `@vouch/audit`: identify it by `name` and `code`, not `instanceof`. */
 export class AuditError extends Error {

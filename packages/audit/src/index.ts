@@ -52,3 +52,15 @@ export type {
   VerifyEventsOptions,
 } from './verify-events';
 export { createChainChecker, verifyEvents } from './verify-events';
+export type {
+  WitnessBundleOptions,
+  WitnessCheckpointView,
+  WitnessLogOptions,
+  WitnessOutcome,
+  WitnessReport,
+  WitnessStatus,
+} from './witness';
+export { logOfOrigin, witnessBundle, witnessLog } from './witness';
+export type { WitnessFetch, WitnessResponse } from './witness-http';
+export type { NextTrustedNote } from './witness-trusted-note';
+export { nextTrustedNote } from './witness-trusted-note';

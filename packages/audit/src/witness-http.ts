@@ -1,0 +1,209 @@
+import { AuditError } from './errors';
+import { MERKLE_HASH_SIZE } from './merkle-hash';
+
+// How a witness talks to a Vouch server: only the read routes every auditor key may call
+// (`/checkpoint`, `/export`, `/proofs/consistency`), through a fetch the caller passes in,
+// so the same code runs in Node, a browser or a test that answers from `app.request`.
+//
+// Every answer is classified once, here:
+// - 404: the server withholds something it must serve. That is a verdict (the caller
+//   returns `WITHHELD`), never "try again later": a cron job that reads a transient
+//   failure as harmless would otherwise never raise the alarm.
+// - no answer, 5xx, 429: `AuditError` `SERVER_UNREACHABLE` (nothing concluded).
+// - 400, 401, 403 and other refusals: `AuditError` `SERVER_REFUSED` (fix the key or the
+//   log name; nothing concluded).
+
+/** The part of a `fetch` Response a witness reads; the global `fetch` satisfies it. */
+export interface WitnessResponse {
+  readonly status: number;
+  text(): Promise<string>;
+  readonly body: {
+    getReader(): {
+      read(): Promise<{ done: boolean; value?: Uint8Array }>;
+      cancel(reason?: unknown): Promise<void>;
+    };
+  } | null;
+}
+
+/** A fetch-like transport: `globalThis.fetch`, or anything that answers the same way. */
+export type WitnessFetch = (
+  url: string,
+  init: { headers: Record<string, string>; signal?: AbortSignal },
+) => Promise<WitnessResponse>;
+
+/** Where the log lives and how to ask for it. */
+export interface WitnessServer {
+  /** Base URL of the Vouch server, e.g. `https://vouch.example` (no trailing slash needed). */
+  url: string;
+  /** An API key with the auditor role for this log. */
+  apiKey: string;
+  log: string;
+  fetch: WitnessFetch;
+  signal?: AbortSignal;
+}
+
+/** An answer the server owes and did not give (HTTP 404). */
+export interface Withheld {
+  withheld: true;
+  /** What was asked for, e.g. "the latest checkpoint". */
+  what: string;
+  /** The server's own error code and message, when it sent one. */
+  reason: string;
+}
+
+const withheldAnswer = (what: string, reason: string): Withheld => ({ withheld: true, what, reason });
+
+/** True for the `Withheld` answer of one of the requests below. */
+export function isWithheld(value: unknown): value is Withheld {
+  return typeof value === 'object' && value !== null && (value as Withheld).withheld === true;
+}
+
+async function request(
+  server: WitnessServer,
+  path: string,
+  accept: string,
+  what: string,
+): Promise<WitnessResponse | Withheld> {
+  const base = server.url.replace(/\/+$/, '');
+  const url = `${base}/v1/logs/${encodeURIComponent(server.log)}${path}`;
+  let response: WitnessResponse;
+  try {
+    response = await server.fetch(url, {
+      headers: { authorization: `Bearer ${server.apiKey}`, accept },
+      ...(server.signal ? { signal: server.signal } : {}),
+    });
+  } catch (error) {
+    server.signal?.throwIfAborted();
+    throw new AuditError('SERVER_UNREACHABLE', `cannot reach ${base}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  if (response.status >= 200 && response.status < 300) return response;
+  const reason = await errorReason(response);
+  if (response.status === 404) return withheldAnswer(what, reason);
+  const code = response.status >= 500 || response.status === 429 ? 'SERVER_UNREACHABLE' : 'SERVER_REFUSED';
+  throw new AuditError(code, `the server did not answer ${what} of log ${server.log} (${reason})`);
+}
+
+async function errorReason(response: WitnessResponse): Promise<string> {
+  const text = await response.text().catch(() => '');
+  try {
+    const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
+    if (typeof body.error?.code === 'string') return `${body.error.code}: ${String(body.error.message)}`;
+  } catch {
+    // Not our error shape: the status says enough.
+  }
+  return `HTTP ${response.status}`;
+}
+
+/** Read a whole body, turning a transfer that breaks off into `SERVER_UNREACHABLE`. */
+async function readText(response: WitnessResponse, base: string): Promise<string> {
+  try {
+    return await response.text();
+  } catch (error) {
+    throw new AuditError(
+      'SERVER_UNREACHABLE',
+      `the answer from ${base} broke off: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
+}
+
+/** The log's latest signed checkpoint note (`Accept: text/plain`), or `Withheld`. */
+export async function fetchLatestCheckpoint(server: WitnessServer): Promise<string | Withheld> {
+  const response = await request(server, '/checkpoint', 'text/plain', 'the latest checkpoint');
+  return isWithheld(response) ? response : readText(response, server.url);
+}
+
+/**
+ * The RFC 9162 consistency proof from `first` to `second` events, or `Withheld`. Nodes
+ * that are not 64 lowercase hex digits come back empty, which `verifyConsistency` refuses
+ * as malformed: the server is not trusted to send well-formed proofs either.
+ */
+export async function fetchConsistencyProof(
+  server: WitnessServer,
+  first: number,
+  second: number,
+): Promise<Uint8Array[] | Withheld> {
+  const response = await request(
+    server,
+    `/proofs/consistency?first=${first}&second=${second}`,
+    'application/json',
+    `a consistency proof from ${first} to ${second} events`,
+  );
+  if (isWithheld(response)) return response;
+  let body: { proof?: unknown };
+  try {
+    body = JSON.parse(await readText(response, server.url)) as { proof?: unknown };
+  } catch {
+    body = {};
+  }
+  const proof = Array.isArray(body?.proof) ? body.proof : [new Uint8Array(0)];
+  return proof.map((node) => (typeof node === 'string' ? hexNode(node) : new Uint8Array(0)));
+}
+
+function hexNode(text: string): Uint8Array {
+  if (!/^[0-9a-f]+$/.test(text) || text.length !== MERKLE_HASH_SIZE * 2) return new Uint8Array(0);
+  const bytes = new Uint8Array(MERKLE_HASH_SIZE);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(text.slice(2 * i, 2 * i + 2), 16);
+  return bytes;
+}
+
+/**
+ * The log's events as the server serves them (`/export`, JSON Lines in seq order), one
+ * line at a time and at most `limit` lines: the body is read in chunks and cancelled
+ * once `limit` lines were yielded (or the consumer stops), so memory does not grow with
+ * the log. `Withheld` when the server answers 404. A body that breaks off mid-way throws
+ * `SERVER_UNREACHABLE`; one that ends early is simply fewer lines, which the caller judges.
+ */
+export async function fetchEventLines(
+  server: WitnessServer,
+  limit: number,
+): Promise<AsyncGenerator<string> | Withheld> {
+  const response = await request(server, '/export', 'application/jsonl', 'its events');
+  if (isWithheld(response)) return response;
+  return eventLines(response, limit, server.url);
+}
+
+async function* eventLines(response: WitnessResponse, limit: number, base: string): AsyncGenerator<string> {
+  const reader = response.body?.getReader();
+  if (reader === undefined) return;
+  // Invalid UTF-8 becomes U+FFFD, which cannot hash to what the ledger hashed: the chain
+  // check reports the line rather than this reader guessing what was meant.
+  const decoder = new TextDecoder();
+  let yielded = 0;
+  let pending = '';
+  try {
+    while (yielded < limit) {
+      let chunk: { done: boolean; value?: Uint8Array };
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        throw new AuditError(
+          'SERVER_UNREACHABLE',
+          `the events from ${base} broke off after ${yielded}: ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
+      pending += chunk.done ? decoder.decode() : decoder.decode(chunk.value, { stream: true });
+      let newline = pending.indexOf('\n');
+      let start = 0;
+      while (newline >= 0 && yielded < limit) {
+        yield pending.slice(start, newline);
+        yielded++;
+        start = newline + 1;
+        newline = pending.indexOf('\n', start);
+      }
+      pending = pending.slice(start);
+      if (chunk.done) {
+        if (pending !== '' && yielded < limit) yield pending;
+        return;
+      }
+    }
+  } finally {
+    // Stop the transfer: the rest of the log is past the checkpoint being checked.
+    await reader.cancel().catch(() => {});
+  }
+}

@@ -1,0 +1,66 @@
+import { openCheckpoint } from './checkpoint';
+import type { NoteVerifier } from './note-keys';
+
+/** What a witness keeps once a check came out consistent. */
+export interface NextTrustedNote {
+  /** The note to save in place of the trusted one, or null to keep the trusted file as it is. */
+  note: string | null;
+  /** Why the trusted note was kept although the log grew (it carries cosignatures the new one lacks). */
+  kept?: string;
+}
+
+/**
+ * Decide which checkpoint note a witness trusts next, given the one it trusted (`null` at
+ * first use) and the one the server signed and the check accepted. Both must already have
+ * opened under `verifiers`.
+ *
+ * A trusted note may carry more than the log's signature: other witnesses' cosignatures
+ * (extra signature lines, c2sp.org/signed-note), which are what exposes a split view. The
+ * server serves its checkpoints signed by the log alone, so replacing the file with what it
+ * serves would throw that evidence away:
+ * - same checkpoint text (same size and root): keep every signature line of both notes;
+ * - a grown log whose note lacks a cosigner of the trusted one: keep the trusted note
+ *   (the check still recomputes everything from it); say so in `kept`.
+ */
+export function nextTrustedNote(options: {
+  trusted: string | null;
+  served: string;
+  verifiers: readonly (NoteVerifier | string)[];
+}): NextTrustedNote {
+  const { trusted, served, verifiers } = options;
+  if (trusted === null) return { note: served };
+  if (trusted === served) return { note: null };
+  const old = splitNote(trusted);
+  const next = splitNote(served);
+  if (old.text === next.text) {
+    const lines = [...old.signatures, ...next.signatures.filter((line) => !old.signatures.includes(line))];
+    const merged = `${old.text}\n${lines.join('')}`;
+    if (merged === trusted) return { note: null };
+    // Too many signature lines for one note: keeping the trusted one loses nothing it had.
+    return { note: openCheckpoint(merged, { verifiers }).ok ? merged : null };
+  }
+  const openedOld = openCheckpoint(trusted, { verifiers });
+  const openedNext = openCheckpoint(served, { verifiers });
+  if (!openedOld.ok || !openedNext.ok) return { note: null };
+  const signers = [...openedNext.verifiedBy, ...openedNext.unverified];
+  const missing = openedOld.unverified.filter(
+    (cosigner) => !signers.some((s) => s.keyName === cosigner.keyName && s.keyId === cosigner.keyId),
+  );
+  if (missing.length === 0) return { note: served };
+  const names = [...new Set(missing.map((s) => s.keyName))].join(', ');
+  return {
+    note: null,
+    kept: `kept the trusted checkpoint: it carries cosignatures by ${names} that the server's newer checkpoint lacks`,
+  };
+}
+
+/** The signed text and the signature lines (each with its newline) of a note that opened. */
+function splitNote(note: string): { text: string; signatures: string[] } {
+  const split = note.lastIndexOf('\n\n');
+  const signatures = note
+    .slice(split + 2)
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => `${line}\n`);
+  return { text: note.slice(0, split + 1), signatures };
+}
