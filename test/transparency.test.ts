@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { generateNoteKeys, openCheckpoint, parseSignerKey } from '@vouch/audit';
+import { generateNoteKeys, openCheckpoint, parseSignerKey, signNote } from '@vouch/audit';
 import {
   createLedger,
   type Database,
@@ -17,6 +18,7 @@ import {
 import { createTestDatabase } from '@vouch/ledger/testing';
 import { type SQL, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rewriteLogAsOwner } from './helpers/rewrite-log';
 import { type StorageEnv, startVouchServer, VOUCH_BIN, type VouchServer } from './helpers/server';
 
 // The done-when of issue 6, end to end: a real `vouch serve` process signs checkpoints after
@@ -62,6 +64,20 @@ const signing = {
 };
 /** The logs an operator will tamper with, each 8 events with checkpoints at 4 and 8. */
 const LOGS = ['truncated', 'truncated-under-checkpoint', 'rewritten', 'forked'] as const;
+/**
+ * The logs an owner rewrites underneath an untouched Merkle tree and untouched checkpoints
+ * (the server keeps serving valid proofs), or whose checkpoints it withholds, plus two the
+ * auditor keeps with another witness's cosignature. Same shape as LOGS.
+ */
+const WITNESS_LOGS = [
+  'edited',
+  'edited-after-trust',
+  'deleted',
+  'swapped',
+  'withheld',
+  'cosigned',
+  'cosigned-grown',
+] as const;
 
 const note = (log: string, i: number, text = `event ${i}`) => ({
   log,
@@ -70,6 +86,13 @@ const note = (log: string, i: number, text = `event ${i}`) => ({
   actor: 'user:alice',
   payload: { i, text },
 });
+
+/** Run one statement as the database owner: with the append-only triggers and link checks off. */
+const tamper = (database: Database, statement: SQL) =>
+  database.db.transaction(async (tx) => {
+    await database.rows(sql`set local session_replication_role = replica`, tx);
+    await database.rows(statement, tx);
+  });
 
 /** Run `vouch` to completion with exactly this environment. */
 function vouch(args: string[], env: NodeJS.ProcessEnv, cwd: string) {
@@ -148,7 +171,7 @@ describe.each(backends)('transparency end to end on $name', (backend) => {
     await migrate(database);
     await database.close();
     await asOperator(async (db, ledger) => {
-      for (const log of LOGS) {
+      for (const log of [...LOGS, ...WITNESS_LOGS]) {
         for (let i = 1; i <= 8; i++) {
           await ledger.append(note(log, i));
           if (i === 4 || i === 8) await signLogCheckpoint(db, { log, ...signing });
@@ -212,7 +235,7 @@ describe.each(backends)('transparency end to end on $name', (backend) => {
 
     it('serves the checkpoint note an auditor keeps for each log', async () => {
       // What --init saves, fetched as a witness would: the bare signed note.
-      for (const log of LOGS) {
+      for (const log of [...LOGS, ...WITNESS_LOGS]) {
         const response = await server!.call('GET', `/v1/logs/${log}/checkpoint`, {
           key: auditor,
           headers: { accept: 'text/plain' },
@@ -227,12 +250,6 @@ describe.each(backends)('transparency end to end on $name', (backend) => {
 
   describe('when the operator rewrites history with database access and the signing key', () => {
     const trusted: Record<string, string> = {};
-    const tamper = (database: Database, statement: SQL) =>
-      database.db.transaction(async (tx) => {
-        // The operator owns the database: switch off the append-only triggers and link checks.
-        await database.rows(sql`set local session_replication_role = replica`, tx);
-        await database.rows(statement, tx);
-      });
     /** Cut `log` back to `size` events: events, the Merkle nodes over later leaves, and optionally later checkpoints. */
     const cutBack = async (database: Database, log: string, size: number, checkpoints = true) => {
       await tamper(database, sql`delete from audit_events where log_id = ${log} and seq > ${size}`);
@@ -266,7 +283,9 @@ describe.each(backends)('transparency end to end on $name', (backend) => {
       });
     });
 
-    it('verify --since --bundle catches each rewrite in an exported bundle', async () => {
+    it('verify --since --bundle catches each rewrite in an exported bundle', {
+      timeout: 90_000,
+    }, async () => {
       const exportEnv = { ...env.storage, VOUCH_LOG_SIGNING_KEY: keys.signerKey };
       // Export signs at the head, so both truncations look alike in a bundle: export one.
       const logs = ['truncated', 'rewritten', 'forked'] as const;
@@ -321,6 +340,146 @@ describe.each(backends)('transparency end to end on $name', (backend) => {
         forked: [1, 'FORKED'],
       });
       for (const log of LOGS) expect(readFileSync(trustFile(log), 'utf8')).toBe(trusted[log]);
+    });
+  });
+
+  describe('when the owner rewrites events under the stored tree and checkpoints', () => {
+    const witness = generateNoteKeys('witness.example/w1');
+    const trusted: Record<string, string> = {};
+    /** The note with another witness's signature line added, as a cosigning witness network would hand it out. */
+    const cosign = (noteText: string) => {
+      const text = noteText.slice(0, noteText.lastIndexOf('\n\n') + 1);
+      const signed = signNote(text, [parseSignerKey(witness.signerKey)]);
+      return noteText + signed.slice(signed.lastIndexOf('\n\n') + 2);
+    };
+    const changed = (i: number) => JSON.stringify({ i, text: 'refund approved by nobody' });
+
+    beforeAll(async () => {
+      // edited-after-trust: the auditor last saw 4 events; the rewrite is after them.
+      const atFour = await server!.call('GET', '/v1/logs/edited-after-trust/checkpoints/4', {
+        key: auditor,
+        headers: { accept: 'text/plain' },
+      });
+      writeFileSync(trustFile('edited-after-trust'), await atFour.text());
+      for (const log of ['cosigned', 'cosigned-grown'])
+        writeFileSync(trustFile(log), cosign(readFileSync(trustFile(log), 'utf8')));
+      for (const log of WITNESS_LOGS) trusted[log] = readFileSync(trustFile(log), 'utf8');
+
+      await asOperator(async (database, ledger) => {
+        // Rewrite event 3 and recompute every later hash: a valid chain, the same length.
+        await rewriteLogAsOwner(database, 'edited', (events) =>
+          events.map((e) => (e.seq === 3 ? { ...e, payload: changed(3) } : e)),
+        );
+        await rewriteLogAsOwner(database, 'edited-after-trust', (events) =>
+          events.map((e) => (e.seq === 6 ? { ...e, payload: changed(6) } : e)),
+        );
+        // Delete event 3, renumber, and forge one at the tail so the log has its old length.
+        await rewriteLogAsOwner(database, 'deleted', (events) => [
+          ...events.filter((e) => e.seq !== 3),
+          { ...events[7]!, entity: 'e9', payload: changed(9) },
+        ]);
+        // Swap events 3 and 5.
+        await rewriteLogAsOwner(database, 'swapped', (events) =>
+          events.map((e, i) => (i === 2 ? events[4]! : i === 4 ? events[2]! : e)),
+        );
+        await tamper(database, sql`delete from checkpoints where log_id = 'withheld'`);
+        // An honest append to a log the auditor keeps cosigned.
+        for (let i = 9; i <= 10; i++) await ledger.append(note('cosigned-grown', i));
+        await signLogCheckpoint(database, { log: 'cosigned-grown', ...signing });
+
+        // Each rewrite is a valid chain: only what the witness trusted from earlier shows it.
+        for (const log of ['edited', 'deleted', 'swapped'])
+          expect(await ledger.verifyChain({ log })).toMatchObject({ ok: true, checked: 8 });
+      });
+      await start();
+    });
+
+    it('catches a rewritten, a deleted and a reordered event although the served proofs verify', async () => {
+      const logs = ['edited', 'edited-after-trust', 'deleted', 'swapped'] as const;
+      // The server still proves its stored tree: the proof from 4 to 8 events verifies.
+      const proof = await server!.call('GET', '/v1/logs/edited/proofs/consistency?first=4&second=8', {
+        key: auditor,
+      });
+      expect(proof.status).toBe(200);
+      const results = await Promise.all(logs.map((log) => sinceUrl(log)));
+      expect(
+        Object.fromEntries(logs.map((log, i) => [log, [results[i]!.code, results[i]!.report.status]])),
+      ).toEqual({
+        edited: [1, 'FORKED'],
+        // The 4 trusted events are intact; the served events no longer hash to the signed root at 8.
+        'edited-after-trust': [1, 'BROKEN'],
+        deleted: [1, 'FORKED'],
+        swapped: [1, 'FORKED'],
+      });
+      expect(results[0]!.report).toMatchObject({ checked: 8, latest: { tree_size: 8 }, saved: null });
+      expect(results[1]!.report.failures).toContainEqual(expect.objectContaining({ code: 'ROOT_MISMATCH' }));
+      for (const log of logs) expect(readFileSync(trustFile(log), 'utf8')).toBe(trusted[log]);
+    });
+
+    it('says FORKED in plain words without --json, and exits 1', async () => {
+      const plain = await vouch(
+        [
+          'verify',
+          '--since',
+          trustFile('edited'),
+          '--url',
+          server!.url,
+          '--key',
+          auditor,
+          '--public-key',
+          keys.verifierKey,
+        ],
+        {},
+        dir,
+      );
+      expect(plain.code).toBe(1);
+      expect(plain.stdout).toMatch(/^log edited: FORKED — /);
+      expect(plain.stdout).toContain('checked: 8 events');
+    });
+
+    it('exits 1 with WITHHELD when the server has no checkpoint to serve', async () => {
+      const result = await sinceUrl('withheld');
+      expect([result.code, result.report.status]).toEqual([1, 'WITHHELD']);
+      expect(readFileSync(trustFile('withheld'), 'utf8')).toBe(trusted.withheld);
+    });
+
+    it('exits 2 when nothing answers, and keeps the trusted file', async () => {
+      const port = await new Promise<number>((resolve) => {
+        const probe = createServer().listen(0, '127.0.0.1', () => {
+          const { port } = probe.address() as { port: number };
+          probe.close(() => resolve(port));
+        });
+      });
+      const result = await vouch(
+        [
+          'verify',
+          '--since',
+          trustFile('edited'),
+          '--url',
+          `http://127.0.0.1:${port}`,
+          '--key',
+          auditor,
+          '--public-key',
+          keys.verifierKey,
+          '--json',
+        ],
+        {},
+        dir,
+      );
+      expect(result.code).toBe(2);
+      expect(JSON.parse(result.stdout)).toMatchObject({ ok: false, error: { code: 'SERVER_UNREACHABLE' } });
+      expect(result.stderr).toContain('cannot reach');
+      expect(readFileSync(trustFile('edited'), 'utf8')).toBe(trusted.edited);
+    });
+
+    it('never replaces a cosigned trusted checkpoint with the log-only one it is served', async () => {
+      const [same, grown] = await Promise.all([sinceUrl('cosigned'), sinceUrl('cosigned-grown')]);
+      expect([same.code, same.report.status, same.report.saved]).toEqual([0, 'CONSISTENT', null]);
+      expect([grown.code, grown.report.status, grown.report.saved]).toEqual([0, 'CONSISTENT', null]);
+      expect(grown.report.latest.tree_size).toBe(10);
+      expect(grown.report.kept).toContain('witness.example/w1');
+      for (const log of ['cosigned', 'cosigned-grown'])
+        expect(readFileSync(trustFile(log), 'utf8')).toBe(trusted[log]);
     });
   });
 });
