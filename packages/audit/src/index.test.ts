@@ -35,6 +35,8 @@ describe('@vouch/audit public surface', () => {
         "inclusionProofPlan",
         "isAuditError",
         "isValidKeyName",
+        "logOfOrigin",
+        "nextTrustedNote",
         "noteKeyId",
         "openCheckpoint",
         "openNote",
@@ -55,6 +57,8 @@ describe('@vouch/audit public surface', () => {
         "verifyConsistency",
         "verifyEvents",
         "verifyInclusion",
+        "witnessBundle",
+        "witnessLog",
       ]
     `);
   });

@@ -312,19 +312,22 @@ function judge(
   if (trusted !== null && trusted.treeSize > 0 && has('ROOT_MISMATCH', trusted.treeSize)) {
     return { status: 'FORKED', message: forkedMessage(trusted.treeSize) };
   }
-  if (has('TRUNCATED')) {
-    const short = trusted !== null && checked < trusted.treeSize;
-    return {
-      status: 'TRUNCATED',
-      message: short
-        ? `${holds} ${checked} events, fewer than the ${trusted.treeSize} you trusted: events were deleted`
-        : `${holds} ${checked} events, fewer than the ${size} its own checkpoint covers: events were deleted or withheld`,
-    };
+  const truncated = (message: string) => ({ status: 'TRUNCATED' as const, message });
+  if (has('TRUNCATED') && trusted !== null && checked < trusted.treeSize) {
+    return truncated(
+      `${holds} ${checked} events, fewer than the ${trusted.treeSize} you trusted: events were deleted`,
+    );
   }
   const signature = failures.find((f) =>
     ['CHECKPOINT_INVALID', 'SIGNATURE_INVALID', 'NO_TRUSTED_SIGNATURE', 'ORIGIN_MISMATCH'].includes(f.code),
   );
   if (signature) return { status: signature.code as WitnessStatus, message: signature.message };
+  // Short of its own checkpoint and nothing else wrong; a line that is no event is BROKEN.
+  if (has('TRUNCATED') && failures.every((f) => f.code === 'TRUNCATED')) {
+    return truncated(
+      `${holds} ${checked} events, fewer than the ${size} its own checkpoint covers: events were deleted or withheld`,
+    );
+  }
   if (!report.ok) {
     const codes = [...new Set(failures.map((f) => f.code))].join(', ');
     return {
