@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateNoteKeys, openCheckpoint, parseSignerKey } from '@vouch/audit';
+import { generateNoteKeys, openCheckpoint, parseSignerKey, signNote } from '@vouch/audit';
 import {
   createLedger,
   type Database,
@@ -345,6 +345,65 @@ describe('vouch verify --since against a server', () => {
       });
       const { code, report } = await since(file);
       expect([code, report.status]).toEqual([1, 'NO_TRUSTED_SIGNATURE']);
+    });
+  });
+
+  describe('when the server withholds what it must serve', () => {
+    it('exits 1 with WITHHELD for a log without a checkpoint, and keeps the trusted file', async () => {
+      serving = 'orders';
+      const file = join(root, 'withheld.checkpoint');
+      await since(file, ['--init', '--log', 'orders']);
+      const before = readFileSync(file, 'utf8');
+      serving = 'orders-unsigned';
+      const ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
+      for (const i of [1, 2, 3, 4, 5, 6]) await ledger.append(note('orders-unsigned', i));
+      await ledger.close();
+      const { code, report } = await since(file);
+      expect([code, report.status]).toEqual([1, 'WITHHELD']);
+      expect(readFileSync(file, 'utf8')).toBe(before);
+    });
+  });
+
+  describe('when the server refuses the key', () => {
+    it('exits 2, and --json still prints one answer that says nothing was concluded', async () => {
+      serving = 'orders';
+      const f = fakeIo({ VOUCH_API_KEY: 'vch_not_a_key' });
+      const argv = ['--since', join(root, 'init.checkpoint'), '--url', 'http://vouch.test', '--json'];
+      const code = await runVerifySince([...argv, '--public-key', keys.verifierKey], f.io, {
+        fetch: fetchFromApp,
+      });
+      expect(code).toBe(2);
+      expect(JSON.parse(f.out())).toMatchObject({ ok: false, error: { code: 'SERVER_REFUSED' } });
+      expect(f.err()).toContain('UNAUTHENTICATED');
+    });
+  });
+
+  describe('when the trusted checkpoint carries another witness cosignature', () => {
+    it('keeps it rather than the log-only note the server serves for the same tree', async () => {
+      serving = 'orders';
+      const file = join(root, 'cosigned.checkpoint');
+      await since(file, ['--init', '--log', 'orders']);
+      const served = readFileSync(file, 'utf8');
+      const text = served.slice(0, served.lastIndexOf('\n\n') + 1);
+      const cosig = signNote(text, [parseSignerKey(generateNoteKeys('witness.example/w1').signerKey)]);
+      const cosigned = served + cosig.slice(cosig.lastIndexOf('\n\n') + 2);
+      writeFileSync(file, cosigned);
+      const { code, report } = await since(file);
+      expect([code, report.status, report.saved]).toEqual([0, 'CONSISTENT', null]);
+      expect(readFileSync(file, 'utf8')).toBe(cosigned);
+    });
+  });
+
+  describe('without --json', () => {
+    it('prints the verdict, both checkpoints and how many events were recomputed', async () => {
+      serving = 'orders';
+      const file = join(root, 'plain.checkpoint');
+      await since(file, ['--init', '--log', 'orders']);
+      const f = fakeIo({ VOUCH_API_KEY: auditor });
+      const argv = ['--since', file, '--url', 'http://vouch.test', '--public-key', keys.verifierKey];
+      expect(await runVerifySince(argv, f.io, { fetch: fetchFromApp })).toBe(0);
+      expect(f.out()).toMatch(/^log orders: CONSISTENT — unchanged at \d+ events\n {2}trusted: /);
+      expect(f.out()).toMatch(/checked: \d+ events recomputed/);
     });
   });
 
