@@ -245,7 +245,14 @@ describe('witnessLog', () => {
       lines[5] = '{"not":"an event"}';
       const { report } = await witness(serve({ events: log, lines }), trustedAt4);
       expect(report.status).toBe('BROKEN');
-      expect(report.failures.map((f) => f.code)).toContain('BUNDLE_MALFORMED');
+      expect(report.failures).toContainEqual(
+        expect.objectContaining({
+          seq: 6,
+          code: 'BUNDLE_MALFORMED',
+          line: 6,
+          message: expect.stringMatching(/^line 6:/),
+        }),
+      );
     });
 
     it('reports PROOF_INVALID when the events verify but the stored tree was altered', async () => {

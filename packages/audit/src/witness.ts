@@ -197,8 +197,11 @@ export async function witnessLog(options: WitnessLogOptions): Promise<WitnessOut
     })(),
     { ...replayOptions(options, trusted), origin: latest.origin, log },
   );
-  // The header is ours, so "the header promises N events" only repeats the TRUNCATED failure.
-  const failures = bundle.failures.filter((f) => !(f.seq === 0 && f.code === 'BUNDLE_MALFORMED'));
+  // The header is ours: "the header promises N events" only repeats the TRUNCATED failure,
+  // and line numbers count it, so shift them back to lines of the served body.
+  const failures = bundle.failures
+    .filter((f) => !(f.seq === 0 && f.code === 'BUNDLE_MALFORMED'))
+    .map((f) => (typeof f.line === 'number' ? servedLine(f, f.line - 1) : f));
   const report = { ...bundle, failures };
   const judged = judge(report, trusted, latest.treeSize, 'server');
   const checkedBase = { ...withLatest, checked: bundle.checked, failures, ...omitted(bundle) };
@@ -374,6 +377,10 @@ function view(checkpoint: Checkpoint): WitnessCheckpointView {
 
 function omitted(report: BundleReport): { failuresOmitted?: number } {
   return report.failuresOmitted ? { failuresOmitted: report.failuresOmitted } : {};
+}
+
+function servedLine(failure: BundleFailure, line: number): BundleFailure {
+  return { ...failure, line, message: failure.message.replace(/^line \d+/, `line ${line}`) };
 }
 
 function checkpointOfLine(line: string): string | undefined {
