@@ -256,6 +256,34 @@ describe.each(testBackends())('record reads checked against their events on $nam
     });
   });
 
+  describe('when the operator callback throws', () => {
+    it('still answers the refusal, and the ledger keeps working', async () => {
+      const throwing = createLedger(database, {
+        onIntegrityViolation: () => {
+          throw new Error('alarm down');
+        },
+      });
+      try {
+        const service = createRecords(throwing);
+        const { log, agent } = await setup();
+        const { proposal, decision } = await service.propose(agent, refund('k1'));
+        await tamper(
+          database,
+          sql`update decisions set authorized_identity = 'agent:other' where log_id = ${log} and id = ${decision!.id}`,
+        );
+        const error = await refusal(
+          service.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' }),
+        );
+        expect(error.code).toBe('RECORD_INTEGRITY_VIOLATION');
+        expect(
+          (await service.propose(agent, refund('k2', { arguments: { amount: 6 } }))).decision!.verdict,
+        ).toBe('allow');
+      } finally {
+        await throwing.close();
+      }
+    });
+  });
+
   describe('when nothing was edited', () => {
     it('acts as before and reports nothing', async () => {
       const { agent, alice } = await setup({ side_effect: 'irreversible' });
