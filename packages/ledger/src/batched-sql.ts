@@ -127,13 +127,18 @@ export async function selectRowsWithEvents<T extends EventLinkedTable>(
   where: SQL,
   rest: SQL = sql``,
 ): Promise<Array<T['$inferSelect'] & EventColumns>> {
+  // One primary-key probe per row, forced: `limit 1` keeps the planner from flattening the
+  // lateral subquery into a join, which it plans as a hash join over every event of the log
+  // (measured: a sequential scan of audit_events for a 64-row read).
   return rowsOf<T['$inferSelect'] & EventColumns>(
     await db.execute(
-      sql`select ${selectionOf(table)}, ${eventColumns} from ${table} left join ${auditEvents}
-        on ${auditEvents.logId} = ${table.logId} and ${auditEvents.seq} = ${table.eventSeq}
+      sql`select ${selectionOf(table)}, "event"."kind" as "eventKind", "event"."entity_id" as "eventEntity",
+          "event"."payload_hash" as "eventPayloadHash"
+        from ${table} left join lateral (
+          select ${auditEvents.kind}, ${auditEvents.entityId}, ${auditEvents.payloadHash} from ${auditEvents}
+          where ${auditEvents.logId} = ${table.logId} and ${auditEvents.seq} = ${table.eventSeq} limit 1
+        ) as "event" on true
         where ${where} ${rest}`,
     ),
   );
 }
-
-const eventColumns = sql`${auditEvents.kind} as "eventKind", ${auditEvents.entityId} as "eventEntity", ${auditEvents.payloadHash} as "eventPayloadHash"`;
