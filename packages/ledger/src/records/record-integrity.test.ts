@@ -1,3 +1,4 @@
+import { canonicalJson, payloadHashOf } from '@vouch/audit';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../database';
@@ -7,7 +8,7 @@ import { testBackends } from '../testing';
 import { ledgerRowCounts, tamper } from './__fixtures__/tamper-records';
 import { createRecords, type RecordContext, type Records } from './create-records';
 import type { ProposalInput, ToolInput } from './inputs';
-import type { IntegrityViolation } from './record-integrity';
+import { checkedRecord, type IntegrityViolation } from './record-integrity';
 
 const refundTool = (over: Partial<ToolInput> = {}): ToolInput => ({
   server_id: 'payments',
@@ -38,6 +39,55 @@ async function refusal(promise: Promise<unknown>): Promise<LedgerError> {
   }
   throw new Error('expected a LedgerError, the operation succeeded');
 }
+
+describe('checkedRecord', () => {
+  // A one-column table: the record is the row's id and its JSON column, parsed.
+  const table = {
+    name: 'notes',
+    kind: 'note',
+    toRecord: (row: { id: string; eventSeq: number; body: string }) => ({
+      id: row.id,
+      body: JSON.parse(row.body) as unknown,
+    }),
+  };
+  const row = { id: 'n1', eventSeq: 7, body: '{"b":1,"a":[2]}' };
+  const event = {
+    eventKind: 'note',
+    eventEntity: 'n1',
+    eventPayloadHash: payloadHashOf(canonicalJson({ id: 'n1', body: { a: [2], b: 1 } })),
+  };
+  const reasonOf = (input: Record<string, unknown>) => {
+    try {
+      checkedRecord(table, 'log-a', input as never);
+    } catch (error) {
+      if (isLedgerError(error) && error.code === 'RECORD_INTEGRITY_VIOLATION')
+        return (error.details as unknown as IntegrityViolation).reason;
+      throw error;
+    }
+    return 'NONE';
+  };
+
+  describe('when the row rebuilds the payload its event hashed', () => {
+    it('returns the record, whatever the key order stored', () => {
+      expect(checkedRecord(table, 'log-a', { ...row, ...event })).toEqual({
+        id: 'n1',
+        body: { a: [2], b: 1 },
+      });
+    });
+  });
+
+  describe('when the row differs from its event', () => {
+    it.each([
+      ['an edited value', { body: '{"b":2,"a":[2]}' }, 'RECORD_MISMATCH'],
+      ['text that is not JSON', { body: 'not json' }, 'RECORD_MISMATCH'],
+      ['no event', { eventKind: null, eventEntity: null, eventPayloadHash: null }, 'RECORD_WITHOUT_EVENT'],
+      ['an event of another kind', { eventKind: 'decision' }, 'RECORD_WITHOUT_EVENT'],
+      ['an event about another record', { eventEntity: 'n2' }, 'RECORD_WITHOUT_EVENT'],
+    ])('refuses %s with %s', (_, change, reason) => {
+      expect(reasonOf({ ...row, ...event, ...change })).toBe(reason);
+    });
+  });
+});
 
 describe.each(testBackends())('record reads checked against their events on $name', ({ open }) => {
   let database: Database;
