@@ -37,6 +37,7 @@ export const SCENARIOS = [
   'verify-bundle',
   'verify-memory',
   'http-append',
+  'read-check',
   'proofs',
 ] as const;
 

@@ -7,6 +7,7 @@ import { appendLatency } from './scenarios/append-latency';
 import { appendThroughput } from './scenarios/append-throughput';
 import { httpAppend } from './scenarios/http-append';
 import { proofs } from './scenarios/proofs';
+import { readCheck } from './scenarios/read-check';
 import { verifyBundleFile } from './scenarios/verify-bundle';
 import { verifyDatabase } from './scenarios/verify-database';
 import { verifyMemory } from './scenarios/verify-memory';
@@ -60,6 +61,11 @@ for (const backend of options.backends) {
   if (wanted('http-append')) {
     await step(`[${backend}] append over HTTP`, () =>
       withDatabase(backend, (bench) => httpAppend(bench, backend, options)),
+    );
+  }
+  if (wanted('read-check')) {
+    await step(`[${backend}] record reads checked against their events`, () =>
+      withDatabase(backend, (bench) => readCheck(bench, backend, options)),
     );
   }
   if (wanted('proofs')) {

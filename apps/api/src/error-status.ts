@@ -77,6 +77,9 @@ export const STATUS_BY_CODE = {
   APPROVAL_PAYLOAD_MISMATCH: 409,
   OBSERVATION_EXISTS: 409,
   VERIFICATION_INVALID: 422,
+  // A record the server would act on no longer matches the chain (edited in the database):
+  // this server cannot be trusted to answer until an operator looks; nothing was written.
+  RECORD_INTEGRITY_VIOLATION: 503,
 
   // @vouch/verifier-sdk: configuration problems are the server's (they fail at startup)…
   VERIFIER_INVALID: 500,

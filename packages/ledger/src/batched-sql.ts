@@ -1,6 +1,7 @@
 import { getTableColumns, getTableName, type SQL, sql } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import { type Database, type Db, rowsOf } from './database';
+import { auditEvents } from './schema/core';
 
 /** A table's insertable columns: drizzle property, column, SQL type. */
 type Layout = Array<{ property: string; column: PgColumn; type: string }>;
@@ -73,13 +74,15 @@ export function anyOf(column: PgColumn, values: readonly (string | number)[], ty
 
 const selections = new WeakMap<PgTable, SQL>();
 
-/** `"log_id" as "logId", ...`: a table's columns under their drizzle property names. */
+/** `"t"."log_id" as "logId", ...`: a table's columns under their drizzle property names. */
 function selectionOf(table: PgTable): SQL {
   let selection = selections.get(table);
   if (!selection) {
+    const name = getTableName(table);
+    // Qualified, so a join (see selectRowsWithEvents) cannot make a column name ambiguous.
     selection = sql.raw(
       Object.entries(getTableColumns(table))
-        .map(([property, column]) => `"${column.name}" as "${property}"`)
+        .map(([property, column]) => `"${name}"."${column.name}" as "${property}"`)
         .join(', '),
     );
     selections.set(table, selection);
@@ -100,5 +103,42 @@ export async function selectRows<T extends PgTable>(
 ): Promise<T['$inferSelect'][]> {
   return rowsOf<T['$inferSelect']>(
     await db.execute(sql`select ${selectionOf(table)} from ${table} where ${where} ${rest}`),
+  );
+}
+
+/** What {@link selectRowsWithEvents} selects beside each row, from the event the row names (null: no such event). */
+export interface EventColumns {
+  eventKind: string | null;
+  eventEntity: string | null;
+  eventPayloadHash: string | null;
+}
+
+/** A record table: scoped by log, every row pointing at the event that recorded it. */
+export type EventLinkedTable = PgTable & { logId: PgColumn; eventSeq: PgColumn };
+
+/**
+ * {@link selectRows} of a record table, each row beside the kind, entity and payload hash of
+ * the event it names (`null`s when there is none), in the same statement: the event is found
+ * by its primary key `(log_id, seq)`, so checking a row against its event costs no round trip.
+ */
+export async function selectRowsWithEvents<T extends EventLinkedTable>(
+  db: Db,
+  table: T,
+  where: SQL,
+  rest: SQL = sql``,
+): Promise<Array<T['$inferSelect'] & EventColumns>> {
+  // One primary-key probe per row, forced: `limit 1` keeps the planner from flattening the
+  // lateral subquery into a join, which it plans as a hash join over every event of the log
+  // (measured: a sequential scan of audit_events for a 64-row read).
+  return rowsOf<T['$inferSelect'] & EventColumns>(
+    await db.execute(
+      sql`select ${selectionOf(table)}, "event"."kind" as "eventKind", "event"."entity_id" as "eventEntity",
+          "event"."payload_hash" as "eventPayloadHash"
+        from ${table} left join lateral (
+          select ${auditEvents.kind}, ${auditEvents.entityId}, ${auditEvents.payloadHash} from ${auditEvents}
+          where ${auditEvents.logId} = ${table.logId} and ${auditEvents.seq} = ${table.eventSeq} limit 1
+        ) as "event" on true
+        where ${where} ${rest}`,
+    ),
   );
 }

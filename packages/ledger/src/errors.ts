@@ -30,6 +30,8 @@ export const LEDGER_ERROR_CODES = [
   'APPROVAL_SCOPE_MISMATCH',
   'OBSERVATION_EXISTS',
   'VERIFICATION_INVALID',
+  // integrity: a record row the server was about to act on disagrees with its event
+  'RECORD_INTEGRITY_VIOLATION',
 ] as const;
 
 /** A stable, machine-readable reason the ledger refused something. */

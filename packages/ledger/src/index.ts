@@ -83,6 +83,7 @@ export type { ProposalStage } from './records/outcome';
 export { deriveOutcome, deriveStage } from './records/outcome';
 export { proposalPayloadHash, proposalPayloadOf } from './records/payload-hash';
 export type { ApprovalStatus } from './records/queries';
+export type { IntegrityViolation } from './records/record-integrity';
 export type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,

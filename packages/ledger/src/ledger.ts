@@ -21,6 +21,7 @@ import {
 } from './event-input';
 import { insertEvents, readEvents, readHead, streamEvents } from './event-store';
 import { merkleAppendHook } from './merkle/merkle-append-hook';
+import { type IntegrityViolation, integrityViolationOf } from './records/record-integrity';
 import { type VerifyChainOptions, verifyChain } from './verify-chain';
 
 /** Where a staged record row points: the event staged with it, once that event has its seq. */
@@ -92,6 +93,13 @@ export interface LedgerOptions {
    * and tests that need a log without its tree; proofs and checkpoints need it on.
    */
   merkle?: boolean;
+  /**
+   * Told of every operation refused because a record it read no longer matches the event
+   * that recorded it (`RECORD_INTEGRITY_VIOLATION`: a row edited or inserted in the database
+   * behind the ledger's back), once the refusal is settled. The caller gets the error either
+   * way; this is for the operator: wire it to an alarm. Must not throw.
+   */
+  onIntegrityViolation?: (violation: IntegrityViolation) => void;
 }
 
 /** The append-only, hash-chained ledger over one database. */
@@ -202,6 +210,17 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
   /** ANALYZE runs in flight (see refreshStatistics): `close` waits for them. */
   const maintenance = new Set<Promise<void>>();
   let closed = false;
+
+  /** Tell the operator of work refused on a record that disagrees with the chain. */
+  const reportIntegrity = (error: unknown) => {
+    const violation = options.onIntegrityViolation ? integrityViolationOf(error) : null;
+    if (!violation) return;
+    try {
+      options.onIntegrityViolation!(violation);
+    } catch {
+      // The alarm's failure must not keep the caller from its answer.
+    }
+  };
 
   const enqueue = (log: string, item: Pending) => {
     if (closed) {
@@ -468,7 +487,10 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     taken.forEach((item, i) => {
       const outcome = outcomes[i]!;
       if (outcome.ok) item.resolve(outcome.value);
-      else item.reject(outcome.error);
+      else {
+        reportIntegrity(outcome.error);
+        item.reject(outcome.error);
+      }
     });
     // Leaving its young phase, the log's batches switch to generic plans: give the planner
     // statistics to build them from (see refreshStatistics). Beside the appends, not in their

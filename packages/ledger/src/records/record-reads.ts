@@ -1,7 +1,13 @@
 import DataLoader from 'dataloader';
-import { type SQL, sql } from 'drizzle-orm';
+import { getTableName, type SQL, sql } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
-import { anyOf, selectRows } from '../batched-sql';
+import {
+  anyOf,
+  type EventColumns,
+  type EventLinkedTable,
+  selectRows,
+  selectRowsWithEvents,
+} from '../batched-sql';
 import type { Db } from '../database';
 import {
   approvalRequests,
@@ -19,8 +25,10 @@ import {
   decisionCodec,
   observationCodec,
   proposalCodec,
+  RECORD_TABLES,
   toolCodec,
 } from './codec';
+import { type CheckedTable, checkedRecord } from './record-integrity';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -50,6 +58,10 @@ export interface RecordReads {
  * in the same tick, and DataLoader turns those into one `= any($keys)` query per kind of
  * read; so do the read-only routes of requests that arrive together (`db` = the database).
  * Nothing is cached (`cache: false`): a read after a write sees it.
+ *
+ * Every row is checked against the event that recorded it, in the same query, before it
+ * becomes a record: a row edited (or inserted) in the database behind the ledger's back
+ * rejects the read of its key with `RECORD_INTEGRITY_VIOLATION`, so no operation acts on it.
  */
 export function batchedReads(db: Db, log: string): RecordReads {
   let byLog = loaders.get(db);
@@ -71,62 +83,110 @@ export function batchedReads(db: Db, log: string): RecordReads {
 const loaders = new WeakMap<Db, Map<string, RecordReads>>();
 const MAX_LOGS_KEPT = 1_000;
 
-/** A record table: every one is scoped by log. */
-type RecordTable = PgTable & { logId: PgColumn };
-
-/** A DataLoader of the rows matching each key; `fetch` gets every distinct key once. */
-function rowsLoader<R>(fetch: (keys: string[]) => Promise<R[]>, keyOf: (row: R) => string) {
+/** A DataLoader of the records matching each key; `fetch` gets every distinct key once. */
+function recordsLoader<Row, R>(
+  fetch: (keys: string[]) => Promise<Row[]>,
+  keyOf: (row: Row) => string,
+  toRecords: (rows: Row[]) => R[],
+) {
   return new DataLoader<string, R[]>(
     async (keys) => {
       // Text with NUL cannot be stored, so no row has it; sent along, it would make the
       // server refuse the whole array, and with it every other caller's read in this batch.
       const storable = [...new Set(keys)].filter((k) => !k.includes('\0'));
       const rows = storable.length > 0 ? await fetch(storable) : [];
-      const grouped = new Map<string, R[]>();
+      const grouped = new Map<string, Row[]>();
       for (const row of rows) {
         const k = keyOf(row);
         const list = grouped.get(k);
         if (list) list.push(row);
         else grouped.set(k, [row]);
       }
-      return keys.map((k) => grouped.get(k) ?? []);
+      // A row that fails its check fails the reads of its own key only, not the others
+      // that shared the query.
+      const results = new Map<string, R[] | Error>();
+      for (const [k, list] of grouped) {
+        try {
+          results.set(k, toRecords(list));
+        } catch (error) {
+          results.set(k, error as Error);
+        }
+      }
+      return keys.map((k) => results.get(k) ?? []);
     },
     { cache: false },
   );
 }
 
+/**
+ * Whether reads check each row against its event (see `checkedRecord`). Always, except in
+ * the benchmark that measures what the check costs (`@vouch/ledger/internal/benchmark`).
+ */
+let checkRows = true;
+
+/** For the benchmark only: read without checking rows against their events. Never in a server. */
+export function setRecordReadChecks(enabled: boolean): void {
+  checkRows = enabled;
+}
+
+/** Each record table's event kind, from the codec's table list. */
+const kindOfTable = new Map<PgTable, string>(RECORD_TABLES.map(({ kind, table }) => [table, kind]));
+
 function createBatchedReads(db: Db, log: string): RecordReads {
-  /** The rows of `table` in this log whose `property` is one of the keys, one query per tick. */
-  const by = <T extends RecordTable, K extends keyof T['$inferSelect'] & keyof T>(
+  /**
+   * The rows of `table` in this log matching `where`, each checked against its event in the
+   * same statement before it becomes a record: every lookup the records operations act on
+   * (the decision, the approval request, its resolution and uses, the tool the policy reads,
+   * the proposal) refuses a row edited behind the ledger's back.
+   */
+  const load = <T extends EventLinkedTable>(table: T, where: SQL, order?: SQL) =>
+    checkRows ? selectRowsWithEvents(db, table, where, order) : selectRows(db, table, where, order);
+  const checker = <T extends EventLinkedTable, R>(table: T, toRecord: (row: T['$inferSelect']) => R) => {
+    type Row = T['$inferSelect'] & { id: string; eventSeq: number };
+    const checked: CheckedTable<Row, R> = {
+      name: getTableName(table),
+      kind: kindOfTable.get(table)!,
+      toRecord,
+    };
+    return (row: T['$inferSelect']): R =>
+      checkRows ? checkedRecord(checked, log, row as Row & EventColumns) : toRecord(row);
+  };
+
+  /** The records of `table` in this log whose `property` is one of the keys, one query per tick. */
+  const by = <T extends EventLinkedTable, K extends keyof T['$inferSelect'] & keyof T, R>(
     table: T,
     property: K,
+    toRecord: (row: T['$inferSelect']) => R,
     order?: SQL,
-  ) =>
-    rowsLoader(
+  ) => {
+    const check = checker(table, toRecord);
+    return recordsLoader(
       (keys) =>
-        selectRows(
-          db,
-          table,
-          sql`${table.logId} = ${log} and ${anyOf(table[property] as PgColumn, keys)}`,
-          order,
-        ),
+        load(table, sql`${table.logId} = ${log} and ${anyOf(table[property] as PgColumn, keys)}`, order),
       (row) => row[property] as string,
+      (rows) => rows.map(check),
     );
-  const proposalsById = by(proposals, 'id');
-  const proposalsByKey = by(proposals, 'idempotencyKey');
-  const decisionsByProposal = by(decisions, 'proposalId');
-  const requestsById = by(approvalRequests, 'id');
-  const resolutionsByRequest = by(approvalResolutions, 'requestId');
-  const usesByRequest = by(approvalUses, 'requestId', sql`order by ${approvalUses.eventSeq}`);
-  const observationsByProposal = by(observations, 'proposalId');
-  const observationsById = by(observations, 'id');
+  };
+  const proposalsById = by(proposals, 'id', proposalCodec.toRecord);
+  const proposalsByKey = by(proposals, 'idempotencyKey', proposalCodec.toRecord);
+  const decisionsByProposal = by(decisions, 'proposalId', decisionCodec.toRecord);
+  const requestsById = by(approvalRequests, 'id', approvalRequestCodec.toRecord);
+  const resolutionsByRequest = by(approvalResolutions, 'requestId', approvalResolutionCodec.toRecord);
+  const usesByRequest = by(
+    approvalUses,
+    'requestId',
+    approvalUseCodec.toRecord,
+    sql`order by ${approvalUses.eventSeq}`,
+  );
+  const observationsByProposal = by(observations, 'proposalId', observationCodec.toRecord);
+  const observationsById = by(observations, 'id', observationCodec.toRecord);
   const toolKey = (serverId: string, toolName: string) => JSON.stringify([serverId, toolName]);
-  const latestTools = rowsLoader(
+  const checkTool = checker(tools, toolCodec.toRecord);
+  const latestTools = recordsLoader(
     (keys) => {
       const pairs = keys.map((k) => JSON.parse(k) as [string, string]);
       // Every version of the asked tools, newest first: the first row per tool is its latest.
-      return selectRows(
-        db,
+      return load(
         tools,
         sql`${tools.logId} = ${log} and ${anyOf(tools.serverId, [...new Set(pairs.map((p) => p[0]))])}
           and ${anyOf(tools.toolName, [...new Set(pairs.map((p) => p[1]))])}`,
@@ -134,22 +194,20 @@ function createBatchedReads(db: Db, log: string): RecordReads {
       );
     },
     (row) => toolKey(row.serverId, row.toolName),
+    // Only the latest version is read by anyone: only it is checked.
+    (rows) => rows.slice(0, 1).map(checkTool),
   );
 
-  const one = async <Row, R>(rows: Promise<Row[]>, toRecord: (row: Row) => R): Promise<R | null> => {
-    const [row] = await rows;
-    return row ? toRecord(row) : null;
-  };
+  const one = async <R>(records: Promise<R[]>): Promise<R | null> => (await records)[0] ?? null;
   return {
-    proposalById: (id) => one(proposalsById.load(id), proposalCodec.toRecord),
-    proposalByKey: (key) => one(proposalsByKey.load(key), proposalCodec.toRecord),
-    decisionOf: (proposalId) => one(decisionsByProposal.load(proposalId), decisionCodec.toRecord),
-    latestTool: (serverId, toolName) =>
-      one(latestTools.load(toolKey(serverId, toolName)), toolCodec.toRecord),
-    requestById: (id) => one(requestsById.load(id), approvalRequestCodec.toRecord),
-    resolutionOf: (requestId) => one(resolutionsByRequest.load(requestId), approvalResolutionCodec.toRecord),
-    usesOf: async (requestId) => (await usesByRequest.load(requestId)).map(approvalUseCodec.toRecord),
-    observationOf: (proposalId) => one(observationsByProposal.load(proposalId), observationCodec.toRecord),
-    observationById: (id) => one(observationsById.load(id), observationCodec.toRecord),
+    proposalById: (id) => one(proposalsById.load(id)),
+    proposalByKey: (key) => one(proposalsByKey.load(key)),
+    decisionOf: (proposalId) => one(decisionsByProposal.load(proposalId)),
+    latestTool: (serverId, toolName) => one(latestTools.load(toolKey(serverId, toolName))),
+    requestById: (id) => one(requestsById.load(id)),
+    resolutionOf: (requestId) => one(resolutionsByRequest.load(requestId)),
+    usesOf: (requestId) => usesByRequest.load(requestId),
+    observationOf: (proposalId) => one(observationsByProposal.load(proposalId)),
+    observationById: (id) => one(observationsById.load(id)),
   };
 }
