@@ -73,6 +73,9 @@ export const STATUS_BY_CODE = {
   APPROVAL_PAYLOAD_MISMATCH: 409,
   OBSERVATION_EXISTS: 409,
   VERIFICATION_INVALID: 422,
+  // The audited party may ask for verification, never replace a result.
+  SUPERSESSION_FORBIDDEN: 403,
+  SUPERSESSION_INVALID: 409,
 
   // @vouch/verifier-sdk: configuration problems are the server's (they fail at startup)…
   VERIFIER_INVALID: 500,

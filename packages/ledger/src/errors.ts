@@ -30,6 +30,8 @@ export const LEDGER_ERROR_CODES = [
   'APPROVAL_SCOPE_MISMATCH',
   'OBSERVATION_EXISTS',
   'VERIFICATION_INVALID',
+  'SUPERSESSION_FORBIDDEN',
+  'SUPERSESSION_INVALID',
 ] as const;
 
 /** A stable, machine-readable reason the ledger refused something. */
