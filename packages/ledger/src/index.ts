@@ -112,12 +112,12 @@ export type {
   VerificationRecord,
   VerificationStatus,
 } from './records/types';
+export { SIDE_EFFECT_CLASSES } from './records/types';
 export type {
   EffectiveVerification,
   PostconditionVerdict,
   VerificationStatusReason,
 } from './records/verification-status';
 export { effectiveVerification } from './records/verification-status';
-export { SIDE_EFFECT_CLASSES } from './records/types';
 export { apiKeys, auditEvents, checkpoints, merkleNodes } from './schema/index';
 export type { VerifyChainOptions } from './verify-chain';

@@ -52,7 +52,9 @@ const supersessionErrors = {
   403: errorResponseSpec(
     '`SUPERSESSION_FORBIDDEN`: the audited party (a gateway key, the identity that executed or proposed) may not supersede',
   ),
-  404: errorResponseSpec('No such observation, or a superseded id that is no verification of this proposal (`NOT_FOUND`)'),
+  404: errorResponseSpec(
+    'No such observation, or a superseded id that is no verification of this proposal (`NOT_FOUND`)',
+  ),
   409: errorResponseSpec(
     '`SUPERSESSION_INVALID`: a named record is already superseded or was not definitive, or the re-verification is not definitive itself',
   ),

@@ -62,12 +62,6 @@ import {
 } from './queries';
 import { recordKeys } from './record-keys';
 import { batchedReads, type RecordReads } from './record-reads';
-import {
-  assertSupersession,
-  type EffectiveVerification,
-  effectiveVerification,
-  toVerificationRecord,
-} from './verification-status';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -84,6 +78,12 @@ import type {
   VerificationCheck,
   VerificationRecord,
 } from './types';
+import {
+  assertSupersession,
+  type EffectiveVerification,
+  effectiveVerification,
+  toVerificationRecord,
+} from './verification-status';
 
 /** Options of {@link createRecords}. */
 export interface RecordsOptions {

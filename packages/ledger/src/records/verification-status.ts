@@ -59,7 +59,10 @@ export function declaredNames(proposal: Pick<ProposalRecord, 'postconditions'>):
  * outcome has settled (the tool may still be acting, so a check now reads a world that can
  * still change), at once for any other outcome.
  */
-export function settlesAt(observation: Pick<ObservationRecord, 'outcome' | 'observed_at'>, settleSeconds: number) {
+export function settlesAt(
+  observation: Pick<ObservationRecord, 'outcome' | 'observed_at'>,
+  settleSeconds: number,
+) {
   return observation.outcome === 'unknown' ? addSeconds(observation.observed_at, settleSeconds) : null;
 }
 
@@ -150,14 +153,21 @@ export function effectiveVerification(input: {
   const settles = input.observation ? settlesAt(input.observation, input.settleSeconds) : null;
   return {
     status,
-    reason: status === 'inconclusive' ? reasonOf(input.verifications.length, declared.length, holdAt(settles, input.now)) : null,
+    reason:
+      status === 'inconclusive'
+        ? reasonOf(input.verifications.length, declared.length, holdAt(settles, input.now))
+        : null,
     postconditions,
     superseded: [...supersededBy].map(([id, by]) => ({ id, by })),
     settles_at: settles,
   };
 }
 
-function reasonOf(records: number, declared: number, held: VerificationHold | undefined): VerificationStatusReason {
+function reasonOf(
+  records: number,
+  declared: number,
+  held: VerificationHold | undefined,
+): VerificationStatusReason {
   if (declared === 0) return 'NO_POSTCONDITIONS';
   if (held) return held;
   return records === 0 ? 'NOT_VERIFIED' : 'UNPROVEN';
@@ -201,9 +211,13 @@ export function assertSupersession(input: {
   for (const id of ids) {
     const target = input.earlier.find((r) => r.id === id);
     if (!target) {
-      throw new LedgerError('NOT_FOUND', `verification ${id} is not a verification of proposal ${proposal.id}`, {
-        details: { id },
-      });
+      throw new LedgerError(
+        'NOT_FOUND',
+        `verification ${id} is not a verification of proposal ${proposal.id}`,
+        {
+          details: { id },
+        },
+      );
     }
     const by = input.earlier.find((r) => r.supersedes?.includes(id));
     if (by) {
@@ -213,9 +227,13 @@ export function assertSupersession(input: {
       });
     }
     if (recordProof(target, declared).status === 'inconclusive') {
-      throw invalid('NOT_DEFINITIVE', `verification ${id} proved nothing definitive: there is nothing to supersede`, {
-        id,
-      });
+      throw invalid(
+        'NOT_DEFINITIVE',
+        `verification ${id} proved nothing definitive: there is nothing to supersede`,
+        {
+          id,
+        },
+      );
     }
   }
 }
