@@ -189,7 +189,7 @@ describe('deriveDeclaredStatus', () => {
   describe('when the checks are arbitrary', () => {
     it('is passed only when every declared name has only passing checks', () => {
       const status = fc.constantFrom('pass', 'fail', 'inconclusive', 'error');
-      const names = fc.constantFrom('a', 'b', 'c');
+      const names = fc.constantFrom<string>('a', 'b', 'c');
       fc.assert(
         fc.property(
           fc.array(fc.tuple(names, status)),
