@@ -910,6 +910,11 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         expect(await statusOf()).toEqual({ status: 'passed', outcome: 'completed' });
         expect(await failuresOf(log)).toEqual([]);
         expect((await ledger.verifyChain({ log })).ok).toBe(true);
+        // An owner who quietly drops the supersession from the row is caught against the chain.
+        await tamper(
+          sql`update verifications set supersedes = null, reason = null where log_id = ${log} and id = ${again.verification.id}`,
+        );
+        expect(await failuresOf(log)).toMatchObject([{ code: 'RECORD_MISMATCH', id: again.verification.id }]);
       });
     });
 
