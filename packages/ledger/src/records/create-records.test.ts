@@ -918,6 +918,21 @@ describe.each(testBackends())('records on $name', ({ open }) => {
       });
     });
 
+    describe('when two re-verifications supersede the same record at once', () => {
+      it('records one and refuses the other as ALREADY_SUPERSEDED', async () => {
+        const { verify } = await executed();
+        const failed = await verify([fail()]);
+        const supersede = { supersedes: [failed.verification.id], reason: 'recheck' };
+        const results = await Promise.allSettled([verify([pass()], supersede), verify([pass()], supersede)]);
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        const refused = results.find((r) => r.status === 'rejected');
+        expect(refused?.status === 'rejected' && refused.reason).toMatchObject({
+          code: 'SUPERSESSION_INVALID',
+          details: { reason: 'ALREADY_SUPERSEDED' },
+        });
+      });
+    });
+
     describe('when the audited party tries to supersede', () => {
       it.each([
         ['the identity that executed', 'agent:billing'],
