@@ -58,6 +58,7 @@ describe.each(backends)('the refund story over real HTTP on $name', (backend) =>
 
   let billing: Server;
   const billingRequests: string[] = [];
+  let refundedAmount = 0;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), `vouch-e2e-${backend.name}-`));
@@ -67,7 +68,7 @@ describe.each(backends)('the refund story over real HTTP on $name', (backend) =>
     billing = createServer((req, res) => {
       billingRequests.push(req.url ?? '');
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ order_id: 'A-119', refunded_amount: 0 }));
+      res.end(JSON.stringify({ order_id: 'A-119', refunded_amount: refundedAmount }));
     });
     await new Promise<void>((resolve) => billing.listen(0, '127.0.0.1', resolve));
     const { port } = billing.address() as AddressInfo;
@@ -274,6 +275,7 @@ describe.each(backends)('the refund story over real HTTP on $name', (backend) =>
       201,
     );
     expect(external.status).toBe('failed');
+    failedIds = [verification.id, external.id];
     const story = await body(
       await server.call('GET', `/v1/proposals/${proposalId}`, { key: keys.auditor }),
       200,
@@ -290,6 +292,65 @@ describe.each(backends)('the refund story over real HTTP on $name', (backend) =>
       ]),
     );
     proposalSeq = story.events.find((e: Json) => e.kind === 'proposal').seq;
+    const report = await body(
+      await server.call('GET', '/v1/logs/default/verify', { key: keys.auditor }),
+      200,
+    );
+    expect(report).toMatchObject({ ok: true, failures: [] });
+  });
+
+  let failedIds: string[] = [];
+
+  it('keeps the failure when the gateway asks again, and refuses to let the gateway supersede it', async () => {
+    const asked = await body(
+      await server.call('POST', `/v1/observations/${observationId}/verify`, { key: keys.gateway }),
+      201,
+    );
+    expect(asked).toMatchObject({ status: 'failed', verification_status: { status: 'failed' } });
+    failedIds.push(asked.id);
+    // The audited party may ask for verification, never overwrite the answer.
+    const superseding = await body(
+      await server.call('POST', `/v1/observations/${observationId}/verify`, {
+        key: keys.gateway,
+        body: { supersedes: failedIds, reason: 'the tool said 200' },
+      }),
+      403,
+    );
+    expect(superseding.error.code).toBe('SUPERSESSION_FORBIDDEN');
+  });
+
+  it('passes only through an explicit re-verification by the verifier that names the failures and why', async () => {
+    // Billing's ledger replicated late: it now shows the refund.
+    refundedAmount = 4200;
+    const again = await body(
+      await server.call('POST', `/v1/observations/${observationId}/verify`, {
+        key: keys.verifier,
+        body: { supersedes: failedIds, reason: 'billing ledger replicated late; re-read shows 4200' },
+      }),
+      201,
+    );
+    expect(again).toMatchObject({
+      status: 'passed',
+      verifier: 'service:reconciler',
+      supersedes: failedIds,
+      checks: [{ name: 'refund.recorded', status: 'pass', source: 'billing-ledger' }],
+      verification_status: { status: 'passed' },
+    });
+    const story = await body(
+      await server.call('GET', `/v1/proposals/${proposalId}`, { key: keys.auditor }),
+      200,
+    );
+    expect(story.outcome).toBe('completed');
+    // The history stays: every failed record, and the one that superseded them, with the reason.
+    expect(story.verifications.map((v: Json) => [v.id, v.status])).toEqual([
+      ...failedIds.map((id) => [id, 'failed']),
+      [again.id, 'passed'],
+    ]);
+    expect(story.verification_status.superseded).toEqual(failedIds.map((id) => ({ id, by: again.id })));
+    expect(story.events.filter((e: Json) => e.kind === 'verification').map((e: Json) => e.entity)).toEqual([
+      ...failedIds,
+      again.id,
+    ]);
     const report = await body(
       await server.call('GET', '/v1/logs/default/verify', { key: keys.auditor }),
       200,

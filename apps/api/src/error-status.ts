@@ -80,6 +80,9 @@ export const STATUS_BY_CODE = {
   // A record the server would act on no longer matches the chain (edited in the database):
   // this server cannot be trusted to answer until an operator looks; nothing was written.
   RECORD_INTEGRITY_VIOLATION: 503,
+  // The audited party may ask for verification, never replace a result.
+  SUPERSESSION_FORBIDDEN: 403,
+  SUPERSESSION_INVALID: 409,
 
   // @vouch/verifier-sdk: configuration problems are the server's (they fail at startup)…
   VERIFIER_INVALID: 500,

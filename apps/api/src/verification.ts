@@ -1,4 +1,4 @@
-import type { ObservationRecord, ProposalRecord } from '@vouch/ledger';
+import { LedgerError, type ObservationRecord, type ProposalRecord } from '@vouch/ledger';
 import {
   createVerifierRegistry,
   type Grants,
@@ -11,6 +11,7 @@ import {
   type VerifierRegistry,
 } from '@vouch/verifier-sdk';
 import { loadVerifierConfig } from '@vouch/verifiers';
+import type { Principal } from './auth/principal';
 import type { Logger } from './logger';
 
 /** The verifiers this server runs, validated at startup, and what it lends them. */
@@ -77,4 +78,19 @@ export function runPhase(
     ...(host.logger ? { logger: host.logger } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
   });
+}
+
+/**
+ * Throw 403 `SUPERSESSION_FORBIDDEN` unless the key may replace a verification result: it
+ * must be a verifier's, and not also a gateway's. The gateway is the audited party: it may
+ * ask for verification, never overwrite what a reviewer reads about its own actions. (The
+ * ledger refuses the identities that executed or proposed, whatever their roles.)
+ */
+export function assertMaySupersede(principal: Principal): void {
+  if (principal.roles.includes('verifier') && !principal.roles.includes('gateway')) return;
+  throw new LedgerError(
+    'SUPERSESSION_FORBIDDEN',
+    'only a verifier key that is not a gateway key may supersede a verification',
+    { details: { held: principal.roles } },
+  );
 }

@@ -181,15 +181,43 @@ export interface VerificationCheck {
   [key: string]: JsonValue | undefined;
 }
 
-/** The checks on one observation and the status the server derived from them. */
+/** The checks on one observation and what they alone prove about the declared postconditions. */
 export interface VerificationRecord {
   id: string;
   observation_id: string;
   proposal_id: string;
   checks: VerificationCheck[];
+  /** This record's status; the proposal's is `verification_status`. */
   status: VerificationStatus;
   verifier: string;
   verified_at: string;
+  /** Names of checks that answer no declared postcondition: kept, never counted. */
+  undeclared?: string[];
+  /** Held at inconclusive: the tool's outcome was unknown (timeout) and had not settled. */
+  held?: 'OUTCOME_UNKNOWN';
+  /** The records this re-verification replaces; they stay in the chain. */
+  supersedes?: string[];
+  /** Why it supersedes them. */
+  reason?: string;
+}
+
+/** Why a proposal's verification status is not definitive yet. */
+export type VerificationStatusReason = 'NOT_VERIFIED' | 'NO_POSTCONDITIONS' | 'OUTCOME_UNKNOWN' | 'UNPROVEN';
+
+/** A proposal's status, derived from every verification record not superseded, per declared postcondition. */
+export interface EffectiveVerification {
+  status: VerificationStatus;
+  /** Why it is inconclusive; null when definitive. */
+  reason: VerificationStatusReason | null;
+  postconditions: Array<{ name: string; status: VerificationStatus; decided_by: string[] }>;
+  superseded: Array<{ id: string; by: string }>;
+  /** For an unknown outcome: from when a verification can be definitive. */
+  settles_at: string | null;
+}
+
+/** `POST /v1/verifications` and `/v1/observations/{id}/verify`: the new record and the proposal's status. */
+export interface RecordedVerification extends VerificationRecord {
+  verification_status: EffectiveVerification;
 }
 
 /** Where an approval request stands, as the server derives it (`used`: a single-use approval was used). */
@@ -351,6 +379,9 @@ export interface CheckInput {
 export interface PostVerificationBody {
   observation_id: string;
   checks: CheckInput[];
+  /** A re-verification: the records it supersedes (with `reason`; a verifier that is not the audited party). */
+  supersedes?: string[];
+  reason?: string;
 }
 
 /** `POST /v1/keys` (admin). */
@@ -390,9 +421,12 @@ export interface ProposalStory {
   observation: ObservationRecord | null;
   /** Executions the ledger refused; each attempt is kept as evidence. */
   refusals: JsonObject[];
+  /** Every verification record, superseded ones included, in chain order. */
   verifications: VerificationRecord[];
-  /** The latest verification, which `outcome` is derived from. */
+  /** The latest record, not the status: see `verification_status`. */
   verification: VerificationRecord | null;
+  /** The status derived from all the records; `outcome` follows it. */
+  verification_status: EffectiveVerification;
   outcome: ProposalOutcome;
   stage: string;
   events: AuditEvent[];
@@ -500,7 +534,14 @@ export const API_CONTRACT = {
     method: 'get',
     path: '/v1/proposals/{id}',
     success: [200],
-    reads: ['proposal', 'decision', 'approval', 'observation', 'verification'] satisfies Keys<ProposalStory>,
+    reads: [
+      'proposal',
+      'decision',
+      'approval',
+      'observation',
+      'verification',
+      'verification_status',
+    ] satisfies Keys<ProposalStory>,
   },
   decide: {
     method: 'post',
@@ -571,14 +612,14 @@ export const API_CONTRACT = {
     method: 'post',
     path: '/v1/observations/{id}/verify',
     success: [201],
-    reads: ['id', 'status', 'checks'] satisfies Keys<VerificationRecord>,
+    reads: ['id', 'status', 'checks', 'verification_status'] satisfies Keys<RecordedVerification>,
   },
   postVerification: {
     method: 'post',
     path: '/v1/verifications',
-    body: ['observation_id', 'checks'] satisfies Keys<PostVerificationBody>,
+    body: ['observation_id', 'checks', 'supersedes', 'reason'] satisfies Keys<PostVerificationBody>,
     success: [201],
-    reads: ['id', 'status', 'checks'] satisfies Keys<VerificationRecord>,
+    reads: ['id', 'status', 'checks', 'verification_status'] satisfies Keys<RecordedVerification>,
   },
   listEvents: {
     method: 'get',

@@ -20,10 +20,10 @@ import type {
   ProposalStory,
   ProposeBody,
   ProposeResponse,
+  RecordedVerification,
   RegisterToolBody,
   RegisterToolResponse,
   ToolRecord,
-  VerificationRecord,
 } from './api-types';
 import { VouchClientError } from './errors';
 import {
@@ -89,11 +89,11 @@ export interface VouchClient {
     /** Record what the tool returned. Never retried by the client: see {@link RetryPolicy}. */
     create(body: ObserveBody, options?: CallOptions): Promise<ObserveResponse>;
     /** Run the server's verifiers on an observation; the status is derived from their checks. */
-    verify(id: string, options?: CallOptions): Promise<VerificationRecord>;
+    verify(id: string, options?: CallOptions): Promise<RecordedVerification>;
   };
   verifications: {
     /** Post checks from an external verifier (role `verifier`); the status is derived by the server. */
-    create(body: PostVerificationBody, options?: CallOptions): Promise<VerificationRecord>;
+    create(body: PostVerificationBody, options?: CallOptions): Promise<RecordedVerification>;
   };
   audit: {
     events(
@@ -213,7 +213,7 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
       create: (body, o) =>
         record<ObserveResponse>({ method: 'POST', path: '/v1/observations', body, retry: 'never', ...o }),
       verify: (id, o) =>
-        record<VerificationRecord>({
+        record<RecordedVerification>({
           method: 'POST',
           path: `/v1/observations/${seg(id)}/verify`,
           retry: 'never',
@@ -222,7 +222,13 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
     },
     verifications: {
       create: (body, o) =>
-        record<VerificationRecord>({ method: 'POST', path: '/v1/verifications', body, retry: 'never', ...o }),
+        record<RecordedVerification>({
+          method: 'POST',
+          path: '/v1/verifications',
+          body,
+          retry: 'never',
+          ...o,
+        }),
     },
     audit: {
       events: (log, query, o) =>

@@ -22,6 +22,7 @@ export type {
   DecideResponse,
   DecisionRecord,
   DenyBody,
+  EffectiveVerification,
   EventPage,
   JsonObject,
   JsonValue,
@@ -37,6 +38,7 @@ export type {
   ProposalStory,
   ProposeBody,
   ProposeResponse,
+  RecordedVerification,
   RegisterToolBody,
   RegisterToolResponse,
   Repair,
@@ -49,6 +51,7 @@ export type {
   VerificationCheck,
   VerificationRecord,
   VerificationStatus,
+  VerificationStatusReason,
 } from './api-types';
 /** Every route the client calls, for contract tests against the server's OpenAPI document. */
 export { API_CONTRACT } from './api-types';

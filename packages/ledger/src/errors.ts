@@ -32,6 +32,8 @@ export const LEDGER_ERROR_CODES = [
   'VERIFICATION_INVALID',
   // integrity: a record row the server was about to act on disagrees with its event
   'RECORD_INTEGRITY_VIOLATION',
+  'SUPERSESSION_FORBIDDEN',
+  'SUPERSESSION_INVALID',
 ] as const;
 
 /** A stable, machine-readable reason the ledger refused something. */

@@ -52,6 +52,7 @@ export type {
   ProposalResult,
   ProposalStory,
   RecordContext,
+  RecordedVerification,
   Records,
   RecordsOptions,
 } from './records/create-records';
@@ -64,6 +65,7 @@ export type {
   DenyInput,
   ObservationInput,
   ProposalInput,
+  ReverificationInput,
   ToolInput,
   VerificationInput,
 } from './records/inputs';
@@ -76,6 +78,7 @@ export {
   denyInputSchema,
   observationInputSchema,
   proposalInputSchema,
+  reverificationInputSchema,
   toolInputSchema,
   verificationInputSchema,
 } from './records/inputs';
@@ -106,9 +109,16 @@ export type {
   ToolRecord,
   Verdict,
   VerificationCheck,
+  VerificationHold,
   VerificationRecord,
   VerificationStatus,
 } from './records/types';
 export { SIDE_EFFECT_CLASSES } from './records/types';
+export type {
+  EffectiveVerification,
+  PostconditionVerdict,
+  VerificationStatusReason,
+} from './records/verification-status';
+export { effectiveVerification } from './records/verification-status';
 export { apiKeys, auditEvents, checkpoints, merkleNodes } from './schema/index';
 export type { VerifyChainOptions } from './verify-chain';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { assessIndependence, deriveStatus } from './derive-status';
+import { assessIndependence, deriveDeclaredStatus, deriveStatus } from './derive-status';
 
 const check = (status: string, source: string | null = 'ledger-api') => ({ name: 'x', status, source });
 
@@ -136,6 +136,77 @@ describe('assessIndependence', () => {
         status: 'inconclusive',
         reason: 'SOURCE_MISSING',
       });
+    });
+  });
+});
+
+describe('deriveDeclaredStatus', () => {
+  const named = (name: string, status: string, extra: Record<string, string> = {}) => ({
+    name,
+    status,
+    source: 'ledger-api',
+    ...extra,
+  });
+
+  describe('when a check names something nobody declared', () => {
+    it('reports it as undeclared and leaves the declared postcondition unproven', () => {
+      expect(deriveDeclaredStatus([named('unrelated.thing', 'pass')], ['refund.recorded'])).toEqual({
+        status: 'inconclusive',
+        postconditions: [{ name: 'refund.recorded', status: 'inconclusive' }],
+        undeclared: ['unrelated.thing'],
+      });
+    });
+
+    it('does not let an undeclared failure fail the declared ones', () => {
+      const checks = [named('refund.recorded', 'pass'), named('unrelated.thing', 'fail')];
+      expect(deriveDeclaredStatus(checks, ['refund.recorded']).status).toBe('passed');
+    });
+  });
+
+  describe('when only some declared postconditions have a passing check', () => {
+    it('is inconclusive', () => {
+      const checks = [named('refund.recorded', 'pass')];
+      expect(deriveDeclaredStatus(checks, ['refund.recorded', 'email.sent']).status).toBe('inconclusive');
+    });
+  });
+
+  describe('when a check names the postcondition it answers', () => {
+    it('counts it for that postcondition, whatever its own name', () => {
+      const checks = [named('rows.match', 'fail', { postcondition: 'refund.recorded' })];
+      expect(deriveDeclaredStatus(checks, ['refund.recorded'])).toMatchObject({
+        status: 'failed',
+        undeclared: [],
+      });
+    });
+  });
+
+  describe('when nothing was declared', () => {
+    it('is inconclusive even when every check passed', () => {
+      expect(deriveDeclaredStatus([named('refund.recorded', 'pass')], []).status).toBe('inconclusive');
+    });
+  });
+
+  describe('when the checks are arbitrary', () => {
+    it('is passed only when every declared name has only passing checks', () => {
+      const status = fc.constantFrom('pass', 'fail', 'inconclusive', 'error');
+      const names = fc.constantFrom<string>('a', 'b', 'c');
+      fc.assert(
+        fc.property(
+          fc.array(fc.tuple(names, status)),
+          fc.uniqueArray(names, { minLength: 1 }),
+          (raw, declared) => {
+            const checks = raw.map(([n, s]) => named(n, s));
+            const counted = checks.filter((c) => declared.includes(c.name));
+            const expected = counted.some((c) => c.status === 'fail')
+              ? 'failed'
+              : declared.every((d) => counted.some((c) => c.name === d)) &&
+                  counted.every((c) => c.status === 'pass')
+                ? 'passed'
+                : 'inconclusive';
+            expect(deriveDeclaredStatus(checks, declared).status).toBe(expected);
+          },
+        ),
+      );
     });
   });
 });

@@ -2,6 +2,9 @@ import type { CheckVerdict, DerivedStatus } from './check';
 
 /** The least a check needs for status derivation; the ledger's stored rows fit this shape. */
 export interface StatusInput {
+  readonly name?: string;
+  /** The declared postcondition the check answers, when it differs from its `name`. */
+  readonly postcondition?: unknown;
   readonly status: string;
   readonly source?: string | null;
   readonly reason?: string | null;
@@ -70,6 +73,68 @@ export function deriveStatus<C extends StatusInput>(
     if (counted.status !== 'pass') allPassed = false;
   }
   return allPassed ? 'passed' : 'inconclusive';
+}
+
+/** What one set of checks proves about each declared postcondition. */
+export interface PostconditionStatus {
+  name: string;
+  status: DerivedStatus;
+}
+
+/** {@link deriveDeclaredStatus}: the status, each declared postcondition's, and the checks that answer none. */
+export interface DeclaredStatus {
+  status: DerivedStatus;
+  postconditions: PostconditionStatus[];
+  /** Names of checks that answer no declared postcondition: reported, never counted. */
+  undeclared: string[];
+}
+
+/**
+ * The postcondition a check answers: its `postcondition` field (the host sets it to the
+ * condition it ran the verifier for), otherwise its `name`.
+ */
+export function answeredPostcondition(check: StatusInput): string {
+  if (typeof check.postcondition === 'string') return check.postcondition;
+  return typeof check.name === 'string' ? check.name : '';
+}
+
+/**
+ * What checks prove about the postconditions a proposal declared. A check proves only the
+ * postcondition it answers; each declared one gets {@link deriveStatus} of its own checks
+ * (none -> `inconclusive`: unproven); then any failed -> `failed`, every one passed ->
+ * `passed`, otherwise `inconclusive`. A proposal that declared nothing proves nothing: a
+ * check of something nobody declared cannot make an action verified.
+ *
+ * @example
+ * deriveDeclaredStatus([{ name: 'refund.recorded', status: 'pass', source: 'ledger-api' }], ['refund.recorded', 'email.sent']);
+ * // { status: 'inconclusive', postconditions: [{ name: 'refund.recorded', status: 'passed' }, { name: 'email.sent', status: 'inconclusive' }], undeclared: [] }
+ */
+export function deriveDeclaredStatus<C extends StatusInput>(
+  checks: readonly C[],
+  declared: readonly string[],
+  options?: WriterOptions,
+): DeclaredStatus {
+  const names = [...new Set(declared)];
+  const byName = new Map<string, C[]>(names.map((name) => [name, []]));
+  const undeclared: string[] = [];
+  for (const check of checks) {
+    const answered = answeredPostcondition(check);
+    const list = byName.get(answered);
+    if (list) list.push(check);
+    else if (!undeclared.includes(answered)) undeclared.push(answered);
+  }
+  const postconditions = names.map((name) => ({ name, status: deriveStatus(byName.get(name)!, options) }));
+  return { status: combinePostconditions(postconditions), postconditions, undeclared };
+}
+
+/**
+ * One status from each declared postcondition's: any failed -> `failed`; every one passed
+ * (and at least one declared) -> `passed`; otherwise `inconclusive`.
+ */
+export function combinePostconditions(postconditions: readonly { status: string }[]): DerivedStatus {
+  if (postconditions.some((p) => p.status === 'failed')) return 'failed';
+  if (postconditions.length > 0 && postconditions.every((p) => p.status === 'passed')) return 'passed';
+  return 'inconclusive';
 }
 
 function writersOf(options: WriterOptions | undefined): string[] {

@@ -26,8 +26,14 @@ export {
   VERIFIER_API_VERSION,
 } from './define-verifier';
 /** Status derivation and independence: the one rule the ledger shares. */
-export type { StatusInput, WriterOptions } from './derive-status';
-export { assessIndependence, deriveStatus } from './derive-status';
+export type { DeclaredStatus, PostconditionStatus, StatusInput, WriterOptions } from './derive-status';
+export {
+  answeredPostcondition,
+  assessIndependence,
+  combinePostconditions,
+  deriveDeclaredStatus,
+  deriveStatus,
+} from './derive-status';
 /** The SDK's error class, its codes, and the two errors a verifier throws on purpose. */
 export type { VerifierErrorCode, VerifierErrorOptions } from './errors';
 export {

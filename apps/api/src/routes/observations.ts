@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { Records } from '@vouch/ledger';
+import type { RecordedVerification, Records } from '@vouch/ledger';
 import type { VouchApp } from '../app';
 import { requireRole } from '../auth/authorize';
 import { jsonBody } from '../http/json-body';
@@ -9,10 +9,11 @@ import {
   ObservationIdParamSchema,
   ObservationInputSchema,
   ObservationSchema,
+  RecordedVerificationSchema,
+  ReverificationInputSchema,
   VerificationInputSchema,
-  VerificationSchema,
 } from '../schemas/records';
-import { runPhase, type VerificationHost } from '../verification';
+import { assertMaySupersede, runPhase, type VerificationHost } from '../verification';
 import { ACCESS, rolesNote } from './access';
 import { logOf, rawBody, recordContext } from './record-context';
 
@@ -44,19 +45,39 @@ const observe = createRoute({
   },
 });
 
+const SEMANTICS =
+  'What must be proven is what the proposal declared: a check proves only the postcondition it answers, undeclared names are reported in `undeclared` and never counted, and a declared postcondition without a check is unproven. The record’s `status`: any declared postcondition failed → `failed`; all passed → `passed`; otherwise `inconclusive`. The proposal’s `verification_status` counts every record not superseded, so a later inconclusive record never replaces a definitive result; a `failed` becomes `passed` only through a re-verification that names the records it `supersedes` with a `reason`. While an observation’s outcome is `unknown` and has not settled, every record is held at `inconclusive` (`held: OUTCOME_UNKNOWN`).';
+
+const supersessionErrors = {
+  403: errorResponseSpec(
+    '`SUPERSESSION_FORBIDDEN`: the audited party (a gateway key, the identity that executed or proposed) may not supersede',
+  ),
+  404: errorResponseSpec(
+    'No such observation, or a superseded id that is no verification of this proposal (`NOT_FOUND`)',
+  ),
+  409: errorResponseSpec(
+    '`SUPERSESSION_INVALID`: a named record is already superseded or was not definitive, or the re-verification is not definitive itself',
+  ),
+};
+
 const verify = createRoute({
   method: 'post',
   path: '/v1/observations/{id}/verify',
   tags: ['observations'],
   summary: 'Run the configured verifiers on an observation',
-  description: `Every postcondition is checked by the verifiers registered for it against an independent source; the status is derived: any failed check → \`failed\`; none, or any inconclusive (no verifier, timeout, error, source not independent) → \`inconclusive\`; all passed → \`passed\`. ${rolesNote(ACCESS.runVerifiers)}`,
+  description: `Every postcondition is checked by the verifiers registered for it against an independent source; a check that could not be made (no verifier, timeout, error, source not independent) is inconclusive. ${SEMANTICS} ${rolesNote(ACCESS.runVerifiers)} Superseding needs the \`verifier\` role and no \`gateway\` role.`,
   security: bearerSecurity,
-  middleware: [requireRole(...ACCESS.runVerifiers)] as const,
-  request: { params: ObservationIdParamSchema, query: LogQuerySchema },
+  middleware: [requireRole(...ACCESS.runVerifiers), jsonBody({ required: false })] as const,
+  request: {
+    params: ObservationIdParamSchema,
+    query: LogQuerySchema,
+    body: { required: false, content: json(ReverificationInputSchema) },
+  },
   responses: {
     ...commonErrors,
-    201: { description: 'Verified (whatever the status)', content: json(VerificationSchema) },
-    404: errorResponseSpec('No such observation (`NOT_FOUND`)'),
+    ...bodyErrors,
+    201: { description: 'Verified (whatever the status)', content: json(RecordedVerificationSchema) },
+    ...supersessionErrors,
   },
 });
 
@@ -65,15 +86,15 @@ const postVerification = createRoute({
   path: '/v1/verifications',
   tags: ['observations'],
   summary: 'Record checks from an external verifier',
-  description: `The status is still derived from the checks, never supplied; a check whose source is the system that performed the write counts as inconclusive. ${rolesNote(ACCESS.postVerification)}`,
+  description: `The status is still derived from the checks, never supplied; a check whose source is the system that performed the write counts as inconclusive. ${SEMANTICS} ${rolesNote(ACCESS.postVerification)} Superseding needs no \`gateway\` role besides.`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.postVerification), jsonBody({ required: true })] as const,
   request: { query: LogQuerySchema, body: { required: true, content: json(VerificationInputSchema) } },
   responses: {
     ...commonErrors,
     ...bodyErrors,
-    201: { description: 'Recorded with its derived status', content: json(VerificationSchema) },
-    404: errorResponseSpec('No such observation (`NOT_FOUND`)'),
+    201: { description: 'Recorded with its derived status', content: json(RecordedVerificationSchema) },
+    ...supersessionErrors,
   },
 });
 
@@ -93,6 +114,9 @@ export function registerObservationRoutes(
   app.openapi(verify, async (c) => {
     const log = logOf(c);
     const { id } = c.req.valid('param');
+    const body = rawBody(c);
+    // Refused before any verifier reads a source on behalf of a caller who may not supersede.
+    if (body.supersedes !== undefined) assertMaySupersede(c.get('principal'));
     const observation = await records.getObservation(log, id);
     const proposal = await records.getProposal(log, observation.proposal_id);
     const outcome = await runPhase(deps.verification, {
@@ -101,16 +125,24 @@ export function registerObservationRoutes(
       observation,
       signal: c.req.raw.signal,
     });
-    const verification = await records.recordVerification(recordContext(c, log), {
+    const recorded = await records.recordVerification(recordContext(c, log), {
+      ...body,
       observation_id: observation.id,
       checks: outcome.checks,
     });
-    return c.json(verification as never, 201);
+    return c.json(asResponse(recorded) as never, 201);
   });
 
   app.openapi(postVerification, async (c) => {
     const log = logOf(c);
-    const verification = await records.recordVerification(recordContext(c, log), rawBody(c));
-    return c.json(verification as never, 201);
+    const body = rawBody(c);
+    if (body.supersedes !== undefined) assertMaySupersede(c.get('principal'));
+    const recorded = await records.recordVerification(recordContext(c, log), body);
+    return c.json(asResponse(recorded) as never, 201);
   });
+}
+
+// The record's own fields, and beside them (not part of the record) the proposal's status.
+function asResponse(recorded: RecordedVerification) {
+  return { ...recorded.verification, verification_status: recorded.verification_status };
 }

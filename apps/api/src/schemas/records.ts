@@ -6,6 +6,7 @@ import {
   denyInputSchema,
   observationInputSchema,
   proposalInputSchema,
+  reverificationInputSchema,
   toolInputSchema,
   verificationInputSchema,
 } from '@vouch/ledger';
@@ -73,7 +74,12 @@ export const ObservationInputSchema: SameAs<typeof observationInputSchema> = obs
 
 export const VerificationInputSchema = verificationInputSchema.extend({}).openapi('VerificationInput', {
   description:
-    'Checks from an external verifier. There is no status field: the status is derived from the checks.',
+    'Checks from an external verifier. There is no status field: the status is derived from the checks against the proposal’s declared postconditions. A check answers the postcondition named by its `postcondition` field, or else by its `name`. A re-verification names the records it `supersedes` and its `reason` (both or neither); only a verifier that is not the audited party may supersede.',
+});
+
+export const ReverificationInputSchema = reverificationInputSchema.extend({}).openapi('ReverificationInput', {
+  description:
+    'Optional: run the verifiers as a re-verification that supersedes the named records, with the reason (both or neither). The gateway may ask for verification but never supersede.',
 });
 
 /** `?log=` on every record route: which log (tenant) the call reads or writes. Default `default`. */
@@ -285,13 +291,54 @@ export const VerificationSchema = z
     observation_id: z.string(),
     proposal_id: z.string(),
     checks: z.array(CheckSchema),
-    status: z
-      .enum(['passed', 'failed', 'inconclusive'])
-      .openapi({ description: 'Derived from the checks, never supplied' }),
+    status: z.enum(['passed', 'failed', 'inconclusive']).openapi({
+      description:
+        'What this record’s checks prove about the declared postconditions, derived, never supplied. The proposal’s status is `verification_status`.',
+    }),
     verifier: z.string(),
     verified_at: Time,
+    undeclared: z.array(z.string()).optional().openapi({
+      description: 'Names of checks that answer no declared postcondition: kept, never counted.',
+    }),
+    held: z.enum(['OUTCOME_UNKNOWN']).optional().openapi({
+      description:
+        'The status is held at inconclusive whatever the checks say: the tool’s outcome was unknown (a timeout) and had not settled.',
+    }),
+    supersedes: z.array(z.string()).optional().openapi({
+      description: 'The records this re-verification replaces; they stay in the chain and the story.',
+    }),
+    reason: z.string().optional().openapi({ description: 'Why it supersedes them.' }),
   })
   .openapi('Verification');
+
+export const VerificationStatusSchema = z
+  .object({
+    status: z.enum(['passed', 'failed', 'inconclusive']),
+    reason: z.enum(['NOT_VERIFIED', 'NO_POSTCONDITIONS', 'OUTCOME_UNKNOWN', 'UNPROVEN']).nullable().openapi({
+      description: 'Why the status is inconclusive; null when it is definitive.',
+    }),
+    postconditions: z.array(
+      z.object({
+        name: z.string(),
+        status: z.enum(['passed', 'failed', 'inconclusive']),
+        decided_by: z.array(z.string()),
+      }),
+    ),
+    superseded: z.array(z.object({ id: z.string(), by: z.string() })),
+    settles_at: Time.nullable().openapi({
+      description: 'For an unknown outcome: from when a verification can be definitive.',
+    }),
+  })
+  .openapi('VerificationStatus', {
+    description:
+      'The proposal’s status, derived from every verification record not superseded, one declared postcondition at a time: any failed → `failed`; every one passed → `passed`; otherwise `inconclusive`. A later inconclusive record never replaces a definitive result.',
+  });
+
+export const RecordedVerificationSchema = VerificationSchema.extend({
+  verification_status: VerificationStatusSchema,
+}).openapi('RecordedVerification', {
+  description: 'The new record, and (not part of it) the proposal’s status with it counted.',
+});
 
 export const ProposalResultSchema = z
   .object({
@@ -310,7 +357,10 @@ export const StorySchema = z
     observation: ObservationSchema.nullable(),
     refusals: z.array(JsonObject),
     verifications: z.array(VerificationSchema),
-    verification: VerificationSchema.nullable(),
+    verification: VerificationSchema.nullable().openapi({
+      description: 'The latest record, not the status: see `verification_status`.',
+    }),
+    verification_status: VerificationStatusSchema,
     outcome: z.enum(['completed', 'failed', 'aborted', 'pending']),
     stage: z.string(),
     events: z.array(EventSchema),

@@ -293,7 +293,13 @@ export const verificationCodec = {
     status: r.status,
     verifier: r.verifier,
     verifiedAt: r.verified_at,
+    undeclared: r.undeclared === undefined ? null : json(r.undeclared),
+    held: r.held ?? null,
+    supersedes: r.supersedes === undefined ? null : json(r.supersedes),
+    reason: r.reason ?? null,
   }),
+  // A null column is a key the payload does not have (records from before 0006, or a field
+  // that does not apply), so the row rebuilds the payload byte for byte either way.
   toRecord: (row: Row<typeof verifications>): VerificationRecord => ({
     id: row.id,
     observation_id: row.observationId,
@@ -302,6 +308,10 @@ export const verificationCodec = {
     status: row.status as VerificationRecord['status'],
     verifier: row.verifier,
     verified_at: row.verifiedAt,
+    ...(row.undeclared === null ? {} : { undeclared: parse<string[]>(row.undeclared) }),
+    ...(row.held === null ? {} : { held: row.held as NonNullable<VerificationRecord['held']> }),
+    ...(row.supersedes === null ? {} : { supersedes: parse<string[]>(row.supersedes) }),
+    ...(row.reason === null ? {} : { reason: row.reason }),
   }),
 };
 

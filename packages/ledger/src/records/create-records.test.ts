@@ -6,7 +6,7 @@ import { createLedger, type Ledger } from '../ledger';
 import { testBackends } from '../testing';
 import { checkRecordTables, type RecordFailure } from './check-record-tables';
 import { createRecords, type RecordContext, type Records } from './create-records';
-import type { ProposalInput, ToolInput } from './inputs';
+import type { CheckInput, ProposalInput, ToolInput } from './inputs';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 
@@ -725,29 +725,44 @@ describe.each(testBackends())('records on $name', ({ open }) => {
   });
 
   describe('recordVerification', () => {
-    const executed = async () => {
+    const executed = async (
+      over: Partial<ProposalInput> = {},
+      outcome: 'succeeded' | 'failed' | 'unknown' = 'succeeded',
+    ) => {
       const ctx = await setup();
-      const { proposal } = await records.propose(ctx.agent, refund('k1'));
+      const { proposal } = await records.propose(ctx.agent, refund('k1', over));
       const { observation } = await records.observe(ctx.agent, {
         proposal_id: proposal.id,
-        outcome: 'succeeded',
+        outcome,
         transport_status: 200,
       });
       const verifier: RecordContext = { log: ctx.log, caller: { identity: 'service:verifier' } };
-      return { ...ctx, proposal, observation, verifier };
+      const verify = async (checks: CheckInput[], extra: Record<string, unknown> = {}, as = verifier) =>
+        records.recordVerification(as, { observation_id: observation.id, checks, ...extra });
+      const statusOf = async () => {
+        const story = await records.story(ctx.log, proposal.id);
+        return { status: story.verification_status.status, outcome: story.outcome };
+      };
+      return { ...ctx, proposal, observation, verifier, verify, statusOf };
     };
+    const pass = (name = 'refund.recorded'): CheckInput => ({ name, status: 'pass', source: 'ledger-api' });
+    const fail = (name = 'refund.recorded'): CheckInput => ({ name, status: 'fail', source: 'ledger-api' });
+    const noVerifier = (name = 'refund.recorded'): CheckInput => ({
+      name,
+      status: 'inconclusive',
+      source: null,
+      reason: 'NO_VERIFIER',
+    });
 
     describe('when an independent source says the refund is missing', () => {
       it('derives failed even though the tool said 200', async () => {
-        const { observation, verifier, log, proposal } = await executed();
-        const verification = await records.recordVerification(verifier, {
-          observation_id: observation.id,
-          checks: [{ name: 'refund.recorded', status: 'fail', source: 'ledger-api' }],
-        });
+        const { verify, log, proposal } = await executed();
+        const { verification } = await verify([fail()]);
         expect(verification).toMatchObject({
           status: 'failed',
           verifier: 'service:verifier',
           proposal_id: proposal.id,
+          undeclared: [],
         });
         const story = await records.story(log, proposal.id);
         expect(story.outcome).toBe('failed');
@@ -762,11 +777,10 @@ describe.each(testBackends())('records on $name', ({ open }) => {
 
     describe('when the checks are read from the system that performed the write', () => {
       it('counts them inconclusive with NOT_INDEPENDENT and aborts the proposal', async () => {
-        const { observation, verifier, log, proposal } = await executed();
-        const verification = await records.recordVerification(verifier, {
-          observation_id: observation.id,
-          checks: [{ name: 'refund.recorded', status: 'pass', source: 'payments', evidence: { row: 1 } }],
-        });
+        const { verify, log, proposal } = await executed();
+        const { verification } = await verify([
+          { name: 'refund.recorded', status: 'pass', source: 'payments', evidence: { row: 1 } },
+        ]);
         expect(verification.status).toBe('inconclusive');
         expect(verification.checks[0]).toMatchObject({
           status: 'inconclusive',
@@ -780,29 +794,224 @@ describe.each(testBackends())('records on $name', ({ open }) => {
     describe('when the checks vary', () => {
       it.each([
         [[], 'inconclusive'],
-        [[{ name: 'a', status: 'pass', source: 'db' }], 'passed'],
-        [
-          [
-            { name: 'a', status: 'pass', source: 'db' },
-            { name: 'b', status: 'error', source: null, reason: 'VERIFIER_TIMEOUT' },
-          ],
-          'inconclusive',
-        ],
-      ])('derives the status from %j', async (checks, status) => {
-        const { observation, verifier } = await executed();
-        expect(
-          (await records.recordVerification(verifier, { observation_id: observation.id, checks })).status,
-        ).toBe(status);
+        [[pass()], 'passed'],
+        [[pass(), { ...noVerifier(), status: 'error', reason: 'VERIFIER_TIMEOUT' }], 'inconclusive'],
+        [[pass(), fail()], 'failed'],
+      ] as Array<[CheckInput[], string]>)('derives the status from %j', async (checks, status) => {
+        const { verify } = await executed();
+        expect((await verify(checks)).verification.status).toBe(status);
       });
 
-      it('completes the proposal on the latest passed verification', async () => {
-        const { observation, verifier, log, proposal } = await executed();
+      it('completes the proposal once every declared postcondition passed', async () => {
+        const { verify, log, proposal } = await executed();
         expect((await records.story(log, proposal.id)).outcome).toBe('pending');
-        await records.recordVerification(verifier, {
-          observation_id: observation.id,
-          checks: [{ name: 'refund.recorded', status: 'pass', source: 'ledger-api' }],
-        });
+        await verify([pass()]);
         expect((await records.story(log, proposal.id)).outcome).toBe('completed');
+      });
+    });
+
+    describe('when a check names no declared postcondition', () => {
+      it('reports it as undeclared, does not count it, and leaves the postcondition unproven', async () => {
+        const { verify, statusOf } = await executed();
+        const { verification, verification_status } = await verify([pass('unrelated.thing')]);
+        expect(verification).toMatchObject({ status: 'inconclusive', undeclared: ['unrelated.thing'] });
+        expect(verification_status).toMatchObject({
+          status: 'inconclusive',
+          reason: 'UNPROVEN',
+          postconditions: [{ name: 'refund.recorded', status: 'inconclusive', decided_by: [] }],
+        });
+        expect(await statusOf()).toEqual({ status: 'inconclusive', outcome: 'aborted' });
+      });
+
+      it('matches a host check by the postcondition it answers, not its name', async () => {
+        const { verify } = await executed();
+        const { verification } = await verify([{ ...pass('row.count'), postcondition: 'refund.recorded' }]);
+        expect(verification).toMatchObject({ status: 'passed', undeclared: [] });
+      });
+    });
+
+    describe('when only one of two declared postconditions passed', () => {
+      it('is inconclusive until the other is proven, by any later record', async () => {
+        const { verify, statusOf } = await executed({
+          postconditions: [{ name: 'refund.recorded' }, { name: 'customer.notified' }],
+        });
+        const first = await verify([pass()]);
+        expect(first.verification.status).toBe('inconclusive');
+        expect(first.verification_status.postconditions).toEqual([
+          { name: 'refund.recorded', status: 'passed', decided_by: [first.verification.id] },
+          { name: 'customer.notified', status: 'inconclusive', decided_by: [] },
+        ]);
+        expect(await statusOf()).toEqual({ status: 'inconclusive', outcome: 'aborted' });
+        const second = await verify([pass('customer.notified')]);
+        expect(second.verification.status).toBe('inconclusive');
+        expect(second.verification_status.status).toBe('passed');
+        expect(await statusOf()).toEqual({ status: 'passed', outcome: 'completed' });
+      });
+    });
+
+    describe('when the proposal declared no postconditions', () => {
+      it('proves nothing, whatever passed', async () => {
+        const { verify, statusOf } = await executed({ postconditions: [] });
+        const { verification, verification_status } = await verify([pass()]);
+        expect(verification).toMatchObject({ status: 'inconclusive', undeclared: ['refund.recorded'] });
+        expect(verification_status.reason).toBe('NO_POSTCONDITIONS');
+        expect((await statusOf()).status).toBe('inconclusive');
+      });
+    });
+
+    describe('when a definitive result is followed by an inconclusive one', () => {
+      it.each([
+        ['failed', fail, 'failed'],
+        ['passed', pass, 'completed'],
+      ] as const)('keeps %s', async (status, check, outcome) => {
+        const { verify, statusOf } = await executed();
+        await verify([check()]);
+        // E.g. the gateway asking for verification on a server with no verifiers configured.
+        const later = await verify([noVerifier()]);
+        expect(later.verification.status).toBe('inconclusive');
+        expect(later.verification_status.status).toBe(status);
+        expect(await statusOf()).toEqual({ status, outcome });
+      });
+    });
+
+    describe('when a pass follows a failure without superseding it', () => {
+      it('stays failed', async () => {
+        const { verify, statusOf, log } = await executed();
+        const failed = await verify([fail()]);
+        const passed = await verify([pass()], {}, { log, caller: { identity: 'service:other' } });
+        expect(passed.verification_status).toMatchObject({
+          status: 'failed',
+          postconditions: [{ status: 'failed', decided_by: [failed.verification.id] }],
+        });
+        expect((await statusOf()).status).toBe('failed');
+      });
+    });
+
+    describe('when a verifier re-verifies, naming the failed record and why', () => {
+      it('passes, and keeps both records in the story', async () => {
+        const { verify, statusOf, log, proposal } = await executed();
+        const failed = await verify([fail()]);
+        const again = await verify([pass()], {
+          supersedes: [failed.verification.id],
+          reason: 'the billing ledger replicated late',
+        });
+        expect(again.verification).toMatchObject({
+          status: 'passed',
+          supersedes: [failed.verification.id],
+          reason: 'the billing ledger replicated late',
+        });
+        expect(again.verification_status).toMatchObject({
+          status: 'passed',
+          superseded: [{ id: failed.verification.id, by: again.verification.id }],
+        });
+        const story = await records.story(log, proposal.id);
+        expect(story.verifications.map((v) => v.id)).toEqual([failed.verification.id, again.verification.id]);
+        expect(story.outcome).toBe('completed');
+        expect(await statusOf()).toEqual({ status: 'passed', outcome: 'completed' });
+        expect(await failuresOf(log)).toEqual([]);
+        expect((await ledger.verifyChain({ log })).ok).toBe(true);
+        // An owner who quietly drops the supersession from the row is caught against the chain.
+        await tamper(
+          sql`update verifications set supersedes = null, reason = null where log_id = ${log} and id = ${again.verification.id}`,
+        );
+        expect(await failuresOf(log)).toMatchObject([{ code: 'RECORD_MISMATCH', id: again.verification.id }]);
+      });
+    });
+
+    describe('when two re-verifications supersede the same record at once', () => {
+      it('records one and refuses the other as ALREADY_SUPERSEDED', async () => {
+        const { verify } = await executed();
+        const failed = await verify([fail()]);
+        const supersede = { supersedes: [failed.verification.id], reason: 'recheck' };
+        const results = await Promise.allSettled([verify([pass()], supersede), verify([pass()], supersede)]);
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        const refused = results.find((r) => r.status === 'rejected');
+        expect(refused?.status === 'rejected' && refused.reason).toMatchObject({
+          code: 'SUPERSESSION_INVALID',
+          details: { reason: 'ALREADY_SUPERSEDED' },
+        });
+      });
+    });
+
+    describe('when the audited party tries to supersede', () => {
+      it.each([
+        ['the identity that executed', 'agent:billing'],
+        ['the same identity in another case', 'Agent:Billing'],
+      ])('refuses %s with SUPERSESSION_FORBIDDEN and writes nothing', async (_, identity) => {
+        const { verify, log } = await executed();
+        const failed = await verify([fail()]);
+        const before = await counts(log);
+        const tried = verify(
+          [pass()],
+          { supersedes: [failed.verification.id], reason: 'trust me' },
+          { log, caller: { identity } },
+        );
+        expect(await codeOf(tried)).toBe('SUPERSESSION_FORBIDDEN');
+        expect(await counts(log)).toEqual(before);
+      });
+    });
+
+    describe('when a supersession is not a valid one', () => {
+      it('refuses what it cannot replace and writes nothing', async () => {
+        const { verify, log } = await executed();
+        const failed = await verify([fail()]);
+        const unproven = await verify([noVerifier()]);
+        const reason = { reason: 'recheck' };
+        const before = await counts(log);
+        const attempt = (extra: Record<string, unknown>, checks = [pass()]) =>
+          codeOf(verify(checks, { ...reason, ...extra }));
+        expect(await attempt({ supersedes: ['ver_missing'] })).toBe('NOT_FOUND');
+        expect(await attempt({ supersedes: [unproven.verification.id] })).toBe('SUPERSESSION_INVALID');
+        expect(await attempt({ supersedes: [failed.verification.id] }, [noVerifier()])).toBe(
+          'SUPERSESSION_INVALID',
+        );
+        expect(await codeOf(verify([pass()], { supersedes: [failed.verification.id] }))).toBe(
+          'VALIDATION_FAILED',
+        );
+        expect(await codeOf(verify([pass()], reason))).toBe('VALIDATION_FAILED');
+        expect(await counts(log)).toEqual(before);
+        await verify([pass()], { ...reason, supersedes: [failed.verification.id] });
+        expect(await attempt({ supersedes: [failed.verification.id] })).toBe('SUPERSESSION_INVALID');
+      });
+
+      it('refuses a record of another proposal as NOT_FOUND', async () => {
+        const first = await executed();
+        const other = await first.verify([fail()]);
+        const second = await executed();
+        expect(
+          await codeOf(second.verify([pass()], { supersedes: [other.verification.id], reason: 'mix-up' })),
+        ).toBe('NOT_FOUND');
+      });
+    });
+
+    describe('when the tool timed out and may still act', () => {
+      it('holds every verification at inconclusive until the outcome settles', async () => {
+        const { verify, statusOf, log, proposal } = await executed({}, 'unknown');
+        try {
+          clock += 81;
+          const early = await verify([fail()]);
+          expect(early.verification).toMatchObject({ status: 'inconclusive', held: 'OUTCOME_UNKNOWN' });
+          expect(early.verification.checks[0]).toMatchObject({ status: 'fail' });
+          expect(early.verification_status).toMatchObject({
+            status: 'inconclusive',
+            reason: 'OUTCOME_UNKNOWN',
+            settles_at: new Date(T0 + 900_000).toISOString(),
+          });
+          // Awaiting resolution: no verdict yet, so not aborted either.
+          expect(await statusOf()).toEqual({ status: 'inconclusive', outcome: 'pending' });
+          expect(
+            await codeOf(verify([pass()], { supersedes: [early.verification.id], reason: 'too early' })),
+          ).toBe('SUPERSESSION_INVALID');
+          clock = T0 + 900_000;
+          expect((await records.story(log, proposal.id)).verification_status.reason).toBe('UNPROVEN');
+          const settled = await verify([pass()]);
+          expect(settled.verification).toMatchObject({ status: 'passed' });
+          expect(settled.verification.held).toBeUndefined();
+          expect(await statusOf()).toEqual({ status: 'passed', outcome: 'completed' });
+          expect(await failuresOf(log)).toEqual([]);
+        } finally {
+          clock = T0;
+        }
       });
     });
 

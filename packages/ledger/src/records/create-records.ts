@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { StoredEvent } from '@vouch/audit';
-import { assessIndependence, deriveStatus } from '@vouch/verifier-sdk';
+import { assessIndependence } from '@vouch/verifier-sdk';
 import { and, asc, eq } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
 import { anyOf } from '../batched-sql';
@@ -78,6 +78,12 @@ import type {
   VerificationCheck,
   VerificationRecord,
 } from './types';
+import {
+  assertSupersession,
+  type EffectiveVerification,
+  effectiveVerification,
+  toVerificationRecord,
+} from './verification-status';
 
 /** Options of {@link createRecords}. */
 export interface RecordsOptions {
@@ -94,6 +100,11 @@ export interface RecordsOptions {
   approvalRequestTtlSeconds?: number;
   /** The service's longest approval window, in seconds (default 1 h); the shortest rule wins. */
   maxApprovalWindowSeconds?: number;
+  /**
+   * How long after an observation with outcome `unknown` (a timeout: the tool may still act)
+   * its verification stays held at inconclusive (`OUTCOME_UNKNOWN`), in seconds (default 15 min).
+   */
+  unknownOutcomeSettleSeconds?: number;
 }
 
 /** Which log a call writes to and who is calling (from the API key, never the body). */
@@ -134,12 +145,21 @@ export interface ProposalStory {
   approval: ApprovalView | null;
   observation: ObservationRecord | null;
   refusals: RefusedExecutionRecord[];
+  /** Every verification record, superseded ones included, in chain order. */
   verifications: VerificationRecord[];
-  /** The latest verification, which the outcome is derived from. */
+  /** The latest verification record (not the status: see `verification_status`). */
   verification: VerificationRecord | null;
+  /** The status derived from all the verification records; the outcome follows it. */
+  verification_status: EffectiveVerification;
   outcome: ProposalOutcome;
   stage: ProposalStage;
   events: StoredEvent[];
+}
+
+/** What `recordVerification` returns: the new record, and the proposal's status with it counted. */
+export interface RecordedVerification {
+  verification: VerificationRecord;
+  verification_status: EffectiveVerification;
 }
 
 /** The records service: every write appends its record's audit event in the same transaction. */
@@ -171,8 +191,12 @@ export interface Records {
   authorize(ctx: RecordContext, input: unknown): Promise<Authorization>;
   /** Record what the tool returned; refused executions are appended as evidence and thrown. */
   observe(ctx: RecordContext, input: unknown): Promise<{ observation: ObservationRecord; replayed: boolean }>;
-  /** Record checks on an observation; the status is derived from them. */
-  recordVerification(ctx: RecordContext, input: unknown): Promise<VerificationRecord>;
+  /**
+   * Record checks on an observation; the record's status is derived from them against the
+   * declared postconditions, and the proposal's from all its records. A re-verification
+   * names the records it supersedes and why; the audited party may not supersede.
+   */
+  recordVerification(ctx: RecordContext, input: unknown): Promise<RecordedVerification>;
   /** The proposal, its decision, approval, observation, verifications, outcome and events. */
   story(log: string, proposalId: string): Promise<ProposalStory>;
 }
@@ -199,6 +223,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
   const policy = options.policy ?? 'built_in';
   const requestTtl = options.approvalRequestTtlSeconds ?? 24 * 3600;
   const serviceWindow = options.maxApprovalWindowSeconds ?? 3600;
+  const settleSeconds = options.unknownOutcomeSettleSeconds ?? 900;
   const timeOf = (tx: StagingTransaction) => (options.now ? options.now().toISOString() : tx.now);
   const wallNow = () => (options.now ?? (() => new Date()))().toISOString();
 
@@ -715,21 +740,39 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         what: 'verification',
         maxBytes,
       });
-      return ledger.transactConcurrently(ctx.log, recordKeys.verify(), async (tx) => {
-        const observation = await batchedReads(tx.db, tx.log).observationById(input.observation_id);
+      return ledger.transactConcurrently(ctx.log, recordKeys.verify(input.observation_id), async (tx) => {
+        const reads = batchedReads(tx.db, tx.log);
+        const observation = await reads.observationById(input.observation_id);
         if (!observation) throw notFound('observation', input.observation_id);
+        const [proposal, earlier] = await Promise.all([
+          mustGetProposal(reads, observation.proposal_id),
+          verificationsOf(tx.db, tx.log, observation.proposal_id),
+        ]);
         // A check read from the system that performed the write is not independent.
         const writer = { writer: observation.server_id };
-        const checks = input.checks.map((c) => assessIndependence(c, writer)) as VerificationCheck[];
-        return writeVerification(tx, ctx.caller.identity, {
+        const now = timeOf(tx);
+        const verification = toVerificationRecord({
           id: newId('ver'),
-          observation_id: observation.id,
-          proposal_id: observation.proposal_id,
-          checks,
-          status: deriveStatus(checks, writer),
+          observation,
+          proposal,
+          checks: input.checks.map((c) => assessIndependence(c, writer)) as VerificationCheck[],
           verifier: ctx.caller.identity,
-          verified_at: timeOf(tx),
+          verifiedAt: now,
+          settleSeconds,
+          supersedes: input.supersedes && { ids: input.supersedes, reason: input.reason! },
         });
+        assertSupersession({ caller: ctx.caller, proposal, observation, earlier, next: verification });
+        writeVerification(tx, ctx.caller.identity, verification);
+        return {
+          verification,
+          verification_status: effectiveVerification({
+            proposal,
+            observation,
+            verifications: [...earlier, verification],
+            settleSeconds,
+            now,
+          }),
+        };
       });
     },
 
@@ -747,6 +790,19 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         : null;
       const approval = request ? await approvalView(batchedReads(db, log), request, wallNow()) : null;
       const verification = verificationList.at(-1) ?? null;
+      const verificationStatus = effectiveVerification({
+        proposal,
+        observation,
+        verifications: verificationList,
+        settleSeconds,
+        now: wallNow(),
+      });
+      // The outcome follows the status of all records, not the latest one; while an unknown
+      // outcome settles there is no verdict yet.
+      const verified =
+        verificationList.length === 0 || verificationStatus.reason === 'OUTCOME_UNKNOWN'
+          ? null
+          : { status: verificationStatus.status };
       const entities = [
         proposal.id,
         decision?.id,
@@ -781,12 +837,13 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         refusals,
         verifications: verificationList,
         verification,
-        outcome: deriveOutcome({ verification }),
+        verification_status: verificationStatus,
+        outcome: deriveOutcome({ verification: verified }),
         stage: deriveStage({
           decision,
           resolution: approval?.resolution ?? null,
           observation,
-          verification,
+          verification: verified,
           refusals,
         }),
         events,

@@ -158,8 +158,38 @@ export const checksInputSchema = z.array(checkInputSchema).max(256);
 /** One check as posted. */
 export type CheckInput = z.input<typeof checkInputSchema>;
 
-/** The body of `recordVerification`: the checks on one observation, and no status. */
-export const verificationInputSchema = z.strictObject({ observation_id: name, checks: checksInputSchema });
+const supersession = {
+  /** The verification records a re-verification replaces (they stay in the chain). */
+  supersedes: z
+    .array(name)
+    .min(1)
+    .max(64)
+    .refine((ids) => new Set(ids).size === ids.length, 'must not repeat an id')
+    .optional(),
+  /** Why it replaces them. */
+  reason: text.refine((s) => s.trim() !== '', 'must say why').optional(),
+};
+// A supersession without its reason (or a reason superseding nothing) is not a re-verification.
+const bothOrNeither: [
+  (v: { supersedes?: unknown; reason?: unknown }) => boolean,
+  { message: string; path: PropertyKey[] },
+] = [
+  (v) => (v.supersedes === undefined) === (v.reason === undefined),
+  { message: 'supersedes and reason come together', path: ['reason'] },
+];
+
+/**
+ * The body of `recordVerification`: the checks on one observation, and no status. A
+ * re-verification names the records it supersedes (`supersedes`) and says why (`reason`).
+ */
+export const verificationInputSchema = z
+  .strictObject({ observation_id: name, checks: checksInputSchema, ...supersession })
+  .refine(...bothOrNeither);
+
+/** The optional body of running the configured verifiers: a re-verification's `supersedes` and `reason`. */
+export const reverificationInputSchema = z.strictObject(supersession).refine(...bothOrNeither);
+/** What a verifier posts to re-run the verifiers as a re-verification. */
+export type ReverificationInput = z.input<typeof reverificationInputSchema>;
 /** What the verification engine posts. */
 export type VerificationInput = z.input<typeof verificationInputSchema>;
 

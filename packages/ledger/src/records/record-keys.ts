@@ -52,6 +52,10 @@ export const recordKeys = {
   /** Claimed by an execution that takes a single-use approval: one use, one execution. */
   approvalUse: (requestId: string) => key('approval-use', requestId),
 
-  /** Verifications only add rows: any number may be recorded side by side. */
-  verify: (): ConflictKeys => ({}),
+  /**
+   * Verifications of one observation go one after another: each reads the ones before it
+   * (what it supersedes, and the proposal's status it answers with). Those of different
+   * observations run side by side.
+   */
+  verify: (observationId: string): ConflictKeys => ({ writes: [key('verifications', observationId)] }),
 };

@@ -218,15 +218,35 @@ export interface VerificationCheck {
   [key: string]: JsonValue | undefined;
 }
 
-/** The checks on one observation and the status derived from them. */
+/**
+ * Why a verification record is `inconclusive` whatever its checks say: `OUTCOME_UNKNOWN`, the
+ * tool's outcome was unknown (a timeout: it may still act) and had not settled yet.
+ */
+export type VerificationHold = 'OUTCOME_UNKNOWN';
+
+/**
+ * The checks on one observation and the status derived from them against the proposal's
+ * declared postconditions. Records written before migration 0006 have none of the optional
+ * fields; a field that does not apply is left out, never `null`, so a row rebuilds its
+ * event's payload exactly.
+ */
 export interface VerificationRecord {
   id: string;
   observation_id: string;
   proposal_id: string;
   checks: VerificationCheck[];
+  /** What these checks alone prove about the declared postconditions (see `verification_status` for the proposal's). */
   status: VerificationStatus;
   verifier: string;
   verified_at: string;
+  /** Names of checks that answer no declared postcondition: kept, never counted. */
+  undeclared?: string[];
+  /** Present when the status is held at `inconclusive` whatever the checks say. */
+  held?: VerificationHold;
+  /** The verification records this re-verification replaces; they stay in the chain. */
+  supersedes?: string[];
+  /** Why it supersedes them; present exactly when `supersedes` is. */
+  reason?: string;
 }
 
 /** The record kinds; each is also the `kind` of its audit event. */

@@ -290,6 +290,11 @@ export const verifications = pgTable(
     status: text('status').notNull(),
     verifier: text('verifier').notNull(),
     verifiedAt: text('verified_at').notNull(),
+    // Added by 0006; null on older rows (whose payloads have no such keys). JSON as canonical text.
+    undeclared: text('undeclared'),
+    held: text('held'),
+    supersedes: text('supersedes'),
+    reason: text('reason'),
   },
   (t) => [
     primaryKey({ name: 'verifications_pk', columns: [t.logId, t.id] }),
@@ -302,5 +307,7 @@ export const verifications = pgTable(
     }),
     index('verifications_proposal').on(t.logId, t.proposalId),
     check('verifications_status', inList(t.status, ['passed', 'failed', 'inconclusive'])),
+    check('verifications_held', sql`${t.held} is null or ${inList(t.held, ['OUTCOME_UNKNOWN'])}`),
+    check('verifications_supersession', sql`(${t.supersedes} is null) = (${t.reason} is null)`),
   ],
 );

@@ -1,0 +1,244 @@
+import { combinePostconditions, type DeclaredStatus, deriveDeclaredStatus } from '@vouch/verifier-sdk';
+import { LedgerError } from '../errors';
+import { addSeconds } from '../policy/approval-validity';
+import type {
+  Caller,
+  ObservationRecord,
+  ProposalRecord,
+  VerificationCheck,
+  VerificationHold,
+  VerificationRecord,
+  VerificationStatus,
+} from './types';
+
+/**
+ * Verification semantics (docs/verification.md): what must be proven is what the proposal
+ * declared; a proposal's status comes from every verification record in effect, one
+ * postcondition at a time; a definitive result is never replaced by an inconclusive one,
+ * and only an explicit re-verification by someone other than the audited party supersedes.
+ */
+
+/** Why a proposal's verification status is not definitive yet. */
+export type VerificationStatusReason =
+  /** No verification has been recorded. */
+  | 'NOT_VERIFIED'
+  /** The proposal declared no postconditions: there is nothing a check could prove. */
+  | 'NO_POSTCONDITIONS'
+  /** The tool's outcome is unknown (timeout) and it may still act: no verdict until it settles. */
+  | 'OUTCOME_UNKNOWN'
+  /** A declared postcondition has no passed or failed check in effect. */
+  | 'UNPROVEN';
+
+/** What the records in effect prove about one declared postcondition. */
+export interface PostconditionVerdict {
+  name: string;
+  status: VerificationStatus;
+  /** The records that decided it: those that failed it when failed, those that passed it when passed. */
+  decided_by: string[];
+}
+
+/** A proposal's verification status, derived from all its verification records; never stored. */
+export interface EffectiveVerification {
+  status: VerificationStatus;
+  /** Why the status is `inconclusive`; null when it is definitive. */
+  reason: VerificationStatusReason | null;
+  postconditions: PostconditionVerdict[];
+  /** Records that no longer count, and the re-verification that superseded each. */
+  superseded: Array<{ id: string; by: string }>;
+  /** For an observation with outcome `unknown`: from when a verification can be definitive. */
+  settles_at: string | null;
+}
+
+/** The names of the postconditions a proposal declared, each once. */
+export function declaredNames(proposal: Pick<ProposalRecord, 'postconditions'>): string[] {
+  return [...new Set(proposal.postconditions.map((p) => p.name))];
+}
+
+/**
+ * When a verification of this observation may be definitive: never before an `unknown`
+ * outcome has settled (the tool may still be acting, so a check now reads a world that can
+ * still change), at once for any other outcome.
+ */
+export function settlesAt(
+  observation: Pick<ObservationRecord, 'outcome' | 'observed_at'>,
+  settleSeconds: number,
+) {
+  return observation.outcome === 'unknown' ? addSeconds(observation.observed_at, settleSeconds) : null;
+}
+
+/** Held at inconclusive? True while an unknown outcome has not settled at `at`. */
+export function holdAt(settles: string | null, at: string): VerificationHold | undefined {
+  return settles !== null && Date.parse(at) < Date.parse(settles) ? 'OUTCOME_UNKNOWN' : undefined;
+}
+
+/** What one record's checks prove about the declared postconditions; a held record proves nothing. */
+export function recordProof(
+  record: Pick<VerificationRecord, 'checks' | 'held'>,
+  declared: readonly string[],
+): DeclaredStatus {
+  const proof = deriveDeclaredStatus(record.checks, declared);
+  if (record.held === undefined) return proof;
+  return {
+    status: 'inconclusive',
+    postconditions: proof.postconditions.map((p) => ({ name: p.name, status: 'inconclusive' })),
+    undeclared: proof.undeclared,
+  };
+}
+
+/**
+ * The verification record for checks on an observation: each check counted as independent
+ * or not (already done by the caller), the undeclared names reported, the status derived
+ * against the declared postconditions, held while an unknown outcome has not settled.
+ */
+export function toVerificationRecord(input: {
+  id: string;
+  observation: ObservationRecord;
+  proposal: ProposalRecord;
+  checks: VerificationCheck[];
+  verifier: string;
+  verifiedAt: string;
+  settleSeconds: number;
+  supersedes?: { ids: string[]; reason: string } | undefined;
+}): VerificationRecord {
+  const held = holdAt(settlesAt(input.observation, input.settleSeconds), input.verifiedAt);
+  const proof = recordProof({ checks: input.checks, held }, declaredNames(input.proposal));
+  return {
+    id: input.id,
+    observation_id: input.observation.id,
+    proposal_id: input.observation.proposal_id,
+    checks: input.checks,
+    status: proof.status,
+    verifier: input.verifier,
+    verified_at: input.verifiedAt,
+    undeclared: proof.undeclared,
+    ...(held ? { held } : {}),
+    ...(input.supersedes ? { supersedes: input.supersedes.ids, reason: input.supersedes.reason } : {}),
+  };
+}
+
+/**
+ * A proposal's verification status from all its records, in chain order. Records superseded
+ * by a later one do not count. For each declared postcondition: any record in effect failed
+ * it -> failed; else any passed it -> passed; else unproven. Then any failed -> `failed`,
+ * every one passed -> `passed`, else `inconclusive` with the reason.
+ *
+ * @example
+ * effectiveVerification({ proposal, observation, verifications: [failed, noVerifier], settleSeconds: 900, now });
+ * // { status: 'failed', ... }: the later inconclusive record does not replace the failure
+ */
+export function effectiveVerification(input: {
+  proposal: Pick<ProposalRecord, 'postconditions'>;
+  observation: Pick<ObservationRecord, 'outcome' | 'observed_at'> | null;
+  verifications: readonly VerificationRecord[];
+  settleSeconds: number;
+  now: string;
+}): EffectiveVerification {
+  const declared = declaredNames(input.proposal);
+  const supersededBy = new Map<string, string>();
+  for (const record of input.verifications) {
+    for (const id of record.supersedes ?? []) supersededBy.set(id, record.id);
+  }
+  const inEffect = input.verifications.filter((r) => !supersededBy.has(r.id));
+  const proofs = inEffect.map((record) => ({ id: record.id, proof: recordProof(record, declared) }));
+  const postconditions = declared.map((name, i): PostconditionVerdict => {
+    const decided = (status: VerificationStatus) =>
+      proofs.filter(({ proof }) => proof.postconditions[i]!.status === status).map(({ id }) => id);
+    const failed = decided('failed');
+    if (failed.length > 0) return { name, status: 'failed', decided_by: failed };
+    const passed = decided('passed');
+    if (passed.length > 0) return { name, status: 'passed', decided_by: passed };
+    return { name, status: 'inconclusive', decided_by: [] };
+  });
+  const status = combinePostconditions(postconditions);
+  const settles = input.observation ? settlesAt(input.observation, input.settleSeconds) : null;
+  return {
+    status,
+    reason:
+      status === 'inconclusive'
+        ? reasonOf(input.verifications.length, declared.length, holdAt(settles, input.now))
+        : null,
+    postconditions,
+    superseded: [...supersededBy].map(([id, by]) => ({ id, by })),
+    settles_at: settles,
+  };
+}
+
+function reasonOf(
+  records: number,
+  declared: number,
+  held: VerificationHold | undefined,
+): VerificationStatusReason {
+  if (declared === 0) return 'NO_POSTCONDITIONS';
+  if (held) return held;
+  return records === 0 ? 'NOT_VERIFIED' : 'UNPROVEN';
+}
+
+/**
+ * May `caller` supersede these records with `next`? Throws when not:
+ * - `SUPERSESSION_FORBIDDEN`: the caller is the audited party (the identity that executed, or
+ *   the one that proposed); it may ask for verification but never replace a result;
+ * - `NOT_FOUND`: an id is no verification of this proposal;
+ * - `SUPERSESSION_INVALID`: a record is already superseded or was not definitive, or the
+ *   re-verification itself is not definitive (an inconclusive result never replaces one).
+ */
+export function assertSupersession(input: {
+  caller: Caller;
+  proposal: ProposalRecord;
+  observation: ObservationRecord;
+  earlier: readonly VerificationRecord[];
+  next: VerificationRecord;
+}): void {
+  const { caller, proposal, observation, next } = input;
+  const ids = next.supersedes ?? [];
+  if (ids.length === 0) return;
+  const audited = [observation.executed_by, proposal.requester].map(canonicalIdentity);
+  if (audited.includes(canonicalIdentity(caller.identity))) {
+    throw new LedgerError(
+      'SUPERSESSION_FORBIDDEN',
+      `${caller.identity} is the audited party of proposal ${proposal.id}: it may ask for verification, not supersede one`,
+      { details: { proposal_id: proposal.id } },
+    );
+  }
+  const declared = declaredNames(proposal);
+  const invalid = (why: string, message: string, details: Record<string, unknown> = {}) =>
+    new LedgerError('SUPERSESSION_INVALID', message, { details: { reason: why, ...details } });
+  if (next.status === 'inconclusive') {
+    throw invalid(
+      next.held ?? 'NOT_DEFINITIVE',
+      'a re-verification must itself pass or fail: an inconclusive result never replaces a definitive one',
+    );
+  }
+  for (const id of ids) {
+    const target = input.earlier.find((r) => r.id === id);
+    if (!target) {
+      throw new LedgerError(
+        'NOT_FOUND',
+        `verification ${id} is not a verification of proposal ${proposal.id}`,
+        {
+          details: { id },
+        },
+      );
+    }
+    const by = input.earlier.find((r) => r.supersedes?.includes(id));
+    if (by) {
+      throw invalid('ALREADY_SUPERSEDED', `verification ${id} was already superseded by ${by.id}`, {
+        id,
+        superseded_by: by.id,
+      });
+    }
+    if (recordProof(target, declared).status === 'inconclusive') {
+      throw invalid(
+        'NOT_DEFINITIVE',
+        `verification ${id} proved nothing definitive: there is nothing to supersede`,
+        {
+          id,
+        },
+      );
+    }
+  }
+}
+
+// One identity, one form: "Agent:Bot" must not slip past a comparison with "agent:bot".
+function canonicalIdentity(identity: string): string {
+  return identity.normalize('NFKC').toLowerCase();
+}
