@@ -72,6 +72,7 @@ export const STATUS_BY_CODE = {
   APPROVAL_RESOLVED: 409,
   APPROVAL_PAYLOAD_MISMATCH: 409,
   OBSERVATION_EXISTS: 409,
+  OBSERVATION_CONFLICT: 409,
   VERIFICATION_INVALID: 422,
 
   // @vouch/verifier-sdk: configuration problems are the server's (they fail at startup)…
