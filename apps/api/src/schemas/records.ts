@@ -5,10 +5,13 @@ import {
   decisionInputSchema,
   denyInputSchema,
   observationInputSchema,
+  PROPOSAL_OUTCOMES,
+  PROPOSAL_STAGES,
   proposalInputSchema,
   toolInputSchema,
   verificationInputSchema,
 } from '@vouch/ledger';
+import { OUTCOME_VALUES_TEXT, STAGE_VALUES_TEXT } from '../openapi/proposal-life';
 import { EventSchema } from './audit';
 import { LogIdSchema } from './common';
 
@@ -302,6 +305,9 @@ export const ProposalResultSchema = z
   })
   .openapi('ProposalResult');
 
+/** The keys of a meanings table, as the tuple `z.enum` takes. */
+const keysOf = <K extends string>(meanings: Record<K, string>) => Object.keys(meanings) as [K, ...K[]];
+
 export const StorySchema = z
   .object({
     proposal: ProposalSchema,
@@ -311,8 +317,12 @@ export const StorySchema = z
     refusals: z.array(JsonObject),
     verifications: z.array(VerificationSchema),
     verification: VerificationSchema.nullable(),
-    outcome: z.enum(['completed', 'failed', 'aborted', 'pending']),
-    stage: z.string(),
+    outcome: z.enum(keysOf(PROPOSAL_OUTCOMES)).openapi({
+      description: `What is known about the action's result, derived from the observation and the verification status:\n\n${OUTCOME_VALUES_TEXT}`,
+    }),
+    stage: z.enum(keysOf(PROPOSAL_STAGES)).openapi({
+      description: `How far the proposal got on its way to execution:\n\n${STAGE_VALUES_TEXT}`,
+    }),
     events: z.array(EventSchema),
   })
   .openapi('Story');
