@@ -278,7 +278,7 @@ describe.each(backends)('the refund story over real HTTP on $name', (backend) =>
       await server.call('GET', `/v1/proposals/${proposalId}`, { key: keys.auditor }),
       200,
     );
-    expect(story.outcome).toBe('failed');
+    expect(story.outcome).toBe('verification_failed');
     expect(story.events.map((e: Json) => e.kind)).toEqual(
       expect.arrayContaining([
         'proposal',
