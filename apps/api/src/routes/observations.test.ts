@@ -67,7 +67,7 @@ describe.each(testBackends())('POST /v1/observations on $name', ({ open }) => {
   const story = async (id: string) => (await call('GET', `/v1/proposals/${id}`, k.auditor)).body;
   const written = async () => {
     const counts = await h.rowCounts();
-    return Object.fromEntries(WRITTEN.map((table) => [table, counts[table]]));
+    return Object.fromEntries(WRITTEN.map((table) => [table, counts[table] ?? 0])) as Record<string, number>;
   };
 
   /** An allowed proposal with its observation recorded by `agent:gw`. */
@@ -129,8 +129,8 @@ describe.each(testBackends())('POST /v1/observations on $name', ({ open }) => {
         });
         expect(await written()).toEqual({
           ...before,
-          refused_executions: before.refused_executions + 1,
-          audit_events: before.audit_events + 1,
+          refused_executions: before.refused_executions! + 1,
+          audit_events: before.audit_events! + 1,
         });
         const told = await story(proposal.id);
         expect(told.observation).toEqual(observation);
