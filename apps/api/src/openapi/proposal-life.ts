@@ -22,8 +22,7 @@ export const PROPOSAL_LIFE_DIAGRAM = `stateDiagram-v2
         awaiting_approval --> approval_used: another proposal used it
         authorized --> approval_expired: window closed before the call
         authorized --> execution_refused: attempt refused
-        denied --> execution_refused: attempt refused
-        note right of execution_refused: from any stage, on a refused attempt
+        denied --> execution_refused: attempt refused, from any stage
     }
     not_executed --> awaiting_verification: stage executed, tool succeeded or failed
     not_executed --> awaiting_resolution: stage executed, outcome unknown
