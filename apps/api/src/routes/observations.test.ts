@@ -151,6 +151,8 @@ describe.each(testBackends())('POST /v1/observations on $name', ({ open }) => {
         ]);
         expect(told.events.at(-1)).toMatchObject({ entity: refused.body.error.details.refusal_id });
         expect(told).toMatchObject({ stage: 'executed', outcome: 'awaiting_verification' });
+        // The refusal is a record like any other: the chain and the record tables agree with it.
+        expect((await call('GET', '/v1/logs/default/verify', k.auditor)).body).toMatchObject({ ok: true });
       },
     );
   });
