@@ -81,5 +81,13 @@ describe('GET /docs', () => {
       expect(html).not.toMatch(/(src|href)="(https?:)?\/\//i);
       for (const op of operations()) expect(html).toContain(op.path.replaceAll('&', '&amp;'));
     });
+
+    it('shows the life of a proposal as a diagram, and every outcome value', async () => {
+      const html = await (await app.request('/docs')).text();
+      expect(html).toMatch(/<pre>stateDiagram-v2\n/);
+      for (const value of ['not_executed', 'awaiting_resolution', 'verification_failed', 'unverified']) {
+        expect(html).toContain(`<code>${value}</code>`);
+      }
+    });
   });
 });

@@ -280,7 +280,7 @@ describe.each(backends)('the refund story over real HTTP on $name', (backend) =>
       await server.call('GET', `/v1/proposals/${proposalId}`, { key: keys.auditor }),
       200,
     );
-    expect(story.outcome).toBe('failed');
+    expect(story.outcome).toBe('verification_failed');
     expect(story.events.map((e: Json) => e.kind)).toEqual(
       expect.arrayContaining([
         'proposal',
@@ -340,7 +340,7 @@ describe.each(backends)('the refund story over real HTTP on $name', (backend) =>
       await server.call('GET', `/v1/proposals/${proposalId}`, { key: keys.auditor }),
       200,
     );
-    expect(story.outcome).toBe('completed');
+    expect(story.outcome).toBe('verified');
     // The history stays: every failed record, and the one that superseded them, with the reason.
     expect(story.verifications.map((v: Json) => [v.id, v.status])).toEqual([
       ...failedIds.map((id) => [id, 'failed']),

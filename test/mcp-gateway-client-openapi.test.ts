@@ -2,7 +2,7 @@
 // packages/client/src/api-types.ts) against the server's own OpenAPI document. The client
 // cannot import the server (it runs in browsers), so this test is what keeps them together.
 import { createApp, STATUS_BY_CODE } from '@vouch/api';
-import { API_CONTRACT, SERVER_ERROR_CODES } from '@vouch/client';
+import { API_CONTRACT, PROPOSAL_OUTCOMES, PROPOSAL_STAGES, SERVER_ERROR_CODES } from '@vouch/client';
 import { createLedger, type Database, migrate, openDatabase } from '@vouch/ledger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -14,6 +14,7 @@ interface Schema {
   allOf?: Schema[];
   anyOf?: Schema[];
   oneOf?: Schema[];
+  enum?: string[];
 }
 interface Operation {
   requestBody?: { content: Record<string, { schema: Schema }> };
@@ -85,6 +86,16 @@ describe('@vouch/client API types', () => {
       const success = operation()?.responses[String(route.success[0])];
       const { properties } = propertiesOf(success?.content?.['application/json']?.schema);
       expect(Object.keys(properties)).toEqual(expect.arrayContaining([...reads]));
+    });
+  });
+
+  describe('when the client reads a story', () => {
+    it.each([
+      ['outcome', PROPOSAL_OUTCOMES],
+      ['stage', PROPOSAL_STAGES],
+    ] as const)('knows exactly the %s values the server documents', (field, values) => {
+      const story = propertiesOf(document.components.schemas.Story).properties[field];
+      expect([...values].sort()).toEqual([...(story?.enum ?? [])].sort());
     });
   });
 

@@ -150,7 +150,8 @@ describe('vouch-mcp-gateway in front of a real MCP server', () => {
       expect(story.verification?.checks).toEqual([
         expect.objectContaining({ name: 'balance.reported', status: 'pass', source: 'bank-books' }),
       ]);
-      expect(story.outcome).toBe('completed');
+      expect(story.outcome).toBe('verified');
+      expect(story.stage).toBe('executed');
     });
   });
 

@@ -20,8 +20,36 @@ export type Verdict = 'allow' | 'deny' | 'repair' | 'require_approval';
 export type ObservationOutcome = 'succeeded' | 'failed' | 'unknown';
 /** Derived by the server from the checks, never supplied. */
 export type VerificationStatus = 'passed' | 'failed' | 'inconclusive';
-/** Derived from a proposal's latest verification. */
-export type ProposalOutcome = 'completed' | 'failed' | 'aborted' | 'pending';
+/**
+ * What is known about a proposal's result: `not_executed`; executed and `awaiting_verification`,
+ * or `awaiting_resolution` (outcome `unknown`); then `verified`, `verification_failed` or
+ * `unverified` (the verification was inconclusive). The server's OpenAPI document describes each.
+ */
+export const PROPOSAL_OUTCOMES = [
+  'not_executed',
+  'awaiting_verification',
+  'awaiting_resolution',
+  'verified',
+  'verification_failed',
+  'unverified',
+] as const;
+/** One of {@link PROPOSAL_OUTCOMES}. */
+export type ProposalOutcome = (typeof PROPOSAL_OUTCOMES)[number];
+/** How far a proposal got on its way to execution; `outcome` says what is known about the result. */
+export const PROPOSAL_STAGES = [
+  'awaiting_decision',
+  'denied',
+  'repair_proposed',
+  'awaiting_approval',
+  'approval_denied',
+  'approval_expired',
+  'approval_used',
+  'authorized',
+  'execution_refused',
+  'executed',
+] as const;
+/** One of {@link PROPOSAL_STAGES}. */
+export type ProposalStage = (typeof PROPOSAL_STAGES)[number];
 /** A key's role. */
 export type Role = 'gateway' | 'policy' | 'approver' | 'verifier' | 'auditor' | 'admin';
 
@@ -428,7 +456,7 @@ export interface ProposalStory {
   /** The status derived from all the records; `outcome` follows it. */
   verification_status: EffectiveVerification;
   outcome: ProposalOutcome;
-  stage: string;
+  stage: ProposalStage;
   events: AuditEvent[];
 }
 

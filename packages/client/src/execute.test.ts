@@ -434,6 +434,33 @@ describe('execute', () => {
     });
   });
 
+  describe('when the earlier attempt records its observation while the retry is in doubt', () => {
+    it('answers with the recorded observation and does not invoke again', async () => {
+      // Once armed, the earlier attempt's own retry lands between the story read and the
+      // in-doubt post of this one.
+      let armed = false;
+      const { client, invoke, fake } = setup({}, (fake) => async (input, init) => {
+        if (armed && init?.method === 'POST' && String(input).endsWith('/v1/observations')) {
+          armed = false;
+          const body = { ...JSON.parse(String(init.body)), outcome: 'succeeded', result: { ok: true } };
+          await fake.fetch(input, { ...init, body: JSON.stringify(body) });
+        }
+        return fake.fetch(input, init);
+      });
+      fake.failNext('POST /v1/observations', 'network');
+      await expect(client.execute(refund, invoke, fast)).rejects.toMatchObject({
+        code: 'OBSERVATION_NOT_RECORDED',
+      });
+      armed = true;
+      const retried = await client.execute(refund, invoke, fast);
+      expect(armed).toBe(false);
+      expect(retried).toMatchObject({ status: 'executed', invoked: false, replayed: true });
+      expect(retried.status === 'executed' && retried.observation.outcome).toBe('succeeded');
+      expect(fake.observations.map((o) => o.outcome)).toEqual(['succeeded']);
+      expect(invoke).toHaveBeenCalledTimes(1);
+    });
+  });
+
   describe('when the server records a payload other than the one sent', () => {
     it('throws PAYLOAD_HASH_MISMATCH before invoking', async () => {
       const { client, invoke } = setup(

@@ -405,19 +405,29 @@ async function recordInDoubt<T>(
   },
 ): Promise<ExecutedResult<T>> {
   const { base, decision, approval, expectedHash, options } = input;
-  const recorded = await client.observations.create({
-    proposal_id: base.proposal.id,
-    outcome: 'unknown',
-    result: {
-      error: {
-        code: 'EXECUTION_IN_DOUBT',
-        message:
-          'an earlier attempt claimed this execution and recorded no observation; the tool may have run',
+  let recorded: Awaited<ReturnType<VouchClient['observations']['create']>>;
+  try {
+    recorded = await client.observations.create({
+      proposal_id: base.proposal.id,
+      outcome: 'unknown',
+      result: {
+        error: {
+          code: 'EXECUTION_IN_DOUBT',
+          message:
+            'an earlier attempt claimed this execution and recorded no observation; the tool may have run',
+        },
       },
-    },
-    payload_hash: expectedHash,
-    ...(decision.approval_request_id ? { approval_request_id: decision.approval_request_id } : {}),
-  });
+      payload_hash: expectedHash,
+      ...(decision.approval_request_id ? { approval_request_id: decision.approval_request_id } : {}),
+    });
+  } catch (error) {
+    // The earlier attempt recorded its observation meanwhile: that account stands (the
+    // server kept this one as a refused execution), and it is the answer.
+    if (!isVouchClientError(error) || error.code !== 'OBSERVATION_CONFLICT') throw error;
+    const story = await client.proposals.get(base.proposal.id);
+    if (!story.observation) throw error;
+    return replayResult(client, { base, story, decision, options });
+  }
   let verification: VerificationRecord | null = null;
   let verificationError: VouchClientError | null = null;
   if (options.verify !== false) {

@@ -9,6 +9,8 @@ describe('@vouch/client', () => {
       expect(Object.keys(client).sort()).toEqual([
         'API_CONTRACT',
         'CLIENT_ERROR_CODES',
+        'PROPOSAL_OUTCOMES',
+        'PROPOSAL_STAGES',
         'SERVER_ERROR_CODES',
         'VouchClientError',
         'approvalStateOf',

@@ -35,6 +35,7 @@ export type {
   ProposalOutcome,
   ProposalPayload,
   ProposalRecord,
+  ProposalStage,
   ProposalStory,
   ProposeBody,
   ProposeResponse,
@@ -54,7 +55,7 @@ export type {
   VerificationStatusReason,
 } from './api-types';
 /** Every route the client calls, for contract tests against the server's OpenAPI document. */
-export { API_CONTRACT } from './api-types';
+export { API_CONTRACT, PROPOSAL_OUTCOMES, PROPOSAL_STAGES } from './api-types';
 /** Whether an approval authorizes a proposal now, as the client checks before invoking. */
 export type { ApprovalState } from './approval-state';
 export { approvalStateOf } from './approval-state';

@@ -29,6 +29,7 @@ export const LEDGER_ERROR_CODES = [
   'APPROVAL_PAYLOAD_MISMATCH',
   'APPROVAL_SCOPE_MISMATCH',
   'OBSERVATION_EXISTS',
+  'OBSERVATION_CONFLICT',
   'VERIFICATION_INVALID',
   // integrity: a record row the server was about to act on disagrees with its event
   'RECORD_INTEGRITY_VIOLATION',

@@ -82,8 +82,8 @@ export {
   toolInputSchema,
   verificationInputSchema,
 } from './records/inputs';
-export type { ProposalStage } from './records/outcome';
-export { deriveOutcome, deriveStage } from './records/outcome';
+export type { ProposalStage, StageApproval } from './records/outcome';
+export { deriveOutcome, deriveStage, PROPOSAL_OUTCOMES, PROPOSAL_STAGES } from './records/outcome';
 export { proposalPayloadHash, proposalPayloadOf } from './records/payload-hash';
 export type { ApprovalStatus } from './records/queries';
 export type { IntegrityViolation } from './records/record-integrity';

@@ -19,9 +19,33 @@ function escapeHtml(text: string): string {
 }
 
 /** Inline `code` spans only; everything else in descriptions is escaped text. */
+function inline(text: string): string {
+  return escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>');
+}
+
+/**
+ * A description as HTML: paragraphs at blank lines, `- ` lines as a list, and fenced blocks
+ * (a Mermaid diagram) as preformatted text, shown as written since the page runs no script.
+ */
 function prose(text: unknown): string {
   if (typeof text !== 'string') return '';
-  return escapeHtml(text).replace(/`([^`]+)`/g, '<code>$1</code>');
+  return text
+    .split(/(```[^\n]*\n[\s\S]*?```)/)
+    .flatMap((part) => {
+      const fenced = part.match(/^```[^\n]*\n([\s\S]*?)```$/);
+      if (fenced) return [`<pre>${escapeHtml(fenced[1]!.trimEnd())}</pre>`];
+      return part
+        .split(/\n\s*\n/)
+        .filter((block) => block.trim() !== '')
+        .map((block) => {
+          const lines = block.trim().split('\n');
+          if (lines.every((line) => line.startsWith('- '))) {
+            return `<ul>${lines.map((line) => `<li>${inline(line.slice(2))}</li>`).join('')}</ul>`;
+          }
+          return `<p>${inline(block.trim())}</p>`;
+        });
+    })
+    .join('');
 }
 
 function anchor(text: string): string {
@@ -47,8 +71,8 @@ function renderOperation(path: string, method: string, op: JsonObject): string {
   parts.push(
     `<section class="op" id="${id}"><h3><span class="method ${method}">${method.toUpperCase()}</span> <code>${escapeHtml(path)}</code></h3>`,
   );
-  if (op.summary) parts.push(`<p class="summary">${prose(op.summary)}</p>`);
-  if (op.description) parts.push(`<p>${prose(op.description)}</p>`);
+  if (typeof op.summary === 'string') parts.push(`<p class="summary">${inline(op.summary)}</p>`);
+  if (op.description) parts.push(prose(op.description));
   parts.push(
     `<p class="auth">${Array.isArray(op.security) && op.security.length > 0 ? 'Needs <code>Authorization: Bearer &lt;key&gt;</code>' : 'No key needed'}</p>`,
   );
@@ -115,7 +139,7 @@ export function renderDocsPage(document: unknown): string {
   const sections = tags
     .map(
       (tag) =>
-        `<h2 id="tag-${anchor(String(tag.name))}">${escapeHtml(String(tag.name))}</h2><p>${prose(tag.description)}</p>\n` +
+        `<h2 id="tag-${anchor(String(tag.name))}">${escapeHtml(String(tag.name))}</h2>${prose(tag.description)}\n` +
         operations
           .filter((o) => o.tag === tag.name)
           .map((o) => renderOperation(o.path, o.method, o.op))
@@ -144,7 +168,7 @@ table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ddd;paddin
 </head>
 <body>
 <h1>${escapeHtml(String(info.title ?? 'API'))} <small>${escapeHtml(String(info.version ?? ''))}</small></h1>
-<p>${prose(info.description)}</p>
+${prose(info.description)}
 <p>Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI ${escapeHtml(String(doc.openapi ?? ''))}).</p>
 <h2>Operations</h2>
 <ul>${toc}</ul>

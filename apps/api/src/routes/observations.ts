@@ -24,7 +24,7 @@ const observe = createRoute({
   path: '/v1/observations',
   tags: ['observations'],
   summary: 'Record what the tool really returned',
-  description: `A tool's output is not verified truth. Refused unless the proposal was allowed (or approved) and the caller is the authorized identity; the refused attempt is itself recorded. An observation is recorded once; the same post again replays it (200). ${rolesNote(ACCESS.observe)}`,
+  description: `A tool's output is not verified truth. Refused unless the proposal was allowed (or approved) and the caller is the authorized identity; the refused attempt is itself recorded. One proposal, one observation: the same post again, from the identity that executed, replays it (200, \`replayed: true\`); the body is compared as canonical JSON, so key order and omitted defaults do not matter. Any other account of the execution (another outcome, result, status or timing, another identity, a payload hash or approval request it was not recorded under) is refused with \`OBSERVATION_CONFLICT\` and kept as a refused execution that names the observation. ${rolesNote(ACCESS.observe)}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.observe), jsonBody({ required: true })] as const,
   request: { query: LogQuerySchema, body: { required: true, content: json(ObservationInputSchema) } },
@@ -41,7 +41,9 @@ const observe = createRoute({
     },
     403: errorResponseSpec('`EXECUTION_NOT_AUTHORIZED` or `IDENTITY_MISMATCH` (the attempt is recorded)'),
     404: errorResponseSpec('No such proposal (`NOT_FOUND`)'),
-    409: errorResponseSpec('`APPROVAL_EXPIRED`, `APPROVAL_CONSUMED`, `APPROVAL_PAYLOAD_MISMATCH`'),
+    409: errorResponseSpec(
+      '`OBSERVATION_CONFLICT` (another account of a recorded execution; the attempt is recorded), `APPROVAL_EXPIRED`, `APPROVAL_CONSUMED`, `APPROVAL_PAYLOAD_MISMATCH`',
+    ),
   },
 });
 

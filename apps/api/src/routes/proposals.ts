@@ -4,6 +4,7 @@ import type { VouchApp } from '../app';
 import { assertEnvironment, requireRole } from '../auth/authorize';
 import { ApiError } from '../errors';
 import { jsonBody } from '../http/json-body';
+import { OUTCOME_VALUES_TEXT, PROPOSAL_LIFE_DIAGRAM, STAGE_VALUES_TEXT } from '../openapi/proposal-life';
 import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
 import {
   ApprovalRequestSchema,
@@ -50,7 +51,7 @@ const getProposal = createRoute({
   path: '/v1/proposals/{id}',
   tags: ['proposals'],
   summary: 'The whole story of a proposal',
-  description: `Proposal, decision, approval, observation, verifications, the derived outcome, and the audit events that record them. ${rolesNote(ACCESS.getProposal)}`,
+  description: `Proposal, decision, approval, observation, refused executions, verifications, the derived \`stage\` and \`outcome\`, and the audit events that record them. ${rolesNote(ACCESS.getProposal)}\n\nThe outer states are the \`outcome\`; inside \`not_executed\`, the \`stage\`. These names replace \`completed\`, \`failed\`, \`aborted\`, \`pending\` and the stages \`refused\`, \`verified\` of version 0.1.0 (a breaking rename before 1.0; docs/records.md maps old to new).\n\n\`outcome\`:\n\n${OUTCOME_VALUES_TEXT}\n\n\`stage\`:\n\n${STAGE_VALUES_TEXT}\n\n\`\`\`mermaid\n${PROPOSAL_LIFE_DIAGRAM}\n\`\`\``,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.getProposal)] as const,
   request: { params: ProposalIdParamSchema, query: LogQuerySchema },

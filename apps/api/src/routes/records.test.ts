@@ -158,7 +158,7 @@ describe('record routes', () => {
       });
       const story = await call('GET', `/v1/proposals/${id}`, k.auditor);
       expect(story.body.refusals).toHaveLength(1);
-      expect(story.body.outcome).toBe('pending');
+      expect(story.body.outcome).toBe('awaiting_verification');
     });
 
     it('runs the configured verifiers on POST /v1/observations/{id}/verify and derives passed', async () => {
@@ -178,7 +178,7 @@ describe('record routes', () => {
         body: { status: 'passed', checks: [{ name: 'lookup.done', source: 'audit-replica' }] },
       });
       const story = await call('GET', `/v1/proposals/${proposed.body.proposal.id}`, k.gw);
-      expect(story.body.outcome).toBe('completed');
+      expect(story.body.outcome).toBe('verified');
     });
 
     it('refuses a supplied verification status', async () => {

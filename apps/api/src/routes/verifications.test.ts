@@ -95,7 +95,7 @@ describe.each(testBackends())('verification routes on $name', ({ open }) => {
           verification_status: { status: 'failed' },
         },
       });
-      expect((await story()).outcome).toBe('failed');
+      expect((await story()).outcome).toBe('verification_failed');
       const passed = await post(k.verifier, [check('pass')]);
       expect(passed.body).toMatchObject({ status: 'passed', verification_status: { status: 'failed' } });
       expect(await story()).toMatchObject({ outcome: 'failed', verification_status: { status: 'failed' } });
@@ -116,7 +116,7 @@ describe.each(testBackends())('verification routes on $name', ({ open }) => {
       const asExecutor = await post(k.gwAsVerifier, [check('pass')], supersede);
       expect(asExecutor).toMatchObject({ status: 403, body: { error: { code: 'SUPERSESSION_FORBIDDEN' } } });
       expect(await h.rowCounts()).toEqual(before);
-      expect((await story()).outcome).toBe('failed');
+      expect((await story()).outcome).toBe('verification_failed');
     });
 
     it('refuses a supersession without a reason with 400 and one of a non-definitive record with 409', async () => {
@@ -156,7 +156,7 @@ describe.each(testBackends())('verification routes on $name', ({ open }) => {
         },
       });
       const told = await story();
-      expect(told.outcome).toBe('completed');
+      expect(told.outcome).toBe('verified');
       expect(told.verifications.map((v: Json) => v.id)).toEqual([failed.body.id, again.body.id]);
       expect(told.events.filter((e: Json) => e.kind === 'verification')).toHaveLength(2);
     });
@@ -187,7 +187,7 @@ describe.each(testBackends())('verification routes on $name', ({ open }) => {
       });
       expect((await story()).outcome).not.toBe('completed');
       await post(k.verifier, [check('pass', 'customer.notified')]);
-      expect((await story()).outcome).toBe('completed');
+      expect((await story()).outcome).toBe('verified');
     });
   });
 
@@ -209,12 +209,12 @@ describe.each(testBackends())('verification routes on $name', ({ open }) => {
           reason: 'OUTCOME_UNKNOWN',
           settles_at: new Date(T0 + SETTLE_SECONDS * 1000).toISOString(),
         });
-        expect(waiting.outcome).toBe('pending');
+        expect(waiting.outcome).toBe('awaiting_resolution');
         clock = T0 + SETTLE_SECONDS * 1000;
         const settled = await post(k.verifier, [check('pass')]);
         expect(settled.body).toMatchObject({ status: 'passed', verification_status: { status: 'passed' } });
         expect(settled.body.held).toBeUndefined();
-        expect((await story()).outcome).toBe('completed');
+        expect((await story()).outcome).toBe('verified');
       } finally {
         clock = T0;
       }

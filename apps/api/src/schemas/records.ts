@@ -5,11 +5,14 @@ import {
   decisionInputSchema,
   denyInputSchema,
   observationInputSchema,
+  PROPOSAL_OUTCOMES,
+  PROPOSAL_STAGES,
   proposalInputSchema,
   reverificationInputSchema,
   toolInputSchema,
   verificationInputSchema,
 } from '@vouch/ledger';
+import { OUTCOME_VALUES_TEXT, STAGE_VALUES_TEXT } from '../openapi/proposal-life';
 import { EventSchema } from './audit';
 import { LogIdSchema } from './common';
 
@@ -349,6 +352,9 @@ export const ProposalResultSchema = z
   })
   .openapi('ProposalResult');
 
+/** The keys of a meanings table, as the tuple `z.enum` takes. */
+const keysOf = <K extends string>(meanings: Record<K, string>) => Object.keys(meanings) as [K, ...K[]];
+
 export const StorySchema = z
   .object({
     proposal: ProposalSchema,
@@ -361,8 +367,12 @@ export const StorySchema = z
       description: 'The latest record, not the status: see `verification_status`.',
     }),
     verification_status: VerificationStatusSchema,
-    outcome: z.enum(['completed', 'failed', 'aborted', 'pending']),
-    stage: z.string(),
+    outcome: z.enum(keysOf(PROPOSAL_OUTCOMES)).openapi({
+      description: `What is known about the action's result, derived from the observation and the verification status:\n\n${OUTCOME_VALUES_TEXT}`,
+    }),
+    stage: z.enum(keysOf(PROPOSAL_STAGES)).openapi({
+      description: `How far the proposal got on its way to execution:\n\n${STAGE_VALUES_TEXT}`,
+    }),
     events: z.array(EventSchema),
   })
   .openapi('Story');

@@ -7,7 +7,10 @@ import type {
   DecisionRecord,
   ObservationRecord,
   PolicyReason,
+  ProposalOutcome,
   ProposalRecord,
+  ProposalStage,
+  ProposalStory,
   ProposeBody,
   RegisterToolBody,
   ToolRecord,
@@ -199,24 +202,78 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
     return decision;
   }
 
-  function story(proposal: ProposalRecord) {
+  function story(proposal: ProposalRecord): ProposalStory {
     const decision = decisions.get(proposal.id) ?? null;
     const observation = observations.find((o) => o.proposal_id === proposal.id) ?? null;
     const approval = decision?.approval_request_id ? approvalView(decision.approval_request_id) : null;
     const proposalVerifications = verifications.filter((v) => v.proposal_id === proposal.id);
+    const verification = proposalVerifications.at(-1) ?? null;
     return {
       proposal,
       decision,
-      approval: approval && { ...approval, payload: undefined, canonical_payload: undefined },
+      approval: approval && {
+        request: approval.request,
+        resolution: approval.resolution,
+        uses: approval.uses,
+        status: approval.status,
+        proposal: approval.proposal,
+      },
       observation,
       refusals: [],
       verifications: proposalVerifications,
-      verification: proposalVerifications.at(-1) ?? null,
-      outcome: 'pending',
-      stage: 'unknown',
+      verification,
+      outcome: outcomeOf(observation, verification),
+      stage: stageOf(proposal, decision, approval, observation),
       events: [],
     };
   }
+
+  // As the ledger derives them (records/outcome.ts), from the latest verification; the fake
+  // keeps no refused executions, so it never reports `execution_refused`.
+  function outcomeOf(
+    observation: ObservationRecord | null,
+    verification: VerificationRecord | null,
+  ): ProposalOutcome {
+    if (!observation) return 'not_executed';
+    if (verification?.status === 'passed') return 'verified';
+    if (verification?.status === 'failed') return 'verification_failed';
+    if (observation.outcome === 'unknown') return 'awaiting_resolution';
+    return verification ? 'unverified' : 'awaiting_verification';
+  }
+
+  function stageOf(
+    proposal: ProposalRecord,
+    decision: DecisionRecord | null,
+    approval: ApprovalDetail | null,
+    observation: ObservationRecord | null,
+  ): ProposalStage {
+    if (observation) return 'executed';
+    if (!decision) return 'awaiting_decision';
+    if (decision.verdict === 'deny') return 'denied';
+    if (decision.verdict === 'repair') return 'repair_proposed';
+    if (decision.verdict === 'allow' || approval?.uses.some((u) => u.proposal_id === proposal.id)) {
+      return 'authorized';
+    }
+    const byStatus = {
+      pending: 'awaiting_approval',
+      approved: 'authorized',
+      denied: 'approval_denied',
+      expired: 'approval_expired',
+      used: 'approval_used',
+    } as const;
+    return approval ? byStatus[approval.status] : 'awaiting_approval';
+  }
+
+  /** What an observation keeps of the body, as canonical JSON: a retry compares equal. */
+  const observedText = (o: Record<string, unknown>) =>
+    canonicalJson({
+      outcome: o.outcome,
+      result: o.result ?? null,
+      transport_status: o.transport_status ?? null,
+      tool_error: o.tool_error ?? null,
+      started_at: o.started_at ?? null,
+      finished_at: o.finished_at ?? null,
+    });
 
   const json = (status: number, body: unknown) =>
     new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
@@ -319,7 +376,16 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       const proposal = proposals.get(String(input.proposal_id));
       if (!proposal) return error(404, 'NOT_FOUND', 'no such proposal');
       const existing = observations.find((o) => o.proposal_id === proposal.id);
-      if (existing) return json(200, { observation: existing, replayed: true });
+      if (existing) {
+        // As the ledger: the same account again is a replay, another one a conflict.
+        if (observedText(input) === observedText(existing as unknown as Record<string, unknown>)) {
+          return json(200, { observation: existing, replayed: true });
+        }
+        return error(409, 'OBSERVATION_CONFLICT', 'another account of a recorded execution', {
+          proposal_id: proposal.id,
+          observation_id: existing.id,
+        });
+      }
       const decision = decisions.get(proposal.id)!;
       const claimed = authorize(proposal, input as { payload_hash?: string });
       if (claimed instanceof Response) return claimed;

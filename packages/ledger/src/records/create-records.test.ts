@@ -366,7 +366,8 @@ describe.each(testBackends())('records on $name', ({ open }) => {
           { code: 'EXECUTION_NOT_AUTHORIZED', attempted_by: 'agent:billing', attempted: attempt },
         ]);
         expect(story.events.map((e) => e.kind)).toEqual(['proposal', 'decision', 'execution_refused']);
-        expect(story.stage).toBe('refused');
+        expect(story.stage).toBe('execution_refused');
+        expect(story.outcome).toBe('not_executed');
       });
 
       it('refuses an undecided proposal with EXECUTION_NOT_AUTHORIZED', async () => {
@@ -421,16 +422,53 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         });
       });
 
-      it('returns the first observation when posted twice and never records a second', async () => {
+      it('replays the same observation from the same identity and writes nothing', async () => {
         const { agent, log } = await setup();
         const { proposal } = await records.propose(agent, refund('k1'));
         const first = await records.observe(agent, { proposal_id: proposal.id, outcome: 'unknown' });
-        const second = await records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
-        expect(second).toEqual({ observation: first.observation, replayed: true });
-        expect(await count('observations', log)).toBe(1);
+        const before = await counts(log);
+        const again = await records.observe(agent, {
+          outcome: 'unknown',
+          result: null,
+          proposal_id: proposal.id,
+        });
+        expect(again).toEqual({ observation: first.observation, replayed: true });
+        expect(await counts(log)).toEqual(before);
         // An unknown outcome is never retried automatically: authorization is closed.
         expect(await codeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe(
           'OBSERVATION_EXISTS',
+        );
+      });
+
+      it('refuses another account of the execution with OBSERVATION_CONFLICT and keeps the attempt', async () => {
+        const { agent, log } = await setup();
+        const { proposal } = await records.propose(agent, refund('k1'));
+        const first = await records.observe(agent, { proposal_id: proposal.id, outcome: 'unknown' });
+        const attempt = { proposal_id: proposal.id, outcome: 'succeeded' };
+        const refused = await records.observe(agent, attempt).catch((error: unknown) => error);
+        expect(refused).toMatchObject({
+          code: 'OBSERVATION_CONFLICT',
+          details: { proposal_id: proposal.id, observation_id: first.observation.id },
+        });
+        expect(await count('observations', log)).toBe(1);
+        const story = await records.story(log, proposal.id);
+        expect(story.observation).toEqual(first.observation);
+        expect(story.refusals).toMatchObject([
+          { code: 'OBSERVATION_CONFLICT', attempted_by: 'agent:billing', attempted: attempt },
+        ]);
+        expect(story.refusals[0]!.message).toContain(first.observation.id);
+      });
+
+      it('refuses a claim the observation was not recorded under', async () => {
+        const { agent } = await setup();
+        const { proposal } = await records.propose(agent, refund('k1'));
+        await records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
+        const same = { proposal_id: proposal.id, outcome: 'succeeded' };
+        expect(
+          (await records.observe(agent, { ...same, payload_hash: proposal.payload_hash })).replayed,
+        ).toBe(true);
+        expect(await codeOf(records.observe(agent, { ...same, payload_hash: 'f'.repeat(64) }))).toBe(
+          'OBSERVATION_CONFLICT',
         );
       });
     });
@@ -502,6 +540,22 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         });
         expect(observation.approval_use_id).toMatch(/^use_/);
         expect((await records.getApproval(log, approval!.id)).status).toBe('used');
+      });
+
+      it('replays an approved execution only under the approval it was recorded under', async () => {
+        const { agent, alice } = await setupIrreversible();
+        const { proposal, approval } = await records.propose(agent, refund('k1'));
+        await records.approve(alice, { request_id: approval!.id });
+        const other = await records.propose(agent, refund('k2', { arguments: { amount: 6 } }));
+        const post = { proposal_id: proposal.id, outcome: 'succeeded', approval_request_id: approval!.id };
+        const first = await records.observe(agent, post);
+        expect(await records.observe(agent, post)).toEqual({
+          observation: first.observation,
+          replayed: true,
+        });
+        expect(
+          await codeOf(records.observe(agent, { ...post, approval_request_id: other.approval!.id })),
+        ).toBe('OBSERVATION_CONFLICT');
       });
 
       it('lets a denial answer only that request', async () => {
@@ -667,14 +721,21 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         Array.from({ length: 30 }, async (_, i) => {
           const { proposal, decision } = await records.propose(agent, refund(`many-${i}`));
           expect(decision?.verdict).toBe('allow');
-          const [first, second] = await Promise.allSettled([
-            records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' }),
-            records.observe(agent, { proposal_id: proposal.id, outcome: 'failed' }),
-          ]);
-          const observed = [first, second].filter((r) => r.status === 'fulfilled');
-          expect(observed).toHaveLength(2);
-          const ids = new Set(observed.map((r) => r.value.observation.id));
+          // Two accounts of one execution race, one of them posted twice: whichever is
+          // recorded first, its twin replays it and the other account is refused.
+          const outcomes = ['succeeded', 'succeeded', 'failed'] as const;
+          const settled = await Promise.allSettled(
+            outcomes.map((outcome) => records.observe(agent, { proposal_id: proposal.id, outcome })),
+          );
+          const observed = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value.observation] : []));
+          const ids = new Set(observed.map((o) => o.id));
           expect(ids.size).toBe(1);
+          const recorded = observed[0]!.outcome;
+          expect(observed).toHaveLength(outcomes.filter((o) => o === recorded).length);
+          const refused = settled.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
+          expect(refused.map((e) => e.code)).toEqual(
+            outcomes.filter((o) => o !== recorded).map(() => 'OBSERVATION_CONFLICT'),
+          );
           const [observationId] = [...ids];
           await records.recordVerification(alice, {
             observation_id: observationId,
@@ -686,6 +747,8 @@ describe.each(testBackends())('records on $name', ({ open }) => {
       expect(new Set(stories).size).toBe(30);
       expect(await count('proposals', log)).toBe(30);
       expect(await count('observations', log)).toBe(30);
+      expect(await count('refused_executions', log)).toBeGreaterThanOrEqual(30);
+      expect(await count('refused_executions', log)).toBeLessThanOrEqual(60);
       expect(await count('verifications', log)).toBe(30);
       const report = await ledger.verifyChain({ log });
       expect(report).toMatchObject({ ok: true, failures: [] });
@@ -765,7 +828,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
           undeclared: [],
         });
         const story = await records.story(log, proposal.id);
-        expect(story.outcome).toBe('failed');
+        expect(story.outcome).toBe('verification_failed');
         expect(story.events.map((e) => e.kind)).toEqual([
           'proposal',
           'decision',
@@ -787,7 +850,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
           reason: 'NOT_INDEPENDENT',
           reported: 'pass',
         });
-        expect((await records.story(log, proposal.id)).outcome).toBe('aborted');
+        expect((await records.story(log, proposal.id)).outcome).toBe('unverified');
       });
     });
 
@@ -804,9 +867,9 @@ describe.each(testBackends())('records on $name', ({ open }) => {
 
       it('completes the proposal once every declared postcondition passed', async () => {
         const { verify, log, proposal } = await executed();
-        expect((await records.story(log, proposal.id)).outcome).toBe('pending');
+        expect((await records.story(log, proposal.id)).outcome).toBe('awaiting_verification');
         await verify([pass()]);
-        expect((await records.story(log, proposal.id)).outcome).toBe('completed');
+        expect((await records.story(log, proposal.id)).outcome).toBe('verified');
       });
     });
 
@@ -820,7 +883,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
           reason: 'UNPROVEN',
           postconditions: [{ name: 'refund.recorded', status: 'inconclusive', decided_by: [] }],
         });
-        expect(await statusOf()).toEqual({ status: 'inconclusive', outcome: 'aborted' });
+        expect(await statusOf()).toEqual({ status: 'inconclusive', outcome: 'unverified' });
       });
 
       it('matches a host check by the postcondition it answers, not its name', async () => {
@@ -841,11 +904,11 @@ describe.each(testBackends())('records on $name', ({ open }) => {
           { name: 'refund.recorded', status: 'passed', decided_by: [first.verification.id] },
           { name: 'customer.notified', status: 'inconclusive', decided_by: [] },
         ]);
-        expect(await statusOf()).toEqual({ status: 'inconclusive', outcome: 'aborted' });
+        expect(await statusOf()).toEqual({ status: 'inconclusive', outcome: 'unverified' });
         const second = await verify([pass('customer.notified')]);
         expect(second.verification.status).toBe('inconclusive');
         expect(second.verification_status.status).toBe('passed');
-        expect(await statusOf()).toEqual({ status: 'passed', outcome: 'completed' });
+        expect(await statusOf()).toEqual({ status: 'passed', outcome: 'verified' });
       });
     });
 
@@ -861,8 +924,8 @@ describe.each(testBackends())('records on $name', ({ open }) => {
 
     describe('when a definitive result is followed by an inconclusive one', () => {
       it.each([
-        ['failed', fail, 'failed'],
-        ['passed', pass, 'completed'],
+        ['failed', fail, 'verification_failed'],
+        ['passed', pass, 'verified'],
       ] as const)('keeps %s', async (status, check, outcome) => {
         const { verify, statusOf } = await executed();
         await verify([check()]);
@@ -906,8 +969,8 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         });
         const story = await records.story(log, proposal.id);
         expect(story.verifications.map((v) => v.id)).toEqual([failed.verification.id, again.verification.id]);
-        expect(story.outcome).toBe('completed');
-        expect(await statusOf()).toEqual({ status: 'passed', outcome: 'completed' });
+        expect(story.outcome).toBe('verified');
+        expect(await statusOf()).toEqual({ status: 'passed', outcome: 'verified' });
         expect(await failuresOf(log)).toEqual([]);
         expect((await ledger.verifyChain({ log })).ok).toBe(true);
         // An owner who quietly drops the supersession from the row is caught against the chain.
@@ -998,7 +1061,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
             settles_at: new Date(T0 + 900_000).toISOString(),
           });
           // Awaiting resolution: no verdict yet, so not aborted either.
-          expect(await statusOf()).toEqual({ status: 'inconclusive', outcome: 'pending' });
+          expect(await statusOf()).toEqual({ status: 'inconclusive', outcome: 'awaiting_resolution' });
           expect(
             await codeOf(verify([pass()], { supersedes: [early.verification.id], reason: 'too early' })),
           ).toBe('SUPERSESSION_INVALID');
@@ -1007,7 +1070,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
           const settled = await verify([pass()]);
           expect(settled.verification).toMatchObject({ status: 'passed' });
           expect(settled.verification.held).toBeUndefined();
-          expect(await statusOf()).toEqual({ status: 'passed', outcome: 'completed' });
+          expect(await statusOf()).toEqual({ status: 'passed', outcome: 'verified' });
           expect(await failuresOf(log)).toEqual([]);
         } finally {
           clock = T0;

@@ -49,6 +49,7 @@ import {
   toolInputSchema,
   verificationInputSchema,
 } from './inputs';
+import { isObservationReplay } from './observation-replay';
 import { deriveOutcome, deriveStage, type ProposalStage } from './outcome';
 import { proposalPayloadHash, proposalPayloadOf } from './payload-hash';
 import {
@@ -682,23 +683,41 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         async (tx) => {
           const now = timeOf(tx);
           const proposal = await mustGetProposal(batchedReads(tx.db, tx.log), input.proposal_id);
-          const first = await batchedReads(tx.db, tx.log).observationOf(proposal.id);
-          if (first) return { kind: 'observed' as const, replayed: true, observation: first };
-          const checked = await checkExecution(tx, ctx.caller, proposal, input, now);
-          if (!checked.ok) {
-            // The attempt is evidence (a gateway that executed anyway, a stolen key): keep it,
-            // then refuse. Returning instead of throwing lets this refusal commit.
+          // The attempt is evidence (a gateway that executed anyway, a stolen key, a second
+          // account of what happened): keep it, then refuse. Returning instead of throwing
+          // lets this refusal commit.
+          const refuse = (code: LedgerErrorCode, message: string, details: Record<string, string> = {}) => {
             const refusal = writeRefusal(tx, ctx.caller.identity, {
               id: newId('ref'),
               proposal_id: proposal.id,
-              code: checked.code,
-              message: checked.message,
+              code,
+              message,
               attempted_by: ctx.caller.identity,
               attempted: body as JsonValue,
               refused_at: now,
             });
-            return { kind: 'refused' as const, code: checked.code, message: checked.message, refusal };
+            return {
+              kind: 'refused' as const,
+              code,
+              message,
+              details: { ...details, refusal_id: refusal.id },
+            };
+          };
+          const first = await batchedReads(tx.db, tx.log).observationOf(proposal.id);
+          if (first) {
+            const replay = { recorded: first, proposal, caller: ctx.caller, attempt: input };
+            if (await isObservationReplay(batchedReads(tx.db, tx.log), replay)) {
+              return { kind: 'observed' as const, replayed: true, observation: first };
+            }
+            // One execution, one account of it: a different one is refused, never swallowed.
+            return refuse(
+              'OBSERVATION_CONFLICT',
+              `proposal ${proposal.id} already has observation ${first.id} (${first.outcome}, by ${first.executed_by}); another account of it is refused`,
+              { observation_id: first.id },
+            );
           }
+          const checked = await checkExecution(tx, ctx.caller, proposal, input, now);
+          if (!checked.ok) return refuse(checked.code, checked.message);
           const observation = writeObservation(tx, ctx.caller.identity, {
             id: newId('obs'),
             proposal_id: proposal.id,
@@ -720,7 +739,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       );
       if (outcome.kind === 'refused') {
         throw new LedgerError(outcome.code, outcome.message, {
-          details: { proposal_id: input.proposal_id, refusal_id: outcome.refusal.id },
+          details: { proposal_id: input.proposal_id, ...outcome.details },
         });
       }
       return { observation: outcome.observation, replayed: outcome.replayed };
@@ -838,14 +857,8 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         verifications: verificationList,
         verification,
         verification_status: verificationStatus,
-        outcome: deriveOutcome({ verification: verified }),
-        stage: deriveStage({
-          decision,
-          resolution: approval?.resolution ?? null,
-          observation,
-          verification: verified,
-          refusals,
-        }),
+        outcome: deriveOutcome({ observation, verificationStatus: verified?.status ?? null }),
+        stage: deriveStage({ proposal, decision, approval, observation, refusals }),
         events,
       };
     },

@@ -43,7 +43,12 @@ export const recordKeys = {
   /** Answering an approval request changes what every execution and proposal reads. */
   resolveApproval: (): ConflictKeys => ({ writes: [APPROVALS] }),
 
-  /** `authorize` and `observe` own their proposal: one execution per proposal. */
+  /**
+   * `authorize` and `observe` own their proposal: one execution per proposal. A second
+   * observation (a replay, or an OBSERVATION_CONFLICT refusal) writes under the same key, so
+   * it runs in a wave after the first and reads it; its replay check reads only approval uses
+   * committed with that first observation.
+   */
   execute: (proposalId: string): ConflictKeys => ({
     reads: [APPROVALS],
     writes: [key('proposal', proposalId)],

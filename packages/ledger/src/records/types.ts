@@ -26,8 +26,14 @@ export type ObservationOutcome = 'succeeded' | 'failed' | 'unknown';
 /** Derived from the verification checks, never supplied. */
 export type VerificationStatus = 'passed' | 'failed' | 'inconclusive';
 
-/** Derived from a proposal's latest verification: completed, failed, aborted (inconclusive) or pending. */
-export type ProposalOutcome = 'completed' | 'failed' | 'aborted' | 'pending';
+/** What is known about a proposal's result, derived from its records (`records/outcome.ts` says how). */
+export type ProposalOutcome =
+  | 'not_executed'
+  | 'awaiting_verification'
+  | 'awaiting_resolution'
+  | 'verified'
+  | 'verification_failed'
+  | 'unverified';
 
 /** What an action touches. `id` and `env` may be missing; the policy denies such a target as ambiguous. */
 export interface Target {
