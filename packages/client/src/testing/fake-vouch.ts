@@ -5,6 +5,7 @@ import type {
   ApprovalResolutionRecord,
   ApprovalUseRecord,
   DecisionRecord,
+  EffectiveVerification,
   ObservationRecord,
   PolicyReason,
   ProposalOutcome,
@@ -222,6 +223,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       refusals: [],
       verifications: proposalVerifications,
       verification,
+      verification_status: statusOf(verification),
       outcome: outcomeOf(observation, verification),
       stage: stageOf(proposal, decision, approval, observation),
       events: [],
@@ -230,6 +232,19 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
 
   // As the ledger derives them (records/outcome.ts), from the latest verification; the fake
   // keeps no refused executions, so it never reports `execution_refused`.
+  // The fake keeps the latest record's status; the real rules (per postcondition, across
+  // records, supersession) are the server's and are tested against the real app.
+  function statusOf(verification: VerificationRecord | null): EffectiveVerification {
+    const status = verification?.status ?? 'inconclusive';
+    return {
+      status,
+      reason: verification === null ? 'NOT_VERIFIED' : status === 'inconclusive' ? 'UNPROVEN' : null,
+      postconditions: [],
+      superseded: [],
+      settles_at: null,
+    };
+  }
+
   function outcomeOf(
     observation: ObservationRecord | null,
     verification: VerificationRecord | null,
