@@ -20,6 +20,13 @@ export { openDatabase, ping, redactUrl, sqlStateOf } from './database';
 export type { LedgerErrorCode } from './errors';
 export { isLedgerError, LEDGER_ERROR_CODES, LedgerError } from './errors';
 export type { AppendInput, EventLimits } from './event-input';
+export { canonicalIdentity, identitiesCollide, identitySkeleton, sameIdentity } from './identity/identity';
+export type { ApiKeyRecord, KeyProof } from './keys/api-key-events';
+export { keyHashCommitment, SYSTEM_LOG } from './keys/api-key-events';
+export type { FoundApiKey, IssueApiKeyInput } from './keys/api-keys';
+export { countApiKeys, findApiKeysByHash, issueApiKey, listApiKeys, revokeApiKey } from './keys/api-keys';
+export type { ApiKeyFailure, CheckApiKeyTablesOptions } from './keys/check-api-key-tables';
+export { checkApiKeyTables } from './keys/check-api-key-tables';
 export type {
   AppendHook,
   EventLink,
@@ -109,5 +116,5 @@ export type {
   VerificationStatus,
 } from './records/types';
 export { SIDE_EFFECT_CLASSES } from './records/types';
-export { apiKeys, auditEvents, checkpoints, merkleNodes } from './schema/index';
+export { apiKeyRevocations, apiKeys, auditEvents, checkpoints, merkleNodes } from './schema/index';
 export type { VerifyChainOptions } from './verify-chain';

@@ -5,6 +5,7 @@ import { and, asc, eq } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
 import { anyOf } from '../batched-sql';
 import { LedgerError, type LedgerErrorCode } from '../errors';
+import { sameIdentity } from '../identity/identity';
 import type { EventLink, Ledger, StagingTransaction } from '../ledger';
 import {
   addSeconds,
@@ -311,7 +312,10 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     if (decision.verdict === 'deny' || decision.verdict === 'repair') {
       return refuse('EXECUTION_NOT_AUTHORIZED', `proposal ${proposal.id} was decided ${decision.verdict}`);
     }
-    if (decision.authorized_identity !== caller.identity) {
+    if (
+      decision.authorized_identity === null ||
+      !sameIdentity(decision.authorized_identity, caller.identity)
+    ) {
       return refuse(
         'IDENTITY_MISMATCH',
         `${caller.identity} is not the identity the decision authorized (${decision.authorized_identity})`,
@@ -386,7 +390,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         );
       }
       // Four eyes: whoever asked may not answer, in either direction.
-      if (ctx.caller.identity === request.requester) {
+      if (sameIdentity(ctx.caller.identity, request.requester)) {
         throw new LedgerError(
           'SELF_APPROVAL',
           `${ctx.caller.identity} cannot answer their own approval request`,
@@ -472,7 +476,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         const now = timeOf(tx);
         const existing = await batchedReads(tx.db, tx.log).proposalByKey(input.idempotency_key);
         if (existing) {
-          if (existing.payload_hash !== payloadHash || existing.requester !== caller.identity) {
+          if (existing.payload_hash !== payloadHash || !sameIdentity(existing.requester, caller.identity)) {
             throw new LedgerError(
               'IDEMPOTENCY_CONFLICT',
               `idempotency key ${input.idempotency_key} was used for another proposal`,
