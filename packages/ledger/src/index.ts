@@ -116,5 +116,7 @@ export type {
   VerificationStatus,
 } from './records/types';
 export { SIDE_EFFECT_CLASSES } from './records/types';
+export type { RoleStatus } from './runtime-role';
+export { assertMigrationsCurrent, grantRuntimeRole, roleStatus } from './runtime-role';
 export { apiKeyRevocations, apiKeys, auditEvents, checkpoints, merkleNodes } from './schema/index';
 export type { VerifyChainOptions } from './verify-chain';
