@@ -4,6 +4,9 @@ import { createTestDatabase } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CliIo } from '../cli/io';
+import { runMigrate } from '../cli/migrate';
+import { runServe } from '../cli/serve';
 import { createMemoryLogger } from '../logger';
 import { createHarness, type Harness } from '../testing/app-harness';
 import { prepareDatabase } from './database-role';
@@ -218,6 +221,71 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
         await empty.close();
         await created.drop();
       }
+    });
+  });
+
+  describe('when the operator sets it up with the CLI', () => {
+    const cli = (env: NodeJS.ProcessEnv) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const io: CliIo = {
+        out: (t) => out.push(t),
+        err: (t) => err.push(t),
+        env,
+        cwd: process.cwd(),
+        interactive: false,
+        stopRequested: () => Promise.resolve('SIGTERM'),
+      };
+      return { io, out: () => out.join(''), err: () => err.join('') };
+    };
+    const cliRole = `${role}_cli`;
+    let url: string;
+    let dropCli: () => Promise<void>;
+    beforeAll(async () => {
+      const created = await createTestDatabase(serverUrl!);
+      url = created.url;
+      dropCli = created.drop;
+    });
+    afterAll(async () => {
+      await dropCli?.();
+      const admin = postgres(serverUrl!, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`drop role if exists ${cliRole}`).catch(() => {});
+      await admin.end({ timeout: 5 });
+    });
+
+    it('vouch serve refuses a database that was never migrated, naming vouch migrate', async () => {
+      const run = cli({ DATABASE_URL: url, PORT: '0' });
+      expect(await runServe([], run.io)).toBe(2);
+      expect(run.err()).toMatch(/MIGRATIONS_PENDING.*vouch migrate/);
+    });
+
+    it('vouch migrate --runtime-role creates and grants the role, idempotently; serve then refuses the owner', async () => {
+      for (const pass of [1, 2]) {
+        const run = cli({ DATABASE_URL: url, VOUCH_APP_PASSWORD: password });
+        expect(
+          await runMigrate(
+            ['--runtime-role', cliRole, '--runtime-password-env', 'VOUCH_APP_PASSWORD'],
+            run.io,
+          ),
+        ).toBe(0);
+        expect(run.out()).toMatch(
+          pass === 1 ? /created and granted/ : new RegExp(`runtime role ${cliRole} granted`),
+        );
+        expect(run.out() + run.err()).not.toContain(password);
+      }
+      const asApp = new URL(url);
+      asApp.username = cliRole;
+      asApp.password = password;
+      const app = await openDatabase({ url: asApp.toString() });
+      try {
+        expect(await roleStatus(app)).toMatchObject({ role: cliRole, superuser: false, ownedTables: [] });
+      } finally {
+        await app.close();
+      }
+      const owned = cli({ DATABASE_URL: url, PORT: '0' });
+      expect(await runServe([], owned.io)).toBe(2);
+      expect(owned.err()).toMatch(/is a superuser|owns/);
+      expect(owned.err()).toContain('--allow-owner-role');
     });
   });
 
