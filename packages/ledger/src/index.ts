@@ -20,7 +20,7 @@ export { openDatabase, ping, redactUrl, sqlStateOf } from './database';
 export type { LedgerErrorCode } from './errors';
 export { isLedgerError, LEDGER_ERROR_CODES, LedgerError } from './errors';
 export type { AppendInput, EventLimits } from './event-input';
-export { canonicalIdentity, identitiesCollide, identitySkeleton, sameIdentity } from './identity/identity';
+export { identitiesCollide, identitySkeleton } from './identity/identity';
 export type { ApiKeyRecord, KeyProof } from './keys/api-key-events';
 export { keyHashCommitment, SYSTEM_LOG } from './keys/api-key-events';
 export type { FoundApiKey, IssueApiKeyInput } from './keys/api-keys';

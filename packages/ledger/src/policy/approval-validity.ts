@@ -1,4 +1,4 @@
-import { sameIdentity } from '../identity/identity';
+import { sameIdentity } from '@vouch/audit';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,

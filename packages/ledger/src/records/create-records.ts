@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { StoredEvent } from '@vouch/audit';
+import { sameIdentity } from '@vouch/audit';
 import { assessIndependence, deriveStatus } from '@vouch/verifier-sdk';
 import { and, asc, eq } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
 import { anyOf } from '../batched-sql';
 import { LedgerError, type LedgerErrorCode } from '../errors';
-import { sameIdentity } from '../identity/identity';
 import type { EventLink, Ledger, StagingTransaction } from '../ledger';
 import {
   addSeconds,
