@@ -32,7 +32,7 @@ function baseEnv(storage: StorageEnv): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...storage };
   if (!('DATABASE_URL' in storage)) delete env.DATABASE_URL;
   // Tests connect as the server's superuser: let serve migrate and run as that owner role.
-  // The runtime role has its own tests (packages/ledger/src/runtime-role.test.ts).
+  // The runtime role has its own tests (apps/api/src/auth/database-role.test.ts).
   else Object.assign(env, { VOUCH_MIGRATE: '1', VOUCH_ALLOW_OWNER_ROLE: '1' });
   return env;
 }
