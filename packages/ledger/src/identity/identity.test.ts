@@ -14,6 +14,10 @@ describe('identitiesCollide', () => {
     expect(identitySkeleton(`agent:b${CYRILLIC_I}lling-bot`)).toBe(identitySkeleton('agent:billing-bot'));
     expect(identitiesCollide(`agent:b${CYRILLIC_I}lling-bot`, 'agent:billing-bot')).toBe(true);
   });
+  it('refuses ASCII look-alikes whose prototypes differ only in case (zero for o)', () => {
+    expect(identitiesCollide('agent:b0t', 'agent:bot')).toBe(true);
+    expect(identitiesCollide('agent:bi11ing', 'agent:billing')).toBe(true);
+  });
   it('refuses another spelling of the same canonical identity', () => {
     expect(identitiesCollide('agent:BILLING-BOT', 'agent:billing-bot')).toBe(true);
   });

