@@ -31,6 +31,9 @@ function baseEnv(storage: StorageEnv): NodeJS.ProcessEnv {
   // Only what the server needs: nothing from the test runner's own environment leaks in.
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, ...storage };
   if (!('DATABASE_URL' in storage)) delete env.DATABASE_URL;
+  // Tests connect as the server's superuser: let serve migrate and run as that owner role.
+  // The runtime role has its own tests (apps/api/src/auth/database-role.test.ts).
+  else Object.assign(env, { VOUCH_MIGRATE: '1', VOUCH_ALLOW_OWNER_ROLE: '1' });
   return env;
 }
 

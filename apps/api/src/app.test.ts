@@ -270,16 +270,20 @@ describe('createApp', () => {
       const broken: KeyStore = {
         ...h.keys,
         findByHash: async (hash) => ({
-          id: 'key_x',
-          identity: 'user:x',
-          roles: ['admin'],
-          scopes: [],
-          environments: null,
-          logs: null,
-          createdBy: 'x',
-          createdAt: 'x',
-          revokedAt: null,
+          status: 'valid',
+          proof: 'proven',
           keyHash: hash,
+          key: {
+            id: 'key_x',
+            identity: 'user:x',
+            roles: ['admin'],
+            scopes: [],
+            environments: null,
+            logs: null,
+            createdBy: 'x',
+            createdAt: 'x',
+            revokedAt: null,
+          },
         }),
         list: async () => {
           throw new Error(`connection to postgres://admin:${secret}@db failed`);

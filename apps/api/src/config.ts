@@ -35,6 +35,14 @@ export interface ServeConfig {
   shutdownGraceMs: number;
   /** The verifier configuration: `VOUCH_CONFIG`, else `./vouch.config.json` when it exists. */
   verifierConfig: string | undefined;
+  /**
+   * Postgres only: serve even when the database role is a superuser or owns the ledger
+   * tables (`VOUCH_ALLOW_OWNER_ROLE=1`, `--allow-owner-role`). Such a role can switch the
+   * append-only triggers off; production runs as the runtime role `vouch migrate` grants.
+   */
+  allowOwnerRole?: boolean;
+  /** Postgres only: apply migrations before serving (`VOUCH_MIGRATE=1`, `--migrate`); needs the owner role. */
+  migrate?: boolean;
   /** Signed checkpoints: VOUCH_LOG_SIGNING_KEY, VOUCH_LOG_ORIGIN, VOUCH_CHECKPOINT_INTERVAL_MS (docs/transparency.md). */
   transparency?: TransparencyConfig;
 }
@@ -66,7 +74,16 @@ export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
     shutdownGraceMs: integer(env, 'VOUCH_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     verifierConfig: verifierConfigPath(env, cwd),
     transparency: transparencyConfig(env),
+    allowOwnerRole: flag(env, 'VOUCH_ALLOW_OWNER_ROLE'),
+    migrate: flag(env, 'VOUCH_MIGRATE'),
   };
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = env[name]?.trim();
+  if (!raw || raw === '0' || raw === 'false') return false;
+  if (raw === '1' || raw === 'true') return true;
+  throw new ConfigError(`${name}=${raw}: use 1 or 0`);
 }
 
 function verifierConfigPath(env: NodeJS.ProcessEnv, cwd: string): string | undefined {

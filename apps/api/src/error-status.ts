@@ -62,6 +62,8 @@ export const STATUS_BY_CODE = {
   NOT_FOUND: 404,
   TOOL_NOT_REGISTERED: 422,
   TOOL_EXISTS: 409,
+  // An identity spelled differently from an existing key's but the same, or a look-alike.
+  IDENTITY_COLLISION: 409,
   IDEMPOTENCY_CONFLICT: 409,
   DECISION_EXISTS: 409,
   DECISION_PENDING: 409,

@@ -1,7 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { type ServerType, serve } from '@hono/node-server';
-import { createLedger, type Database, type Ledger, migrate } from '@vouch/ledger';
+import { createLedger, type Database, type Ledger } from '@vouch/ledger';
 import { createApp } from './app';
+import { prepareDatabase } from './auth/database-role';
 import { createKeyStore } from './auth/key-store';
 import { describeTarget, type ServeConfig } from './config';
 import type { Logger } from './logger';
@@ -37,7 +38,7 @@ export interface StartServerOptions {
 }
 
 /**
- * Open the database, apply migrations, bootstrap the first admin key, and listen.
+ * Open the database, apply migrations (PGlite) or check them and the role (Postgres), bootstrap the first admin key, and listen.
  *
  * @example
  * const server = await startServer({ config: serveConfig(process.env, process.cwd()), logger, announceAdminKey });
@@ -49,7 +50,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   let ledger: Ledger | undefined;
   let verification: VerificationHost | undefined;
   try {
-    await migrate(database);
+    await prepareDatabase(database, config, logger);
     verification = config.verifierConfig
       ? await loadVerificationHost(config.verifierConfig, logger)
       : emptyVerificationHost();

@@ -10,6 +10,7 @@ export type { AuditErrorCode } from './errors';
 export { AuditError, isAuditError } from './errors';
 export type { EventHeader, StoredEvent } from './event-hash';
 export { eventHashOf, GENESIS_PREV_HASH, payloadHashOf } from './event-hash';
+export { canonicalIdentity, sameIdentity } from './identity';
 export { CompactRange } from './merkle-compact-range';
 export {
   bytesEqual,

@@ -16,6 +16,16 @@ export type ChainFailureCode =
   | 'RECORD_WITHOUT_EVENT'
   /** A record row's content differs from the payload of its event. */
   | 'RECORD_MISMATCH'
+  /** An API key row (or revocation row) that no event of the `system` log accounts for. */
+  | 'KEY_WITHOUT_EVENT'
+  /** An API key row that differs from its `api_key.created` event, or such an event whose row is gone. */
+  | 'KEY_MISMATCH'
+  /** An API key issued before events committed to the key hash: all but the hash is proven; rotate it. */
+  | 'KEY_UNPROVEN'
+  /** A revocation row that no `api_key.revoked` event accounts for. */
+  | 'REVOCATION_WITHOUT_EVENT'
+  /** A revocation row that differs from its event, or a revocation event whose row is gone. */
+  | 'REVOCATION_MISMATCH'
   /** An event row names another log than the one being verified. */
   | 'LOG_MISMATCH';
 

@@ -67,6 +67,12 @@ describe('approvalStateOf', () => {
         'payload_mismatch',
       ));
   });
+  describe('when the request names the requester in another spelling', () => {
+    it('is the same requester (one canonical identity, as the server compares)', () => {
+      const requester = proposal.requester.toUpperCase();
+      expect(approvalStateOf(view('approved', { request: { requester } }), proposal)).toBe('approved');
+    });
+  });
   describe('when the request is another requester, server or tool', () => {
     it('is scope_mismatch', () => {
       expect(approvalStateOf(view('approved', { request: { requester: 'agent:z' } }), proposal)).toBe(

@@ -1,3 +1,4 @@
+import { sameIdentity } from '@vouch/audit';
 import type { ApprovalView, ProposalRecord } from './api-types';
 
 /**
@@ -24,7 +25,7 @@ export type ApprovalState =
 export function approvalStateOf(view: ApprovalView, proposal: ProposalRecord): ApprovalState {
   const { request, uses } = view;
   if (
-    request.requester !== proposal.requester ||
+    !sameIdentity(request.requester, proposal.requester) ||
     request.server_id !== proposal.server_id ||
     request.tool_name !== proposal.tool_name
   ) {

@@ -1,3 +1,4 @@
+import { sameIdentity } from '@vouch/audit';
 import type {
   ApprovalView,
   DecisionRecord,
@@ -329,7 +330,10 @@ async function executeOnce<T>(
 
   // The server refuses an execution by anyone but the authorized identity; checking first
   // keeps the tool from running for a record that would then be refused.
-  if (decision.authorized_identity !== proposal.requester) {
+  if (
+    decision.authorized_identity === null ||
+    !sameIdentity(decision.authorized_identity, proposal.requester)
+  ) {
     const reasons = decision.reasons;
     return { ...base, status: 'not_authorized', code: 'IDENTITY_MISMATCH', decision, approval, reasons };
   }

@@ -20,6 +20,13 @@ export { openDatabase, ping, redactUrl, sqlStateOf } from './database';
 export type { LedgerErrorCode } from './errors';
 export { isLedgerError, LEDGER_ERROR_CODES, LedgerError } from './errors';
 export type { AppendInput, EventLimits } from './event-input';
+export { identitiesCollide, identitySkeleton } from './identity/identity';
+export type { ApiKeyRecord, KeyProof } from './keys/api-key-events';
+export { keyHashCommitment, SYSTEM_LOG } from './keys/api-key-events';
+export type { FoundApiKey, IssueApiKeyInput } from './keys/api-keys';
+export { countApiKeys, findApiKeysByHash, issueApiKey, listApiKeys, revokeApiKey } from './keys/api-keys';
+export type { ApiKeyFailure, CheckApiKeyTablesOptions } from './keys/check-api-key-tables';
+export { checkApiKeyTables } from './keys/check-api-key-tables';
 export type {
   AppendHook,
   EventLink,
@@ -120,5 +127,7 @@ export type {
   VerificationStatusReason,
 } from './records/verification-status';
 export { effectiveVerification } from './records/verification-status';
-export { apiKeys, auditEvents, checkpoints, merkleNodes } from './schema/index';
+export type { RoleStatus } from './runtime-role';
+export { assertMigrationsCurrent, grantRuntimeRole, roleStatus } from './runtime-role';
+export { apiKeyRevocations, apiKeys, auditEvents, checkpoints, merkleNodes } from './schema/index';
 export type { VerifyChainOptions } from './verify-chain';

@@ -8,7 +8,8 @@ const BEARER = /^Bearer[ ]+([A-Za-z0-9._~+/=-]{1,512})[ ]*$/i;
 
 /**
  * Establish who is calling from `Authorization: Bearer <key>`. Only the SHA-256 of the key
- * is looked up (the store holds nothing else), then compared again in constant time. Every
+ * is looked up (the store holds nothing else), with the row's proof against its event in the
+ * `system` log, then compared again in constant time. Every
  * failure is the same 401 `UNAUTHENTICATED`, so a caller learns nothing about which keys
  * exist or were revoked.
  */
@@ -23,10 +24,19 @@ export function authenticate(keys: KeyStore): MiddlewareHandler<AppEnv> {
       throw new ApiError('UNAUTHENTICATED', 'the Authorization header must be Bearer <key>');
     }
     const hash = hashApiKey(match[1]!);
-    const key = await keys.findByHash(hash);
-    if (!key || !hashesEqual(key.keyHash, hash)) {
+    const found = await keys.findByHash(hash);
+    if (found?.status === 'refused') {
+      // A row the chain does not account for (inserted or edited behind the ledger's back):
+      // the operator must hear of it. The key id only: never the secret or its hash.
+      c.get('logger').error('api key row fails its chain proof: refused', {
+        key_id: found.keyId,
+        proof: found.proof,
+      });
+    }
+    if (found?.status !== 'valid' || !hashesEqual(found.keyHash, hash)) {
       throw new ApiError('UNAUTHENTICATED', 'the API key is not valid (unknown or revoked)');
     }
+    const { key } = found;
     c.set('principal', {
       keyId: key.id,
       identity: key.identity,

@@ -1,12 +1,21 @@
-import { anyOf, apiKeys, type Ledger, selectRows } from '@vouch/ledger';
+import {
+  type ApiKeyRecord,
+  countApiKeys,
+  type FoundApiKey,
+  findApiKeysByHash,
+  issueApiKey,
+  type KeyProof,
+  type Ledger,
+  listApiKeys,
+  revokeApiKey,
+  SYSTEM_LOG,
+} from '@vouch/ledger';
 import DataLoader from 'dataloader';
-import { count, eq } from 'drizzle-orm';
 import { ApiError } from '../errors';
 import { generateApiKey, hashApiKey, MIN_SUPPLIED_KEY_LENGTH, newKeyId } from './api-key';
 import { isRole, type Role } from './roles';
 
-/** The log that records key creation and revocation (and nothing a caller controls). */
-export const SYSTEM_LOG = 'system';
+export { SYSTEM_LOG };
 
 /** A key as stored: everything but the secret, which is never stored. */
 export interface StoredApiKey {
@@ -33,11 +42,25 @@ export interface NewApiKey {
   createdBy: string;
 }
 
+/** What a key hash finds: a live key proven by the chain, a row that fails its proof, or nothing. */
+export type KeyLookup =
+  | { status: 'valid'; key: StoredApiKey; keyHash: string; proof: 'proven' | 'unproven' }
+  | { status: 'refused'; keyId: string; proof: Exclude<KeyProof, 'proven' | 'unproven'> }
+  | null;
+
 /** Stores API keys as SHA-256 hashes; every change is an audit event in the `system` log. */
 export interface KeyStore {
-  /** The live (unrevoked) key whose secret hashes to `hash`, with that stored hash. */
-  findByHash(hash: string): Promise<(StoredApiKey & { keyHash: string }) | null>;
-  /** Issue a key. The secret is returned once and exists nowhere else afterwards. */
+  /**
+   * Look up the key whose secret hashes to `hash`. `valid` only for an unrevoked row that is
+   * proven against its `api_key.created` event in the same query; `refused` for a row that
+   * is not (it authenticates nothing); null for no row or a revoked key.
+   */
+  findByHash(hash: string): Promise<KeyLookup>;
+  /**
+   * Issue a key. The secret is returned once and exists nowhere else afterwards.
+   * `IDENTITY_COLLISION` (nothing written) for an identity that is spelled differently from
+   * an existing one but the same in canonical form, or confusable with it.
+   */
   create(input: NewApiKey): Promise<{ key: StoredApiKey; secret: string }>;
   list(): Promise<StoredApiKey[]>;
   /** Revoke a key (idempotent); `KEY_NOT_FOUND` for an unknown id. */
@@ -50,113 +73,76 @@ export interface KeyStore {
   bootstrapAdmin(options?: { secret?: string }): Promise<{ key: StoredApiKey; secret: string } | null>;
 }
 
-type Row = typeof apiKeys.$inferSelect;
-
-function toStored(row: Row): StoredApiKey {
+function toStored(record: ApiKeyRecord): StoredApiKey {
   return {
-    id: row.id,
-    identity: row.identity,
-    roles: (row.roles ?? []).filter(isRole),
-    scopes: row.scopes,
-    environments: row.environments ?? null,
-    logs: row.logs ?? null,
-    createdBy: row.createdBy,
-    createdAt: row.createdAt,
-    revokedAt: row.revokedAt ?? null,
-  };
-}
-
-// The audit payload names who got which powers, never the secret or its hash: the hash of
-// a 256-bit random secret leaks nothing, but an export of the system log has no need of it.
-function auditPayload(key: StoredApiKey) {
-  return {
-    id: key.id,
-    identity: key.identity,
-    roles: key.roles,
-    scopes: key.scopes,
-    environments: key.environments,
-    logs: key.logs,
-    created_by: key.createdBy,
+    id: record.id,
+    identity: record.identity,
+    roles: record.roles.filter(isRole),
+    scopes: record.scopes,
+    environments: record.environments,
+    logs: record.logs,
+    createdBy: record.createdBy,
+    createdAt: record.createdAt,
+    revokedAt: record.revokedAt,
   };
 }
 
 /**
- * The key store over the ledger's database. Key rows and their audit events are written in
- * one ledger transaction, so a key never exists without the event that says who issued it.
+ * The key store over the ledger's key tables (`@vouch/ledger`'s keys module): this side
+ * makes the secrets and maps the ledger's answers to HTTP errors.
  */
 export function createKeyStore(ledger: Ledger): KeyStore {
   const database = ledger.database;
   // Every request looks its key up: the lookups of requests that arrive together go out as
   // one query. Nothing is cached (`cache: false`), so a revocation counts from the next request.
-  const byHash = new DataLoader<string, Row | null>(
+  const byHash = new DataLoader<string, FoundApiKey | null>(
     async (hashes) => {
-      const rows = await selectRows(database.db, apiKeys, anyOf(apiKeys.keyHash, [...new Set(hashes)]));
-      const found = new Map(rows.map((row) => [row.keyHash, row]));
+      const found = await findApiKeysByHash(database, hashes);
       return hashes.map((hash) => found.get(hash) ?? null);
     },
     { cache: false },
   );
 
-  const insert = (
-    input: NewApiKey,
-    secretOverride?: string,
-    onlyIfEmpty = false,
-  ): Promise<{ key: StoredApiKey; secret: string } | null> =>
-    ledger.transact(SYSTEM_LOG, async (tx) => {
-      if (onlyIfEmpty) {
-        const [existing] = await tx.db.select({ n: count() }).from(apiKeys);
-        if ((existing?.n ?? 0) > 0) return null;
-      }
-      const generated = generateApiKey();
-      const secret = secretOverride ?? generated.secret;
-      const id = secretOverride === undefined ? generated.id : newKeyId();
-      const key: StoredApiKey = {
-        id,
+  const issue = async (input: NewApiKey, secretOverride?: string, onlyIfNone = false) => {
+    const generated = generateApiKey();
+    const secret = secretOverride ?? generated.secret;
+    const record = await issueApiKey(
+      ledger,
+      {
+        id: secretOverride === undefined ? generated.id : newKeyId(),
+        keyHash: hashApiKey(secret),
         identity: input.identity,
-        roles: [...new Set(input.roles)],
-        scopes: [...new Set(input.scopes ?? [])],
+        roles: input.roles,
+        scopes: input.scopes ?? [],
         environments: input.environments ?? null,
         logs: input.logs ?? null,
         createdBy: input.createdBy,
-        createdAt: tx.now,
-        revokedAt: null,
-      };
-      await tx.db.insert(apiKeys).values({ ...key, keyHash: hashApiKey(secret) });
-      await tx.append({
-        kind: 'api_key.created',
-        entity: key.id,
-        actor: key.createdBy,
-        payload: auditPayload(key),
-      });
-      return { key, secret };
-    });
+      },
+      { onlyIfNone },
+    );
+    return record === null ? null : { key: toStored(record), secret };
+  };
 
   return {
     async findByHash(hash) {
-      const row = await byHash.load(hash);
-      if (!row || row.revokedAt !== null) return null;
-      return { ...toStored(row), keyHash: row.keyHash };
+      const found = await byHash.load(hash);
+      if (!found || found.key.revokedAt !== null) return null;
+      if (found.proof !== 'proven' && found.proof !== 'unproven') {
+        return { status: 'refused', keyId: found.key.id, proof: found.proof };
+      }
+      return { status: 'valid', key: toStored(found.key), keyHash: found.keyHash, proof: found.proof };
     },
     async create(input) {
-      return (await insert(input))!;
+      return (await issue(input))!;
     },
     async list() {
-      const rows = await database.db.select().from(apiKeys).orderBy(apiKeys.createdAt, apiKeys.id);
-      return rows.map(toStored);
+      return (await listApiKeys(database.db)).map(toStored);
     },
-    revoke: (id, by) =>
-      ledger.transact(SYSTEM_LOG, async (tx) => {
-        const [row] = await tx.db.select().from(apiKeys).where(eq(apiKeys.id, id)).limit(1);
-        if (!row) throw new ApiError('KEY_NOT_FOUND', `no API key with id ${id}`, { details: { id } });
-        if (row.revokedAt !== null) return toStored(row);
-        const [updated] = await tx.db
-          .update(apiKeys)
-          .set({ revokedAt: tx.now })
-          .where(eq(apiKeys.id, id))
-          .returning();
-        await tx.append({ kind: 'api_key.revoked', entity: id, actor: by, payload: { id, revoked_by: by } });
-        return toStored(updated!);
-      }),
+    async revoke(id, by) {
+      const record = await revokeApiKey(ledger, id, by);
+      if (!record) throw new ApiError('KEY_NOT_FOUND', `no API key with id ${id}`, { details: { id } });
+      return toStored(record);
+    },
     async bootstrapAdmin(options = {}) {
       if (options.secret !== undefined && options.secret.length < MIN_SUPPLIED_KEY_LENGTH) {
         throw new ApiError(
@@ -165,9 +151,8 @@ export function createKeyStore(ledger: Ledger): KeyStore {
         );
       }
       // Cheap pre-check outside the lock; the check that counts is inside the transaction.
-      const [existing] = await database.db.select({ n: count() }).from(apiKeys);
-      if ((existing?.n ?? 0) > 0) return null;
-      return insert(
+      if ((await countApiKeys(database.db)) > 0) return null;
+      return issue(
         { identity: 'user:admin', roles: ['admin'], createdBy: 'system:bootstrap' },
         options.secret,
         true,

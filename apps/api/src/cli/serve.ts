@@ -5,14 +5,22 @@ import { startServer } from '../server';
 import { explainFailure } from './errors';
 import { type CliIo, EXIT } from './io';
 
-export const SERVE_USAGE = `vouch serve [--port N] [--host H]
+export const SERVE_USAGE = `vouch serve [--port N] [--host H] [--migrate] [--allow-owner-role]
 
 Run the HTTP API. Storage: DATABASE_URL (Postgres) or embedded PGlite in VOUCH_DATA_DIR
 (default ./.vouch/data; PGlite runs with fsync off: for trying Vouch and for tests, not for
-production). Applies migrations first. Logs one JSON object per line on stdout.
+production). Logs one JSON object per line on stdout.
 
-  --port N   listen port (default PORT, else 8787; 0 picks a free port)
-  --host H   listen address (default HOST, else 127.0.0.1)
+On PGlite, migrations are applied first. On Postgres, serve connects as the runtime role
+(\`vouch migrate --runtime-role\` creates it): it does not migrate, refuses a schema that is
+not current, and refuses a role that is a superuser or owns the ledger tables (such a role
+can disable the append-only triggers).
+
+  --port N             listen port (default PORT, else 8787; 0 picks a free port)
+  --host H             listen address (default HOST, else 127.0.0.1)
+  --migrate            Postgres: apply migrations first (VOUCH_MIGRATE=1); needs the owner role
+  --allow-owner-role   Postgres: serve as a superuser or table owner anyway, and log that
+                       (VOUCH_ALLOW_OWNER_ROLE=1); for development, not for production
 
 Verifiers: VOUCH_CONFIG names a vouch.config.json (or .ts); else ./vouch.config.json is
 used when it exists. Every verifier and its options are validated at startup.
@@ -23,11 +31,23 @@ pending appends commit, the database closes.`;
 
 /** `vouch serve`: resolves when the server has stopped after SIGTERM/SIGINT. */
 export async function runServe(args: string[], io: CliIo): Promise<number> {
-  let values: { port?: string; host?: string; help?: boolean };
+  let values: {
+    port?: string;
+    host?: string;
+    migrate?: boolean;
+    'allow-owner-role'?: boolean;
+    help?: boolean;
+  };
   try {
     ({ values } = parseArgs({
       args,
-      options: { port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        port: { type: 'string' },
+        host: { type: 'string' },
+        migrate: { type: 'boolean' },
+        'allow-owner-role': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
       strict: true,
     }));
   } catch (error) {
@@ -42,6 +62,8 @@ export async function runServe(args: string[], io: CliIo): Promise<number> {
     ...io.env,
     ...(values.port === undefined ? {} : { PORT: values.port }),
     ...(values.host === undefined ? {} : { HOST: values.host }),
+    ...(values.migrate ? { VOUCH_MIGRATE: '1' } : {}),
+    ...(values['allow-owner-role'] ? { VOUCH_ALLOW_OWNER_ROLE: '1' } : {}),
   };
   let config: ReturnType<typeof serveConfig> | undefined;
   const logger = createJsonLogger((line) => io.out(line));

@@ -28,7 +28,7 @@ const createKey = createRoute({
   tags: ['keys'],
   summary: 'Issue an API key (admin)',
   description:
-    'Returns the secret once; only its SHA-256 is stored. Issuing is recorded as an `api_key.created` event in the `system` log (without the secret).',
+    "Returns the secret once; only its SHA-256 is stored. Issuing is recorded as an `api_key.created` event in the `system` log (without the secret or its hash: a commitment to the hash). An identity spelled differently from an existing key's identity but the same in canonical form (Unicode NFKC + case folding), or a look-alike of it, is refused with 409 `IDENTITY_COLLISION`.",
   security: bearerSecurity,
   middleware: [requireRole('admin'), jsonBody({ required: true })] as const,
   request: { body: { required: true, content: { 'application/json': { schema: CreateKeyBodySchema } } } },
@@ -36,6 +36,7 @@ const createKey = createRoute({
     ...commonErrors,
     ...bodyErrors,
     201: { description: 'Issued', content: { 'application/json': { schema: CreatedKeySchema } } },
+    409: errorResponseSpec('Another spelling or a look-alike of an existing identity (`IDENTITY_COLLISION`)'),
   },
 });
 

@@ -105,6 +105,10 @@ describe('checkApproval', () => {
     ])('refuses another %s with APPROVAL_SCOPE_MISMATCH', (_, over) => {
       expect(codeOf(check({ proposal: { ...proposal, ...over } }))).toBe('APPROVAL_SCOPE_MISMATCH');
     });
+
+    it('holds for the same requester in another spelling (one canonical identity)', () => {
+      expect(check({ proposal: { ...proposal, requester: 'AGENT:Billing' } })).toMatchObject({ ok: true });
+    });
   });
 
   describe('when the request is not approved', () => {
@@ -164,6 +168,10 @@ describe('isReusableRequest', () => {
     it('is not reused for another payload or requester', () => {
       expect(reusable({ proposal: { ...proposal, payload_hash: 'c'.repeat(64) } })).toBe(false);
       expect(reusable({ proposal: { ...proposal, requester: 'agent:x' } })).toBe(false);
+    });
+
+    it('is reused for the same requester in another spelling', () => {
+      expect(reusable({ proposal: { ...proposal, requester: 'agent:BILLING' } })).toBe(true);
     });
 
     it('is not reused once expired', () => {

@@ -1,3 +1,4 @@
+import { sameIdentity } from '@vouch/audit';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -68,7 +69,7 @@ export function checkApproval(input: {
 }): ApprovalCheck {
   const { request, resolution, uses, proposal, now } = input;
   if (
-    request.requester !== proposal.requester ||
+    !sameIdentity(request.requester, proposal.requester) ||
     request.server_id !== proposal.server_id ||
     request.tool_name !== proposal.tool_name
   ) {
@@ -119,7 +120,7 @@ export function isReusableRequest(input: {
 }): boolean {
   const { request, resolution, proposal, now } = input;
   if (
-    request.requester !== proposal.requester ||
+    !sameIdentity(request.requester, proposal.requester) ||
     request.server_id !== proposal.server_id ||
     request.tool_name !== proposal.tool_name ||
     request.payload_hash !== proposal.payload_hash

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { StoredEvent } from '@vouch/audit';
+import { sameIdentity } from '@vouch/audit';
 import { assessIndependence } from '@vouch/verifier-sdk';
 import { and, asc, eq } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
@@ -337,7 +338,10 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     if (decision.verdict === 'deny' || decision.verdict === 'repair') {
       return refuse('EXECUTION_NOT_AUTHORIZED', `proposal ${proposal.id} was decided ${decision.verdict}`);
     }
-    if (decision.authorized_identity !== caller.identity) {
+    if (
+      decision.authorized_identity === null ||
+      !sameIdentity(decision.authorized_identity, caller.identity)
+    ) {
       return refuse(
         'IDENTITY_MISMATCH',
         `${caller.identity} is not the identity the decision authorized (${decision.authorized_identity})`,
@@ -412,7 +416,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         );
       }
       // Four eyes: whoever asked may not answer, in either direction.
-      if (ctx.caller.identity === request.requester) {
+      if (sameIdentity(ctx.caller.identity, request.requester)) {
         throw new LedgerError(
           'SELF_APPROVAL',
           `${ctx.caller.identity} cannot answer their own approval request`,
@@ -498,7 +502,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         const now = timeOf(tx);
         const existing = await batchedReads(tx.db, tx.log).proposalByKey(input.idempotency_key);
         if (existing) {
-          if (existing.payload_hash !== payloadHash || existing.requester !== caller.identity) {
+          if (existing.payload_hash !== payloadHash || !sameIdentity(existing.requester, caller.identity)) {
             throw new LedgerError(
               'IDEMPOTENCY_CONFLICT',
               `idempotency key ${input.idempotency_key} was used for another proposal`,

@@ -1,4 +1,4 @@
-import { canonicalJson } from '@vouch/audit';
+import { canonicalJson, sameIdentity } from '@vouch/audit';
 import type { RecordReads } from './record-reads';
 import type { Caller, ObservationRecord, ProposalRecord } from './types';
 
@@ -36,7 +36,7 @@ export async function isObservationReplay(
   },
 ): Promise<boolean> {
   const { recorded, proposal, caller, attempt } = input;
-  if (caller.identity !== recorded.executed_by) return false;
+  if (!sameIdentity(caller.identity, recorded.executed_by)) return false;
   if (canonicalJson(observedFieldsOf(attempt)) !== canonicalJson(observedFieldsOf(recorded))) return false;
   if (attempt.payload_hash !== undefined && attempt.payload_hash !== proposal.payload_hash) return false;
   // Without an approval use the decision allowed outright, and a named request was not read then either.

@@ -1,3 +1,4 @@
+import { canonicalIdentity } from '@vouch/audit';
 import { combinePostconditions, type DeclaredStatus, deriveDeclaredStatus } from '@vouch/verifier-sdk';
 import { LedgerError } from '../errors';
 import { addSeconds } from '../policy/approval-validity';
@@ -236,9 +237,4 @@ export function assertSupersession(input: {
       );
     }
   }
-}
-
-// One identity, one form: "Agent:Bot" must not slip past a comparison with "agent:bot".
-function canonicalIdentity(identity: string): string {
-  return identity.normalize('NFKC').toLowerCase();
 }

@@ -55,7 +55,13 @@ export const auditEvents = pgTable(
   ],
 );
 
-/** API keys: only the SHA-256 of the secret is stored. */
+/**
+ * API keys: only the SHA-256 of the secret is stored. Each row is bound to its
+ * `api_key.created` event in the `system` log (`event_seq`), whose payload carries everything
+ * the row holds (and a commitment to `key_hash`, never the hash itself): a row inserted
+ * behind the ledger's back, or one that differs from its event, authenticates nothing.
+ * Never updated; a revocation is a row of {@link apiKeyRevocations}.
+ */
 export const apiKeys = pgTable('api_keys', {
   id: text('id').primaryKey(),
   keyHash: text('key_hash').notNull().unique(),
@@ -67,7 +73,19 @@ export const apiKeys = pgTable('api_keys', {
   logs: jsonb('logs').$type<string[] | null>(),
   createdBy: text('created_by').notNull(),
   createdAt: text('created_at').notNull(),
-  revokedAt: text('revoked_at'),
+  /** The seq of its `api_key.created` event in the `system` log; NULL only for a row no event names. */
+  eventSeq: bigint('event_seq', { mode: 'number' }).unique('api_keys_event'),
+});
+
+/** Key revocations, one row per revoked key, each bound to its `api_key.revoked` event. */
+export const apiKeyRevocations = pgTable('api_key_revocations', {
+  keyId: text('key_id')
+    .primaryKey()
+    .references(() => apiKeys.id, { onDelete: 'no action', onUpdate: 'no action' }),
+  /** The seq of its `api_key.revoked` event in the `system` log; NULL only for a migrated revocation no event names. */
+  eventSeq: bigint('event_seq', { mode: 'number' }).unique('api_key_revocations_event'),
+  revokedBy: text('revoked_by').notNull(),
+  revokedAt: text('revoked_at').notNull(),
 });
 
 /**

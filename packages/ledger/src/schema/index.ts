@@ -1,4 +1,4 @@
-export { apiKeys, auditEvents, checkpoints, merkleNodes } from './core';
+export { apiKeyRevocations, apiKeys, auditEvents, checkpoints, merkleNodes } from './core';
 export {
   approvalRequests,
   approvalResolutions,

@@ -1,0 +1,299 @@
+import { randomBytes } from 'node:crypto';
+import { type Database, grantRuntimeRole, migrate, openDatabase, roleStatus } from '@vouch/ledger';
+import { createTestDatabase } from '@vouch/ledger/testing';
+import { sql } from 'drizzle-orm';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CliIo } from '../cli/io';
+import { runMigrate } from '../cli/migrate';
+import { runServe } from '../cli/serve';
+import { createMemoryLogger } from '../logger';
+import { createHarness, type Harness } from '../testing/app-harness';
+import { prepareDatabase } from './database-role';
+
+// The runtime role only exists on a real Postgres: PGlite is embedded and has one user.
+const serverUrl = process.env.DATABASE_URL;
+
+describe.runIf(serverUrl)('the runtime role on postgres', () => {
+  const role = `vouch_app_${randomBytes(4).toString('hex')}`;
+  const password = randomBytes(18).toString('base64url');
+  let drop: () => Promise<void>;
+  let owner: Database;
+  let runtimeUrl: string;
+  let runtime: postgres.Sql;
+  let tables: string[];
+
+  beforeAll(async () => {
+    const created = await createTestDatabase(serverUrl!);
+    drop = created.drop;
+    owner = await openDatabase({ url: created.url });
+    await migrate(owner);
+    await grantRuntimeRole(owner, { role, password });
+    // Twice: granting is idempotent.
+    expect(await grantRuntimeRole(owner, { role, password })).toEqual({ created: false });
+    const url = new URL(created.url);
+    url.username = role;
+    url.password = password;
+    runtimeUrl = url.toString();
+    runtime = postgres(runtimeUrl, { max: 1, onnotice: () => {} });
+    // Every table of the schema, from the database itself: a table a later migration adds is covered.
+    tables = (
+      await owner.rows<{ name: string }>(sql`
+        select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = 'public' and c.relkind in ('r', 'p') order by 1`)
+    ).map((row) => row.name);
+  });
+  afterAll(async () => {
+    await runtime?.end({ timeout: 5 });
+    await owner?.close();
+    await drop?.();
+    const admin = postgres(serverUrl!, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`drop role if exists ${role}`).catch(() => {});
+    await admin.end({ timeout: 5 });
+  });
+
+  /** The SQLSTATE a statement run as the runtime role fails with ('ok' when it runs). */
+  const asRuntime = async (...statements: string[]) => {
+    try {
+      await runtime.begin(async (tx) => {
+        for (const statement of statements) await tx.unsafe(statement);
+        // Never keep what a statement that was let through did.
+        throw Object.assign(new Error('rolled back'), { code: 'ok' });
+      });
+    } catch (error) {
+      return (error as { code?: string }).code ?? 'unknown';
+    }
+    return 'unreachable';
+  };
+
+  it('knows every ledger table, and the runtime role owns none and is no superuser', async () => {
+    expect(tables).toEqual(
+      expect.arrayContaining(['audit_events', 'api_keys', 'api_key_revocations', 'proposals']),
+    );
+    const asApp = await openDatabase({ url: runtimeUrl });
+    try {
+      expect(await roleStatus(asApp)).toEqual({ role, superuser: false, ownedTables: [] });
+    } finally {
+      await asApp.close();
+    }
+    expect((await roleStatus(owner)).ownedTables).toEqual(tables);
+  });
+
+  it('is refused UPDATE, DELETE, TRUNCATE, DISABLE TRIGGER and DROP TRIGGER on every ledger table', async () => {
+    for (const table of tables) {
+      const triggers = await owner.rows<{ name: string }>(
+        sql`select tgname as name from pg_trigger where tgrelid = ${table}::regclass and not tgisinternal`,
+      );
+      // Each table is append-only in the database itself, so there is a trigger to switch off.
+      expect(triggers.length, table).toBeGreaterThan(0);
+      const attempts = [
+        `update "${table}" set "${await firstColumn(table)}" = "${await firstColumn(table)}"`,
+        `delete from "${table}"`,
+        `truncate "${table}"`,
+        `alter table "${table}" disable trigger all`,
+        `alter table "${table}" disable trigger "${triggers[0]!.name}"`,
+        `drop trigger "${triggers[0]!.name}" on "${table}"`,
+        `drop table "${table}"`,
+      ];
+      for (const attempt of attempts) {
+        // 42501 insufficient_privilege: refused by the grants, before any trigger runs.
+        expect(await asRuntime(attempt), attempt).toBe('42501');
+      }
+      expect(await asRuntime(`select 1 from "${table}" limit 1`), `select on ${table}`).toBe('ok');
+    }
+  });
+
+  it('cannot grant itself more, nor set the session to skip triggers', async () => {
+    // A GRANT by a non-owner grants nothing (Postgres only warns): the UPDATE after it is still refused.
+    expect(
+      await asRuntime(`grant update on audit_events to ${role}`, 'update audit_events set kind = kind'),
+    ).toBe('42501');
+    expect(await asRuntime('set session_replication_role = replica')).toBe('42501');
+  });
+
+  it('runs ANALYZE harmlessly (it skips what it does not own)', async () => {
+    expect(await asRuntime('analyze')).toBe('ok');
+  });
+
+  describe('when the service runs as the runtime role', () => {
+    let h: Harness;
+    let admin: string;
+    beforeAll(async () => {
+      const logger = createMemoryLogger();
+      h = await createHarness({ open: () => openDatabase({ url: runtimeUrl }), logger });
+      await prepareDatabase(h.database, {}, logger);
+      expect(logger.lines.filter((line) => line.level !== 'info')).toEqual([]);
+      const issued = await h.keys.bootstrapAdmin();
+      admin = issued!.secret;
+    });
+    afterAll(async () => {
+      await h?.close();
+    });
+    const call = async (method: string, path: string, key: string, body?: unknown) => {
+      const response = await h.call(method, path, { key, ...(body === undefined ? {} : { body }) });
+      return { status: response.status, body: (await response.json()) as Record<string, never> };
+    };
+    const issue = async (identity: string, roles: string[]) => {
+      const { status, body } = await call('POST', '/v1/keys', admin, { identity, roles });
+      expect(status).toBe(201);
+      return (body as unknown as { secret: string }).secret;
+    };
+
+    it('proposes, decides, approves, observes, verifies and verifies the chain', async () => {
+      const gateway = await issue('agent:gw', ['gateway']);
+      const approver = await issue('user:alice', ['approver']);
+      const auditor = await issue('user:audrey', ['auditor']);
+      expect(
+        (
+          await call('POST', '/v1/tools', admin, {
+            server_id: 'pay',
+            tool_name: 'refund',
+            side_effect: 'compensatable',
+            approval_required: true,
+          })
+        ).status,
+      ).toBe(201);
+      const proposed = await call('POST', '/v1/proposals', gateway, {
+        idempotency_key: 'k-1',
+        action: 'pay.refund',
+        server_id: 'pay',
+        tool_name: 'refund',
+        target: { kind: 'account', id: 'acct-1', env: 'production' },
+        arguments: { amount: 5 },
+        side_effect: 'compensatable',
+        postconditions: [{ name: 'refund.recorded' }],
+      });
+      expect(proposed.status).toBe(201);
+      const body = proposed.body as unknown as {
+        proposal: { id: string };
+        decision: { verdict: string };
+        approval: { id: string };
+      };
+      expect(body.decision.verdict).toBe('require_approval');
+      expect((await call('POST', `/v1/approvals/${body.approval.id}/approve`, approver)).status).toBe(200);
+      const observed = await call('POST', '/v1/observations', gateway, {
+        proposal_id: body.proposal.id,
+        outcome: 'succeeded',
+        result: { refunded: 5 },
+      });
+      expect(observed.status).toBe(201);
+      const observationId = (observed.body as unknown as { observation: { id: string } }).observation.id;
+      const verified = await call('POST', `/v1/observations/${observationId}/verify`, gateway);
+      expect(verified.status).toBeLessThan(300);
+      for (const log of ['default', 'system']) {
+        const chain = await call('GET', `/v1/logs/${log}/verify`, auditor);
+        expect(chain, log).toMatchObject({ status: 200, body: { ok: true } });
+      }
+      const revoked = await call('POST', `/v1/keys/${await keyIdOf('user:audrey')}/revoke`, admin);
+      expect(revoked.status).toBe(200);
+      expect((await h.call('GET', '/v1/logs/system/verify', { key: auditor })).status).toBe(401);
+    });
+
+    const keyIdOf = async (identity: string) => {
+      const { body } = await call('GET', '/v1/keys', admin);
+      return (body as unknown as { keys: Array<{ id: string; identity: string }> }).keys.find(
+        (k) => k.identity === identity,
+      )!.id;
+    };
+  });
+
+  describe('when vouch serve would run as the owner role', () => {
+    it('refuses unless the operator accepts it, and then logs that it runs as an owner', async () => {
+      const logger = createMemoryLogger();
+      await expect(prepareDatabase(owner, {}, logger)).rejects.toMatchObject({ name: 'ConfigError' });
+      await prepareDatabase(owner, { allowOwnerRole: true }, logger);
+      expect(logger.lines).toContainEqual(
+        expect.objectContaining({ level: 'warn', role: expect.any(String) }),
+      );
+    });
+
+    it('refuses a schema that is not current, naming vouch migrate', async () => {
+      const created = await createTestDatabase(serverUrl!);
+      const empty = await openDatabase({ url: created.url });
+      try {
+        await expect(
+          prepareDatabase(empty, { allowOwnerRole: true }, createMemoryLogger()),
+        ).rejects.toMatchObject({
+          code: 'MIGRATIONS_PENDING',
+          message: expect.stringContaining('vouch migrate'),
+        });
+      } finally {
+        await empty.close();
+        await created.drop();
+      }
+    });
+  });
+
+  describe('when the operator sets it up with the CLI', () => {
+    const cli = (env: NodeJS.ProcessEnv) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const io: CliIo = {
+        out: (t) => out.push(t),
+        err: (t) => err.push(t),
+        env,
+        cwd: process.cwd(),
+        interactive: false,
+        stopRequested: () => Promise.resolve('SIGTERM'),
+      };
+      return { io, out: () => out.join(''), err: () => err.join('') };
+    };
+    const cliRole = `${role}_cli`;
+    let url: string;
+    let dropCli: () => Promise<void>;
+    beforeAll(async () => {
+      const created = await createTestDatabase(serverUrl!);
+      url = created.url;
+      dropCli = created.drop;
+    });
+    afterAll(async () => {
+      await dropCli?.();
+      const admin = postgres(serverUrl!, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`drop role if exists ${cliRole}`).catch(() => {});
+      await admin.end({ timeout: 5 });
+    });
+
+    it('vouch serve refuses a database that was never migrated, naming vouch migrate', async () => {
+      const run = cli({ DATABASE_URL: url, PORT: '0' });
+      expect(await runServe([], run.io)).toBe(2);
+      expect(run.err()).toMatch(/MIGRATIONS_PENDING.*vouch migrate/);
+    });
+
+    it('vouch migrate --runtime-role creates and grants the role, idempotently; serve then refuses the owner', async () => {
+      for (const pass of [1, 2]) {
+        const run = cli({ DATABASE_URL: url, VOUCH_APP_PASSWORD: password });
+        expect(
+          await runMigrate(
+            ['--runtime-role', cliRole, '--runtime-password-env', 'VOUCH_APP_PASSWORD'],
+            run.io,
+          ),
+        ).toBe(0);
+        expect(run.out()).toMatch(
+          pass === 1 ? /created and granted/ : new RegExp(`runtime role ${cliRole} granted`),
+        );
+        expect(run.out() + run.err()).not.toContain(password);
+      }
+      const asApp = new URL(url);
+      asApp.username = cliRole;
+      asApp.password = password;
+      const app = await openDatabase({ url: asApp.toString() });
+      try {
+        expect(await roleStatus(app)).toMatchObject({ role: cliRole, superuser: false, ownedTables: [] });
+      } finally {
+        await app.close();
+      }
+      const owned = cli({ DATABASE_URL: url, PORT: '0' });
+      expect(await runServe([], owned.io)).toBe(2);
+      expect(owned.err()).toMatch(/is a superuser|owns/);
+      expect(owned.err()).toContain('--allow-owner-role');
+    });
+  });
+
+  async function firstColumn(table: string): Promise<string> {
+    const [row] = await owner.rows<{ name: string }>(sql`
+      select column_name as name from information_schema.columns
+      where table_schema = 'public' and table_name = ${table} and is_generated = 'NEVER'
+      order by ordinal_position limit 1`);
+    return row!.name;
+  }
+});

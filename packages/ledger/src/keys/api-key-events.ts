@@ -1,0 +1,126 @@
+import { canonicalJson, payloadHashOf, sha256Hex } from '@vouch/audit';
+
+/** The log that records key creation and revocation (and nothing a caller controls). */
+export const SYSTEM_LOG = 'system';
+export const KEY_CREATED = 'api_key.created';
+export const KEY_REVOKED = 'api_key.revoked';
+
+/** A key row as the ledger stores it (no secret; the hash only in {@link KeyRow}). */
+export interface ApiKeyRecord {
+  id: string;
+  identity: string;
+  roles: string[];
+  scopes: string[];
+  environments: string[] | null;
+  logs: string[] | null;
+  createdBy: string;
+  createdAt: string;
+  revokedAt: string | null;
+  revokedBy: string | null;
+}
+
+/** What a key row holds, hash included: the input of the proofs below. */
+export interface KeyRow {
+  id: string;
+  keyHash: string;
+  identity: string;
+  roles: string[];
+  scopes: string[];
+  environments: string[] | null;
+  logs: string[] | null;
+  createdBy: string;
+  createdAt: string;
+}
+
+/** What a revocation row holds. */
+export interface RevocationRow {
+  keyId: string;
+  revokedBy: string;
+  revokedAt: string;
+}
+
+/** The event a row is proven against (the columns of `audit_events` that matter here). */
+export interface BindingEvent {
+  kind: string;
+  entityId: string;
+  recordedAt: string;
+  payload: string;
+  payloadHash: string;
+}
+
+// Domain-separated, so the commitment cannot be confused with a hash of anything else.
+const COMMITMENT_DOMAIN = 'vouch/api-key-commitment/v1\n';
+
+/**
+ * The commitment to a key hash that the `api_key.created` event carries: SHA-256 of a
+ * domain-separated string of it. The ledger (and every export of the system log) holds no
+ * key hash, yet a row whose `key_hash` was swapped no longer matches its event.
+ */
+export function keyHashCommitment(keyHash: string): string {
+  return sha256Hex(`${COMMITMENT_DOMAIN}${keyHash}`);
+}
+
+/** The payload of the `api_key.created` event of a key row: everything the row holds but its time. */
+export function keyCreatedPayload(row: KeyRow) {
+  return {
+    id: row.id,
+    identity: row.identity,
+    roles: row.roles,
+    scopes: row.scopes,
+    environments: row.environments,
+    logs: row.logs,
+    created_by: row.createdBy,
+    key_commitment: keyHashCommitment(row.keyHash),
+  };
+}
+
+/** The payload of the `api_key.revoked` event of a revocation row. */
+export function keyRevokedPayload(row: RevocationRow) {
+  return { id: row.keyId, revoked_by: row.revokedBy };
+}
+
+/**
+ * How a key row stands against its event:
+ * - `proven`: the event is the row's `api_key.created`, at the row's time, and the payload
+ *   hash in the chain is the hash of the payload the row rebuilds (key commitment included);
+ * - `unproven`: the same, for an event written before keys carried a commitment: everything
+ *   but the key hash is proven (rotate such keys, see docs/chain.md);
+ * - `no_event` / `mismatch`: the row authenticates nothing.
+ */
+export type KeyProof = 'proven' | 'unproven' | 'no_event' | 'mismatch';
+
+/**
+ * Prove a key row against the event its `event_seq` names. Recomputes from the row and
+ * compares with the chained `payload_hash`, so neither an edited row nor an edited payload
+ * text passes (the chain check covers `payload_hash` itself).
+ */
+export function proveKeyRow(row: KeyRow, event: BindingEvent | null): KeyProof {
+  if (event === null || event.kind !== KEY_CREATED || event.entityId !== row.id) return 'no_event';
+  if (event.recordedAt !== row.createdAt) return 'mismatch';
+  const payload = keyCreatedPayload(row);
+  if (hashOf(payload) === event.payloadHash) return 'proven';
+  // Before the commitment (and, earlier still, before scopes) the payload held less.
+  const { key_commitment: _, ...legacy } = payload;
+  if (hashOf(legacy) === event.payloadHash) return 'unproven';
+  if (row.scopes.length === 0) {
+    const { scopes: __, ...older } = legacy;
+    if (hashOf(older) === event.payloadHash) return 'unproven';
+  }
+  return 'mismatch';
+}
+
+/** Prove a revocation row against its `api_key.revoked` event. */
+export function proveRevocationRow(row: RevocationRow, event: BindingEvent | null): KeyProof {
+  if (event === null || event.kind !== KEY_REVOKED || event.entityId !== row.keyId) return 'no_event';
+  if (event.recordedAt !== row.revokedAt) return 'mismatch';
+  return hashOf(keyRevokedPayload(row)) === event.payloadHash ? 'proven' : 'mismatch';
+}
+
+function hashOf(payload: unknown): string | null {
+  try {
+    return payloadHashOf(canonicalJson(payload));
+  } catch {
+    // A JSON column edited into something canonical JSON refuses cannot match any payload.
+    return null;
+  }
+}

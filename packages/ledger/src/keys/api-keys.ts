@@ -1,0 +1,217 @@
+import { asc, count, eq, sql } from 'drizzle-orm';
+import { type Database, type Db, rowsOf } from '../database';
+import { LedgerError } from '../errors';
+import { identitiesCollide } from '../identity/identity';
+import type { Ledger } from '../ledger';
+import { apiKeyRevocations, apiKeys, auditEvents } from '../schema/core';
+import {
+  type ApiKeyRecord,
+  KEY_CREATED,
+  KEY_REVOKED,
+  type KeyProof,
+  type KeyRow,
+  keyCreatedPayload,
+  keyRevokedPayload,
+  proveKeyRow,
+  SYSTEM_LOG,
+} from './api-key-events';
+
+/** What to issue a key for; the caller made the secret and passes only its hash. */
+export interface IssueApiKeyInput {
+  id: string;
+  keyHash: string;
+  identity: string;
+  roles: string[];
+  scopes: string[];
+  environments: string[] | null;
+  logs: string[] | null;
+  createdBy: string;
+}
+
+/** A key found by its hash, with how its row stands against its event. */
+export interface FoundApiKey {
+  key: ApiKeyRecord;
+  keyHash: string;
+  proof: KeyProof;
+}
+
+/**
+ * Issue a key: its `api_key.created` event first, then the row bound to it (`event_seq`), in
+ * one system-log transaction. Refuses (`IDENTITY_COLLISION`, nothing written) an identity
+ * that is spelled differently from an existing key's but equal to it in canonical form or
+ * confusable with it. With `onlyIfNone`, issues nothing (and returns null) when any key
+ * exists: the check runs under the system log's lock, so two processes issue one key.
+ */
+export function issueApiKey(
+  ledger: Ledger,
+  input: IssueApiKeyInput,
+  options: { onlyIfNone?: boolean } = {},
+): Promise<ApiKeyRecord | null> {
+  return ledger.transact(SYSTEM_LOG, async (tx) => {
+    if (options.onlyIfNone && (await countApiKeys(tx.db)) > 0) return null;
+    const identities = await tx.db.selectDistinct({ identity: apiKeys.identity }).from(apiKeys);
+    const collision = identities.find(({ identity }) => identitiesCollide(input.identity, identity));
+    if (collision) {
+      throw new LedgerError(
+        'IDENTITY_COLLISION',
+        `identity ${input.identity} can be mistaken for the existing identity ${collision.identity}: use that exact spelling, or another identity`,
+        { details: { identity: input.identity, existing: collision.identity } },
+      );
+    }
+    const row: KeyRow = {
+      ...input,
+      roles: [...new Set(input.roles)],
+      scopes: [...new Set(input.scopes)],
+      createdAt: tx.now,
+    };
+    const event = await tx.append({
+      kind: KEY_CREATED,
+      entity: row.id,
+      actor: row.createdBy,
+      payload: keyCreatedPayload(row),
+    });
+    await tx.db.insert(apiKeys).values({ ...row, createdAt: event.at, eventSeq: event.seq });
+    return toRecord({ ...row, createdAt: event.at }, null);
+  });
+}
+
+/**
+ * Revoke a key by adding its revocation row and `api_key.revoked` event (idempotent: an
+ * already revoked key is returned as it is). Null for an unknown id.
+ */
+export function revokeApiKey(ledger: Ledger, id: string, by: string): Promise<ApiKeyRecord | null> {
+  return ledger.transact(SYSTEM_LOG, async (tx) => {
+    const [found] = await listApiKeysWhere(tx.db, eq(apiKeys.id, id));
+    if (!found || found.revokedAt !== null) return found ?? null;
+    const event = await tx.append({
+      kind: KEY_REVOKED,
+      entity: id,
+      actor: by,
+      payload: keyRevokedPayload({ keyId: id, revokedBy: by, revokedAt: tx.now }),
+    });
+    await tx.db
+      .insert(apiKeyRevocations)
+      .values({ keyId: id, eventSeq: event.seq, revokedBy: by, revokedAt: event.at });
+    return { ...found, revokedAt: event.at, revokedBy: by };
+  });
+}
+
+/** Every key, oldest first, with its revocation. */
+export function listApiKeys(db: Db): Promise<ApiKeyRecord[]> {
+  return listApiKeysWhere(db);
+}
+
+/** How many keys exist (revoked ones included). */
+export async function countApiKeys(db: Db): Promise<number> {
+  const [row] = await db.select({ n: count() }).from(apiKeys);
+  return row?.n ?? 0;
+}
+
+/**
+ * The keys whose hashes are `hashes`, in one query that also reads each row's event and
+ * revocation, so a request is authenticated by a row proven against the chain in the same
+ * round trip (see {@link proveKeyRow}). Keyed by hash; an unknown hash is absent.
+ */
+export async function findApiKeysByHash(
+  database: Database,
+  hashes: readonly string[],
+): Promise<Map<string, FoundApiKey>> {
+  const rows = rowsOf<LookupRow>(
+    await database.db.execute(sql`
+      select k.id, k.key_hash as "keyHash", k.identity, k.roles, k.scopes, k.environments, k.logs,
+             k.created_by as "createdBy", k.created_at as "createdAt",
+             e.kind as "eventKind", e.entity_id as "eventEntity", e.recorded_at as "eventAt",
+             e.payload as "eventPayload", e.payload_hash as "eventPayloadHash",
+             r.revoked_at as "revokedAt", r.revoked_by as "revokedBy"
+      from ${apiKeys} k
+      left join ${auditEvents} e on e.log_id = ${SYSTEM_LOG} and e.seq = k.event_seq
+      left join ${apiKeyRevocations} r on r.key_id = k.id
+      where k.key_hash = any(${sql.param([...new Set(hashes)])}::text[])`),
+  );
+  const found = new Map<string, FoundApiKey>();
+  for (const row of rows) {
+    const keyRow: KeyRow = {
+      id: row.id,
+      keyHash: row.keyHash,
+      identity: row.identity,
+      roles: row.roles,
+      scopes: row.scopes ?? [],
+      environments: row.environments ?? null,
+      logs: row.logs ?? null,
+      createdBy: row.createdBy,
+      createdAt: row.createdAt,
+    };
+    const event =
+      row.eventKind === null
+        ? null
+        : {
+            kind: row.eventKind,
+            entityId: row.eventEntity!,
+            recordedAt: row.eventAt!,
+            payload: row.eventPayload!,
+            payloadHash: row.eventPayloadHash!,
+          };
+    found.set(row.keyHash, {
+      key: toRecord(keyRow, row.revokedAt === null ? null : { at: row.revokedAt, by: row.revokedBy! }),
+      keyHash: row.keyHash,
+      proof: proveKeyRow(keyRow, event),
+    });
+  }
+  return found;
+}
+
+interface LookupRow {
+  id: string;
+  keyHash: string;
+  identity: string;
+  roles: string[];
+  scopes: string[] | null;
+  environments: string[] | null;
+  logs: string[] | null;
+  createdBy: string;
+  createdAt: string;
+  eventKind: string | null;
+  eventEntity: string | null;
+  eventAt: string | null;
+  eventPayload: string | null;
+  eventPayloadHash: string | null;
+  revokedAt: string | null;
+  revokedBy: string | null;
+}
+
+async function listApiKeysWhere(db: Db, where?: ReturnType<typeof eq>): Promise<ApiKeyRecord[]> {
+  const query = db
+    .select({ key: apiKeys, revocation: apiKeyRevocations })
+    .from(apiKeys)
+    .leftJoin(apiKeyRevocations, eq(apiKeyRevocations.keyId, apiKeys.id));
+  const rows = await (where ? query.where(where) : query).orderBy(asc(apiKeys.createdAt), asc(apiKeys.id));
+  return rows.map(({ key, revocation }) =>
+    toRecord(
+      {
+        ...key,
+        scopes: key.scopes ?? [],
+        environments: key.environments ?? null,
+        logs: key.logs ?? null,
+      },
+      revocation ? { at: revocation.revokedAt, by: revocation.revokedBy } : null,
+    ),
+  );
+}
+
+function toRecord(
+  row: Omit<KeyRow, 'keyHash'> & { keyHash?: string },
+  revoked: { at: string; by: string } | null,
+) {
+  return {
+    id: row.id,
+    identity: row.identity,
+    roles: row.roles,
+    scopes: row.scopes,
+    environments: row.environments,
+    logs: row.logs,
+    createdBy: row.createdBy,
+    createdAt: row.createdAt,
+    revokedAt: revoked?.at ?? null,
+    revokedBy: revoked?.by ?? null,
+  } satisfies ApiKeyRecord;
+}
