@@ -54,6 +54,7 @@ export const STATUS_BY_CODE = {
   DATABASE_UNAVAILABLE: 503,
   MIGRATIONS_PENDING: 503,
   CHAIN_CONFLICT: 503,
+  INTEGRITY_ALARM: 503,
   // @vouch/ledger: records and invariants
   VALIDATION_FAILED: 400,
   NOT_FOUND: 404,

@@ -157,6 +157,17 @@ export async function ping(database: Database): Promise<void> {
   await database.rows(sql`select 1`);
 }
 
+/** The table a database error names (a constraint's table), looking through wrappers; either driver. */
+export function constraintTableOf(error: unknown): string | undefined {
+  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    // postgres.js names it `table_name`; PGlite (pg-protocol) `table`.
+    const table =
+      (e as { table_name?: unknown; table?: unknown }).table_name ?? (e as { table?: unknown }).table;
+    if (typeof table === 'string' && table !== '') return table;
+  }
+  return undefined;
+}
+
 /** The SQLSTATE of a database error, looking through drizzle's wrapper (`cause`). */
 export function sqlStateOf(error: unknown): string | undefined {
   for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {

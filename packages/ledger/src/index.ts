@@ -21,6 +21,14 @@ export type { LedgerErrorCode } from './errors';
 export { isLedgerError, LEDGER_ERROR_CODES, LedgerError } from './errors';
 export type { AppendInput, EventLimits } from './event-input';
 export type {
+  IntegrityAlarm,
+  IntegrityAlarmCode,
+  IntegrityAlarmOptions,
+  IntegrityAlarmReport,
+  RaisedIntegrityAlarm,
+} from './integrity-alarm';
+export { createIntegrityAlarm } from './integrity-alarm';
+export type {
   AppendHook,
   EventLink,
   Ledger,

@@ -10,7 +10,7 @@ import { sql } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
 import { type ConflictKeys, mergeOrders, planWaves } from './batch-plan';
 import { insertRows } from './batched-sql';
-import { type Database, type Db, sqlStateOf } from './database';
+import { constraintTableOf, type Database, type Db, sqlStateOf } from './database';
 import { LedgerError } from './errors';
 import {
   type AppendInput,
@@ -20,6 +20,7 @@ import {
   prepareEvent,
 } from './event-input';
 import { insertEvents, readEvents, readHead, streamEvents } from './event-store';
+import { createIntegrityAlarm, type IntegrityAlarm } from './integrity-alarm';
 import { merkleAppendHook } from './merkle/merkle-append-hook';
 import { type VerifyChainOptions, verifyChain } from './verify-chain';
 
@@ -92,11 +93,18 @@ export interface LedgerOptions {
    * and tests that need a log without its tree; proofs and checkpoints need it on.
    */
   merkle?: boolean;
+  /**
+   * Raised when an append is refused because the stored chain or Merkle tree disagrees with
+   * itself (`CHAIN_CONFLICT`): share the server's one alarm here. Default: a fresh one.
+   */
+  integrityAlarm?: IntegrityAlarm;
 }
 
 /** The append-only, hash-chained ledger over one database. */
 export interface Ledger {
   readonly database: Database;
+  /** The integrity alarm this ledger raises, and that anything holding the ledger may raise. */
+  readonly integrityAlarm: IntegrityAlarm;
   /** Append one event. Resolves after the transaction holding it has committed. */
   append(input: AppendInput): Promise<StoredEvent>;
   /**
@@ -194,6 +202,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
   const maxBatch = options.maxBatch ?? 512;
   const maxWaitMs = options.maxWaitMs ?? 0;
   const clock = options.now ?? (() => new Date());
+  const integrityAlarm = options.integrityAlarm ?? createIntegrityAlarm();
   // The Merkle tree is stored in the same transaction as the events it covers, always.
   const hooks = [...(options.merkle === false ? [] : [merkleAppendHook]), ...(options.afterAppend ?? [])];
   const queues = new Map<string, LogQueue>();
@@ -459,6 +468,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
       const refusedByKeys = waveRefused && isConstraintViolation(cause);
       if (!isolated && (refusedByKeys || workFailedInDatabase)) return commitBatch(log, () => failed, true);
       const error = toStorageError(cause, log);
+      raiseOnChainConflict(integrityAlarm, error, log);
       for (const item of failed) item.reject(error);
       return;
     }
@@ -468,7 +478,10 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     taken.forEach((item, i) => {
       const outcome = outcomes[i]!;
       if (outcome.ok) item.resolve(outcome.value);
-      else item.reject(outcome.error);
+      else {
+        raiseOnChainConflict(integrityAlarm, outcome.error, log);
+        item.reject(outcome.error);
+      }
     });
     // Leaving its young phase, the log's batches switch to generic plans: give the planner
     // statistics to build them from (see refreshStatistics). Beside the appends, not in their
@@ -481,6 +494,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
 
   return {
     database,
+    integrityAlarm,
     append(input) {
       return new Promise<StoredEvent>((resolve, reject) => {
         enqueue(input.log, {
@@ -578,6 +592,29 @@ async function refreshStatistics(database: Database): Promise<void> {
   } catch {
     // Only a hint to the planner: appends are correct without it.
   }
+}
+
+/** The tables whose rows make up the chain and its tree: a conflict there is damage, not a race. */
+const CHAIN_TABLES = new Set(['audit_events', 'merkle_nodes']);
+
+/**
+ * A `CHAIN_CONFLICT` means the chain or tree in the database disagrees with itself (the
+ * Merkle hook found it, or the database refused a row of the chain): with every append
+ * under the log's lock, no honest writer gets there. The alarm turns a string of refused
+ * appends into something an operator sees. A refusal by a record table is the caller's.
+ */
+function raiseOnChainConflict(alarm: IntegrityAlarm, error: unknown, log: string): void {
+  if (!(error instanceof LedgerError) || error.code !== 'CHAIN_CONFLICT') return;
+  const table = constraintTableOf(error);
+  if (table !== undefined && !CHAIN_TABLES.has(table)) return;
+  const seq = error.details?.seq;
+  alarm.raise({
+    code: 'CHAIN_CONFLICT',
+    log,
+    ...(typeof seq === 'number' ? { seq } : {}),
+    ...(table === undefined ? {} : { table }),
+    message: error.message,
+  });
 }
 
 /** SQLSTATE class 23: the database refused a row (unique, foreign key, check). */

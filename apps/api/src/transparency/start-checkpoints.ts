@@ -2,6 +2,7 @@ import {
   type AppendHook,
   createCheckpointer,
   type Database,
+  type IntegrityAlarm,
   logOrigin,
   merkleAppendHook,
 } from '@vouch/ledger';
@@ -31,6 +32,8 @@ export function startCheckpoints(options: {
   config: TransparencyConfig;
   target: DatabaseTarget;
   logger: Logger;
+  /** The server's one alarm: raised when the tree about to be signed does not match its events. */
+  integrityAlarm?: IntegrityAlarm;
 }): ServerCheckpoints {
   const { logger } = options;
   const keys = loadLogKeys(options.config, options.target);
@@ -52,6 +55,7 @@ export function startCheckpoints(options: {
     origin: (log) => logOrigin(keys.originPrefix, log),
     signers: keys.signers,
     intervalMs: options.config.intervalMs,
+    ...(options.integrityAlarm ? { integrityAlarm: options.integrityAlarm } : {}),
     onError: (error, log) =>
       logger.error('checkpoint signing failed', {
         log,

@@ -34,7 +34,16 @@ export function logOrigin(prefix: string, log: string): string {
  */
 export async function signLogCheckpoint(
   database: Database,
-  request: CheckpointSigning & { log: string; now?: () => Date },
+  request: CheckpointSigning & {
+    log: string;
+    now?: () => Date;
+    /**
+     * Runs with the size and root about to be signed, after the lock is released and before
+     * anything is signed: throw to sign nothing (the checkpointer checks the new part of the
+     * tree against the events here).
+     */
+    guard?: (head: { log: string; treeSize: number; rootHash: Uint8Array }) => Promise<void>;
+  },
 ): Promise<StoredCheckpoint> {
   const { log } = request;
   const { treeSize, rootHash } = await database.db.transaction(async (tx) => {
@@ -43,6 +52,7 @@ export async function signLogCheckpoint(
     const size = (await readHead(database, log, db))?.seq ?? 0;
     return { treeSize: size, rootHash: await merkleRoot(database, { log, treeSize: size }, db) };
   });
+  await request.guard?.({ log, treeSize, rootHash });
   const note = signCheckpoint({ origin: request.origin(log), treeSize, rootHash }, request.signers);
   return storeCheckpoint(database, {
     log,
