@@ -16,7 +16,7 @@ export {
 export type { CheckpointSigning } from './checkpoints/sign-log-checkpoint';
 export { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';
 export type { Database, Db, OpenDatabaseOptions } from './database';
-export { openDatabase, ping, redactUrl, sqlStateOf } from './database';
+export { isDatabaseUnavailable, openDatabase, ping, redactUrl, sqlStateOf } from './database';
 export type { LedgerErrorCode } from './errors';
 export { isLedgerError, LEDGER_ERROR_CODES, LedgerError } from './errors';
 export type { AppendInput, EventLimits } from './event-input';

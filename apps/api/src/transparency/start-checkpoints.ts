@@ -7,7 +7,7 @@ import {
   merkleAppendHook,
 } from '@vouch/ledger';
 import type { DatabaseTarget } from '../config';
-import type { Logger } from '../logger';
+import { type Logger, summarizeError } from '../logger';
 import type { TransparencyConfig } from './config';
 import { type LogKeys, loadLogKeys } from './log-keys';
 
@@ -59,7 +59,7 @@ export function startCheckpoints(options: {
     onError: (error, log) =>
       logger.error('checkpoint signing failed', {
         log,
-        error: error instanceof Error ? { name: error.name, message: error.message } : String(error),
+        error: summarizeError(error),
       }),
   });
   return {
