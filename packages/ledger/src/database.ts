@@ -4,7 +4,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
-import { LedgerError } from './errors';
+import { isLedgerError, LedgerError } from './errors';
 import * as schema from './schema/index';
 
 /** The drizzle handle for either driver (a transaction is one too). */
@@ -341,7 +341,7 @@ const UNAVAILABLE_SQLSTATE = /^(08...|53300|57P0[123]|57014)$/;
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (e instanceof LedgerError) return e.code === 'DATABASE_UNAVAILABLE';
+    if (isLedgerError(e)) return e.code === 'DATABASE_UNAVAILABLE';
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && (CONNECTION_ERROR_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code))) {
       return true;
