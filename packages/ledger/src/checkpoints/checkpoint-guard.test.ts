@@ -7,7 +7,7 @@ import { createLedger } from '../ledger';
 import { asTableOwner, rewriteHistory, testBackends } from '../testing';
 import type { StoredCheckpoint } from './checkpoint-store';
 import { createCheckpointer } from './checkpointer';
-import { logOrigin } from './sign-log-checkpoint';
+import { logOrigin, signLogCheckpoint } from './sign-log-checkpoint';
 
 const PREFIX = 'vouch.test/guard';
 const signers = [parseSignerKey(generateNoteKeys(PREFIX).signerKey)];
@@ -135,6 +135,24 @@ describe.each(testBackends())('the checkpointer before it signs, on $name', ({ o
       expect(w.alarm.alarms()).toEqual([
         expect.objectContaining({ code: 'TREE_MISMATCH', log, seq: 5, table: 'merkle_nodes' }),
       ]);
+    });
+  });
+
+  describe('when signLogCheckpoint is called on its own (as vouch export does)', () => {
+    it('checks from its latest checkpoint too, and refuses with INTEGRITY_ALARM', async () => {
+      const log = `guard-${++logNo}`;
+      const ledger = createLedger(database);
+      for (let i = 1; i <= 3; i++)
+        await ledger.append({ log, kind: 'note', entity: `e${i}`, actor: 'a', payload: { i } });
+      expect(await signLogCheckpoint(database, { log, origin, signers })).toMatchObject({ treeSize: 3 });
+      await ledger.append({ log, kind: 'note', entity: 'e4', actor: 'a', payload: { i: 4 } });
+      expect(await signLogCheckpoint(database, { log, origin, signers })).toMatchObject({ treeSize: 4 });
+      await rewriteHistory(database, log, 2);
+      await ledger.close();
+      await expect(signLogCheckpoint(database, { log, origin, signers })).rejects.toMatchObject({
+        code: 'INTEGRITY_ALARM',
+        details: { code: 'CHECKPOINT_MISMATCH', log, seq: 4 },
+      });
     });
   });
 

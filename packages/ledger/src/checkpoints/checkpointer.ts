@@ -5,7 +5,7 @@ import type { AppendHook } from '../ledger';
 import type { StoredCheckpoint } from './checkpoint-store';
 import { verifierKeysOf } from './log-signing-key';
 import { type CheckpointSigning, signLogCheckpoint } from './sign-log-checkpoint';
-import { extendVerifiedTree, resumeVerifiedTree, type VerifiedTree } from './verified-tree';
+import { checkTreeToSign, refusalToSign, type VerifiedTree } from './verified-tree';
 
 export interface CheckpointerOptions extends CheckpointSigning {
   database: Database;
@@ -81,29 +81,18 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
     });
 
   const guard = async (head: { log: string; treeSize: number; rootHash: Uint8Array }) => {
-    const { log } = head;
-    if (alarm.raised) throw refuse(log);
-    let from = verified.get(log);
-    if (from === undefined) {
-      const resumed = await resumeVerifiedTree(options.database, log, {
-        verifiers,
-        origin: options.origin(log),
-      });
-      if (!resumed.ok) {
-        alarm.raise(resumed.finding);
-        throw refuse(log);
-      }
-      from = resumed.tree;
+    if (alarm.raised) throw refuse(head.log);
+    const checked = await checkTreeToSign(
+      options.database,
+      head,
+      { verifiers, origin: options.origin(head.log) },
+      verified.get(head.log),
+    );
+    if (!checked.ok) {
+      alarm.raise(checked.finding);
+      throw refusalToSign(checked.finding);
     }
-    const extended = await extendVerifiedTree(options.database, log, from, {
-      treeSize: head.treeSize,
-      storedRoot: head.rootHash,
-    });
-    if (!extended.ok) {
-      alarm.raise(extended.finding);
-      throw refuse(log);
-    }
-    verified.set(log, extended.tree);
+    verified.set(head.log, checked.tree);
   };
 
   const sign = (log: string, state: LogState): Promise<void> => {

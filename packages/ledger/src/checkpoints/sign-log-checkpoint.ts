@@ -4,6 +4,8 @@ import type { Database, Db } from '../database';
 import { readHead } from '../event-store';
 import { merkleRoot } from '../merkle/merkle-proofs';
 import { type StoredCheckpoint, storeCheckpoint } from './checkpoint-store';
+import { verifierKeysOf } from './log-signing-key';
+import { checkTreeToSign, refusalToSign } from './verified-tree';
 
 /** How a log's checkpoints are signed. */
 export interface CheckpointSigning {
@@ -39,8 +41,10 @@ export async function signLogCheckpoint(
     now?: () => Date;
     /**
      * Runs with the size and root about to be signed, after the lock is released and before
-     * anything is signed: throw to sign nothing (the checkpointer checks the new part of the
-     * tree against the events here).
+     * anything is signed: throw to sign nothing. Default: the tree is checked against the
+     * events from this server's latest checkpoint (`checkTreeToSign`), and a mismatch is
+     * `LedgerError` `INTEGRITY_ALARM`; the checkpointer passes its own, which remembers
+     * where it verified up to and raises the alarm.
      */
     guard?: (head: { log: string; treeSize: number; rootHash: Uint8Array }) => Promise<void>;
   },
@@ -52,7 +56,14 @@ export async function signLogCheckpoint(
     const size = (await readHead(database, log, db))?.seq ?? 0;
     return { treeSize: size, rootHash: await merkleRoot(database, { log, treeSize: size }, db) };
   });
-  await request.guard?.({ log, treeSize, rootHash });
+  const guard =
+    request.guard ??
+    (async (head: { log: string; treeSize: number; rootHash: Uint8Array }) => {
+      const trust = { verifiers: verifierKeysOf(request.signers), origin: request.origin(log) };
+      const checked = await checkTreeToSign(database, head, trust);
+      if (!checked.ok) throw refusalToSign(checked.finding);
+    });
+  await guard({ log, treeSize, rootHash });
   const note = signCheckpoint({ origin: request.origin(log), treeSize, rootHash }, request.signers);
   return storeCheckpoint(database, {
     log,

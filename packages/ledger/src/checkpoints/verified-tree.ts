@@ -11,6 +11,7 @@ import {
   verifyInclusion,
 } from '@vouch/audit';
 import type { Database } from '../database';
+import { LedgerError } from '../errors';
 import { readEvents, streamEvents } from '../event-store';
 import type { IntegrityAlarmReport } from '../integrity-alarm';
 import { readSubtreeHashes } from '../merkle/merkle-node-store';
@@ -177,6 +178,36 @@ export async function extendVerifiedTree(
     };
   }
   return { ok: true, tree: { range, head: report.head ?? from.head } };
+}
+
+/**
+ * Check the tree about to be signed (`head`: its size and the stored root) against the
+ * events: from `from` when this process verified up to there, else from this server's own
+ * latest checkpoint (see {@link resumeVerifiedTree}).
+ */
+export async function checkTreeToSign(
+  database: Database,
+  head: { log: string; treeSize: number; rootHash: Uint8Array },
+  trust: { verifiers: readonly string[]; origin: string },
+  from?: VerifiedTree,
+): Promise<TreeCheck> {
+  let start = from;
+  if (start === undefined) {
+    const resumed = await resumeVerifiedTree(database, head.log, trust);
+    if (!resumed.ok) return resumed;
+    start = resumed.tree;
+  }
+  return extendVerifiedTree(database, head.log, start, {
+    treeSize: head.treeSize,
+    storedRoot: head.rootHash,
+  });
+}
+
+/** The refusal to sign over a finding, with the finding as its details. */
+export function refusalToSign(finding: TreeFinding): LedgerError {
+  return new LedgerError('INTEGRITY_ALARM', `not signing log ${finding.log}: ${finding.message}`, {
+    details: { ...finding },
+  });
 }
 
 /** Events read per page while extending (a few after each interval; a whole log only once). */
