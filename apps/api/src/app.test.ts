@@ -99,7 +99,7 @@ describe('createApp', () => {
         name: 'a number JSON cannot carry',
         body: '{"identity":"user:bob","roles":["approver"],"x":1e999}',
         status: 400,
-        code: 'NON_FINITE_NUMBER',
+        code: 'NUMBER_NOT_EXACT',
       },
       {
         name: 'a NUL character',
@@ -205,7 +205,7 @@ describe('createApp', () => {
       ['too large', withArgs(`{"pad":"${'x'.repeat(5000)}"}`), {}, 'BODY_TOO_LARGE'],
       ['too deep', withArgs(`${'{"a":'.repeat(10)}1${'}'.repeat(10)}`), {}, 'NESTING_TOO_DEEP'],
       ['a duplicate key', withArgs('{"amount":1,"amount":100}'), {}, 'DUPLICATE_KEY'],
-      ['a number JSON cannot carry', withArgs('{"amount":1e400}'), {}, 'NON_FINITE_NUMBER'],
+      ['a number JSON cannot carry', withArgs('{"amount":1e400}'), {}, 'NUMBER_NOT_EXACT'],
       ['a lone surrogate', withArgs('{"note":"\\udc00"}'), {}, 'LONE_SURROGATE'],
       ['a NUL character', withArgs('{"note":"a\\u0000"}'), {}, 'NUL_CHARACTER'],
       ['an unknown field', JSON.stringify({ ...proposal, requester: 'user:root' }), {}, 'INVALID_REQUEST'],

@@ -13,7 +13,7 @@ import { type Logger, silentLogger } from './logger';
 import { registerOpenApiRoutes } from './openapi/routes';
 import { registerApprovalRoutes } from './routes/approvals';
 import { registerAuditRoutes } from './routes/audit';
-import { databaseReadiness, type Readiness, registerHealthRoutes } from './routes/health';
+import { databaseReadiness, type Readiness, registerHealthRoutes, withIntegrity } from './routes/health';
 import { registerKeyRoutes } from './routes/keys';
 import { registerObservationRoutes } from './routes/observations';
 import { registerProposalRoutes } from './routes/proposals';
@@ -32,7 +32,10 @@ export interface AppOptions {
   verification?: VerificationHost;
   logger?: Logger;
   limits?: Partial<Limits>;
-  /** Defaults to: the database answers and every migration is applied. */
+  /**
+   * Defaults to: the database answers and every migration is applied. Either way the
+   * ledger's integrity alarm (`ledger.integrityAlarm`) makes the instance not ready.
+   */
   readiness?: () => Promise<Readiness>;
   /** Shown in the OpenAPI document. */
   version?: string;
@@ -63,7 +66,7 @@ export function createApp(options: AppOptions): VouchApp {
   const draining = options.draining ?? (() => false);
   const baseReadiness = options.readiness ?? (() => databaseReadiness(options.ledger.database));
   const readiness = async (): Promise<Readiness> => {
-    const report = await baseReadiness();
+    const report = withIntegrity(await baseReadiness(), options.ledger.integrityAlarm);
     return draining() ? { ...report, ready: false, draining: true } : report;
   };
 

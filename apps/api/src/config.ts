@@ -3,19 +3,35 @@ import { resolve } from 'node:path';
 import { redactUrl } from '@vouch/ledger';
 import { type TransparencyConfig, transparencyConfig } from './transparency/config';
 
-/** Where the ledger lives: a Postgres URL, or a PGlite data directory. */
-export type DatabaseTarget = { kind: 'postgres'; url: string } | { kind: 'pglite'; dataDir: string };
+/**
+ * Where the ledger lives: a Postgres URL (with the bounds of its waits, when set), or a
+ * PGlite data directory.
+ */
+export type DatabaseTarget =
+  | { kind: 'postgres'; url: string; connectTimeoutMs?: number; statementTimeoutMs?: number }
+  | { kind: 'pglite'; dataDir: string };
 
 /** The default PGlite data directory, relative to the working directory. */
 export const DEFAULT_DATA_DIR = './.vouch/data';
 
 /**
- * `DATABASE_URL` selects Postgres; otherwise PGlite in `VOUCH_DATA_DIR` (default
- * `./.vouch/data`, resolved against `cwd`).
+ * `DATABASE_URL` selects Postgres (`VOUCH_DB_CONNECT_TIMEOUT_MS` and
+ * `VOUCH_DB_STATEMENT_TIMEOUT_MS` bound its waits; see `openDatabase`); otherwise PGlite in
+ * `VOUCH_DATA_DIR` (default `./.vouch/data`, resolved against `cwd`).
  */
 export function databaseTarget(env: NodeJS.ProcessEnv, cwd: string): DatabaseTarget {
   const url = env.DATABASE_URL?.trim();
-  if (url) return { kind: 'postgres', url };
+  if (url) {
+    const bound = (name: string) => (env[name]?.trim() ? integer(env, name, 0, 1, 3_600_000) : undefined);
+    const connectTimeoutMs = bound('VOUCH_DB_CONNECT_TIMEOUT_MS');
+    const statementTimeoutMs = bound('VOUCH_DB_STATEMENT_TIMEOUT_MS');
+    return {
+      kind: 'postgres',
+      url,
+      ...(connectTimeoutMs === undefined ? {} : { connectTimeoutMs }),
+      ...(statementTimeoutMs === undefined ? {} : { statementTimeoutMs }),
+    };
+  }
   return { kind: 'pglite', dataDir: resolve(cwd, env.VOUCH_DATA_DIR?.trim() || DEFAULT_DATA_DIR) };
 }
 

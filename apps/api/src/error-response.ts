@@ -1,8 +1,12 @@
+import { isDatabaseUnavailable } from '@vouch/ledger';
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { type ErrorCode, isKnownErrorCode, statusOf } from './error-status';
 import type { AppEnv } from './http/app-env';
+import { summarizeError } from './logger';
+
+export { summarizeError } from './logger';
 
 /** The one shape of every failure the API answers with. */
 export interface ErrorBody {
@@ -56,6 +60,15 @@ export function describeError(error: unknown): DescribedError {
       ...(details === undefined ? {} : { details }),
     };
   }
+  // The driver's own errors (a refused or broken connection, a statement past its deadline,
+  // a closed PGlite) mean "retry later", not "the server is broken": 503, as the ledger's are.
+  if (isDatabaseUnavailable(error)) {
+    return {
+      status: statusOf('DATABASE_UNAVAILABLE'),
+      code: 'DATABASE_UNAVAILABLE',
+      message: 'the database is unavailable; retry later',
+    };
+  }
   if (error instanceof HTTPException) {
     const code = CODE_BY_HTTP_STATUS[error.status];
     if (code) return { status: statusOf(code), code, message: error.message || code };
@@ -99,15 +112,4 @@ export function handleError(error: unknown, c: Context<AppEnv>): Response {
     });
   }
   return errorResponse(c, described);
-}
-
-/** Name, code and message of an error and its causes, for the server log only. */
-export function summarizeError(error: unknown, depth = 0): Record<string, unknown> {
-  if (!(error instanceof Error)) return { value: typeof error };
-  const summary: Record<string, unknown> = { name: error.name, message: error.message };
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' || typeof code === 'number') summary.code = code;
-  if (error.stack) summary.stack = error.stack.split('\n').slice(0, 8).join('\n');
-  if (error.cause !== undefined && depth < 3) summary.cause = summarizeError(error.cause, depth + 1);
-  return summary;
 }

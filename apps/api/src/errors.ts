@@ -18,6 +18,7 @@ export const API_ERROR_CODES = [
   'NESTING_TOO_DEEP',
   'DUPLICATE_KEY',
   'NUL_CHARACTER',
+  'NUMBER_NOT_EXACT',
   'INVALID_REQUEST',
   // resources
   'NOT_FOUND',

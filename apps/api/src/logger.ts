@@ -22,7 +22,7 @@ export function createJsonLogger(write: (line: string) => void, now: () => Date 
   const emit = (level: string, message: string, fields?: LogFields) => {
     let line: string;
     try {
-      line = JSON.stringify({ level, time: now().toISOString(), msg: message, ...fields });
+      line = JSON.stringify({ level, time: now().toISOString(), msg: message, ...fields }, redactForLog);
     } catch {
       // A field JSON cannot carry (a cycle, a BigInt) must not take the request down with it.
       line = JSON.stringify({ level, time: now().toISOString(), msg: message, fields_dropped: true });
@@ -43,4 +43,51 @@ export function createMemoryLogger(): Logger & { lines: Array<{ level: string; m
     lines.push({ level, msg, ...fields });
   };
   return { lines, info: push('info'), warn: push('warn'), error: push('error') };
+}
+
+/**
+ * The `JSON.stringify` replacer every log line goes through, whatever its caller passed: an
+ * error becomes its {@link summarizeError} (an error object's own enumerable members can be
+ * its query parameters: drizzle's `DrizzleQueryError` has `params`), and a member named like
+ * query parameters is dropped. The last line of defence; callers summarize errors themselves.
+ */
+export function redactForLog(key: string, value: unknown): unknown {
+  if (QUERY_PARAMETER_KEYS.has(key)) return '[redacted]';
+  if (value instanceof Error) return summarizeError(value);
+  return value;
+}
+
+const QUERY_PARAMETER_KEYS = new Set(['params', 'parameters']);
+
+/**
+ * Name, code and message of an error and its causes, for the server log, with nothing a
+ * query was given.
+ *
+ * Why: database errors carry the statement's parameters, and a parameter can be anything a
+ * request carried (the SHA-256 of the caller's API key is the parameter of every key
+ * lookup). drizzle's `DrizzleQueryError` puts them in its message (`Failed query: …
+ * params: …`), so its message is rebuilt from the statement text alone; Postgres's own
+ * messages for data exceptions (SQLSTATE class 22) quote the offending value, so those keep
+ * only their SQLSTATE; and the stack keeps its frames, not its first line (the message again).
+ */
+export function summarizeError(error: unknown, depth = 0): Record<string, unknown> {
+  if (!(error instanceof Error)) return { value: typeof error };
+  const summary: Record<string, unknown> = { name: error.name, message: safeMessage(error) };
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' || typeof code === 'number') summary.code = code;
+  if (error.stack) {
+    const frames = error.stack.split('\n').filter((line) => /^\s+at /.test(line));
+    summary.stack = frames.slice(0, 7).join('\n');
+  }
+  if (error.cause !== undefined && depth < 3) summary.cause = summarizeError(error.cause, depth + 1);
+  return summary;
+}
+
+function safeMessage(error: Error): string {
+  const query = (error as { query?: unknown }).query;
+  if (typeof query === 'string' && 'params' in error) return `Failed query: ${query}`;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code)) return `data exception (SQLSTATE ${code})`;
+  // Any other message that lists parameters the way drizzle does.
+  return error.message.replace(/\nparams: [\s\S]*$/, '\nparams: [redacted]');
 }

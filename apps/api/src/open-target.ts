@@ -8,7 +8,10 @@ import { lockDataDir } from './data-dir-lock';
  * (and create the directory); `close()` closes the database and releases the lock.
  */
 export async function openTarget(target: DatabaseTarget): Promise<Database> {
-  if (target.kind === 'postgres') return openDatabase({ url: target.url });
+  if (target.kind === 'postgres') {
+    const { kind: _kind, ...postgres } = target;
+    return openDatabase(postgres);
+  }
   mkdirSync(target.dataDir, { recursive: true });
   const lock = lockDataDir(target.dataDir);
   let database: Database;

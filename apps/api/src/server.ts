@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { type ServerType, serve } from '@hono/node-server';
-import { createLedger, type Database, type Ledger } from '@vouch/ledger';
+import { createIntegrityAlarm, createLedger, type Database, type Ledger } from '@vouch/ledger';
 import { createApp } from './app';
 import { prepareDatabase } from './auth/database-role';
 import { createKeyStore } from './auth/key-store';
@@ -60,13 +60,27 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         verifiers: verification.registry.entries.map((e) => e.name),
       });
     }
+    // One alarm per process: the ledger, the checkpointer and whatever else checks rows
+    // against the chain raise it; /readyz reports it; this line is what an operator greps for.
+    const integrityAlarm = createIntegrityAlarm({
+      onRaise: (alarm) =>
+        logger.error('integrity alarm', {
+          code: 'INTEGRITY_ALARM',
+          alarm: alarm.code,
+          log: alarm.log,
+          ...(alarm.seq === undefined ? {} : { seq: alarm.seq }),
+          ...(alarm.table === undefined ? {} : { table: alarm.table }),
+          reason: alarm.message,
+        }),
+    });
     const checkpoints = startCheckpoints({
       database,
       config: config.transparency ?? transparencyConfig({}),
       target: config.database,
       logger,
+      integrityAlarm,
     });
-    ledger = createLedger(database, { afterAppend: checkpoints.afterAppend });
+    ledger = createLedger(database, { afterAppend: checkpoints.afterAppend, integrityAlarm });
     const keys = createKeyStore(ledger);
     const bootstrapped = await keys.bootstrapAdmin(
       config.adminKey === undefined ? {} : { secret: config.adminKey },

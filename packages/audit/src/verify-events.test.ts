@@ -174,6 +174,22 @@ describe('verifyEvents', () => {
     });
   });
 
+  describe('when it resumes after a head the caller trusts', () => {
+    it('checks the rest against that head: its seq and its hash', async () => {
+      const events = chainOf([1, 2, 3, 4, 5]);
+      const after = { seq: 2, hash: events[1]!.hash };
+      const report = await verifyEvents(events.slice(2), { log: 'test', after });
+      expect(report).toMatchObject({ ok: true, checked: 3, head: { seq: 5, hash: events[4]!.hash } });
+      expect(await codesOf(events.slice(2), { after: { seq: 2, hash: 'f'.repeat(64) } })).toEqual([
+        [3, 'PREV_HASH_MISMATCH'],
+      ]);
+      expect(await codesOf(events.slice(3), { after })).toEqual([
+        [4, 'SEQ_GAP'],
+        [4, 'PREV_HASH_MISMATCH'],
+      ]);
+    });
+  });
+
   describe('when aborted', () => {
     it('stops with the abort reason', async () => {
       const controller = new AbortController();

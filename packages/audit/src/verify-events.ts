@@ -56,6 +56,12 @@ export interface ChainReport {
 
 export interface VerifyEventsOptions {
   log: string;
+  /**
+   * Check a run that continues after this head, which the caller already trusts (the
+   * checkpointer resumes from its last verified event): the first event must be seq
+   * `after.seq + 1` and link to `after.hash`. Default: the run starts at seq 1 from genesis.
+   */
+  after?: ChainHead;
   /** A head the auditor trusts from earlier: the log must still contain it. */
   expectHead?: ChainHead;
   /** Called every `progressEvery` events (default 10,000) and once at the end. */
@@ -104,7 +110,7 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
   const failures: ChainFailure[] = [];
   let failureCount = 0;
   let checked = 0;
-  let previous: ChainHead | null = null;
+  let previous: ChainHead | null = options.after ?? null;
   let expectedHeadSeen = false;
 
   const fail = (failure: ChainFailure) => {

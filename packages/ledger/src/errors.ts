@@ -12,6 +12,7 @@ export const LEDGER_ERROR_CODES = [
   'DATABASE_UNAVAILABLE',
   'MIGRATIONS_PENDING',
   'CHAIN_CONFLICT',
+  'INTEGRITY_ALARM',
   // records and invariants
   'VALIDATION_FAILED',
   'NOT_FOUND',

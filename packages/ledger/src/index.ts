@@ -16,11 +16,19 @@ export {
 export type { CheckpointSigning } from './checkpoints/sign-log-checkpoint';
 export { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';
 export type { Database, Db, OpenDatabaseOptions } from './database';
-export { openDatabase, ping, redactUrl, sqlStateOf } from './database';
+export { isDatabaseUnavailable, openDatabase, ping, redactUrl, sqlStateOf } from './database';
 export type { LedgerErrorCode } from './errors';
 export { isLedgerError, LEDGER_ERROR_CODES, LedgerError } from './errors';
 export type { AppendInput, EventLimits } from './event-input';
 export { identitiesCollide, identitySkeleton } from './identity/identity';
+export type {
+  IntegrityAlarm,
+  IntegrityAlarmCode,
+  IntegrityAlarmOptions,
+  IntegrityAlarmReport,
+  RaisedIntegrityAlarm,
+} from './integrity-alarm';
+export { createIntegrityAlarm } from './integrity-alarm';
 export type { ApiKeyRecord, KeyProof } from './keys/api-key-events';
 export { keyHashCommitment, SYSTEM_LOG } from './keys/api-key-events';
 export type { FoundApiKey, IssueApiKeyInput } from './keys/api-keys';

@@ -213,6 +213,37 @@ describe.each(testBackends())('ledger on $name', ({ open }) => {
     });
   });
 
+  describe('when the stored chain conflicts with itself', () => {
+    it('refuses appends with CHAIN_CONFLICT and raises the integrity alarm', async () => {
+      const local = createLedger(database);
+      for (let n = 1; n <= 3; n++) await local.append(event('conflict-log', n));
+      // As a table owner: the head event goes, its Merkle leaf stays.
+      await database.db.transaction(async (tx) => {
+        await tx.execute(sql`set local session_replication_role = replica`);
+        await tx.execute(sql`delete from audit_events where log_id = 'conflict-log' and seq = 3`);
+      });
+      expect(local.integrityAlarm.raised).toBe(false);
+      await expect(local.append(event('conflict-log', 4))).rejects.toMatchObject({ code: 'CHAIN_CONFLICT' });
+      await local.close();
+      expect(local.integrityAlarm.alarms()).toEqual([
+        expect.objectContaining({ code: 'CHAIN_CONFLICT', log: 'conflict-log' }),
+      ]);
+    });
+
+    it('raises nothing when a record table refuses a row', async () => {
+      const local = createLedger(database);
+      await database.rows(sql`create table if not exists conflict_probe (id text primary key)`);
+      await database.rows(sql`insert into conflict_probe values ('taken')`);
+      const refused = local.transact('probe-log', async (tx) => {
+        await tx.append({ kind: 'note', entity: 'p', actor: 'user:alice', payload: {} });
+        await tx.db.execute(sql`insert into conflict_probe values ('taken')`);
+      });
+      await expect(refused).rejects.toMatchObject({ code: 'CHAIN_CONFLICT' });
+      await local.close();
+      expect(local.integrityAlarm.raised).toBe(false);
+    });
+  });
+
   describe('when the ledger is closed', () => {
     it('finishes pending appends and refuses new ones', async () => {
       const local = createLedger(database);

@@ -10,7 +10,7 @@ import { sql } from 'drizzle-orm';
 import type { PgTable } from 'drizzle-orm/pg-core';
 import { type ConflictKeys, mergeOrders, planWaves } from './batch-plan';
 import { insertRows } from './batched-sql';
-import { type Database, type Db, sqlStateOf } from './database';
+import { constraintTableOf, type Database, type Db, sqlStateOf } from './database';
 import { LedgerError } from './errors';
 import {
   type AppendInput,
@@ -20,8 +20,9 @@ import {
   prepareEvent,
 } from './event-input';
 import { insertEvents, readEvents, readHead, streamEvents } from './event-store';
+import { createIntegrityAlarm, type IntegrityAlarm } from './integrity-alarm';
 import { merkleAppendHook } from './merkle/merkle-append-hook';
-import { type IntegrityViolation, integrityViolationOf } from './records/record-integrity';
+import { integrityViolationOf } from './records/record-integrity';
 import { type VerifyChainOptions, verifyChain } from './verify-chain';
 
 /** Where a staged record row points: the event staged with it, once that event has its seq. */
@@ -94,17 +95,17 @@ export interface LedgerOptions {
    */
   merkle?: boolean;
   /**
-   * Told of every operation refused because a record it read no longer matches the event
-   * that recorded it (`RECORD_INTEGRITY_VIOLATION`: a row edited or inserted in the database
-   * behind the ledger's back), once the refusal is settled. The caller gets the error either
-   * way; this is for the operator: wire it to an alarm. Must not throw.
+   * Raised when an append is refused because the stored chain or Merkle tree disagrees with
+   * itself (`CHAIN_CONFLICT`): share the server's one alarm here. Default: a fresh one.
    */
-  onIntegrityViolation?: (violation: IntegrityViolation) => void;
+  integrityAlarm?: IntegrityAlarm;
 }
 
 /** The append-only, hash-chained ledger over one database. */
 export interface Ledger {
   readonly database: Database;
+  /** The integrity alarm this ledger raises, and that anything holding the ledger may raise. */
+  readonly integrityAlarm: IntegrityAlarm;
   /** Append one event. Resolves after the transaction holding it has committed. */
   append(input: AppendInput): Promise<StoredEvent>;
   /**
@@ -202,6 +203,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
   const maxBatch = options.maxBatch ?? 512;
   const maxWaitMs = options.maxWaitMs ?? 0;
   const clock = options.now ?? (() => new Date());
+  const integrityAlarm = options.integrityAlarm ?? createIntegrityAlarm();
   // The Merkle tree is stored in the same transaction as the events it covers, always.
   const hooks = [...(options.merkle === false ? [] : [merkleAppendHook]), ...(options.afterAppend ?? [])];
   const queues = new Map<string, LogQueue>();
@@ -210,17 +212,6 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
   /** ANALYZE runs in flight (see refreshStatistics): `close` waits for them. */
   const maintenance = new Set<Promise<void>>();
   let closed = false;
-
-  /** Tell the operator of work refused on a record that disagrees with the chain. */
-  const reportIntegrity = (error: unknown) => {
-    const violation = options.onIntegrityViolation ? integrityViolationOf(error) : null;
-    if (!violation) return;
-    try {
-      options.onIntegrityViolation!(violation);
-    } catch {
-      // The alarm's failure must not keep the caller from its answer.
-    }
-  };
 
   const enqueue = (log: string, item: Pending) => {
     if (closed) {
@@ -478,6 +469,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
       const refusedByKeys = waveRefused && isConstraintViolation(cause);
       if (!isolated && (refusedByKeys || workFailedInDatabase)) return commitBatch(log, () => failed, true);
       const error = toStorageError(cause, log);
+      raiseOnChainConflict(integrityAlarm, error, log);
       for (const item of failed) item.reject(error);
       return;
     }
@@ -488,7 +480,8 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
       const outcome = outcomes[i]!;
       if (outcome.ok) item.resolve(outcome.value);
       else {
-        reportIntegrity(outcome.error);
+        reportIntegrity(integrityAlarm, outcome.error);
+        raiseOnChainConflict(integrityAlarm, outcome.error, log);
         item.reject(outcome.error);
       }
     });
@@ -503,6 +496,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
 
   return {
     database,
+    integrityAlarm,
     append(input) {
       return new Promise<StoredEvent>((resolve, reject) => {
         enqueue(input.log, {
@@ -600,6 +594,46 @@ async function refreshStatistics(database: Database): Promise<void> {
   } catch {
     // Only a hint to the planner: appends are correct without it.
   }
+}
+
+/** The tables whose rows make up the chain and its tree: a conflict there is damage, not a race. */
+const CHAIN_TABLES = new Set(['audit_events', 'merkle_nodes']);
+
+/**
+ * Work refused because a record it read disagrees with the event that recorded it (a row
+ * edited or inserted behind the ledger's back): the caller gets its 503 either way; the
+ * alarm makes the server stop signing and report itself not ready until an operator looks.
+ */
+function reportIntegrity(alarm: IntegrityAlarm, error: unknown): void {
+  const violation = integrityViolationOf(error);
+  if (!violation) return;
+  alarm.raise({
+    code: 'RECORD_MISMATCH',
+    log: violation.log,
+    seq: violation.seq,
+    table: violation.table,
+    message: `${violation.table} row ${violation.id} disagrees with event ${violation.seq} (${violation.reason})`,
+  });
+}
+
+/**
+ * A `CHAIN_CONFLICT` means the chain or tree in the database disagrees with itself (the
+ * Merkle hook found it, or the database refused a row of the chain): with every append
+ * under the log's lock, no honest writer gets there. The alarm turns a string of refused
+ * appends into something an operator sees. A refusal by a record table is the caller's.
+ */
+function raiseOnChainConflict(alarm: IntegrityAlarm, error: unknown, log: string): void {
+  if (!(error instanceof LedgerError) || error.code !== 'CHAIN_CONFLICT') return;
+  const table = constraintTableOf(error);
+  if (table !== undefined && !CHAIN_TABLES.has(table)) return;
+  const seq = error.details?.seq;
+  alarm.raise({
+    code: 'CHAIN_CONFLICT',
+    log,
+    ...(typeof seq === 'number' ? { seq } : {}),
+    ...(table === undefined ? {} : { table }),
+    message: error.message,
+  });
 }
 
 /** SQLSTATE class 23: the database refused a row (unique, foreign key, check). */

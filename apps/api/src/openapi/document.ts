@@ -13,7 +13,7 @@ export function openApiDocument(app: VouchApp, version: string) {
       title: 'Vouch API',
       version,
       description:
-        'Verification and audit ledger for the actions AI agents take through tools. A proposal is not a decision; a tool output is not verified truth; a successful execution is not a verification of its result. Every failure answers with `{ "error": { "code", "message", "details"?, "request_id" } }`.',
+        'Verification and audit ledger for the actions AI agents take through tools. A proposal is not a decision; a tool output is not verified truth; a successful execution is not a verification of its result. Every failure answers with `{ "error": { "code", "message", "details"?, "request_id" } }`.\n\n**Numbers** are stored and shown exactly as sent, or refused: a JSON number that a double cannot carry exactly (a magnitude past 2^53 − 1 such as `9007199254740993`, more digits than a double holds such as `1.0000000000000001`, or a value that underflows to 0 or overflows) is refused with 400 `NUMBER_NOT_EXACT` and its JSON Pointer in `details.path`, and nothing is written. `1.50` or `1e2` are fine (they are stored as `1.5` and `100`). Send amounts that need more, money above all, as decimal strings (`"amount": "9007199254740993.25"`).',
       license: { name: 'Apache-2.0', url: 'https://www.apache.org/licenses/LICENSE-2.0' },
     },
     tags: [

@@ -2,11 +2,12 @@ import {
   type AppendHook,
   createCheckpointer,
   type Database,
+  type IntegrityAlarm,
   logOrigin,
   merkleAppendHook,
 } from '@vouch/ledger';
 import type { DatabaseTarget } from '../config';
-import type { Logger } from '../logger';
+import { type Logger, summarizeError } from '../logger';
 import type { TransparencyConfig } from './config';
 import { type LogKeys, loadLogKeys } from './log-keys';
 
@@ -31,6 +32,8 @@ export function startCheckpoints(options: {
   config: TransparencyConfig;
   target: DatabaseTarget;
   logger: Logger;
+  /** The server's one alarm: raised when the tree about to be signed does not match its events. */
+  integrityAlarm?: IntegrityAlarm;
 }): ServerCheckpoints {
   const { logger } = options;
   const keys = loadLogKeys(options.config, options.target);
@@ -52,10 +55,11 @@ export function startCheckpoints(options: {
     origin: (log) => logOrigin(keys.originPrefix, log),
     signers: keys.signers,
     intervalMs: options.config.intervalMs,
+    ...(options.integrityAlarm ? { integrityAlarm: options.integrityAlarm } : {}),
     onError: (error, log) =>
       logger.error('checkpoint signing failed', {
         log,
-        error: error instanceof Error ? { name: error.name, message: error.message } : String(error),
+        error: summarizeError(error),
       }),
   });
   return {

@@ -1,7 +1,11 @@
 import type { Database } from '../database';
+import { LedgerError } from '../errors';
+import { createIntegrityAlarm, type IntegrityAlarm } from '../integrity-alarm';
 import type { AppendHook } from '../ledger';
 import type { StoredCheckpoint } from './checkpoint-store';
+import { verifierKeysOf } from './log-signing-key';
 import { type CheckpointSigning, signLogCheckpoint } from './sign-log-checkpoint';
+import { checkTreeToSign, refusalToSign, type VerifiedTree } from './verified-tree';
 
 export interface CheckpointerOptions extends CheckpointSigning {
   database: Database;
@@ -11,6 +15,12 @@ export interface CheckpointerOptions extends CheckpointSigning {
   onCheckpoint?: (checkpoint: StoredCheckpoint) => void;
   /** Called when signing a log's head failed; the next append tries again. */
   onError?: (error: unknown, log: string) => void;
+  /**
+   * Raised when the tree about to be signed does not match its events; once raised (by
+   * anyone), nothing more is signed. Share the server's one alarm (the ledger's). Default: a
+   * fresh one.
+   */
+  integrityAlarm?: IntegrityAlarm;
   /** Clock, for tests. */
   now?: () => Date;
 }
@@ -42,6 +52,15 @@ interface LogState {
  * sits on the append path. Several instances may each sign the same head: the first row
  * kept wins.
  *
+ * Nothing is signed on the stored `merkle_nodes` alone: someone who can write the tables can
+ * rewrite events (recomputing every hash) and leave the tree as it was, and a server that
+ * signed that tree would vouch for events it no longer holds. Before each signature the new
+ * part of the tree is rebuilt from the events (see `extendVerifiedTree`): from where this
+ * process last verified (or, after a start, from its own latest signed checkpoint, checked
+ * first), every new event is rehashed and linked, its leaf appended to a compact range, and
+ * the range's root must be the stored root about to be signed. A mismatch raises the
+ * integrity alarm, and from then on this checkpointer signs nothing.
+ *
  * @example
  * const checkpointer = createCheckpointer({ database, origin: (log) => logOrigin(prefix, log), signers });
  * const ledger = createLedger(database, { afterAppend: [merkleAppendHook, checkpointer.afterAppend] });
@@ -49,17 +68,44 @@ interface LogState {
 export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
   const intervalMs = options.intervalMs ?? 1_000;
   const clock = options.now ?? (() => new Date());
+  const alarm = options.integrityAlarm ?? createIntegrityAlarm();
+  const verifiers = verifierKeysOf(options.signers);
   const logs = new Map<string, LogState>();
+  /** Per log, the tree this process has rebuilt from the events up to its last signature. */
+  const verified = new Map<string, VerifiedTree>();
   let closed = false;
+
+  const refuse = (log: string) =>
+    new LedgerError('INTEGRITY_ALARM', `not signing log ${log}: the integrity alarm is raised`, {
+      details: { log },
+    });
+
+  const guard = async (head: { log: string; treeSize: number; rootHash: Uint8Array }) => {
+    if (alarm.raised) throw refuse(head.log);
+    const checked = await checkTreeToSign(
+      options.database,
+      head,
+      { verifiers, origin: options.origin(head.log) },
+      verified.get(head.log),
+    );
+    if (!checked.ok) {
+      alarm.raise(checked.finding);
+      throw refusalToSign(checked.finding);
+    }
+    verified.set(head.log, checked.tree);
+  };
 
   const sign = (log: string, state: LogState): Promise<void> => {
     state.dirty = false;
     state.lastSignedAt = clock().getTime();
+    // Once raised, the alarm stays raised (and was logged when raised): sign nothing, quietly.
+    if (alarm.raised) return Promise.resolve();
     const running = signLogCheckpoint(options.database, {
       log,
       origin: options.origin,
       signers: options.signers,
       now: clock,
+      guard,
     })
       .then(
         (checkpoint) => options.onCheckpoint?.(checkpoint),

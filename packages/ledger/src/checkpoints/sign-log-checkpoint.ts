@@ -4,6 +4,8 @@ import type { Database, Db } from '../database';
 import { readHead } from '../event-store';
 import { merkleRoot } from '../merkle/merkle-proofs';
 import { type StoredCheckpoint, storeCheckpoint } from './checkpoint-store';
+import { verifierKeysOf } from './log-signing-key';
+import { checkTreeToSign, refusalToSign } from './verified-tree';
 
 /** How a log's checkpoints are signed. */
 export interface CheckpointSigning {
@@ -34,7 +36,18 @@ export function logOrigin(prefix: string, log: string): string {
  */
 export async function signLogCheckpoint(
   database: Database,
-  request: CheckpointSigning & { log: string; now?: () => Date },
+  request: CheckpointSigning & {
+    log: string;
+    now?: () => Date;
+    /**
+     * Runs with the size and root about to be signed, after the lock is released and before
+     * anything is signed: throw to sign nothing. Default: the tree is checked against the
+     * events from this server's latest checkpoint (`checkTreeToSign`), and a mismatch is
+     * `LedgerError` `INTEGRITY_ALARM`; the checkpointer passes its own, which remembers
+     * where it verified up to and raises the alarm.
+     */
+    guard?: (head: { log: string; treeSize: number; rootHash: Uint8Array }) => Promise<void>;
+  },
 ): Promise<StoredCheckpoint> {
   const { log } = request;
   const { treeSize, rootHash } = await database.db.transaction(async (tx) => {
@@ -43,6 +56,14 @@ export async function signLogCheckpoint(
     const size = (await readHead(database, log, db))?.seq ?? 0;
     return { treeSize: size, rootHash: await merkleRoot(database, { log, treeSize: size }, db) };
   });
+  const guard =
+    request.guard ??
+    (async (head: { log: string; treeSize: number; rootHash: Uint8Array }) => {
+      const trust = { verifiers: verifierKeysOf(request.signers), origin: request.origin(log) };
+      const checked = await checkTreeToSign(database, head, trust);
+      if (!checked.ok) throw refusalToSign(checked.finding);
+    });
+  await guard({ log, treeSize, rootHash });
   const note = signCheckpoint({ origin: request.origin(log), treeSize, rootHash }, request.signers);
   return storeCheckpoint(database, {
     log,

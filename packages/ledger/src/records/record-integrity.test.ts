@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../database';
 import { isLedgerError, type LedgerError } from '../errors';
+import { createIntegrityAlarm, type IntegrityAlarmReport } from '../integrity-alarm';
 import { createLedger, type Ledger } from '../ledger';
 import { testBackends } from '../testing';
 import { ledgerRowCounts, tamper } from './__fixtures__/tamper-records';
@@ -93,12 +94,16 @@ describe.each(testBackends())('record reads checked against their events on $nam
   let database: Database;
   let ledger: Ledger;
   let records: Records;
-  const reported: IntegrityViolation[] = [];
+  const reported: IntegrityAlarmReport[] = [];
   let logs = 0;
 
   beforeAll(async () => {
     database = await open();
-    ledger = createLedger(database, { onIntegrityViolation: (violation) => reported.push(violation) });
+    ledger = createLedger(database, {
+      integrityAlarm: createIntegrityAlarm({
+        onRaise: ({ raisedAt: _, ...report }) => reported.push(report),
+      }),
+    });
     records = createRecords(ledger);
   });
   afterAll(async () => {
@@ -124,7 +129,7 @@ describe.each(testBackends())('record reads checked against their events on $nam
 
   /**
    * `operation` is refused with RECORD_INTEGRITY_VIOLATION naming the edited row, writes
-   * nothing (no record, no event, no refusal evidence), and the operator's callback hears of it.
+   * nothing (no record, no event, no refusal evidence), and the integrity alarm hears of it.
    */
   const expectRefused = async (
     log: string,
@@ -138,7 +143,15 @@ describe.each(testBackends())('record reads checked against their events on $nam
     expect(error.code).toBe('RECORD_INTEGRITY_VIOLATION');
     expect(error.details).toEqual(violation);
     expect(await ledgerRowCounts(database, log)).toEqual(before);
-    expect(reported.slice(heard)).toEqual([violation]);
+    expect(reported.slice(heard)).toEqual([
+      {
+        code: 'RECORD_MISMATCH',
+        log,
+        seq: row.seq,
+        table: row.table,
+        message: `${row.table} row ${row.id} disagrees with event ${row.seq} (${row.reason})`,
+      },
+    ]);
   };
 
   describe('when an approval resolution is edited from denied to approved', () => {
@@ -306,12 +319,14 @@ describe.each(testBackends())('record reads checked against their events on $nam
     });
   });
 
-  describe('when the operator callback throws', () => {
+  describe('when the alarm listener throws', () => {
     it('still answers the refusal, and the ledger keeps working', async () => {
       const throwing = createLedger(database, {
-        onIntegrityViolation: () => {
-          throw new Error('alarm down');
-        },
+        integrityAlarm: createIntegrityAlarm({
+          onRaise: () => {
+            throw new Error('alarm down');
+          },
+        }),
       });
       try {
         const service = createRecords(throwing);

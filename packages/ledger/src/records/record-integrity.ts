@@ -4,7 +4,7 @@ import { isLedgerError, LedgerError } from '../errors';
 
 /**
  * A record row the server was about to act on that its event does not account for: the
- * details of a `RECORD_INTEGRITY_VIOLATION`, and what `onIntegrityViolation` is told.
+ * details of a `RECORD_INTEGRITY_VIOLATION`, and what the integrity alarm is told.
  */
 export interface IntegrityViolation {
   log: string;

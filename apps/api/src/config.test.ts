@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, databaseTarget } from './config';
+
+describe('databaseTarget', () => {
+  describe('when Postgres is selected with bounds on its waits', () => {
+    it('carries them to openDatabase', () => {
+      const env = {
+        DATABASE_URL: 'postgres://vouch@127.0.0.1/vouch',
+        VOUCH_DB_CONNECT_TIMEOUT_MS: '2000',
+        VOUCH_DB_STATEMENT_TIMEOUT_MS: '30000',
+      };
+      expect(databaseTarget(env, '/')).toEqual({
+        kind: 'postgres',
+        url: 'postgres://vouch@127.0.0.1/vouch',
+        connectTimeoutMs: 2000,
+        statementTimeoutMs: 30000,
+      });
+      expect(databaseTarget({ DATABASE_URL: env.DATABASE_URL }, '/')).toEqual({
+        kind: 'postgres',
+        url: env.DATABASE_URL,
+      });
+    });
+
+    it.each(['0', '-1', '1.5', 'soon'])('refuses VOUCH_DB_STATEMENT_TIMEOUT_MS=%s', (value) => {
+      expect(() =>
+        databaseTarget({ DATABASE_URL: 'postgres://x', VOUCH_DB_STATEMENT_TIMEOUT_MS: value }, '/'),
+      ).toThrow(ConfigError);
+    });
+  });
+});

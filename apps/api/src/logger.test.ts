@@ -1,0 +1,58 @@
+import { DrizzleQueryError } from 'drizzle-orm/errors';
+import { describe, expect, it } from 'vitest';
+import { createJsonLogger, summarizeError } from './logger';
+
+const SECRET = 'f00dfeed'.repeat(8);
+
+/** A Postgres error as postgres.js throws it: SQLSTATE in `code`, the statement's values beside it. */
+function postgresError(code: string, message: string): Error {
+  return Object.assign(new Error(message), { name: 'PostgresError', code, parameters: [SECRET] });
+}
+
+function linesOf(log: (logger: ReturnType<typeof createJsonLogger>) => void): string {
+  const lines: string[] = [];
+  log(createJsonLogger((line) => lines.push(line)));
+  return lines.join('');
+}
+
+describe('summarizeError', () => {
+  describe('when drizzle wraps a failed query', () => {
+    it('keeps the statement and drops its parameters, from the message and the stack', () => {
+      const error = new DrizzleQueryError(
+        'select * from api_keys where key_hash = $1',
+        [SECRET],
+        postgresError('08006', 'connection failure'),
+      );
+      const summary = summarizeError(error);
+      expect(JSON.stringify(summary)).not.toContain(SECRET);
+      expect(summary).toMatchObject({
+        message: 'Failed query: select * from api_keys where key_hash = $1',
+        cause: { name: 'PostgresError', code: '08006', message: 'connection failure' },
+      });
+    });
+  });
+
+  describe('when Postgres refuses a value (SQLSTATE class 22)', () => {
+    it('keeps the SQLSTATE, not the message that quotes the value', () => {
+      const error = postgresError('22P02', `invalid input syntax for type uuid: "${SECRET}"`);
+      expect(summarizeError(error)).toMatchObject({
+        code: '22P02',
+        message: 'data exception (SQLSTATE 22P02)',
+      });
+      expect(JSON.stringify(summarizeError(error))).not.toContain(SECRET);
+    });
+  });
+});
+
+describe('createJsonLogger', () => {
+  describe('when a caller passes an error object or query parameters as fields', () => {
+    it('writes neither the parameters nor the error members that hold them', () => {
+      const text = linesOf((logger) => {
+        logger.error('failed', { error: new DrizzleQueryError('select $1', [SECRET], undefined) });
+        logger.warn('odd', { nested: { params: [SECRET], parameters: { a: SECRET } } });
+      });
+      expect(text).not.toContain(SECRET);
+      expect(text).toContain('Failed query: select $1');
+    });
+  });
+});
