@@ -1,4 +1,12 @@
-import { canonicalJson, eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from '@vouch/audit';
+import {
+  CompactRange,
+  canonicalJson,
+  eventHashOf,
+  eventLeafHash,
+  GENESIS_PREV_HASH,
+  payloadHashOf,
+  type StoredEvent,
+} from '@vouch/audit';
 import type { Database } from '@vouch/ledger';
 import { payloadSource } from './payloads';
 
@@ -57,21 +65,32 @@ export function multiRowInsert(table: string, rows: number): string {
  * Load precomputed events fast, not through the append path: COPY on Postgres, multi-row
  * INSERTs of 1,000 rows on PGlite. The per-row link check (a foreign key) is off for the
  * load only (session_replication_role); the benchmark verifies the chain afterwards anyway.
+ * With `merkle`, the log's Merkle nodes go in beside them in the same pass, exactly the rows
+ * the append hook would have written, so `verifyChain` has a whole tree to check.
  */
-export async function loadEvents(database: Database, events: Iterable<StoredEvent>): Promise<number> {
+export async function loadEvents(
+  database: Database,
+  events: Iterable<StoredEvent>,
+  options: { merkle?: boolean } = {},
+): Promise<number> {
   let count = 0;
+  const nodes = options.merkle ? merkleNodeRows() : undefined;
   if (database.driver.kind === 'postgres') {
     const copy = await copyEvents(database);
+    const copyNodes = nodes ? await copyRows(database, 'merkle_nodes', MERKLE_COLUMNS) : undefined;
     for (const event of events) {
       await copy.write(event);
+      if (copyNodes) for (const row of nodes!(event)) await copyNodes.write(row);
       count++;
     }
     await copy.end();
+    await copyNodes?.end();
     return count;
   }
   const chunk = 1_000;
   const statement = multiRowInsert('audit_events', chunk);
   let rows: unknown[] = [];
+  let nodeRows: unknown[][] = [];
   const flush = async (final: boolean) => {
     const n = rows.length / 10;
     if (n === 0) return;
@@ -81,14 +100,39 @@ export async function loadEvents(database: Database, events: Iterable<StoredEven
       rows,
     );
     rows = [];
+    if (nodeRows.length > 0) {
+      const tuples = nodeRows.map((_, r) => `($${r * 4 + 1},$${r * 4 + 2},$${r * 4 + 3},$${r * 4 + 4})`);
+      await insertWithoutLinkCheck(
+        database,
+        `insert into merkle_nodes (${MERKLE_COLUMNS}) values ${tuples.join(',')}`,
+        nodeRows.flat(),
+      );
+      nodeRows = [];
+    }
   };
   for (const event of events) {
     rows.push(...rowOf(event));
+    if (nodes) nodeRows.push(...nodes(event));
     count++;
     if (count % chunk === 0) await flush(false);
   }
   await flush(true);
   return count;
+}
+
+/** The columns of `merkle_nodes` a load writes, in the order {@link merkleNodeRows} gives them. */
+export const MERKLE_COLUMNS = 'log_id, level, idx, hash';
+
+/**
+ * A function from each event, in seq order, to the `merkle_nodes` rows its append stores:
+ * the leaf and every subtree it completes (see the ledger's Merkle append hook).
+ */
+export function merkleNodeRows(): (event: StoredEvent) => unknown[][] {
+  const range = new CompactRange();
+  return (event) =>
+    range
+      .append(eventLeafHash(event.hash))
+      .map((node) => [event.log, node.level, node.index, Buffer.from(node.hash).toString('hex')]);
 }
 
 async function insertWithoutLinkCheck(database: Database, text: string, params: unknown[]): Promise<void> {
@@ -119,10 +163,20 @@ function copyText(value: unknown): string {
 export async function copyEvents(
   database: Database,
 ): Promise<{ write(event: StoredEvent): Promise<void>; end(): Promise<void> }> {
-  if (database.driver.kind !== 'postgres') throw new Error('copyEvents needs Postgres');
+  const copy = await copyRows(database, 'audit_events', EVENT_COLUMNS);
+  return { write: (event) => copy.write(rowOf(event)), end: () => copy.end() };
+}
+
+/** A COPY of rows (values in `columns` order) into `table` on Postgres, link checks off. */
+export async function copyRows(
+  database: Database,
+  table: string,
+  columns: string,
+): Promise<{ write(row: unknown[]): Promise<void>; end(): Promise<void> }> {
+  if (database.driver.kind !== 'postgres') throw new Error('COPY needs Postgres');
   const connection = await database.driver.client.reserve();
   await connection.unsafe('set session_replication_role = replica');
-  const stream = await connection.unsafe(`copy audit_events (${EVENT_COLUMNS}) from stdin`).writable();
+  const stream = await connection.unsafe(`copy ${table} (${columns}) from stdin`).writable();
   const finished = new Promise<void>((resolve, reject) => {
     stream.on('finish', resolve);
     stream.on('error', reject);
@@ -135,8 +189,8 @@ export async function copyEvents(
     if (!stream.write(text)) await new Promise((resolve) => stream.once('drain', resolve));
   };
   return {
-    async write(event) {
-      chunk.push(`${rowOf(event).map(copyText).join('\t')}\n`);
+    async write(row) {
+      chunk.push(`${row.map(copyText).join('\t')}\n`);
       if (chunk.length >= 1_000) await flush();
     },
     async end() {

@@ -1,5 +1,5 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { createRecords, type Ledger, type Records } from '@vouch/ledger';
+import { type CheckpointKeys, createRecords, type Ledger, type Records } from '@vouch/ledger';
 import { requestId } from 'hono/request-id';
 import { authenticate } from './auth/authenticate';
 import { createKeyStore, type KeyStore } from './auth/key-store';
@@ -41,6 +41,8 @@ export interface AppOptions {
   version?: string;
   /** True once shutdown began: new requests get 503 `NOT_READY` and `Connection: close`. */
   draining?: () => boolean;
+  /** This server's log key(s) per log: chain verification then checks checkpoint signatures too. */
+  checkpointKeys?: (log: string) => CheckpointKeys;
 }
 
 /** The hono app type, for composing and for `app.request()` in tests. */
@@ -103,7 +105,10 @@ export function createApp(options: AppOptions): VouchApp {
   registerProposalRoutes(app, { records, verification });
   registerApprovalRoutes(app, { records });
   registerObservationRoutes(app, { records, verification });
-  registerAuditRoutes(app, { ledger: options.ledger });
+  registerAuditRoutes(app, {
+    ledger: options.ledger,
+    ...(options.checkpointKeys ? { checkpointKeys: options.checkpointKeys } : {}),
+  });
   registerTransparencyRoutes(app, { ledger: options.ledger });
 
   app.notFound((c) =>

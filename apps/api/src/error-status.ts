@@ -62,6 +62,7 @@ export const STATUS_BY_CODE = {
   // @vouch/ledger: records and invariants
   VALIDATION_FAILED: 400,
   NOT_FOUND: 404,
+  LOG_NOT_FOUND: 404,
   TOOL_NOT_REGISTERED: 422,
   TOOL_EXISTS: 409,
   // An identity spelled differently from an existing key's but the same, or a look-alike.

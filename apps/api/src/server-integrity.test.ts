@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { rewriteHistory } from '@vouch/ledger/testing';
+import { rewriteEvent } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from './auth/api-key';
@@ -67,7 +67,7 @@ describe('a running server', () => {
       expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
 
       const signedBefore = await signedSize();
-      await rewriteHistory(server.database, log, 1);
+      await rewriteEvent(server.database, { log, seq: 1, payload: '{"rewritten":true}' });
       expect((await createKey('user:two')).status).toBe(201);
 
       await eventually(() => logger.lines.some((l) => l.msg === 'integrity alarm'));

@@ -7,6 +7,7 @@ import { createKeyStore } from './auth/key-store';
 import { describeTarget, type ServeConfig } from './config';
 import type { Logger } from './logger';
 import { openTarget } from './open-target';
+import { checkpointKeysFor } from './transparency/checkpoint-keys';
 import { transparencyConfig } from './transparency/config';
 import { startCheckpoints } from './transparency/start-checkpoints';
 import { emptyVerificationHost, loadVerificationHost, type VerificationHost } from './verification';
@@ -100,6 +101,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       logger,
       draining: () => draining,
       verification,
+      ...(checkpoints.keys ? { checkpointKeys: checkpointKeysFor(checkpoints.keys) } : {}),
       ...(options.version ? { version: options.version } : {}),
     });
     const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host });

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import type { BenchDatabase } from '../backends';
 import { execute } from '../backends';
 import { bundleKeys, writeBundleOnePass } from '../bundle-file';
-import { chainedEvents, copyEvents } from '../dataset';
+import { chainedEvents, copyEvents, copyRows, MERKLE_COLUMNS, merkleNodeRows } from '../dataset';
 import type { BenchOptions } from '../options';
 import { type Figure, figure } from '../report';
 
@@ -51,17 +51,29 @@ export async function verifyMemory(
   const path = join(tmpdir(), `vouch-bench-rss-${process.pid}.jsonl`);
   const figures: Figure[] = [];
   try {
-    // One pass makes both copies of the same events: the bundle file and the database rows.
+    // One pass makes both copies of the same events: the bundle file and the database rows,
+    // with the Merkle nodes the append path would have stored (verifyChain checks them).
     const copy = postgres ? await copyEvents(postgres.database) : undefined;
+    const copyNodes = postgres
+      ? await copyRows(postgres.database, 'merkle_nodes', MERKLE_COLUMNS)
+      : undefined;
+    const nodesOf = merkleNodeRows();
     const written = await writeBundleOnePass({
       path,
       log,
       keys,
       count,
       events: chainedEvents({ log, count, payloadBytes: 300 }),
-      onEvent: copy ? (event) => copy.write(event) : undefined,
+      onEvent:
+        copy && copyNodes
+          ? async (event) => {
+              await copy.write(event);
+              for (const row of nodesOf(event)) await copyNodes.write(row);
+            }
+          : undefined,
     });
     await copy?.end();
+    await copyNodes?.end();
     // As an aged table would be (autovacuum): hint bits set, so neither child pays for the
     // first read of freshly loaded rows.
     if (postgres) await execute(postgres.database, 'vacuum audit_events');

@@ -1,7 +1,7 @@
 import { decodeBase64, encodeBase64 } from './base64';
 import { AuditError } from './errors';
 import { MERKLE_HASH_SIZE } from './merkle-hash';
-import { type NoteSignature, openNote, signNote } from './note';
+import { type NoteSignature, openNote, parseNote, signNote } from './note';
 import type { NoteSigner, NoteVerifier } from './note-keys';
 
 // Checkpoints in the c2sp.org/tlog-checkpoint format: a signed note whose text is
@@ -105,6 +105,23 @@ export function openCheckpoint(
     };
   }
   return { ok: true, checkpoint, verifiedBy: note.verifiedBy, unverified: note.unverified };
+}
+
+/**
+ * The checkpoint a signed note states, parsed strictly but WITHOUT checking any signature:
+ * nothing vouches for the result. Only for comparing a note with what else is stored
+ * beside it (a checkpoint row's columns, a root recomputed from the events) when no key
+ * is at hand; anything an auditor relies on goes through {@link openCheckpoint}.
+ * `undefined` when the text is not a signed note holding a checkpoint.
+ */
+export function readCheckpointUnverified(noteText: string): Required<Checkpoint> | undefined {
+  let text: string;
+  try {
+    text = parseNote(noteText).text;
+  } catch {
+    return undefined;
+  }
+  return parseCheckpointText(text);
 }
 
 function parseCheckpointText(text: string): Required<Checkpoint> | undefined {

@@ -5,7 +5,7 @@ export type { BundleFailure, BundleFailureCode, BundleReport, VerifyBundleOption
 export { verifyBundle } from './bundle-verify';
 export { canonicalJson } from './canonical-json';
 export type { Checkpoint, CheckpointFailureCode, OpenedCheckpoint } from './checkpoint';
-export { formatCheckpoint, openCheckpoint, signCheckpoint } from './checkpoint';
+export { formatCheckpoint, openCheckpoint, readCheckpointUnverified, signCheckpoint } from './checkpoint';
 export type { AuditErrorCode } from './errors';
 export { AuditError, isAuditError } from './errors';
 export type { EventHeader, StoredEvent } from './event-hash';
@@ -19,6 +19,7 @@ export {
   hashChildren,
   hashLeaf,
   MERKLE_HASH_SIZE,
+  MerkleHasher,
 } from './merkle-hash';
 export { MemoryMerkleTree } from './merkle-memory-tree';
 export type { SubtreeSource } from './merkle-proofs';

@@ -31,6 +31,38 @@ export function hashChildren(left: Uint8Array, right: Uint8Array): Uint8Array {
   return sha256(input);
 }
 
+/**
+ * {@link hashLeaf} and {@link hashChildren} with one input buffer each, reused from call to
+ * call: the same hashes without allocating and copying into a fresh input for every node,
+ * for loops that hash a whole log (verification recomputes about two nodes per event).
+ * Inputs of another size than a hash take the plain functions.
+ */
+export class MerkleHasher {
+  readonly #leaf = new Uint8Array(1 + MERKLE_HASH_SIZE);
+  readonly #node = new Uint8Array(1 + 2 * MERKLE_HASH_SIZE);
+
+  constructor() {
+    this.#leaf[0] = LEAF_PREFIX;
+    this.#node[0] = NODE_PREFIX;
+  }
+
+  /** `hashLeaf(leaf)`. */
+  leaf(leaf: Uint8Array): Uint8Array {
+    if (leaf.length !== MERKLE_HASH_SIZE) return hashLeaf(leaf);
+    this.#leaf.set(leaf, 1);
+    return sha256(this.#leaf);
+  }
+
+  /** `hashChildren(left, right)`. */
+  children(left: Uint8Array, right: Uint8Array): Uint8Array {
+    if (left.length !== MERKLE_HASH_SIZE || right.length !== MERKLE_HASH_SIZE)
+      return hashChildren(left, right);
+    this.#node.set(left, 1);
+    this.#node.set(right, 1 + MERKLE_HASH_SIZE);
+    return sha256(this.#node);
+  }
+}
+
 const EVENT_HASH = /^[0-9a-f]{64}$/;
 
 /**

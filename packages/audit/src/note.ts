@@ -123,8 +123,11 @@ export function openNote(noteText: string, verifiers: readonly (NoteVerifier | s
   return { ok: true, text: parsed.text, verifiedBy, unverified };
 }
 
-/** Split a note into text and signature lines, strictly; throws `MALFORMED_CHECKPOINT`. */
-function parseNote(noteText: string): { text: string; signatures: NoteSignature[] } {
+/**
+ * Split a note into text and signature lines, strictly, without checking any signature;
+ * throws `MALFORMED_CHECKPOINT`. Internal: callers outside this package use `openNote`.
+ */
+export function parseNote(noteText: string): { text: string; signatures: NoteSignature[] } {
   if (!isNoteCharacters(noteText))
     malformed('a note must be valid Unicode without control characters but newline');
   // The text may hold blank lines itself; the signatures follow the last one.

@@ -27,7 +27,17 @@ export type ChainFailureCode =
   /** A revocation row that differs from its event, or a revocation event whose row is gone. */
   | 'REVOCATION_MISMATCH'
   /** An event row names another log than the one being verified. */
-  | 'LOG_MISMATCH';
+  | 'LOG_MISMATCH'
+  /** A stored Merkle node differs from the node recomputed from the event hashes. */
+  | 'MERKLE_MISMATCH'
+  /** A complete subtree of the tree over the events has no stored Merkle node. */
+  | 'MERKLE_MISSING'
+  /** A stored Merkle node covers leaves past the last event: events were cut off, or the node forged. */
+  | 'MERKLE_BEYOND_CHAIN'
+  /** A stored checkpoint disagrees with the events (its root, its size) or with its own note. */
+  | 'CHECKPOINT_MISMATCH'
+  /** A stored checkpoint's note does not verify under the log's public key. */
+  | 'CHECKPOINT_SIGNATURE_INVALID';
 
 /** One break in the chain, located by `seq`. */
 export interface ChainFailure {

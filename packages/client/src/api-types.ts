@@ -303,6 +303,10 @@ export interface ChainReport {
   head: ChainHead | null;
   failures: ChainFailure[];
   failuresOmitted?: number;
+  /** Merkle nodes the server recomputed from the event hashes, each compared with its stored row. */
+  merkle: { nodes: number };
+  /** Stored checkpoints compared with the recomputed roots, and whether their signatures were checked. */
+  checkpoints: { checked: number; signatures: 'verified' | 'not_checked' };
 }
 
 /** An API key as listed (never its secret). */

@@ -16,6 +16,7 @@ export const LEDGER_ERROR_CODES = [
   // records and invariants
   'VALIDATION_FAILED',
   'NOT_FOUND',
+  'LOG_NOT_FOUND',
   'TOOL_NOT_REGISTERED',
   'TOOL_EXISTS',
   'IDEMPOTENCY_CONFLICT',

@@ -122,6 +122,18 @@ export async function* streamEvents(
   log: string,
   options: { after?: number; pageSize?: number } = {},
 ): AsyncGenerator<StoredEvent> {
+  for await (const page of streamEventPages(database, log, options)) yield* page;
+}
+
+/**
+ * {@link streamEvents} a page at a time: one await per page instead of one per event, for
+ * loops (verification) where the per-event await is a measurable share of the work.
+ */
+export async function* streamEventPages(
+  database: Database,
+  log: string,
+  options: { after?: number; pageSize?: number } = {},
+): AsyncGenerator<StoredEvent[]> {
   const pageSize = options.pageSize ?? 5_000;
   let after = options.after ?? 0;
   let next = readRange(database, log, after, after + pageSize);
@@ -139,6 +151,6 @@ export async function* streamEvents(
     next = readRange(database, log, after, after + pageSize);
     // A prefetch the caller abandons must not surface as an unhandled rejection.
     next.catch(() => {});
-    yield* page;
+    yield page;
   }
 }

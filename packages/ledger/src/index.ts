@@ -45,6 +45,7 @@ export type {
   StagingTransaction,
 } from './ledger';
 export { createLedger } from './ledger';
+export { logExists, requireLog } from './log-exists';
 /** Merkle storage: the append hook that keeps every complete subtree, and proofs read from it. */
 export { merkleAppendHook } from './merkle/merkle-append-hook';
 export {
@@ -54,6 +55,7 @@ export {
   merkleTreeSize,
   storedSubtrees,
 } from './merkle/merkle-proofs';
+export { merkleRootFromEvents } from './merkle/recompute-root';
 export { migrate, migrationStatus, migrationsFolder } from './migrate';
 export type { ApprovalCheck, ApprovalRefusalCode, WindowRule } from './policy/approval-validity';
 export { checkApproval, isReusableRequest, shortestWindow } from './policy/approval-validity';
@@ -138,4 +140,7 @@ export { effectiveVerification } from './records/verification-status';
 export type { RoleStatus } from './runtime-role';
 export { assertMigrationsCurrent, grantRuntimeRole, roleStatus } from './runtime-role';
 export { apiKeyRevocations, apiKeys, auditEvents, checkpoints, merkleNodes } from './schema/index';
-export type { VerifyChainOptions } from './verify-chain';
+export type { LogVerificationReport, TableCheck, VerifyChainOptions } from './verify-chain';
+export { DEFAULT_TABLE_CHECKS, verifyChain } from './verify-chain';
+export type { CheckpointKeys } from './verify-checkpoints';
+export { checkStoredCheckpoint } from './verify-checkpoints';

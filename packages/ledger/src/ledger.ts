@@ -1,6 +1,5 @@
 import {
   type ChainHead,
-  type ChainReport,
   eventHashOf,
   GENESIS_PREV_HASH,
   payloadHashOf,
@@ -23,7 +22,7 @@ import { insertEvents, readEvents, readHead, streamEvents } from './event-store'
 import { createIntegrityAlarm, type IntegrityAlarm } from './integrity-alarm';
 import { merkleAppendHook } from './merkle/merkle-append-hook';
 import { integrityViolationOf } from './records/record-integrity';
-import { type VerifyChainOptions, verifyChain } from './verify-chain';
+import { type LogVerificationReport, type VerifyChainOptions, verifyChain } from './verify-chain';
 
 /** Where a staged record row points: the event staged with it, once that event has its seq. */
 export interface EventLink {
@@ -129,7 +128,7 @@ export interface Ledger {
   head(log: string): Promise<ChainHead | null>;
   events(log: string, page?: { after?: number; limit?: number }): Promise<StoredEvent[]>;
   streamEvents(log: string, options?: { after?: number; pageSize?: number }): AsyncIterable<StoredEvent>;
-  verifyChain(options: VerifyChainOptions): Promise<ChainReport>;
+  verifyChain(options: VerifyChainOptions): Promise<LogVerificationReport>;
   /** Stop taking appends and wait for every pending one to settle. Does not close the database. */
   close(): Promise<void>;
 }

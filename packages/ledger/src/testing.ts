@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from '@vouch/audit';
-import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
-import { type Database, type Db, openDatabase } from './database';
+import { type Database, openDatabase } from './database';
 import { migrate } from './migrate';
 
 /** A database backend the contract tests run against. */
@@ -70,45 +68,4 @@ export async function createTestDatabase(
   };
 }
 
-/**
- * Run `work` as a table owner can: with the append-only triggers and the foreign keys off
- * (`session_replication_role = replica`), in one transaction. For tests of what the server
- * does when someone who holds the database changes it underneath.
- */
-export async function asTableOwner(database: Database, work: (tx: Db) => Promise<void>): Promise<void> {
-  await database.db.transaction(async (tx) => {
-    await database.rows(sql`set local session_replication_role = replica`, tx as unknown as Db);
-    await work(tx as unknown as Db);
-  });
-}
-
-/**
- * Rewrite a log's history from `fromSeq` to its head as a table owner could, so that the
- * chain alone is valid again: a new payload at `fromSeq`, and every payload hash, hash and
- * link after it recomputed. `merkle_nodes` and `checkpoints` are left as they were.
- */
-export async function rewriteHistory(database: Database, log: string, fromSeq: number): Promise<void> {
-  const events = await database.rows<StoredEvent>(
-    sql`select log_id as log, seq, kind, entity_id as entity, actor, recorded_at as at, payload, payload_hash,
-        prev_hash, hash from audit_events where log_id = ${log} and seq >= ${fromSeq - 1} order by seq`,
-  );
-  let prev = fromSeq === 1 ? GENESIS_PREV_HASH : events.shift()!.hash;
-  await asTableOwner(database, async (tx) => {
-    for (const event of events) {
-      const payload = event.seq === fromSeq ? '{"rewritten":true}' : event.payload;
-      const payloadHash = payloadHashOf(payload);
-      const hash = eventHashOf({
-        ...event,
-        seq: Number(event.seq),
-        payload_hash: payloadHash,
-        prev_hash: prev,
-      });
-      await database.rows(
-        sql`update audit_events set payload = ${payload}, payload_hash = ${payloadHash}, prev_hash = ${prev},
-            hash = ${hash} where log_id = ${log} and seq = ${event.seq}`,
-        tx,
-      );
-      prev = hash;
-    }
-  });
-}
+export { asTableOwner, editCheckpoint, editMerkleNode, rewriteEvent, tamper } from './tamper-testing';

@@ -1,39 +1,140 @@
-import { type ChainHead, type ChainReport, createChainChecker } from '@vouch/audit';
+import { type ChainFailure, type ChainHead, type ChainReport, createChainChecker } from '@vouch/audit';
 import type { Database } from './database';
-import { streamEvents } from './event-store';
+import { streamEventPages } from './event-store';
+import { SYSTEM_LOG } from './keys/api-key-events';
+import { checkApiKeyTables } from './keys/check-api-key-tables';
+import { requireLog } from './log-exists';
 import { checkRecordTables } from './records/check-record-tables';
+import { type CheckpointKeys, createCheckpointCheck } from './verify-checkpoints';
+import { createMerkleNodeCheck } from './verify-merkle-nodes';
+
+/**
+ * A check of one more table against the chain, run after the chain itself: it yields every
+ * row that the chain does not account for. Checks of tables that are not per log (API keys)
+ * fit too: they ignore `log` or check the rows that name it.
+ */
+export type TableCheck = (
+  database: Database,
+  log: string,
+  options: { signal?: AbortSignal },
+) => AsyncIterable<ChainFailure>;
+
+/** The key tables are proven by the `system` log, where every key and revocation is an event. */
+const checkKeyTables: TableCheck = async function* (database, log, options) {
+  if (log === SYSTEM_LOG) yield* checkApiKeyTables(database, options);
+};
+
+/** The table checks every `verifyChain` runs: the record tables, and on `system` the key tables. */
+export const DEFAULT_TABLE_CHECKS: readonly TableCheck[] = [checkRecordTables, checkKeyTables];
 
 export interface VerifyChainOptions {
   log: string;
   /** A head the auditor trusts from earlier (`--expect-head SEQ:HASH`). */
   expectHead?: ChainHead;
+  /**
+   * The log's public key(s): every stored checkpoint's signature is checked with them.
+   * Without them the report says `signatures: 'not_checked'`.
+   */
+  checkpointKeys?: CheckpointKeys;
+  /** More table checks, run after {@link DEFAULT_TABLE_CHECKS}. */
+  tableChecks?: readonly TableCheck[];
   onProgress?: (checked: number) => void;
   signal?: AbortSignal;
   pageSize?: number;
+  /** Leaves per read of stored Merkle nodes (default 8,192). */
+  merkleBlockLeaves?: number;
+  /** Cap on failures kept in memory; the count goes on past it (default 10,000). */
+  maxFailures?: number;
+}
+
+/** What `verifyChain` checked besides the events, so a report never claims more than was done. */
+export interface LogVerificationReport extends ChainReport {
+  /** Merkle nodes recomputed from the event hashes, each compared with its stored row. */
+  merkle: { nodes: number };
+  /**
+   * Stored checkpoints compared with the roots recomputed from the events; `signatures`
+   * says whether their signatures were checked (only with the log's public key).
+   */
+  checkpoints: { checked: number; signatures: 'verified' | 'not_checked' };
 }
 
 /**
- * Verify a log straight from the database with constant memory: every payload hash, event
- * hash and link is recomputed from the stored bytes, and every break is reported.
+ * Verify a log straight from the database with constant memory. Nothing stored is trusted:
+ * every payload hash, event hash and link is recomputed from the stored bytes; the Merkle
+ * tree is recomputed from the event hashes and every stored node compared with it; every
+ * stored checkpoint is compared with the root recomputed at its size, with its own note,
+ * and (given the public key) with its signature; then every table check runs. Every break
+ * is reported with its seq.
+ *
+ * Throws `LedgerError` `LOG_NOT_FOUND` for a log id nothing is stored under (see
+ * `logExists`): a typo must not read as an intact empty log.
+ *
+ * @example
+ * const report = await verifyChain(database, { log: 'default', checkpointKeys: { verifiers: [publicKey] } });
+ * if (!report.ok) for (const f of report.failures) console.error(f.seq, f.code, f.message);
  */
-export async function verifyChain(database: Database, options: VerifyChainOptions): Promise<ChainReport> {
+export async function verifyChain(
+  database: Database,
+  options: VerifyChainOptions,
+): Promise<LogVerificationReport> {
+  const { log, signal } = options;
+  await requireLog(database, log);
+  const maxFailures = options.maxFailures ?? 10_000;
   const checker = createChainChecker({
-    log: options.log,
+    log,
+    maxFailures,
     ...(options.expectHead ? { expectHead: options.expectHead } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   });
-  for await (const event of streamEvents(database, options.log, { pageSize: options.pageSize ?? 5_000 })) {
-    options.signal?.throwIfAborted();
-    checker.check(event);
+  // Failures found beside the chain, under the same cap as the chain's own.
+  const more: ChainFailure[] = [];
+  let omitted = 0;
+  const fail = (failure: ChainFailure) => {
+    if (more.length < maxFailures) more.push(failure);
+    else omitted++;
+  };
+  const merkle = createMerkleNodeCheck(database, log, {
+    fail,
+    ...(options.merkleBlockLeaves ? { blockLeaves: options.merkleBlockLeaves } : {}),
+  });
+  const checkpoints = await createCheckpointCheck(database, log, {
+    fail,
+    ...(options.checkpointKeys ? { keys: options.checkpointKeys } : {}),
+  });
+  if (checkpoints.next === 0) await checkpoints.at(0, merkle.root());
+
+  for await (const page of streamEventPages(database, log, { pageSize: options.pageSize ?? 5_000 })) {
+    signal?.throwIfAborted();
+    for (const event of page) {
+      checker.check(event);
+      const waiting = merkle.add(event.seq, event.hash);
+      if (waiting) await waiting;
+      if (merkle.size === checkpoints.next && merkle.sound) await checkpoints.at(merkle.size, merkle.root());
+    }
   }
   const report = checker.finish();
-  // The chain alone cannot see a record row that no event accounts for, or one edited after
-  // its event was written: cross-check the record tables against the events.
-  for await (const failure of checkRecordTables(database, options.log, {
-    ...(options.signal ? { signal: options.signal } : {}),
-  })) {
-    report.failures.push(failure);
+  await merkle.finish();
+  // Past a gap the tree is undefined, so checkpoints beyond it cannot be judged; the gap is
+  // already a failure of its own.
+  if (merkle.sound) await checkpoints.finish();
+
+  // The chain alone cannot see a row that no event accounts for, or one edited after its
+  // event was written: cross-check every other table against the events.
+  for (const check of [...DEFAULT_TABLE_CHECKS, ...(options.tableChecks ?? [])]) {
+    for await (const failure of check(database, log, signal ? { signal } : {})) fail(failure);
   }
-  report.failures.sort((a, b) => a.seq - b.seq);
-  return { ...report, ok: report.failures.length === 0 };
+
+  const failures = [...report.failures, ...more].sort((a, b) => a.seq - b.seq);
+  const failuresOmitted = (report.failuresOmitted ?? 0) + omitted;
+  return {
+    ...report,
+    ok: report.ok && more.length === 0 && omitted === 0,
+    failures,
+    ...(failuresOmitted > 0 ? { failuresOmitted } : {}),
+    merkle: { nodes: merkle.nodes },
+    checkpoints: {
+      checked: checkpoints.checked,
+      signatures: options.checkpointKeys ? 'verified' : 'not_checked',
+    },
+  };
 }

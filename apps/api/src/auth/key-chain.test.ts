@@ -1,4 +1,4 @@
-import { type ApiKeyFailure, checkApiKeyTables, keyHashCommitment } from '@vouch/ledger';
+import { type ApiKeyFailure, checkApiKeyTables, keyHashCommitment, verifyChain } from '@vouch/ledger';
 import { testBackends } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -80,6 +80,12 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
       expect(logged).not.toContain(forged.hash);
       expect(logged).not.toContain(forged.secret);
       expect(await keyFailures()).toContainEqual(
+        expect.objectContaining({ code: 'KEY_WITHOUT_EVENT', table: 'api_keys', id: forged.id }),
+      );
+      // The verification an auditor runs of the system log says so too, not INTACT.
+      const report = await verifyChain(h.database, { log: 'system' });
+      expect(report.ok).toBe(false);
+      expect(report.failures).toContainEqual(
         expect.objectContaining({ code: 'KEY_WITHOUT_EVENT', table: 'api_keys', id: forged.id }),
       );
     });

@@ -8,6 +8,7 @@ import {
   latestCheckpoint,
   logOrigin,
   migrationStatus,
+  requireLog,
   type StoredCheckpoint,
   signLogCheckpoint,
 } from '@vouch/ledger';
@@ -31,13 +32,13 @@ or the PGlite data directory's key). Without a key, the bundle ends at the lates
 checkpoint. Reads straight from the database (DATABASE_URL or VOUCH_DATA_DIR) with constant
 memory; progress goes to stderr.
 
-  --log L   the log to export (required)`;
+  --log L   the log to export (required; a log id with no events is an error, exit 2)`;
 
 /** Chunks written to stdout: big enough to be cheap, small enough to keep memory flat. */
 const CHUNK_CHARS = 64 * 1024;
 const PROGRESS_EVERY = 10_000;
 
-/** `vouch export`: exit 0 with the bundle on stdout, 2 for usage or connection errors. */
+/** `vouch export`: exit 0 with the bundle on stdout, 2 for usage or connection errors or an unknown log. */
 export async function runExport(args: string[], io: CliIo): Promise<number> {
   let values: { log?: string; help?: boolean };
   try {
@@ -68,6 +69,8 @@ export async function runExport(args: string[], io: CliIo): Promise<number> {
     database = await openTarget(target);
     const { applied } = await migrationStatus(database);
     if (applied === 0) throw new CliError(`${describeTarget(target)} has no Vouch schema`);
+    // Before anything is signed: a typo must not come back as a signed empty log.
+    await requireLog(database, log);
     ledger = createLedger(database);
 
     const checkpoint = await checkpointToExport(io, database, log, keys);

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ChainHead, ChainReport } from '@vouch/audit';
-import type { Ledger } from '@vouch/ledger';
+import type { ChainHead } from '@vouch/audit';
+import { type CheckpointKeys, type Ledger, type LogVerificationReport, requireLog } from '@vouch/ledger';
 import type { VouchApp } from '../app';
 import { assertLog, requireRole } from '../auth/authorize';
 import { describeError, summarizeError } from '../error-response';
@@ -12,6 +12,7 @@ import {
   EventSchema,
   EventsQuerySchema,
   ExportQuerySchema,
+  LogNotFoundResponse,
   LogParamSchema,
   VerifyProgressLineSchema,
   VerifyQuerySchema,
@@ -34,6 +35,7 @@ const listEvents = createRoute({
       description: 'One page, in seq order',
       content: { 'application/json': { schema: EventPageSchema } },
     },
+    404: LogNotFoundResponse,
     ...commonErrors,
   },
 });
@@ -54,6 +56,7 @@ const logHead = createRoute({
         'application/json': { schema: z.object({ log: z.string(), head: ChainHeadSchema.nullable() }) },
       },
     },
+    404: LogNotFoundResponse,
     ...commonErrors,
   },
 });
@@ -63,7 +66,7 @@ const verifyLog = createRoute({
   path: '/v1/logs/{log}/verify',
   tags: ['audit'],
   summary: 'Verify the chain of a log (auditor)',
-  description: `Recomputes every payload hash, event hash and link from the stored bytes and reports every break with its seq. With \`Accept: ${NDJSON}\` the answer streams: progress lines while it runs, then the report.`,
+  description: `Recomputes every payload hash, event hash and link from the stored bytes; recomputes the Merkle tree from the event hashes and compares every stored node with it; compares every stored checkpoint with the root recomputed at its size, with its own note, and with its signature under this server's log key; cross-checks the record tables. Reports every break with its seq (and table). With \`Accept: ${NDJSON}\` the answer streams: progress lines while it runs, then the report.`,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema, query: VerifyQuerySchema },
@@ -75,6 +78,7 @@ const verifyLog = createRoute({
         [NDJSON]: { schema: VerifyProgressLineSchema },
       },
     },
+    404: LogNotFoundResponse,
     ...commonErrors,
   },
 });
@@ -94,6 +98,7 @@ const exportLog = createRoute({
       description: 'The events, one JSON object per line',
       content: { [JSONL]: { schema: EventSchema } },
     },
+    404: LogNotFoundResponse,
     ...commonErrors,
   },
 });
@@ -113,8 +118,20 @@ function parseHead(text: string | undefined): ChainHead | undefined {
 }
 
 /** `/v1/logs/{log}/…`: events, head, chain verification and export, for auditors. */
-export function registerAuditRoutes(app: VouchApp, deps: { ledger: Ledger }): void {
+export function registerAuditRoutes(
+  app: VouchApp,
+  deps: {
+    ledger: Ledger;
+    /** This server's own log key, so verification checks checkpoint signatures too. */
+    checkpointKeys?: (log: string) => CheckpointKeys | undefined;
+  },
+): void {
   const { ledger } = deps;
+  const { database } = ledger;
+  /** An empty answer is checked once more: for a log id nothing is stored under it is a typo. */
+  const unlessUnknown = async (log: string, empty: boolean) => {
+    if (empty) await requireLog(database, log);
+  };
 
   app.openapi(listEvents, async (c) => {
     const { log } = c.req.valid('param');
@@ -122,6 +139,7 @@ export function registerAuditRoutes(app: VouchApp, deps: { ledger: Ledger }): vo
     const { after = 0, limit = 100 } = c.req.valid('query');
     const pageSize = Math.min(limit, c.get('limits').pageSize);
     const events = await ledger.events(log, { after, limit: pageSize });
+    await unlessUnknown(log, events.length === 0);
     const last = events[events.length - 1];
     return c.json({ log, events, next_after: events.length === pageSize && last ? last.seq : null }, 200);
   });
@@ -129,7 +147,9 @@ export function registerAuditRoutes(app: VouchApp, deps: { ledger: Ledger }): vo
   app.openapi(logHead, async (c) => {
     const { log } = c.req.valid('param');
     assertLog(c.get('principal'), log);
-    return c.json({ log, head: await ledger.head(log) }, 200);
+    const head = await ledger.head(log);
+    await unlessUnknown(log, head === null);
+    return c.json({ log, head }, 200);
   });
 
   app.openapi(verifyLog, async (c) => {
@@ -137,12 +157,17 @@ export function registerAuditRoutes(app: VouchApp, deps: { ledger: Ledger }): vo
     assertLog(c.get('principal'), log);
     const expectHead = parseHead(c.req.valid('query').expect_head);
     const signal = c.req.raw.signal;
+    const checkpointKeys = deps.checkpointKeys?.(log);
+    // Before the answer starts: once a stream is under way its status is 200.
+    await requireLog(database, log);
+    const options = {
+      log,
+      signal,
+      ...(expectHead ? { expectHead } : {}),
+      ...(checkpointKeys ? { checkpointKeys } : {}),
+    };
     if (!(c.req.header('accept') ?? '').includes(NDJSON)) {
-      const report: ChainReport = await ledger.verifyChain({
-        log,
-        signal,
-        ...(expectHead ? { expectHead } : {}),
-      });
+      const report: LogVerificationReport = await ledger.verifyChain(options);
       return c.json(report, 200);
     }
     const logger = c.get('logger');
@@ -153,10 +178,8 @@ export function registerAuditRoutes(app: VouchApp, deps: { ledger: Ledger }): vo
         const send = (line: unknown) => controller.enqueue(encoder.encode(`${JSON.stringify(line)}\n`));
         try {
           const report = await ledger.verifyChain({
-            log,
-            signal,
+            ...options,
             onProgress: (checked) => send({ type: 'progress', checked }),
-            ...(expectHead ? { expectHead } : {}),
           });
           send({ type: 'report', report });
         } catch (error) {
@@ -183,6 +206,7 @@ export function registerAuditRoutes(app: VouchApp, deps: { ledger: Ledger }): vo
     const { log } = c.req.valid('param');
     assertLog(c.get('principal'), log);
     const { after } = c.req.valid('query');
+    await requireLog(database, log);
     const logger = c.get('logger');
     const requestId = c.get('requestId');
     const body = jsonLinesStream(ledger.streamEvents(log, after === undefined ? {} : { after }), {

@@ -94,8 +94,20 @@ describe('transparency routes', () => {
     });
 
     it('answers 404 NOT_FOUND for a log without checkpoints', async () => {
-      const { status, body } = await get('/v1/logs/empty/checkpoint', auditor);
+      await ledger.append({ log: 'unsigned', kind: 'note', entity: 'x', actor: 'user:t', payload: {} });
+      const { status, body } = await get('/v1/logs/unsigned/checkpoint', auditor);
       expect([status, body.error.code]).toEqual([404, 'NOT_FOUND']);
+    });
+
+    it.each([
+      '/v1/logs/no-such-log/checkpoint',
+      '/v1/logs/no-such-log/checkpoints/3',
+      '/v1/logs/no-such-log/proofs/inclusion?seq=1',
+      '/v1/logs/no-such-log/proofs/inclusion?seq=1&tree_size=2',
+      '/v1/logs/no-such-log/proofs/consistency?first=1&second=2',
+    ])('answers 404 LOG_NOT_FOUND for a log id nothing is stored under: %s', async (path) => {
+      const { status, body } = await get(path, auditor);
+      expect([status, body.error.code]).toEqual([404, 'LOG_NOT_FOUND']);
     });
 
     it('refuses a key without the auditor role with 403 ROLE_FORBIDDEN', async () => {

@@ -5,6 +5,7 @@ import {
   latestCheckpoint,
   merkleConsistencyProof,
   merkleInclusionProof,
+  requireLog,
   type StoredCheckpoint,
 } from '@vouch/ledger';
 import type { Context } from 'hono';
@@ -28,7 +29,9 @@ import {
 // auditor to trust this server: a proof either verifies against a signed root or it does not.
 
 const TEXT = 'text/plain';
-const notFound = errorResponseSpec('No checkpoint yet, or a tree size the log has not reached (`NOT_FOUND`)');
+const notFound = errorResponseSpec(
+  'No checkpoint yet, or a tree size the log has not reached (`NOT_FOUND`); a log id nothing was ever stored under (`LOG_NOT_FOUND`)',
+);
 
 const latest = createRoute({
   method: 'get',
@@ -134,9 +137,20 @@ const hex = (proof: Uint8Array[]) => proof.map((node) => Buffer.from(node).toStr
 export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger }): void {
   const { database } = deps.ledger;
 
+  /** Run `answer`; when it finds nothing, say whether the log itself is unknown (a typo). */
+  const unlessUnknown = async <T>(log: string, answer: () => Promise<T>): Promise<T> => {
+    try {
+      return await answer();
+    } catch (error) {
+      if ((error as { code?: string }).code === 'NOT_FOUND') await requireLog(database, log);
+      throw error;
+    }
+  };
+
   const requireLatest = async (log: string) => {
     const checkpoint = await latestCheckpoint(database, log);
     if (!checkpoint) {
+      await requireLog(database, log);
       throw new ApiError('NOT_FOUND', `log ${log} has no signed checkpoint yet`, { details: { log } });
     }
     return checkpoint;
@@ -153,6 +167,7 @@ export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger
     assertLog(c.get('principal'), log);
     const checkpoint = await checkpointAt(database, log, tree_size);
     if (!checkpoint) {
+      await requireLog(database, log);
       throw new ApiError('NOT_FOUND', `log ${log} has no checkpoint at tree size ${tree_size}`, {
         details: { log, tree_size },
       });
@@ -170,7 +185,7 @@ export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger
         details: { seq, tree_size: treeSize },
       });
     }
-    const proof = await merkleInclusionProof(database, { log, seq, treeSize });
+    const proof = await unlessUnknown(log, () => merkleInclusionProof(database, { log, seq, treeSize }));
     return c.json({ log, seq, leaf_index: seq - 1, tree_size: treeSize, proof: hex(proof) }, 200);
   });
 
@@ -184,7 +199,9 @@ export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger
         details: { first, second },
       });
     }
-    const proof = await merkleConsistencyProof(database, { log, size1: first, size2: second });
+    const proof = await unlessUnknown(log, () =>
+      merkleConsistencyProof(database, { log, size1: first, size2: second }),
+    );
     return c.json({ log, first, second, proof: hex(proof) }, 200);
   });
 }

@@ -98,7 +98,10 @@ describe.each(testBackends())('verification routes on $name', ({ open }) => {
       expect((await story()).outcome).toBe('verification_failed');
       const passed = await post(k.verifier, [check('pass')]);
       expect(passed.body).toMatchObject({ status: 'passed', verification_status: { status: 'failed' } });
-      expect(await story()).toMatchObject({ outcome: 'verification_failed', verification_status: { status: 'failed' } });
+      expect(await story()).toMatchObject({
+        outcome: 'verification_failed',
+        verification_status: { status: 'failed' },
+      });
     });
   });
 

@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import { LogIdSchema } from './common';
+import type { ChainFailureCode } from '@vouch/audit';
+import { errorResponseSpec, LogIdSchema } from './common';
 
 const Hash = z.string().regex(/^[0-9a-f]{64}$/);
 
@@ -20,11 +21,67 @@ export const EventSchema = z
 
 export const ChainHeadSchema = z.object({ seq: z.number().int(), hash: Hash }).openapi('ChainHead');
 
+/** Every code a chain report can carry (the compiler checks that none is missing). */
+const CHAIN_FAILURE_CODES = [
+  'PAYLOAD_HASH_MISMATCH',
+  'HASH_MISMATCH',
+  'PREV_HASH_MISMATCH',
+  'SEQ_GAP',
+  'TRUNCATED',
+  'LOG_MISMATCH',
+  'RECORD_WITHOUT_EVENT',
+  'RECORD_MISMATCH',
+  'MERKLE_MISMATCH',
+  'MERKLE_MISSING',
+  'MERKLE_BEYOND_CHAIN',
+  'CHECKPOINT_MISMATCH',
+  'CHECKPOINT_SIGNATURE_INVALID',
+  'KEY_WITHOUT_EVENT',
+  'KEY_MISMATCH',
+  'KEY_UNPROVEN',
+  'REVOCATION_WITHOUT_EVENT',
+  'REVOCATION_MISMATCH',
+] as const satisfies readonly ChainFailureCode[];
+type UnlistedCode = Exclude<ChainFailureCode, (typeof CHAIN_FAILURE_CODES)[number]>;
+const everyCodeListed: [UnlistedCode] extends [never] ? true : UnlistedCode = true;
+void everyCodeListed;
+
 export const ChainFailureSchema = z
   .looseObject({
-    seq: z.number().int(),
-    code: z.string().openapi({ example: 'PAYLOAD_HASH_MISMATCH' }),
+    seq: z
+      .number()
+      .int()
+      .openapi({ description: 'The event the failure is at (for a checkpoint: its tree size)' }),
+    code: z.enum(CHAIN_FAILURE_CODES).openapi({ example: 'PAYLOAD_HASH_MISMATCH' }),
     message: z.string(),
+    table: z
+      .string()
+      .optional()
+      .openapi({ description: 'The table holding the failing row, when it is not `audit_events`' }),
+    level: z.number().int().optional().openapi({ description: "Merkle failures: the node's level" }),
+    idx: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: "Merkle failures: the node's index in its level" }),
+    through: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: 'Merkle failures: the last seq of a run of events that fail alike' }),
+    nodes: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: 'Merkle failures: how many nodes the failure covers' }),
+    tree_size: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: "Checkpoint failures: the checkpoint's tree size" }),
+    reason: z.string().optional().openapi({
+      description: 'CHECKPOINT_SIGNATURE_INVALID: SIGNATURE_INVALID, NO_TRUSTED_SIGNATURE or ORIGIN_MISMATCH',
+    }),
   })
   .openapi('ChainFailure');
 
@@ -36,8 +93,25 @@ export const ChainReportSchema = z
     head: ChainHeadSchema.nullable(),
     failures: z.array(ChainFailureSchema),
     failuresOmitted: z.number().int().optional(),
+    merkle: z.object({ nodes: z.number().int() }).openapi({
+      description: 'Merkle nodes recomputed from the event hashes, each compared with its stored row',
+    }),
+    checkpoints: z
+      .object({
+        checked: z.number().int(),
+        signatures: z.enum(['verified', 'not_checked']),
+      })
+      .openapi({
+        description:
+          'Stored checkpoints compared with the roots recomputed from the events; `signatures` says whether their signatures were checked against the log key',
+      }),
   })
   .openapi('ChainReport');
+
+/** 404 for a log id nothing was ever stored under: a typo must not look like an empty log. */
+export const LogNotFoundResponse = errorResponseSpec(
+  'No event, Merkle node or checkpoint was ever stored under this log id (`LOG_NOT_FOUND`): a log comes into being with its first event',
+);
 
 export const LogParamSchema = z.object({
   log: LogIdSchema.openapi({ param: { name: 'log', in: 'path' }, example: 'default' }),

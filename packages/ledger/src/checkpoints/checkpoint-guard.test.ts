@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../database';
 import { createIntegrityAlarm, type IntegrityAlarm } from '../integrity-alarm';
 import { createLedger } from '../ledger';
-import { asTableOwner, rewriteHistory, testBackends } from '../testing';
+import { asTableOwner, rewriteEvent, testBackends } from '../testing';
 import type { StoredCheckpoint } from './checkpoint-store';
 import { createCheckpointer } from './checkpointer';
 import { logOrigin, signLogCheckpoint } from './sign-log-checkpoint';
@@ -88,7 +88,7 @@ describe.each(testBackends())('the checkpointer before it signs, on $name', ({ o
       for (let i = 1; i <= 4; i++) await w.append(log, i);
       await w.checkpointer.flush();
       const kept = await checkpointCount(log);
-      await rewriteHistory(database, log, 2);
+      await rewriteEvent(database, { log, seq: 2, payload: '{"rewritten":true}' });
       // Appends chain onto the rewritten head; the Merkle hook extends the old tree.
       for (let i = 5; i <= 6; i++) await w.append(log, i);
       await w.checkpointer.flush();
@@ -106,7 +106,7 @@ describe.each(testBackends())('the checkpointer before it signs, on $name', ({ o
       for (let i = 1; i <= 4; i++) await before.append(log, i);
       await before.checkpointer.flush();
       await before.close();
-      await rewriteHistory(database, log, 3);
+      await rewriteEvent(database, { log, seq: 3, payload: '{"rewritten":true}' });
       const after = wired();
       await after.append(log, 5);
       await after.checkpointer.flush();
@@ -147,7 +147,7 @@ describe.each(testBackends())('the checkpointer before it signs, on $name', ({ o
       expect(await signLogCheckpoint(database, { log, origin, signers })).toMatchObject({ treeSize: 3 });
       await ledger.append({ log, kind: 'note', entity: 'e4', actor: 'a', payload: { i: 4 } });
       expect(await signLogCheckpoint(database, { log, origin, signers })).toMatchObject({ treeSize: 4 });
-      await rewriteHistory(database, log, 2);
+      await rewriteEvent(database, { log, seq: 2, payload: '{"rewritten":true}' });
       await ledger.close();
       await expect(signLogCheckpoint(database, { log, origin, signers })).rejects.toMatchObject({
         code: 'INTEGRITY_ALARM',

@@ -1,0 +1,28 @@
+import { sql } from 'drizzle-orm';
+import type { Database, Db } from './database';
+import { LedgerError } from './errors';
+
+/**
+ * True when anything is stored under `log`. A log comes into being with its first event
+ * (there is no table of logs: appending to a new log id creates it), so a log id without
+ * events is unknown. Merkle nodes and checkpoints count too: a log whose events were all
+ * deleted still exists, and its verification must say so rather than call it unknown.
+ * Three primary-key probes.
+ */
+export async function logExists(database: Database, log: string, executor?: Db): Promise<boolean> {
+  const [row] = await database.rows<{ found: boolean }>(
+    sql`select exists(select 1 from audit_events where log_id = ${log})
+        or exists(select 1 from merkle_nodes where log_id = ${log})
+        or exists(select 1 from checkpoints where log_id = ${log}) as found`,
+    executor,
+  );
+  return row?.found === true;
+}
+
+/** Throws `LedgerError` `LOG_NOT_FOUND` unless {@link logExists}: a typo must not read as an empty log. */
+export async function requireLog(database: Database, log: string, executor?: Db): Promise<void> {
+  if (await logExists(database, log, executor)) return;
+  throw new LedgerError('LOG_NOT_FOUND', `log ${log} does not exist: nothing was ever appended to it`, {
+    details: { log },
+  });
+}
