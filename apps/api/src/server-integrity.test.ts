@@ -67,7 +67,8 @@ describe('a running server', () => {
       expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
 
       const signedBefore = await signedSize();
-      await rewriteEvent(server.database, { log, seq: 1, payload: '{"rewritten":true}' });
+      // The key created above, not the admin's own (whose row would no longer prove itself).
+      await rewriteEvent(server.database, { log, seq: signedBefore, payload: '{"rewritten":true}' });
       expect((await createKey('user:two')).status).toBe(201);
 
       await eventually(() => logger.lines.some((l) => l.msg === 'integrity alarm'));
