@@ -15,10 +15,9 @@ import {
   openDatabase,
   signLogCheckpoint,
 } from '@vouch/ledger';
-import { createTestDatabase } from '@vouch/ledger/testing';
-import { type SQL, sql } from 'drizzle-orm';
+import { createTestDatabase, rewriteLog, tamper } from '@vouch/ledger/testing';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rewriteLogAsOwner } from './helpers/rewrite-log';
 import { type StorageEnv, startVouchServer, VOUCH_BIN, type VouchServer } from './helpers/server';
 
 // The done-when of issue 6, end to end: a real `vouch serve` process signs checkpoints after
@@ -86,13 +85,6 @@ const note = (log: string, i: number, text = `event ${i}`) => ({
   actor: 'user:alice',
   payload: { i, text },
 });
-
-/** Run one statement as the database owner: with the append-only triggers and link checks off. */
-const tamper = (database: Database, statement: SQL) =>
-  database.db.transaction(async (tx) => {
-    await database.rows(sql`set local session_replication_role = replica`, tx);
-    await database.rows(statement, tx);
-  });
 
 /** Run `vouch` to completion with exactly this environment. */
 function vouch(args: string[], env: NodeJS.ProcessEnv, cwd: string) {
@@ -252,13 +244,12 @@ describe.each(backends)('transparency end to end on $name', (backend) => {
     const trusted: Record<string, string> = {};
     /** Cut `log` back to `size` events: events, the Merkle nodes over later leaves, and optionally later checkpoints. */
     const cutBack = async (database: Database, log: string, size: number, checkpoints = true) => {
-      await tamper(database, sql`delete from audit_events where log_id = ${log} and seq > ${size}`);
       await tamper(
         database,
+        sql`delete from audit_events where log_id = ${log} and seq > ${size}`,
         sql`delete from merkle_nodes where log_id = ${log} and (idx + 1) * (1::bigint << level) > ${size}`,
+        ...(checkpoints ? [sql`delete from checkpoints where log_id = ${log} and tree_size > ${size}`] : []),
       );
-      if (checkpoints)
-        await tamper(database, sql`delete from checkpoints where log_id = ${log} and tree_size > ${size}`);
     };
 
     beforeAll(async () => {
@@ -367,19 +358,19 @@ describe.each(backends)('transparency end to end on $name', (backend) => {
 
       await asOperator(async (database, ledger) => {
         // Rewrite event 3 and recompute every later hash: a valid chain, the same length.
-        await rewriteLogAsOwner(database, 'edited', (events) =>
+        await rewriteLog(database, 'edited', (events) =>
           events.map((e) => (e.seq === 3 ? { ...e, payload: changed(3) } : e)),
         );
-        await rewriteLogAsOwner(database, 'edited-after-trust', (events) =>
+        await rewriteLog(database, 'edited-after-trust', (events) =>
           events.map((e) => (e.seq === 6 ? { ...e, payload: changed(6) } : e)),
         );
         // Delete event 3, renumber, and forge one at the tail so the log has its old length.
-        await rewriteLogAsOwner(database, 'deleted', (events) => [
+        await rewriteLog(database, 'deleted', (events) => [
           ...events.filter((e) => e.seq !== 3),
           { ...events[7]!, entity: 'e9', payload: changed(9) },
         ]);
         // Swap events 3 and 5.
-        await rewriteLogAsOwner(database, 'swapped', (events) =>
+        await rewriteLog(database, 'swapped', (events) =>
           events.map((e, i) => (i === 2 ? events[4]! : i === 4 ? events[2]! : e)),
         );
         await tamper(database, sql`delete from checkpoints where log_id = 'withheld'`);
