@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, databaseTarget } from './config';
+import { ConfigError, databaseTarget, serveConfig } from './config';
 
 describe('databaseTarget', () => {
   describe('when Postgres is selected with bounds on its waits', () => {
@@ -25,6 +25,21 @@ describe('databaseTarget', () => {
       expect(() =>
         databaseTarget({ DATABASE_URL: 'postgres://x', VOUCH_DB_STATEMENT_TIMEOUT_MS: value }, '/'),
       ).toThrow(ConfigError);
+    });
+  });
+});
+
+describe('serveConfig', () => {
+  describe('when the settle time of unknown outcomes is set', () => {
+    it('reads VOUCH_UNKNOWN_OUTCOME_SETTLE_SECONDS, default 900', () => {
+      expect(serveConfig({}, '/').unknownOutcomeSettleSeconds).toBe(900);
+      expect(
+        serveConfig({ VOUCH_UNKNOWN_OUTCOME_SETTLE_SECONDS: '60' }, '/').unknownOutcomeSettleSeconds,
+      ).toBe(60);
+    });
+
+    it.each(['-1', '1.5', 'later', String(31 * 86_400)])('refuses %s', (value) => {
+      expect(() => serveConfig({ VOUCH_UNKNOWN_OUTCOME_SETTLE_SECONDS: value }, '/')).toThrow(ConfigError);
     });
   });
 });

@@ -57,6 +57,12 @@ export interface ServeConfig {
    * append-only triggers off; production runs as the runtime role `vouch migrate` grants.
    */
   allowOwnerRole?: boolean;
+  /**
+   * How long after an `unknown` observation (a timeout: the tool may still act) every
+   * verification is held at inconclusive (`VOUCH_UNKNOWN_OUTCOME_SETTLE_SECONDS`, default 900;
+   * docs/verification.md).
+   */
+  unknownOutcomeSettleSeconds: number;
   /** Postgres only: apply migrations before serving (`VOUCH_MIGRATE=1`, `--migrate`); needs the owner role. */
   migrate?: boolean;
   /** Signed checkpoints: VOUCH_LOG_SIGNING_KEY, VOUCH_LOG_ORIGIN, VOUCH_CHECKPOINT_INTERVAL_MS (docs/transparency.md). */
@@ -88,6 +94,7 @@ export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
     host: env.HOST?.trim() || '127.0.0.1',
     adminKey: env.VOUCH_ADMIN_KEY?.trim() || undefined,
     shutdownGraceMs: integer(env, 'VOUCH_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    unknownOutcomeSettleSeconds: integer(env, 'VOUCH_UNKNOWN_OUTCOME_SETTLE_SECONDS', 900, 0, 30 * 86_400),
     verifierConfig: verifierConfigPath(env, cwd),
     transparency: transparencyConfig(env),
     allowOwnerRole: flag(env, 'VOUCH_ALLOW_OWNER_ROLE'),

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { type ServerType, serve } from '@hono/node-server';
-import { createIntegrityAlarm, createLedger, type Database, type Ledger } from '@vouch/ledger';
+import { createIntegrityAlarm, createLedger, createRecords, type Database, type Ledger } from '@vouch/ledger';
 import { createApp } from './app';
 import { prepareDatabase } from './auth/database-role';
 import { createKeyStore } from './auth/key-store';
@@ -97,6 +97,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     let draining = false;
     const app = createApp({
       ledger,
+      records: createRecords(ledger, { unknownOutcomeSettleSeconds: config.unknownOutcomeSettleSeconds }),
       keys,
       logger,
       draining: () => draining,
