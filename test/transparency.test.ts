@@ -378,9 +378,17 @@ describe.each(backends)('transparency end to end on $name', (backend) => {
         for (let i = 9; i <= 10; i++) await ledger.append(note('cosigned-grown', i));
         await signLogCheckpoint(database, { log: 'cosigned-grown', ...signing });
 
-        // Each rewrite is a valid chain: only what the witness trusted from earlier shows it.
-        for (const log of ['edited', 'deleted', 'swapped'])
-          expect(await ledger.verifyChain({ log })).toMatchObject({ ok: true, checked: 8 });
+        // Each rewrite is a valid chain: every event recomputes and links. Only what was kept
+        // from earlier shows it: the stored tree and checkpoints left as they were (here), and
+        // the witness's trusted checkpoint (below) once those are rewritten too.
+        for (const log of ['edited', 'deleted', 'swapped']) {
+          const report = await ledger.verifyChain({ log });
+          expect(report.checked).toBe(8);
+          expect([...new Set(report.failures.map((f) => f.code))].sort()).toEqual([
+            'CHECKPOINT_MISMATCH',
+            'MERKLE_MISMATCH',
+          ]);
+        }
       });
       await start();
     });
