@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '@vouch/ledger';
-import { createTestDatabase } from '@vouch/ledger/testing';
+import { createTestDatabase, tamper } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runVouch, type StorageEnv, startVouchServer, type VouchServer } from './helpers/server';
@@ -369,14 +369,11 @@ describe.each(backends)('the refund story over real HTTP on $name', (backend) =>
   it('reports an edited event with its seq through the API', async () => {
     const database = await env.open();
     try {
-      await database.db.transaction(async (tx) => {
-        // As an attacker with owner access would: triggers off for this transaction only.
-        await database.rows(sql`set local session_replication_role = replica`, tx);
-        await database.rows(
-          sql`update audit_events set payload = replace(payload, '4200', '420000') where log_id = 'default' and seq = ${proposalSeq}`,
-          tx,
-        );
-      });
+      // As an attacker with owner access would: triggers off for this transaction only.
+      await tamper(
+        database,
+        sql`update audit_events set payload = replace(payload, '4200', '420000') where log_id = 'default' and seq = ${proposalSeq}`,
+      );
     } finally {
       await database.close();
     }

@@ -15,10 +15,9 @@ import {
   openDatabase,
   signLogCheckpoint,
 } from '@vouch/ledger';
-import { createTestDatabase } from '@vouch/ledger/testing';
-import { type SQL, sql } from 'drizzle-orm';
+import { createTestDatabase, rewriteLog, tamper } from '@vouch/ledger/testing';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rewriteLogAsOwner } from './helpers/rewrite-log';
 import { type StorageEnv, startVouchServer, VOUCH_BIN, type VouchServer } from './helpers/server';
 
 // The done-when of issue 6, end to end: a real `vouch serve` process signs checkpoints after
@@ -86,13 +85,6 @@ const note = (log: string, i: number, text = `event ${i}`) => ({
   actor: 'user:alice',
   payload: { i, text },
 });
-
-/** Run one statement as the database owner: with the append-only triggers and link checks off. */
-const tamper = (database: Database, statement: SQL) =>
-  database.db.transaction(async (tx) => {
-    await database.rows(sql`set local session_replication_role = replica`, tx);
-    await database.rows(statement, tx);
-  });
 
 /** Run `vouch` to completion with exactly this environment. */
 function vouch(args: string[], env: NodeJS.ProcessEnv, cwd: string) {
@@ -252,13 +244,12 @@ describe.each(backends)('transparency end to end on $name', (backend) => {
     const trusted: Record<string, string> = {};
     /** Cut `log` back to `size` events: events, the Merkle nodes over later leaves, and optionally later checkpoints. */
     const cutBack = async (database: Database, log: string, size: number, checkpoints = true) => {
-      await tamper(database, sql`delete from audit_events where log_id = ${log} and seq > ${size}`);
       await tamper(
         database,
+        sql`delete from audit_events where log_id = ${log} and seq > ${size}`,
         sql`delete from merkle_nodes where log_id = ${log} and (idx + 1) * (1::bigint << level) > ${size}`,
+        ...(checkpoints ? [sql`delete from checkpoints where log_id = ${log} and tree_size > ${size}`] : []),
       );
-      if (checkpoints)
-        await tamper(database, sql`delete from checkpoints where log_id = ${log} and tree_size > ${size}`);
     };
 
     beforeAll(async () => {
@@ -367,19 +358,19 @@ describe.each(backends)('transparency end to end on $name', (backend) => {
 
       await asOperator(async (database, ledger) => {
         // Rewrite event 3 and recompute every later hash: a valid chain, the same length.
-        await rewriteLogAsOwner(database, 'edited', (events) =>
+        await rewriteLog(database, 'edited', (events) =>
           events.map((e) => (e.seq === 3 ? { ...e, payload: changed(3) } : e)),
         );
-        await rewriteLogAsOwner(database, 'edited-after-trust', (events) =>
+        await rewriteLog(database, 'edited-after-trust', (events) =>
           events.map((e) => (e.seq === 6 ? { ...e, payload: changed(6) } : e)),
         );
         // Delete event 3, renumber, and forge one at the tail so the log has its old length.
-        await rewriteLogAsOwner(database, 'deleted', (events) => [
+        await rewriteLog(database, 'deleted', (events) => [
           ...events.filter((e) => e.seq !== 3),
           { ...events[7]!, entity: 'e9', payload: changed(9) },
         ]);
         // Swap events 3 and 5.
-        await rewriteLogAsOwner(database, 'swapped', (events) =>
+        await rewriteLog(database, 'swapped', (events) =>
           events.map((e, i) => (i === 2 ? events[4]! : i === 4 ? events[2]! : e)),
         );
         await tamper(database, sql`delete from checkpoints where log_id = 'withheld'`);
@@ -387,15 +378,16 @@ describe.each(backends)('transparency end to end on $name', (backend) => {
         for (let i = 9; i <= 10; i++) await ledger.append(note('cosigned-grown', i));
         await signLogCheckpoint(database, { log: 'cosigned-grown', ...signing });
 
-        // Each rewrite is a valid chain: only the stored tree beside it (which the server's own
-        // verify now recomputes) and what the witness trusted from earlier show it.
+        // Each rewrite is a valid chain: every event recomputes and links. Only what was kept
+        // from earlier shows it: the stored tree and checkpoints left as they were (here), and
+        // the witness's trusted checkpoint (below) once those are rewritten too.
         for (const log of ['edited', 'deleted', 'swapped']) {
           const report = await ledger.verifyChain({ log });
-          const codes = report.failures.map((f) => f.code);
-          expect({ ok: report.ok, checked: report.checked }).toEqual({ ok: false, checked: 8 });
-          expect(codes).toContain('MERKLE_MISMATCH');
-          expect(codes).not.toContain('PREV_HASH_MISMATCH');
-          expect(codes).not.toContain('HASH_MISMATCH');
+          expect(report.checked).toBe(8);
+          expect([...new Set(report.failures.map((f) => f.code))].sort()).toEqual([
+            'CHECKPOINT_MISMATCH',
+            'MERKLE_MISMATCH',
+          ]);
         }
       });
       await start();

@@ -17,7 +17,7 @@ import { createLedger } from './ledger';
 import { migrate } from './migrate';
 import { checkRecordTables } from './records/check-record-tables';
 import { createRecords } from './records/create-records';
-import { createTestDatabase, testBackends } from './testing';
+import { createTestDatabase, tamper, testBackends } from './testing';
 
 const appender = fileURLToPath(new URL('./__fixtures__/durable-appender.ts', import.meta.url));
 const recordsWorker = fileURLToPath(new URL('./__fixtures__/records-worker.ts', import.meta.url));
@@ -395,10 +395,7 @@ describe.each(testBackends())('reading a damaged log on $name', ({ open }) => {
     }
     await ledger.close();
     // As the database owner could: delete seq 4..11 with the append-only triggers off.
-    await database.db.transaction(async (tx) => {
-      await database.rows(sql`set local session_replication_role = replica`, tx);
-      await database.rows(sql`delete from audit_events where log_id = ${log} and seq between 4 and 11`, tx);
-    });
+    await tamper(database, sql`delete from audit_events where log_id = ${log} and seq between 4 and 11`);
   });
   afterAll(async () => {
     await database?.close();

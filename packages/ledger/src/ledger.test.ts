@@ -3,7 +3,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, sqlStateOf } from './database';
 import { createLedger, type Ledger } from './ledger';
-import { testBackends } from './testing';
+import { tamper, testBackends } from './testing';
 
 const event = (log: string, n: number) => ({
   log,
@@ -218,10 +218,7 @@ describe.each(testBackends())('ledger on $name', ({ open }) => {
       const local = createLedger(database);
       for (let n = 1; n <= 3; n++) await local.append(event('conflict-log', n));
       // As a table owner: the head event goes, its Merkle leaf stays.
-      await database.db.transaction(async (tx) => {
-        await tx.execute(sql`set local session_replication_role = replica`);
-        await tx.execute(sql`delete from audit_events where log_id = 'conflict-log' and seq = 3`);
-      });
+      await tamper(database, sql`delete from audit_events where log_id = 'conflict-log' and seq = 3`);
       expect(local.integrityAlarm.raised).toBe(false);
       await expect(local.append(event('conflict-log', 4))).rejects.toMatchObject({ code: 'CHAIN_CONFLICT' });
       await local.close();

@@ -1,16 +1,19 @@
-import { eventHashOf, payloadHashOf, type StoredEvent } from '@vouch/audit';
-import { type SQL, sql } from 'drizzle-orm';
+import { eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from '@vouch/audit';
+import { getTableName, type SQL, sql } from 'drizzle-orm';
 import type { Database, Db } from './database';
-import { readEvents } from './event-store';
+import { insertEvents, readEvents } from './event-store';
+import { RECORD_TABLES } from './records/codec';
 
 // What a database superuser or table owner can do and the runtime role cannot: change rows
 // behind the ledger's back. For tests that prove verification catches it (the threat model
-// in docs/chain.md). Never used outside tests.
+// in docs/chain.md). Never used outside tests. The one place tests tamper from: every helper
+// below goes through asTableOwner.
 
 /**
- * Run `work` in one transaction with the append-only triggers and the link foreign key off
- * (`session_replication_role = replica`, which only a superuser or owner may set): the
- * rows change exactly as an attacker with the owner's rights would change them.
+ * Run `work` in one transaction with the append-only triggers and every foreign key off
+ * (`session_replication_role = replica`, which PGlite's single user and a Postgres owner or
+ * superuser may set; the runtime role may not): the rows change exactly as an attacker with
+ * the owner's rights would change them.
  */
 export async function asTableOwner<T>(database: Database, work: (tx: Db) => Promise<T>): Promise<T> {
   return database.db.transaction(async (tx) => {
@@ -20,53 +23,80 @@ export async function asTableOwner<T>(database: Database, work: (tx: Db) => Prom
   });
 }
 
-/** One statement run as the table owner (see {@link asTableOwner}). */
-export async function tamper(database: Database, statement: SQL): Promise<void> {
-  await asTableOwner(database, (tx) => database.rows(statement, tx));
+/** Run `statements`, in order, in one transaction as the table owner (see {@link asTableOwner}). */
+export async function tamper(database: Database, ...statements: SQL[]): Promise<void> {
+  await asTableOwner(database, async (tx) => {
+    for (const statement of statements) await database.rows(statement, tx);
+  });
+}
+
+/** What an owner may set freely in an event; `log`, `seq` and every hash are recomputed from it. */
+export type EventContent = Pick<StoredEvent, 'kind' | 'entity' | 'actor' | 'at' | 'payload'>;
+
+/**
+ * Replace the events of `log` by `edit(events)`, renumbered from 1 and rehashed by the rules
+ * of docs/chain.md (payload hash, hash, and each `prev_hash` the hash before it), so the
+ * result is a valid chain: the chain alone verifies again, and only what is stored beside it
+ * (Merkle nodes, checkpoints) or kept outside (a witness) can still tell. Rows from the
+ * first one that changes on are deleted and written again; `merkle_nodes`, `checkpoints` and
+ * the record tables are left as they were. Returns the rewritten events, from the first one
+ * that changed.
+ *
+ * @example
+ * // Swap events 3 and 5, every later hash recomputed.
+ * await rewriteLog(database, 'orders', (events) => events.map((e, i) => (i === 2 ? events[4]! : i === 4 ? events[2]! : e)));
+ */
+export async function rewriteLog(
+  database: Database,
+  log: string,
+  edit: (events: StoredEvent[]) => EventContent[],
+): Promise<StoredEvent[]> {
+  return asTableOwner(database, async (tx) => {
+    const stored: StoredEvent[] = [];
+    for (;;) {
+      const page = await readEvents(database, log, stored.at(-1)?.seq ?? 0, 1_000, tx);
+      if (page.length === 0) break;
+      stored.push(...page);
+    }
+    const rewritten: StoredEvent[] = [];
+    for (const [i, content] of edit(stored).entries()) {
+      const header = {
+        kind: content.kind,
+        entity: content.entity,
+        actor: content.actor,
+        at: content.at,
+        payload: content.payload,
+        log,
+        seq: i + 1,
+        payload_hash: payloadHashOf(content.payload),
+        prev_hash: rewritten[i - 1]?.hash ?? GENESIS_PREV_HASH,
+      };
+      rewritten.push({ ...header, hash: eventHashOf(header) });
+    }
+    let from = 0;
+    while (from < rewritten.length && rewritten[from]!.hash === stored[from]?.hash) from++;
+    const changed = rewritten.slice(from);
+    await database.rows(sql`delete from audit_events where log_id = ${log} and seq > ${from}`, tx);
+    await insertEvents(database, tx, changed);
+    return changed;
+  });
 }
 
 /**
- * Rewrite event `seq` of `log` (its payload, and/or its actor) and recompute, by the rules
- * of docs/chain.md, its payload hash, its hash and the `prev_hash` and `hash` of every
- * later event: the chain alone verifies again. Only what is stored beside it (Merkle nodes,
- * checkpoints, witnesses) can still tell. Returns the rewritten events.
+ * Rewrite event `seq` of `log` (its payload, and/or its actor) and recompute every hash from
+ * it on ({@link rewriteLog}). Returns the rewritten events: `seq` and every later one.
  */
-export async function rewriteEvent(
+export function rewriteEvent(
   database: Database,
   change: { log: string; seq: number; payload?: string; actor?: string },
 ): Promise<StoredEvent[]> {
-  const { log, seq } = change;
-  return asTableOwner(database, async (tx) => {
-    const [before] = await readEvents(database, log, seq - 2, 1, tx);
-    let prev = seq === 1 ? undefined : before?.hash;
-    const rewritten: StoredEvent[] = [];
-    let after = seq - 1;
-    for (;;) {
-      const page = await readEvents(database, log, after, 1_000, tx);
-      if (page.length === 0) return rewritten;
-      for (const original of page) {
-        const payload = original.seq === seq ? (change.payload ?? original.payload) : original.payload;
-        const actor = original.seq === seq ? (change.actor ?? original.actor) : original.actor;
-        const header = {
-          ...original,
-          payload,
-          actor,
-          payload_hash: payloadHashOf(payload),
-          prev_hash: prev ?? original.prev_hash,
-        };
-        const event = { ...header, hash: eventHashOf(header) };
-        await database.rows(
-          sql`update audit_events set payload = ${event.payload}, actor = ${event.actor},
-                payload_hash = ${event.payload_hash}, prev_hash = ${event.prev_hash}, hash = ${event.hash}
-              where log_id = ${log} and seq = ${event.seq}`,
-          tx,
-        );
-        rewritten.push(event);
-        prev = event.hash;
-        after = event.seq;
-      }
-    }
-  });
+  return rewriteLog(database, change.log, (events) =>
+    events.map((event) =>
+      event.seq === change.seq
+        ? { ...event, payload: change.payload ?? event.payload, actor: change.actor ?? event.actor }
+        : event,
+    ),
+  );
 }
 
 /** Overwrite the stored hash of Merkle node (`level`, `idx`) of `log` (default: a hash of nothing in the tree). */
@@ -87,24 +117,37 @@ export async function editCheckpoint(
   checkpoint: { log: string; treeSize: number; rootHash?: string; note?: string; newTreeSize?: number },
 ): Promise<void> {
   const { log, treeSize } = checkpoint;
-  await asTableOwner(database, async (tx) => {
-    if (checkpoint.rootHash !== undefined) {
-      await database.rows(
-        sql`update checkpoints set root_hash = ${checkpoint.rootHash} where log_id = ${log} and tree_size = ${treeSize}`,
-        tx,
-      );
-    }
-    if (checkpoint.note !== undefined) {
-      await database.rows(
-        sql`update checkpoints set note = ${checkpoint.note} where log_id = ${log} and tree_size = ${treeSize}`,
-        tx,
-      );
-    }
-    if (checkpoint.newTreeSize !== undefined) {
-      await database.rows(
-        sql`update checkpoints set tree_size = ${checkpoint.newTreeSize} where log_id = ${log} and tree_size = ${treeSize}`,
-        tx,
-      );
-    }
-  });
+  const where = sql`where log_id = ${log} and tree_size = ${treeSize}`;
+  const edits: SQL[] = [];
+  if (checkpoint.rootHash !== undefined) {
+    edits.push(sql`update checkpoints set root_hash = ${checkpoint.rootHash} ${where}`);
+  }
+  if (checkpoint.note !== undefined)
+    edits.push(sql`update checkpoints set note = ${checkpoint.note} ${where}`);
+  // Last: the other edits find the row by its old size.
+  if (checkpoint.newTreeSize !== undefined) {
+    edits.push(sql`update checkpoints set tree_size = ${checkpoint.newTreeSize} ${where}`);
+  }
+  await tamper(database, ...edits);
 }
+
+/**
+ * Row counts of `log` in the chain, its Merkle tree and every record table: what an
+ * operation could have written. Compare before and after to show that a refusal wrote nothing.
+ */
+export async function ledgerRowCounts(database: Database, log: string): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const table of LEDGER_TABLES) {
+    const [row] = await database.rows<{ n: number }>(
+      sql`select count(*)::int as n from ${sql.identifier(table)} where log_id = ${log}`,
+    );
+    counts[table] = row!.n;
+  }
+  return counts;
+}
+
+const LEDGER_TABLES = [
+  'audit_events',
+  'merkle_nodes',
+  ...RECORD_TABLES.map(({ table }) => getTableName(table)),
+];

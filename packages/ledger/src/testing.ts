@@ -68,4 +68,13 @@ export async function createTestDatabase(
   };
 }
 
-export { asTableOwner, editCheckpoint, editMerkleNode, rewriteEvent, tamper } from './tamper-testing';
+export {
+  asTableOwner,
+  type EventContent,
+  editCheckpoint,
+  editMerkleNode,
+  ledgerRowCounts,
+  rewriteEvent,
+  rewriteLog,
+  tamper,
+} from './tamper-testing';

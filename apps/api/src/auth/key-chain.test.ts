@@ -1,5 +1,5 @@
 import { type ApiKeyFailure, checkApiKeyTables, keyHashCommitment, verifyChain } from '@vouch/ledger';
-import { testBackends } from '@vouch/ledger/testing';
+import { tamper, testBackends } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../testing/app-harness';
@@ -25,12 +25,6 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
     for await (const failure of checkApiKeyTables(h.database, { pageSize: 2 })) failures.push(failure);
     return failures;
   };
-  /** Tamper as the database owner would: with triggers and foreign keys switched off. */
-  const tamper = (statement: ReturnType<typeof sql>) =>
-    h.database.db.transaction(async (tx) => {
-      await tx.execute(sql`set local session_replication_role = replica`);
-      await tx.execute(statement);
-    });
   /** The database's own message for a refused statement (drizzle wraps it in its cause). */
   const refusal = async (statement: ReturnType<typeof sql>) => {
     try {
@@ -112,7 +106,7 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
         createdBy: 'system:test',
       });
       expect(await status(secret)).toBe(403);
-      await tamper(sql`update api_keys set roles = '["admin"]'::jsonb where id = ${key.id}`);
+      await tamper(h.database, sql`update api_keys set roles = '["admin"]'::jsonb where id = ${key.id}`);
       expect(await status(secret)).toBe(401);
       expect(await keyFailures()).toContainEqual(
         expect.objectContaining({ code: 'KEY_MISMATCH', id: key.id }),
@@ -126,7 +120,7 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
         createdBy: 'system:test',
       });
       const mine = generateApiKey();
-      await tamper(sql`update api_keys set key_hash = ${mine.hash} where id = ${key.id}`);
+      await tamper(h.database, sql`update api_keys set key_hash = ${mine.hash} where id = ${key.id}`);
       expect(await status(mine.secret)).toBe(401);
       expect(await keyFailures()).toContainEqual(
         expect.objectContaining({ code: 'KEY_MISMATCH', id: key.id }),
@@ -139,7 +133,7 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
         roles: ['auditor'],
         createdBy: 'system:test',
       });
-      await tamper(sql`delete from api_keys where id = ${key.id}`);
+      await tamper(h.database, sql`delete from api_keys where id = ${key.id}`);
       expect(await keyFailures()).toContainEqual(
         expect.objectContaining({ code: 'KEY_MISMATCH', table: 'api_keys', id: key.id }),
       );
@@ -210,6 +204,7 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
       const { canonicalJson, payloadHashOf } = await import('@vouch/audit');
       const text = canonicalJson(legacy);
       await tamper(
+        h.database,
         sql`update audit_events set payload = ${text}, payload_hash = ${payloadHashOf(text)} where log_id = 'system' and seq = ${event!.seq}`,
       );
       expect(await status(secret)).toBe(200);

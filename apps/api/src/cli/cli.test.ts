@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '@vouch/ledger';
+import { tamper } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../auth/api-key';
@@ -160,13 +161,10 @@ describe('vouch (CLI)', () => {
         expect(
           (await database.rows<{ key_hash: string }>(sql`select key_hash from api_keys`))[0]?.key_hash,
         ).toBe(hashApiKey(secret));
-        await database.db.transaction(async (tx) => {
-          await database.rows(sql`set local session_replication_role = replica`, tx);
-          await database.rows(
-            sql`update audit_events set payload = replace(payload, 'approver', 'admin') where log_id = 'system' and seq = 1`,
-            tx,
-          );
-        });
+        await tamper(
+          database,
+          sql`update audit_events set payload = replace(payload, 'approver', 'admin') where log_id = 'system' and seq = 1`,
+        );
       } finally {
         await database.close();
       }

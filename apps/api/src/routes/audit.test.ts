@@ -1,5 +1,6 @@
 import type { StoredEvent } from '@vouch/audit';
 import { verifyEvents } from '@vouch/audit';
+import { tamper } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../testing/app-harness';
@@ -107,13 +108,10 @@ describe('audit routes', () => {
         actor: 'agent:a',
         payload: { amount: 2 },
       });
-      await h.database.db.transaction(async (tx) => {
-        await h.database.rows(sql`set local session_replication_role = replica`, tx);
-        await h.database.rows(
-          sql`update audit_events set payload = '{"amount":2000}' where log_id = 'tampered' and seq = 2`,
-          tx,
-        );
-      });
+      await tamper(
+        h.database,
+        sql`update audit_events set payload = '{"amount":2000}' where log_id = 'tampered' and seq = 2`,
+      );
       const report = (await (await h.call('GET', '/v1/logs/tampered/verify', { key: auditor })).json()) as {
         ok: boolean;
         failures: Array<{ seq: number; code: string }>;

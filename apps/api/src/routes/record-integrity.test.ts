@@ -1,5 +1,5 @@
-import { testBackends } from '@vouch/ledger/testing';
-import { type SQL, sql } from 'drizzle-orm';
+import { tamper, testBackends } from '@vouch/ledger/testing';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../testing/app-harness';
 
@@ -36,13 +36,6 @@ describe.each(testBackends())('a record edited in the database, over HTTP on $na
     const response = await h.call(method, path, { key, ...(body === undefined ? {} : { body }) });
     return { status: response.status, body: (await response.json()) as Json };
   }
-
-  /** Change the database as its owner can: append-only triggers and link checks off. */
-  const tamper = (statement: SQL) =>
-    h.database.db.transaction(async (tx) => {
-      await h.database.rows(sql`set local session_replication_role = replica`, tx);
-      await h.database.rows(statement, tx);
-    });
 
   let n = 0;
   const proposal = (tool: 'refund' | 'lookup', extra: Json = {}) => ({
@@ -81,6 +74,7 @@ describe.each(testBackends())('a record edited in the database, over HTTP on $na
       const denied = await call('POST', `/v1/approvals/${proposed.body.approval.id}/deny`, k.alice);
       const resolution = denied.body.resolution.id as string;
       await tamper(
+        h.database,
         sql`update approval_resolutions set resolution = 'approved', validity = 'once' where id = ${resolution}`,
       );
       const row = { table: 'approval_resolutions', id: resolution, seq: await seqOf(resolution) };
@@ -105,6 +99,7 @@ describe.each(testBackends())('a record edited in the database, over HTTP on $na
       expect(proposed.body.decision.verdict).toBe('deny');
       const decision = proposed.body.decision.id as string;
       await tamper(
+        h.database,
         sql`update decisions set verdict = 'allow', authorized_identity = 'agent:gw' where id = ${decision}`,
       );
       await expectRefused(
@@ -123,7 +118,7 @@ describe.each(testBackends())('a record edited in the database, over HTTP on $na
       const tool = (await call('GET', '/v1/tools', k.gw)).body.tools.find(
         (t: Json) => t.tool_name === 'refund',
       );
-      await tamper(sql`update tools set side_effect = 'read_only' where id = ${tool.id}`);
+      await tamper(h.database, sql`update tools set side_effect = 'read_only' where id = ${tool.id}`);
       try {
         await expectRefused(() => call('POST', '/v1/proposals', k.gw, proposal('refund')), {
           table: 'tools',
@@ -132,7 +127,7 @@ describe.each(testBackends())('a record edited in the database, over HTTP on $na
           reason: 'RECORD_MISMATCH',
         });
       } finally {
-        await tamper(sql`update tools set side_effect = 'irreversible' where id = ${tool.id}`);
+        await tamper(h.database, sql`update tools set side_effect = 'irreversible' where id = ${tool.id}`);
       }
     });
   });
@@ -149,7 +144,10 @@ describe.each(testBackends())('a record edited in the database, over HTTP on $na
       await call('POST', `/v1/approvals/${first.body.approval.id}/approve`, k.alice, { validity: 'once' });
       const authorized = await call('POST', `/v1/proposals/${first.body.proposal.id}/authorize`, k.gw);
       const use = authorized.body.approval_use.id as string;
-      await tamper(sql`update approval_uses set proposal_id = ${second.body.proposal.id} where id = ${use}`);
+      await tamper(
+        h.database,
+        sql`update approval_uses set proposal_id = ${second.body.proposal.id} where id = ${use}`,
+      );
       await expectRefused(
         () =>
           call('POST', '/v1/observations', k.gw, {

@@ -6,21 +6,13 @@ import {
   verifyConsistency,
   verifyInclusion,
 } from '@vouch/audit';
-import { type SQL, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Database } from '../database';
 import { createLedger, type Ledger } from '../ledger';
-import { testBackends } from '../testing';
+import { tamper, testBackends } from '../testing';
 import { merkleAppendHook } from './merkle-append-hook';
 import { merkleConsistencyProof, merkleInclusionProof, merkleRoot, merkleTreeSize } from './merkle-proofs';
-
-/** Change the database as its owner would, with the append-only triggers off. */
-async function tamper(database: Database, statement: SQL): Promise<void> {
-  await database.db.transaction(async (tx) => {
-    await database.rows(sql`set local session_replication_role = replica`, tx);
-    await database.rows(statement, tx);
-  });
-}
 
 function errorCode(promise: Promise<unknown>): Promise<string | undefined> {
   return promise.then(

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../database';
 import { isLedgerError } from '../errors';
 import { createLedger, type Ledger } from '../ledger';
-import { testBackends } from '../testing';
+import { tamper, testBackends } from '../testing';
 import { checkRecordTables, type RecordFailure } from './check-record-tables';
 import { createRecords, type RecordContext, type Records } from './create-records';
 import type { CheckInput, ProposalInput, ToolInput } from './inputs';
@@ -104,12 +104,6 @@ describe.each(testBackends())('records on $name', ({ open }) => {
     for await (const failure of checkRecordTables(database, log, { pageSize: 2 })) failures.push(failure);
     return failures;
   };
-  /** Tamper as the database owner would: with triggers and foreign keys switched off. */
-  const tamper = (statement: ReturnType<typeof sql>) =>
-    database.db.transaction(async (tx) => {
-      await tx.execute(sql`set local session_replication_role = replica`);
-      await tx.execute(statement);
-    });
 
   describe('registerTool', () => {
     describe('when a tool is registered again', () => {
@@ -975,6 +969,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         expect((await ledger.verifyChain({ log })).ok).toBe(true);
         // An owner who quietly drops the supersession from the row is caught against the chain.
         await tamper(
+          database,
           sql`update verifications set supersedes = null, reason = null where log_id = ${log} and id = ${again.verification.id}`,
         );
         expect(await failuresOf(log)).toMatchObject([{ code: 'RECORD_MISMATCH', id: again.verification.id }]);
@@ -1148,6 +1143,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         const { agent, log } = await setup();
         const { proposal } = await records.propose(agent, refund('k1'));
         await tamper(
+          database,
           sql`update proposals set arguments = '{"amount":500,"currency":"EUR"}' where log_id = ${log} and id = ${proposal.id}`,
         );
         const [event] = (await ledger.events(log)).filter((e) => e.entity === proposal.id);
@@ -1165,6 +1161,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         const { agent, log } = await setup();
         const { decision } = await records.propose(agent, refund('k1'));
         await tamper(
+          database,
           sql`update decisions set reasons = 'not json' where log_id = ${log} and id = ${decision!.id}`,
         );
         expect((await failuresOf(log)).map((f) => [f.code, f.id])).toEqual([
@@ -1181,7 +1178,10 @@ describe.each(testBackends())('records on $name', ({ open }) => {
           proposal_id: proposal.id,
           outcome: 'succeeded',
         });
-        await tamper(sql`delete from observations where log_id = ${log} and id = ${observation.id}`);
+        await tamper(
+          database,
+          sql`delete from observations where log_id = ${log} and id = ${observation.id}`,
+        );
         expect(await failuresOf(log)).toEqual([
           expect.objectContaining({ code: 'RECORD_MISMATCH', table: 'observations', id: observation.id }),
         ]);
@@ -1194,10 +1194,12 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         const { proposal, decision } = await records.propose(agent, refund('k1'));
         const head = (await ledger.head(log))!.seq;
         await tamper(
+          database,
           sql`insert into observations (log_id, id, event_seq, proposal_id, decision_id, server_id, tool_name, executed_by, outcome, result, observed_at)
               values (${log}, 'obs_forged', ${head + 10}, ${proposal.id}, ${decision!.id}, 'payments', 'refund', 'agent:billing', 'succeeded', 'null', 'x')`,
         );
         await tamper(
+          database,
           sql`insert into verifications (log_id, id, event_seq, observation_id, proposal_id, checks, status, verifier, verified_at)
               values (${log}, 'ver_forged', ${head}, 'obs_forged', ${proposal.id}, '[]', 'passed', 'x', 'x')`,
         );
