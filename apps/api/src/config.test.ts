@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, databaseTarget } from './config';
+import { ConfigError, databaseTarget, serveConfig } from './config';
 
 describe('databaseTarget', () => {
   describe('when Postgres is selected with bounds on its waits', () => {
@@ -25,6 +25,21 @@ describe('databaseTarget', () => {
       expect(() =>
         databaseTarget({ DATABASE_URL: 'postgres://x', VOUCH_DB_STATEMENT_TIMEOUT_MS: value }, '/'),
       ).toThrow(ConfigError);
+    });
+  });
+});
+
+describe('serveConfig', () => {
+  describe('when VOUCH_ADMIN_KEY is shorter than a key may be', () => {
+    it('throws a ConfigError, before anything is opened', () => {
+      expect(() => serveConfig({ VOUCH_ADMIN_KEY: 'short' }, '/tmp')).toThrow(ConfigError);
+    });
+  });
+
+  describe('when VOUCH_ADMIN_KEY is long enough', () => {
+    it('carries it', () => {
+      const key = `vch_${'a'.repeat(40)}`;
+      expect(serveConfig({ VOUCH_ADMIN_KEY: ` ${key} ` }, '/tmp').adminKey).toBe(key);
     });
   });
 });
