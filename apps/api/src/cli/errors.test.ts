@@ -58,6 +58,21 @@ describe('explainFailure', () => {
     });
   });
 
+  describe('when Postgres answers with another error', () => {
+    it('does not blame the connection', () => {
+      const refused = new LedgerError('DATABASE_UNAVAILABLE', 'applying migrations failed', {
+        cause: new DrizzleQueryError(
+          'CREATE TABLE "x" ()',
+          [],
+          serverError('42P07', 'relation "x" already exists'),
+        ),
+      });
+      const text = explainFailure(refused, postgresTarget);
+      expect(text).toContain('SQLSTATE 42P07');
+      expect(text).not.toContain('Check DATABASE_URL');
+    });
+  });
+
   describe('when the database cannot be reached', () => {
     it('still points at DATABASE_URL', () => {
       const unreachable = new LedgerError('DATABASE_UNAVAILABLE', 'cannot connect', {

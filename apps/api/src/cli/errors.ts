@@ -23,10 +23,14 @@ export function explainFailure(error: unknown, target?: DatabaseTarget): string 
   }
   if (err?.name === 'LedgerError' && err.code === 'DATABASE_UNAVAILABLE') {
     const where = target ? describeTarget(target) : 'the database';
+    // A SQLSTATE outside the connection and resource classes means the server answered.
+    const answered = reason.sqlstate !== undefined && !/^(08|53|57)/.test(reason.sqlstate);
     const hint =
-      target?.kind === 'postgres'
-        ? 'Check DATABASE_URL and that Postgres is running and reachable.'
-        : 'Check VOUCH_DATA_DIR and that the directory is readable and writable.';
+      target?.kind !== 'postgres'
+        ? 'Check VOUCH_DATA_DIR and that the directory is readable and writable.'
+        : answered
+          ? 'Postgres is reachable and refused the statement for the reason given.'
+          : 'Check DATABASE_URL and that Postgres is running and reachable.';
     return `cannot use ${where}: ${err.message}${causeText(err.cause)}. ${hint}`;
   }
   if (err?.name === 'ApiError' || err?.name === 'LedgerError') return `${err.code}: ${err.message}`;
