@@ -45,7 +45,7 @@ describe('vouch serve start-up', () => {
       expect(run.err).toContain('VOUCH_ADMIN_KEY');
       expect(run.err).not.toContain('INVALID_REQUEST');
       expect(existsSync(dataDir)).toBe(false);
-    });
+    }, 60_000);
   });
 
   describe('when the port is in use on a fresh install', () => {
@@ -71,6 +71,6 @@ describe('vouch serve start-up', () => {
       const started = await serve({ VOUCH_DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' });
       expect(started.err).toContain(ANNOUNCED);
       expect(started.code).toBe(0);
-    });
+    }, 120_000);
   });
 });
