@@ -153,7 +153,11 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     return { url, port: address.port, database, ledger, httpServer: server, close };
   } catch (error) {
     const open = listening;
-    if (open?.listening) await new Promise<void>((resolve) => open.close(() => resolve()));
+    if (open?.listening) {
+      const closed = new Promise<void>((resolve) => open.close(() => resolve()));
+      if ('closeAllConnections' in open) open.closeAllConnections();
+      await closed;
+    }
     await ledger?.close().catch(() => {});
     await verification?.close?.().catch(() => {});
     await checkpointer?.close().catch(() => {});
