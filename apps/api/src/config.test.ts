@@ -42,4 +42,17 @@ describe('serveConfig', () => {
       expect(() => serveConfig({ VOUCH_UNKNOWN_OUTCOME_SETTLE_SECONDS: value }, '/')).toThrow(ConfigError);
     });
   });
+
+  describe('when VOUCH_ADMIN_KEY is shorter than a key may be', () => {
+    it('throws a ConfigError, before anything is opened', () => {
+      expect(() => serveConfig({ VOUCH_ADMIN_KEY: 'short' }, '/tmp')).toThrow(ConfigError);
+    });
+  });
+
+  describe('when VOUCH_ADMIN_KEY is long enough', () => {
+    it('carries it', () => {
+      const key = `vch_${'a'.repeat(40)}`;
+      expect(serveConfig({ VOUCH_ADMIN_KEY: ` ${key} ` }, '/tmp').adminKey).toBe(key);
+    });
+  });
 });

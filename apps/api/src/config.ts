@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { redactUrl } from '@vouch/ledger';
+import { MIN_SUPPLIED_KEY_LENGTH } from './auth/api-key';
 import { type TransparencyConfig, transparencyConfig } from './transparency/config';
 
 /**
@@ -63,6 +64,8 @@ export interface ServeConfig {
    * docs/verification.md).
    */
   unknownOutcomeSettleSeconds: number;
+  /** Which setting accepted the owner role, for the log line that says so. */
+  allowOwnerRoleBy?: 'VOUCH_ALLOW_OWNER_ROLE' | '--allow-owner-role';
   /** Postgres only: apply migrations before serving (`VOUCH_MIGRATE=1`, `--migrate`); needs the owner role. */
   migrate?: boolean;
   /** Signed checkpoints: VOUCH_LOG_SIGNING_KEY, VOUCH_LOG_ORIGIN, VOUCH_CHECKPOINT_INTERVAL_MS (docs/transparency.md). */
@@ -92,14 +95,28 @@ export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
     // Loopback unless told otherwise: a fresh install prints an admin key, and should not be
     // reachable from the network before its operator decides it should be.
     host: env.HOST?.trim() || '127.0.0.1',
-    adminKey: env.VOUCH_ADMIN_KEY?.trim() || undefined,
+    adminKey: adminKey(env),
     shutdownGraceMs: integer(env, 'VOUCH_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     unknownOutcomeSettleSeconds: integer(env, 'VOUCH_UNKNOWN_OUTCOME_SETTLE_SECONDS', 900, 0, 30 * 86_400),
     verifierConfig: verifierConfigPath(env, cwd),
     transparency: transparencyConfig(env),
-    allowOwnerRole: flag(env, 'VOUCH_ALLOW_OWNER_ROLE'),
+    ...(flag(env, 'VOUCH_ALLOW_OWNER_ROLE')
+      ? { allowOwnerRole: true, allowOwnerRoleBy: 'VOUCH_ALLOW_OWNER_ROLE' as const }
+      : { allowOwnerRole: false }),
     migrate: flag(env, 'VOUCH_MIGRATE'),
   };
+}
+
+// Checked here, before anything opens the data directory: a key that would be refused later
+// must not leave a half-initialised install behind.
+function adminKey(env: NodeJS.ProcessEnv): string | undefined {
+  const key = env.VOUCH_ADMIN_KEY?.trim() || undefined;
+  if (key !== undefined && key.length < MIN_SUPPLIED_KEY_LENGTH) {
+    throw new ConfigError(
+      `VOUCH_ADMIN_KEY must be at least ${MIN_SUPPLIED_KEY_LENGTH} characters (for example: openssl rand -base64 48)`,
+    );
+  }
+  return key;
 }
 
 function flag(env: NodeJS.ProcessEnv, name: string): boolean {

@@ -39,7 +39,8 @@ export interface StartServerOptions {
 }
 
 /**
- * Open the database, apply migrations (PGlite) or check them and the role (Postgres), bootstrap the first admin key, and listen.
+ * Open the database, apply migrations (PGlite) or check them and the role (Postgres), listen,
+ * and bootstrap the first admin key (after the port is bound, so a busy port prints no key).
  *
  * @example
  * const server = await startServer({ config: serveConfig(process.env, process.cwd()), logger, announceAdminKey });
@@ -50,6 +51,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const database = await openTarget(config.database);
   let ledger: Ledger | undefined;
   let verification: VerificationHost | undefined;
+  let listening: ServerType | undefined;
+  let checkpointer: { close(): Promise<void> } | undefined;
   try {
     await prepareDatabase(database, config, logger);
     verification = config.verifierConfig
@@ -81,19 +84,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       logger,
       integrityAlarm,
     });
+    checkpointer = checkpoints;
     ledger = createLedger(database, { afterAppend: checkpoints.afterAppend, integrityAlarm });
     const keys = createKeyStore(ledger);
-    const bootstrapped = await keys.bootstrapAdmin(
-      config.adminKey === undefined ? {} : { secret: config.adminKey },
-    );
-    if (bootstrapped) {
-      logger.info('bootstrap admin key created', {
-        key_id: bootstrapped.key.id,
-        source: config.adminKey === undefined ? 'generated' : 'VOUCH_ADMIN_KEY',
-      });
-      if (config.adminKey === undefined) options.announceAdminKey(bootstrapped.secret);
-    }
-
     let draining = false;
     const app = createApp({
       ledger,
@@ -106,10 +99,25 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       ...(options.version ? { version: options.version } : {}),
     });
     const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host });
+    listening = server;
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
       server.once('error', reject);
     });
+    // The port first, the admin key after: a port in use must not print a first admin key
+    // (stored, so still valid, but an operator who saw the start fail would not trust it).
+    // Until the key exists no key authenticates, so a request in between gets a 401.
+    const bootstrapped = await keys.bootstrapAdmin(
+      config.adminKey === undefined ? {} : { secret: config.adminKey },
+    );
+    if (bootstrapped) {
+      logger.info('bootstrap admin key created', {
+        key_id: bootstrapped.key.id,
+        source: config.adminKey === undefined ? 'generated' : 'VOUCH_ADMIN_KEY',
+      });
+      if (config.adminKey === undefined) options.announceAdminKey(bootstrapped.secret);
+    }
+
     const address = server.address() as AddressInfo;
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     const url = `http://${host}:${address.port}`;
@@ -145,8 +153,15 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     };
     return { url, port: address.port, database, ledger, httpServer: server, close };
   } catch (error) {
+    const open = listening;
+    if (open?.listening) {
+      const closed = new Promise<void>((resolve) => open.close(() => resolve()));
+      if ('closeAllConnections' in open) open.closeAllConnections();
+      await closed;
+    }
     await ledger?.close().catch(() => {});
     await verification?.close?.().catch(() => {});
+    await checkpointer?.close().catch(() => {});
     await database.close().catch(() => {});
     throw error;
   }

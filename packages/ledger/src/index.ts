@@ -137,8 +137,14 @@ export type {
   VerificationStatusReason,
 } from './records/verification-status';
 export { effectiveVerification } from './records/verification-status';
-export type { RoleStatus } from './runtime-role';
-export { assertMigrationsCurrent, grantRuntimeRole, roleStatus } from './runtime-role';
+export type { RoleStatus, RuntimeRoleOptions } from './runtime-role';
+export {
+  assertMigrationsCurrent,
+  checkRuntimeRole,
+  grantRuntimeRole,
+  postgresReason,
+  roleStatus,
+} from './runtime-role';
 export { apiKeyRevocations, apiKeys, auditEvents, checkpoints, merkleNodes } from './schema/index';
 export type { LogVerificationReport, TableCheck, VerifyChainOptions } from './verify-chain';
 export { DEFAULT_TABLE_CHECKS, verifyChain } from './verify-chain';

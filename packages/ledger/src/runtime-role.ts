@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { Database } from './database';
 import { LedgerError } from './errors';
 import { migrationStatus } from './migrate';
@@ -47,19 +47,28 @@ export async function assertMigrationsCurrent(database: Database): Promise<void>
   }
 }
 
+/** What {@link grantRuntimeRole} is asked to do. */
+export interface RuntimeRoleOptions {
+  /** The role `vouch serve` connects as: lower-case letters, digits and `_`. */
+  role: string;
+  /** Set as the role's password: when it is created, or (given again) to change it. */
+  password?: string;
+}
+
 /**
- * Create (if missing) and grant the runtime role the service connects as: it may read and
- * insert into every ledger table and read the migration journal, nothing else. No UPDATE,
- * DELETE or TRUNCATE, and it owns no table, so it cannot disable or drop the triggers that
- * keep the tables append-only. Idempotent: run after every migration (`vouch migrate
- * --runtime-role` does), so tables added later are granted too.
+ * Check, without changing anything, that {@link grantRuntimeRole} can do its work as the
+ * current role: the name is usable, it is not the current role, an existing role of that name
+ * is no superuser and owns no table, and creating the role or setting its password has the
+ * CREATEROLE it needs. `vouch migrate` runs it before it applies migrations, so a setup that
+ * cannot finish fails before it has changed the schema.
  *
- * Run as the owner role, on Postgres only (PGlite is embedded and has one user).
+ * Throws `VALIDATION_FAILED` for a name or role that cannot be the runtime role, and
+ * `DATABASE_PERMISSION_DENIED` when the current role may not create roles or set passwords.
  */
-export async function grantRuntimeRole(
+export async function checkRuntimeRole(
   database: Database,
-  options: { role: string; password?: string },
-): Promise<{ created: boolean }> {
+  options: RuntimeRoleOptions,
+): Promise<{ exists: boolean }> {
   const { role, password } = options;
   if (database.kind !== 'postgres') {
     throw new LedgerError(
@@ -73,49 +82,147 @@ export async function grantRuntimeRole(
       `runtime role ${role}: use a lower-case name of letters, digits and _`,
     );
   }
-  const status = await roleStatus(database);
-  if (status.role === role) {
+  if (password?.includes('\u0000')) throw new LedgerError('VALIDATION_FAILED', 'a password cannot hold NUL');
+  const [me] = await database.rows<{ role: string; superuser: boolean; createrole: boolean }>(sql`
+    select current_user as role, rolsuper as superuser, rolcreaterole as createrole
+    from pg_roles where rolname = current_user`);
+  if (me?.role === role) {
     throw new LedgerError(
       'VALIDATION_FAILED',
       `the runtime role must not be the owner role ${role} that migrates`,
     );
   }
-  const name = sql.identifier(role);
-  const [exists] = await database.rows<{ present: boolean }>(
-    sql`select exists (select 1 from pg_roles where rolname = ${role}) as present`,
-  );
-  const created = !exists?.present;
-  if (created)
-    await database.rows(sql`create role ${name} login nosuperuser nocreatedb nocreaterole noinherit`);
-  const [existing] = await database.rows<{ superuser: boolean; owns: boolean }>(sql`
+  const [target] = await database.rows<{ superuser: boolean; owns: boolean }>(sql`
     select r.rolsuper as superuser,
            exists (select 1 from pg_class c join pg_namespace n on n.oid = c.relnamespace
                    where n.nspname = 'public' and pg_has_role(r.oid, c.relowner, 'MEMBER')) as owns
     from pg_roles r where r.rolname = ${role}`);
-  if (existing?.superuser || existing?.owns) {
+  if (target?.superuser || target?.owns) {
     throw new LedgerError(
       'VALIDATION_FAILED',
       `role ${role} is a superuser or owns ledger tables: it cannot be the runtime role`,
     );
   }
+  const exists = target !== undefined;
+  const needs = !exists
+    ? `creating role ${role}`
+    : password !== undefined
+      ? `setting the password of ${role}`
+      : undefined;
+  if (needs && !me?.superuser && !me?.createrole) {
+    throw new LedgerError(
+      'DATABASE_PERMISSION_DENIED',
+      `${needs} needs CREATEROLE, which role ${me?.role ?? 'unknown'} lacks. Either grant it (as a superuser: ALTER ROLE ${me?.role ?? 'owner'} CREATEROLE), or have a superuser create the role (CREATE ROLE ${role} LOGIN PASSWORD '…') and run again without --runtime-password-env`,
+      { details: { role, sqlstate: '42501' } },
+    );
+  }
+  return { exists };
+}
+
+/**
+ * Create (if missing) and grant the runtime role the service connects as: it may read and
+ * insert into every ledger table and read the migration journal, nothing else. No UPDATE,
+ * DELETE or TRUNCATE, and it owns no table, so it cannot disable or drop the triggers that
+ * keep the tables append-only. Idempotent: run after every migration (`vouch migrate
+ * --runtime-role` does), so tables added later are granted too. Granting an existing role
+ * without a password needs no CREATEROLE.
+ *
+ * Run as the owner role, on Postgres only (PGlite is embedded and has one user). A statement
+ * that fails becomes a `LedgerError` with the Postgres reason and SQLSTATE, never the
+ * statement itself: one of them carries the password.
+ */
+export async function grantRuntimeRole(
+  database: Database,
+  options: RuntimeRoleOptions,
+): Promise<{ created: boolean }> {
+  const { role, password } = options;
+  const { exists } = await checkRuntimeRole(database, options);
+  const name = sql.identifier(role);
   // Role options and passwords are utility statements: no bind parameters, so the literal
   // is quoted here (standard_conforming_strings: only ' needs doubling).
-  if (password !== undefined) {
-    await database.rows(sql`alter role ${name} with login password ${sql.raw(quoteLiteral(password))}`);
+  const withPassword = password === undefined ? sql`` : sql` password ${sql.raw(quoteLiteral(password))}`;
+  if (!exists) {
+    await run(
+      database,
+      sql`create role ${name} login nosuperuser nocreatedb nocreaterole noinherit${withPassword}`,
+      {
+        doing: `creating role ${role}`,
+        deniedHint: ROLE_HINT,
+        ...(password === undefined ? {} : { secret: password }),
+      },
+    );
+  } else if (password !== undefined) {
+    await run(database, sql`alter role ${name} with login${withPassword}`, {
+      doing: `setting the password of ${role}`,
+      deniedHint: ROLE_HINT,
+      secret: password,
+    });
   }
   const [db] = await database.rows<{ name: string }>(sql`select current_database() as name`);
-  await database.rows(sql`grant connect on database ${sql.identifier(db!.name)} to ${name}`);
-  await database.rows(sql`grant usage on schema public to ${name}`);
-  await database.rows(sql`revoke all on all tables in schema public from ${name}`);
-  await database.rows(sql`grant select, insert on all tables in schema public to ${name}`);
-  // `vouch serve` checks the schema is current before it serves.
-  await database.rows(sql`grant usage on schema drizzle to ${name}`);
-  await database.rows(sql`revoke all on all tables in schema drizzle from ${name}`);
-  await database.rows(sql`grant select on drizzle.__drizzle_migrations to ${name}`);
-  return { created };
+  const grants = [
+    sql`grant connect on database ${sql.identifier(db!.name)} to ${name}`,
+    sql`grant usage on schema public to ${name}`,
+    sql`revoke all on all tables in schema public from ${name}`,
+    sql`grant select, insert on all tables in schema public to ${name}`,
+    // `vouch serve` checks the schema is current before it serves.
+    sql`grant usage on schema drizzle to ${name}`,
+    sql`revoke all on all tables in schema drizzle from ${name}`,
+    sql`grant select on drizzle.__drizzle_migrations to ${name}`,
+  ];
+  for (const grant of grants) {
+    await run(database, grant, {
+      doing: `granting ${role}`,
+      deniedHint: 'Run `vouch migrate` as the role that owns the database and the ledger tables',
+    });
+  }
+  return { created: !exists };
+}
+
+const ROLE_HINT =
+  'Have a superuser create the role or set its password (CREATE ROLE … LOGIN PASSWORD …), then run again without --runtime-password-env: granting an existing role needs no CREATEROLE';
+
+/**
+ * Run one role statement; on failure throw the Postgres reason and SQLSTATE without the
+ * statement or the driver's error as cause (drizzle's message quotes the statement, and a
+ * password is part of the statement text, not a parameter).
+ */
+async function run(
+  database: Database,
+  statement: SQL,
+  step: { doing: string; deniedHint: string; secret?: string },
+): Promise<void> {
+  const { doing, deniedHint, secret } = step;
+  try {
+    await database.rows(statement);
+  } catch (error) {
+    const reason = postgresReason(error);
+    const message = secret === undefined ? reason.message : reason.message.replaceAll(secret, '[redacted]');
+    const denied = reason.sqlstate === '42501';
+    throw new LedgerError(
+      denied ? 'DATABASE_PERMISSION_DENIED' : 'DATABASE_UNAVAILABLE',
+      `${doing} failed: ${message}${reason.sqlstate ? ` (SQLSTATE ${reason.sqlstate})` : ''}${
+        denied ? `. ${deniedHint}` : ''
+      }`,
+      { details: { ...(reason.sqlstate ? { sqlstate: reason.sqlstate } : {}) } },
+    );
+  }
+}
+
+/**
+ * The server's own reason in an error's cause chain: the first error with a SQLSTATE. With
+ * none (a lost connection), a fixed sentence: the wrapper's message quotes the statement.
+ */
+export function postgresReason(error: unknown): { sqlstate?: string; message: string } {
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
+      // Data exceptions (class 22) quote the offending value.
+      return { sqlstate: code, message: code.startsWith('22') ? 'data exception' : e.message };
+    }
+  }
+  return { message: 'the statement did not complete (no reason from the server)' };
 }
 
 function quoteLiteral(value: string): string {
-  if (value.includes('\u0000')) throw new LedgerError('VALIDATION_FAILED', 'a password cannot hold NUL');
   return `'${value.replaceAll("'", "''")}'`;
 }

@@ -287,6 +287,71 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
       expect(owned.err()).toMatch(/is a superuser|owns/);
       expect(owned.err()).toContain('--allow-owner-role');
     });
+
+    it('serve --allow-owner-role logs that the flag accepted the owner role', async () => {
+      for (const [args, env, by] of [
+        [['--allow-owner-role'], {}, '--allow-owner-role'],
+        [[], { VOUCH_ALLOW_OWNER_ROLE: '1' }, 'VOUCH_ALLOW_OWNER_ROLE'],
+      ] as const) {
+        const run = cli({ DATABASE_URL: url, PORT: '0', VOUCH_ADMIN_KEY: `vch_${'k'.repeat(40)}`, ...env });
+        expect(await runServe([...args], run.io), run.err()).toBe(0);
+        const warning = run
+          .out()
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as Record<string, unknown>)
+          .find((line) => line.level === 'warn' && 'accepted_by' in line);
+        expect(warning?.accepted_by).toBe(by);
+      }
+    });
+  });
+
+  describe('when a role statement is refused', () => {
+    const replicator = `${role}_repl`;
+    beforeAll(async () => {
+      const admin = postgres(serverUrl!, { max: 1, onnotice: () => {} });
+      // Only a superuser may alter a REPLICATION role: the ALTER ROLE … PASSWORD statement fails.
+      await admin.unsafe(`create role ${replicator} login replication`);
+      await admin.end({ timeout: 5 });
+    });
+    afterAll(async () => {
+      const admin = postgres(serverUrl!, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`drop role if exists ${replicator}`).catch(() => {});
+      await admin.end({ timeout: 5 });
+    });
+
+    it('throws the SQLSTATE and reason, with neither the statement nor the password in it or its cause', async () => {
+      const restricted = `${role}_own`;
+      const admin = postgres(serverUrl!, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`create role ${restricted} createrole`);
+      try {
+        const error = await owner.db
+          .transaction(async (tx) => {
+            await owner.rows(sql`set local role ${sql.identifier(restricted)}`, tx);
+            // grantRuntimeRole runs on the pool: pin it to this transaction's connection.
+            await grantRuntimeRole(
+              { ...owner, rows: (query) => owner.rows(query, tx) },
+              { role: replicator, password },
+            );
+          })
+          .then(
+            () => undefined,
+            (caught: unknown) => caught,
+          );
+        expect(error).toMatchObject({
+          name: 'LedgerError',
+          code: 'DATABASE_PERMISSION_DENIED',
+          details: { sqlstate: '42501' },
+        });
+        const everything = JSON.stringify(error, Object.getOwnPropertyNames(error as object));
+        expect(everything).not.toContain(password);
+        expect(everything).not.toMatch(/alter role|Failed query/i);
+        expect((error as Error).cause).toBeUndefined();
+      } finally {
+        await admin.unsafe(`drop role if exists ${restricted}`).catch(() => {});
+        await admin.end({ timeout: 5 });
+      }
+    });
   });
 
   async function firstColumn(table: string): Promise<string> {

@@ -11,7 +11,7 @@ import type { Logger } from '../logger';
  */
 export async function prepareDatabase(
   database: Database,
-  config: Pick<ServeConfig, 'allowOwnerRole' | 'migrate'>,
+  config: Pick<ServeConfig, 'allowOwnerRole' | 'allowOwnerRoleBy' | 'migrate'>,
   logger: Logger,
 ): Promise<void> {
   if (database.kind === 'pglite') {
@@ -32,6 +32,6 @@ export async function prepareDatabase(
     role: status.role,
     superuser: status.superuser,
     owned_tables: status.ownedTables.length,
-    accepted_by: 'VOUCH_ALLOW_OWNER_ROLE',
+    accepted_by: config.allowOwnerRoleBy ?? 'VOUCH_ALLOW_OWNER_ROLE',
   });
 }

@@ -1,6 +1,13 @@
 import { parseArgs } from 'node:util';
-import { type Database, grantRuntimeRole, migrate, migrationStatus } from '@vouch/ledger';
-import { databaseTarget, describeTarget } from '../config';
+import {
+  checkRuntimeRole,
+  type Database,
+  grantRuntimeRole,
+  migrate,
+  migrationStatus,
+  type RuntimeRoleOptions,
+} from '@vouch/ledger';
+import { type DatabaseTarget, databaseTarget, describeTarget } from '../config';
 import { openTarget } from '../open-target';
 import { explainFailure } from './errors';
 import { CliError, type CliIo, EXIT } from './io';
@@ -16,7 +23,11 @@ connect as a runtime role that may only read and insert:
   --runtime-role NAME          create the role if missing (LOGIN, no superuser) and grant it
                                SELECT and INSERT on every ledger table, nothing else; run
                                again after every upgrade, so new tables are granted too
-  --runtime-password-env VAR   set the role's password from environment variable VAR`;
+  --runtime-password-env VAR   set the role's password from environment variable VAR
+
+Creating the role or setting its password needs CREATEROLE on the owner role; granting an
+existing role (the re-run after an upgrade, without --runtime-password-env) does not. Every
+check runs before any migration is applied.`;
 
 /** `vouch migrate`: exit 0 when the schema is current, 2 otherwise. */
 export async function runMigrate(args: string[], io: CliIo): Promise<number> {
@@ -39,26 +50,26 @@ export async function runMigrate(args: string[], io: CliIo): Promise<number> {
     io.err(`vouch migrate: ${(error as Error).message}\n\n${MIGRATE_USAGE}\n`);
     return EXIT.USAGE;
   }
-  const target = databaseTarget(io.env, io.cwd);
+  let target: DatabaseTarget | undefined;
   let database: Database | undefined;
   try {
+    target = databaseTarget(io.env, io.cwd);
+    const runtime = runtimeRoleOptions(values, io.env);
+    if (runtime && target.kind !== 'postgres')
+      throw new CliError('--runtime-role is for Postgres (DATABASE_URL): PGlite is embedded and single-user');
     database = await openTarget(target);
+    // Everything that can be checked is checked before the schema changes: a run that cannot
+    // set the role up leaves the database as it found it.
+    if (runtime) await checkRuntimeRole(database, runtime);
     const before = await migrationStatus(database);
     await migrate(database);
     const after = await migrationStatus(database);
     io.out(
       `${describeTarget(target)}: ${after.applied - before.applied} migration(s) applied, ${after.applied} of ${after.expected} in place\n`,
     );
-    const role = values['runtime-role'];
-    if (role !== undefined) {
-      const passwordEnv = values['runtime-password-env'];
-      const password = passwordEnv === undefined ? undefined : io.env[passwordEnv];
-      if (passwordEnv !== undefined && !password)
-        throw new CliError(`--runtime-password-env: ${passwordEnv} is not set`);
-      const { created } = await grantRuntimeRole(database, { role, ...(password ? { password } : {}) });
-      io.out(`runtime role ${role} ${created ? 'created and ' : ''}granted SELECT and INSERT only\n`);
-    } else if (values['runtime-password-env'] !== undefined) {
-      throw new CliError('--runtime-password-env needs --runtime-role');
+    if (runtime) {
+      const { created } = await grantRuntimeRole(database, runtime);
+      io.out(`runtime role ${runtime.role} ${created ? 'created and ' : ''}granted SELECT and INSERT only\n`);
     }
     return EXIT.OK;
   } catch (error) {
@@ -67,4 +78,21 @@ export async function runMigrate(args: string[], io: CliIo): Promise<number> {
   } finally {
     await database?.close().catch(() => {});
   }
+}
+
+/** The runtime role to set up, from the flags: the password's variable must be set when named. */
+function runtimeRoleOptions(
+  values: { 'runtime-role'?: string; 'runtime-password-env'?: string },
+  env: NodeJS.ProcessEnv,
+): RuntimeRoleOptions | undefined {
+  const role = values['runtime-role'];
+  const passwordEnv = values['runtime-password-env'];
+  if (role === undefined) {
+    if (passwordEnv !== undefined) throw new CliError('--runtime-password-env needs --runtime-role');
+    return undefined;
+  }
+  if (passwordEnv === undefined) return { role };
+  const password = env[passwordEnv];
+  if (!password) throw new CliError(`--runtime-password-env: ${passwordEnv} is not set`);
+  return { role, password };
 }

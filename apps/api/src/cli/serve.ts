@@ -63,12 +63,13 @@ export async function runServe(args: string[], io: CliIo): Promise<number> {
     ...(values.port === undefined ? {} : { PORT: values.port }),
     ...(values.host === undefined ? {} : { HOST: values.host }),
     ...(values.migrate ? { VOUCH_MIGRATE: '1' } : {}),
-    ...(values['allow-owner-role'] ? { VOUCH_ALLOW_OWNER_ROLE: '1' } : {}),
   };
   let config: ReturnType<typeof serveConfig> | undefined;
   const logger = createJsonLogger((line) => io.out(line));
   try {
     config = serveConfig(env, io.cwd);
+    if (values['allow-owner-role'])
+      config = { ...config, allowOwnerRole: true, allowOwnerRoleBy: '--allow-owner-role' };
     const server = await startServer({
       config,
       logger,
