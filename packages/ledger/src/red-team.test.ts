@@ -233,4 +233,73 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       ).toBe('CHAIN_CONFLICT');
     });
   });
+
+  describe('the table owner flips a failed verification to passed', () => {
+    const failedThenFlipped = async () => {
+      const { log, agent } = await setup();
+      const verifier: RecordContext = { log, caller: { identity: 'service:checker' } };
+      const { proposal } = await records.propose(
+        agent,
+        refund('k1', { postconditions: [{ name: 'refund.recorded' }] }),
+      );
+      const { observation } = await records.observe(agent, {
+        proposal_id: proposal.id,
+        outcome: 'succeeded',
+      });
+      const { verification } = await records.recordVerification(verifier, {
+        observation_id: observation.id,
+        checks: [{ name: 'refund.recorded', status: 'fail', source: 'billing-ledger' }],
+      });
+      expect((await records.story(log, proposal.id)).outcome).toBe('verification_failed');
+      await tamper(
+        database,
+        sql`update verifications set status = 'passed', checks = replace(checks, '"fail"', '"pass"')
+            where log_id = ${log} and id = ${verification.id}`,
+      );
+      return { log, proposal, observation, verifier };
+    };
+
+    it('the story refuses to show the edited record (RECORD_INTEGRITY_VIOLATION), never "verified"', async () => {
+      const { log, proposal } = await failedThenFlipped();
+      expect(await outcomeOf(records.story(log, proposal.id))).toBe('RECORD_INTEGRITY_VIOLATION');
+    });
+
+    it('a new verification is refused rather than derived from the edited record', async () => {
+      const { observation, verifier } = await failedThenFlipped();
+      expect(
+        await outcomeOf(
+          records.recordVerification(verifier, {
+            observation_id: observation.id,
+            checks: [{ name: 'refund.recorded', status: 'inconclusive', source: 'billing-ledger' }],
+          }),
+        ),
+      ).toBe('RECORD_INTEGRITY_VIOLATION');
+    });
+
+    it('a verification reports the edited row', async () => {
+      const { log } = await failedThenFlipped();
+      expect((await verify(log)).failures).toEqual([
+        expect.objectContaining({ code: 'RECORD_MISMATCH', table: 'verifications' }),
+      ]);
+    });
+  });
+
+  describe('the table owner deletes the evidence of a refused execution', () => {
+    it('the story refuses an edited refusal row', async () => {
+      const { log, agent } = await setup();
+      const { proposal } = await records.propose(
+        agent,
+        refund('k1', { target: { kind: 'payment', id: 'pay_1', env: 'staging' } }),
+      );
+      expect(
+        await outcomeOf(records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' })),
+      ).toBe('EXECUTION_NOT_AUTHORIZED');
+      // The refusal now says something else was attempted than what was.
+      await tamper(
+        database,
+        sql`update refused_executions set code = 'IDENTITY_MISMATCH' where log_id = ${log} and proposal_id = ${proposal.id}`,
+      );
+      expect(await outcomeOf(records.story(log, proposal.id))).toBe('RECORD_INTEGRITY_VIOLATION');
+    });
+  });
 });
