@@ -7,8 +7,11 @@ import { isLedgerError } from './errors';
 import { SYSTEM_LOG } from './keys/api-key-events';
 import { findApiKeysByHash, issueApiKey, revokeApiKey } from './keys/api-keys';
 import { createLedger, type Ledger } from './ledger';
+import { approvalResolutionCodec } from './records/codec';
 import { createRecords, type RecordContext, type Records } from './records/create-records';
 import type { ProposalInput, ToolInput } from './records/inputs';
+import type { ApprovalResolutionRecord } from './records/types';
+import { approvalResolutions } from './schema/records';
 import { tamper, testBackends } from './testing';
 import type { LogVerificationReport } from './verify-chain';
 
@@ -300,6 +303,52 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
         sql`update refused_executions set code = 'IDENTITY_MISMATCH' where log_id = ${log} and proposal_id = ${proposal.id}`,
       );
       expect(await outcomeOf(records.story(log, proposal.id))).toBe('RECORD_INTEGRITY_VIOLATION');
+    });
+  });
+
+  describe('the runtime role appends a record that breaks an invariant, with its event and every hash right', () => {
+    // HOLE: verifyChain proves that every row is the payload of a well-formed event; it does
+    // not re-check the invariants of DESIGN.md over those payloads. Whoever holds the runtime
+    // role's credentials (INSERT only, no trigger touched) can append the event and row the
+    // records service would have refused, here a self-approval, and everything verifies: the
+    // chain, the Merkle tree the next append completes, and the checkpoint signed over it.
+    // Closing it needs a semantic audit of the records in chain order (self-approval,
+    // observation without an allow or approval, executing = authorized identity, one use per
+    // single-use approval, one decision per proposal ...) in verifyChain and the witness.
+    it.fails('a verification reports an approval resolved by its own requester', async () => {
+      const { log, agent } = await setup({ side_effect: 'irreversible' });
+      const { proposal, approval } = await records.propose(agent, refund('k1'));
+      await ledger.transact(log, async (tx) => {
+        const resolution: ApprovalResolutionRecord = {
+          id: 'res_self',
+          request_id: approval!.id,
+          resolution: 'approved',
+          resolver: 'agent:billing',
+          validity: 'once',
+          window_seconds: null,
+          window_source: null,
+          valid_until: null,
+          comment: null,
+          resolved_at: tx.now,
+        };
+        const event = await tx.append({
+          kind: 'approval_resolution',
+          entity: resolution.id,
+          actor: 'agent:billing',
+          payload: resolution,
+        });
+        await tx.db
+          .insert(approvalResolutions)
+          .values(
+            approvalResolutionCodec.toRow(
+              { logId: log, eventSeq: event.seq },
+              { ...resolution, resolved_at: event.at },
+            ),
+          );
+      });
+      // The server acts on it: the proposal runs under an approval nobody else gave.
+      expect(await outcomeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe('SUCCEEDED');
+      expect((await verify(log)).ok).toBe(false);
     });
   });
 });
