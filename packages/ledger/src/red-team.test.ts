@@ -1,6 +1,7 @@
 import { generateNoteKeys, parseSignerKey } from '@vouch/audit';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { latestCheckpoint } from './checkpoints/checkpoint-store';
 import { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';
 import type { Database } from './database';
 import { isLedgerError } from './errors';
@@ -349,6 +350,26 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       // The server acts on it: the proposal runs under an approval nobody else gave.
       expect(await outcomeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe('SUCCEEDED');
       expect((await verify(log)).ok).toBe(false);
+    });
+  });
+
+  describe('the runtime role inserts a checkpoint row far past the head, carrying the latest signed note', () => {
+    it('it is never served as the latest checkpoint: the log keeps growing in what witnesses read', async () => {
+      const { log, agent } = await setup();
+      await records.propose(agent, refund('k1'));
+      const first = await signLogCheckpoint(database, { log, origin, signers });
+      // A row whose columns claim a million events and whose note is the real, signed one:
+      // served as the latest, it would freeze every witness at the first size (the note is
+      // what a witness reads), while the server goes on signing rows nobody is shown.
+      await database.rows(
+        sql`insert into checkpoints (log_id, tree_size, root_hash, note, created_at)
+            values (${log}, ${first.treeSize + 1_000_000}, ${first.rootHash}, ${first.note}, ${first.createdAt})`,
+      );
+      await records.propose(agent, refund('k2', { arguments: { amount: 6, currency: 'EUR' } }));
+      const second = await signLogCheckpoint(database, { log, origin, signers });
+      expect(second.treeSize).toBeGreaterThan(first.treeSize);
+      expect(await latestCheckpoint(database, log)).toEqual(second);
+      expect(codes(await verify(log))).toContain('CHECKPOINT_MISMATCH');
     });
   });
 });

@@ -1,6 +1,6 @@
-import { and, desc, eq } from 'drizzle-orm';
+import { and, desc, eq, lte, sql } from 'drizzle-orm';
 import type { Database, Db } from '../database';
-import { checkpoints } from '../schema/core';
+import { auditEvents, checkpoints } from '../schema/core';
 
 /** A signed checkpoint as the ledger keeps it. */
 export interface StoredCheckpoint {
@@ -22,16 +22,23 @@ const columns = {
   createdAt: checkpoints.createdAt,
 };
 
-/** The checkpoint of `log` with the largest tree size, or null when none was signed yet. */
+/**
+ * The checkpoint of `log` with the largest tree size no larger than the log, or null when
+ * none was signed yet. A row past the last event cannot be a checkpoint of this log (only
+ * an INSERT behind the ledger's back makes one; `verifyChain` reports it as
+ * `CHECKPOINT_MISMATCH`): served as the latest, a copy of an old signed note with a huge
+ * `tree_size` would freeze every witness at that note while the server went on signing.
+ */
 export async function latestCheckpoint(
   database: Database,
   log: string,
   executor: Db = database.db,
 ): Promise<StoredCheckpoint | null> {
+  const head = sql`(select coalesce(max(${auditEvents.seq}), 0) from ${auditEvents} where ${auditEvents.logId} = ${log})`;
   const [row] = await executor
     .select(columns)
     .from(checkpoints)
-    .where(eq(checkpoints.logId, log))
+    .where(and(eq(checkpoints.logId, log), lte(checkpoints.treeSize, head)))
     .orderBy(desc(checkpoints.treeSize))
     .limit(1);
   return row ?? null;
