@@ -372,4 +372,24 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       expect(codes(await verify(log))).toContain('CHECKPOINT_MISMATCH');
     });
   });
+
+  describe('the runtime role fills the next tree sizes with checkpoint rows before the server signs them', () => {
+    // `storeCheckpoint` inserts with ON CONFLICT DO NOTHING and returns the row already there
+    // (an honest second instance may have signed the same size first). Without a check, a row
+    // the runtime role inserted at a size the server was about to sign would win: the
+    // server's signature dropped, the forged row returned as its own, and, with every next
+    // size filled, witnesses shown an old note ("unchanged") while the log grows.
+    it('the server refuses to take a forged row at the size it signed for its own', async () => {
+      const { log, agent } = await setup();
+      await records.propose(agent, refund('k1'));
+      const first = await signLogCheckpoint(database, { log, origin, signers });
+      await database.rows(
+        sql`insert into checkpoints (log_id, tree_size, root_hash, note, created_at)
+            select ${log}, ${first.treeSize} + n, ${first.rootHash}, ${first.note}, ${first.createdAt}
+            from generate_series(1, 10) as n`,
+      );
+      await records.propose(agent, refund('k2', { arguments: { amount: 6, currency: 'EUR' } }));
+      expect(await outcomeOf(signLogCheckpoint(database, { log, origin, signers }))).toBe('INTEGRITY_ALARM');
+    });
+  });
 });

@@ -1,5 +1,7 @@
+import { readCheckpointUnverified } from '@vouch/audit';
 import { and, desc, eq, lte, sql } from 'drizzle-orm';
 import type { Database, Db } from '../database';
+import { LedgerError } from '../errors';
 import { auditEvents, checkpoints } from '../schema/core';
 
 /** A signed checkpoint as the ledger keeps it. */
@@ -61,7 +63,12 @@ export async function checkpointAt(
 
 /**
  * Keep a checkpoint. Another instance may have signed the same size first: the row that
- * is already there wins (checkpoints are append-only) and is returned instead.
+ * is already there wins (checkpoints are append-only) and is returned instead, once it is
+ * shown to state the same size and root (honest signers of one size always agree on both).
+ *
+ * @throws LedgerError `INTEGRITY_ALARM` when the row already there is not a checkpoint of
+ * that tree: it was inserted behind the ledger's back, and taking it would drop this
+ * signature and serve the forged note in its place.
  */
 export async function storeCheckpoint(
   database: Database,
@@ -79,5 +86,26 @@ export async function storeCheckpoint(
     })
     .onConflictDoNothing()
     .returning(columns);
-  return inserted[0] ?? (await checkpointAt(database, checkpoint.log, checkpoint.treeSize, executor))!;
+  if (inserted[0]) return inserted[0];
+  const existing = (await checkpointAt(database, checkpoint.log, checkpoint.treeSize, executor))!;
+  const stated = readCheckpointUnverified(existing.note);
+  const same =
+    existing.rootHash === checkpoint.rootHash &&
+    stated?.treeSize === checkpoint.treeSize &&
+    Buffer.from(stated.rootHash).toString('hex') === checkpoint.rootHash;
+  if (!same) {
+    throw new LedgerError(
+      'INTEGRITY_ALARM',
+      `not keeping the checkpoint of log ${checkpoint.log} at ${checkpoint.treeSize}: a stored row at that size is not a checkpoint of this tree`,
+      {
+        details: {
+          code: 'CHECKPOINT_MISMATCH',
+          log: checkpoint.log,
+          seq: checkpoint.treeSize,
+          table: 'checkpoints',
+        },
+      },
+    );
+  }
+  return existing;
 }
