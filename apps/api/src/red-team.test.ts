@@ -204,4 +204,36 @@ describe.each(testBackends())('red team: the HTTP API on $name', ({ open }) => {
       await expect(h.keyFor(identity, ['approver'])).rejects.toMatchObject({ code: 'IDENTITY_COLLISION' });
     });
   });
+
+  describe('the gateway re-posts its observation with the result spelled differently', () => {
+    it('the same values replay; another value is a conflict that is recorded, never a second account', async () => {
+      const proposed = await call('POST', '/v1/proposals', k.gw, {
+        idempotency_key: 'observed-twice',
+        action: 'pay.refund',
+        server_id: 'pay',
+        tool_name: 'refund',
+        target: { kind: 'payment', id: 'pay_obs', env: 'production' },
+        arguments: { amount: 7 },
+        side_effect: 'compensatable',
+      });
+      const observe = (result: string) =>
+        call(
+          'POST',
+          '/v1/observations',
+          k.gw,
+          undefined,
+          `{"proposal_id":"${proposed.body.proposal.id}","outcome":"succeeded","result":${result}}`,
+        );
+      expect((await observe('{"refunded":1,"id":"r1"}')).status).toBe(201);
+      for (const same of ['{"id":"r1","refunded":1.0}', '{"refunded":1e0,"id":"r\\u0031"}']) {
+        expect(await observe(same), same).toMatchObject({ status: 200, body: { replayed: true } });
+      }
+      const before = await h.rowCounts();
+      const other = await observe('{"refunded":1.5,"id":"r1"}');
+      expect(other).toMatchObject({ status: 409, body: { error: { code: 'OBSERVATION_CONFLICT' } } });
+      const after = await h.rowCounts();
+      expect(after.observations).toBe(before.observations);
+      expect(after.refused_executions).toBe(before.refused_executions! + 1);
+    });
+  });
 });
