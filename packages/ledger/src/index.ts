@@ -72,6 +72,7 @@ export type {
   RecordedVerification,
   Records,
   RecordsOptions,
+  RecordVerificationOptions,
 } from './records/create-records';
 export { createRecords } from './records/create-records';
 export type {

@@ -88,7 +88,7 @@ const postVerification = createRoute({
   path: '/v1/verifications',
   tags: ['observations'],
   summary: 'Record checks from an external verifier',
-  description: `The status is still derived from the checks, never supplied; a check whose source is the system that performed the write counts as inconclusive. ${SEMANTICS} ${rolesNote(ACCESS.postVerification)} Superseding needs no \`gateway\` role besides.`,
+  description: `The status is still derived from the checks, never supplied; a check whose source is the system that performed the write counts as inconclusive, and so does every check the audited party (the identity that executed or proposed) posts about its own action. ${SEMANTICS} ${rolesNote(ACCESS.postVerification)} Superseding needs no \`gateway\` role besides.`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.postVerification), jsonBody({ required: true })] as const,
   request: { query: LogQuerySchema, body: { required: true, content: json(VerificationInputSchema) } },
@@ -127,11 +127,15 @@ export function registerObservationRoutes(
       observation,
       signal: c.req.raw.signal,
     });
-    const recorded = await records.recordVerification(recordContext(c, log), {
-      ...body,
-      observation_id: observation.id,
-      checks: outcome.checks,
-    });
+    const recorded = await records.recordVerification(
+      recordContext(c, log),
+      {
+        ...body,
+        observation_id: observation.id,
+        checks: outcome.checks,
+      },
+      { checksRunByServer: true },
+    );
     return c.json(asResponse(recorded) as never, 201);
   });
 

@@ -1,6 +1,8 @@
-import { and, desc, eq } from 'drizzle-orm';
+import { readCheckpointUnverified } from '@vouch/audit';
+import { and, desc, eq, lte, sql } from 'drizzle-orm';
 import type { Database, Db } from '../database';
-import { checkpoints } from '../schema/core';
+import { LedgerError } from '../errors';
+import { auditEvents, checkpoints } from '../schema/core';
 
 /** A signed checkpoint as the ledger keeps it. */
 export interface StoredCheckpoint {
@@ -22,16 +24,23 @@ const columns = {
   createdAt: checkpoints.createdAt,
 };
 
-/** The checkpoint of `log` with the largest tree size, or null when none was signed yet. */
+/**
+ * The checkpoint of `log` with the largest tree size no larger than the log, or null when
+ * none was signed yet. A row past the last event cannot be a checkpoint of this log (only
+ * an INSERT behind the ledger's back makes one; `verifyChain` reports it as
+ * `CHECKPOINT_MISMATCH`): served as the latest, a copy of an old signed note with a huge
+ * `tree_size` would freeze every witness at that note while the server went on signing.
+ */
 export async function latestCheckpoint(
   database: Database,
   log: string,
   executor: Db = database.db,
 ): Promise<StoredCheckpoint | null> {
+  const head = sql`(select coalesce(max(${auditEvents.seq}), 0) from ${auditEvents} where ${auditEvents.logId} = ${log})`;
   const [row] = await executor
     .select(columns)
     .from(checkpoints)
-    .where(eq(checkpoints.logId, log))
+    .where(and(eq(checkpoints.logId, log), lte(checkpoints.treeSize, head)))
     .orderBy(desc(checkpoints.treeSize))
     .limit(1);
   return row ?? null;
@@ -54,7 +63,12 @@ export async function checkpointAt(
 
 /**
  * Keep a checkpoint. Another instance may have signed the same size first: the row that
- * is already there wins (checkpoints are append-only) and is returned instead.
+ * is already there wins (checkpoints are append-only) and is returned instead, once it is
+ * shown to state the same size and root (honest signers of one size always agree on both).
+ *
+ * @throws LedgerError `INTEGRITY_ALARM` when the row already there is not a checkpoint of
+ * that tree: it was inserted behind the ledger's back, and taking it would drop this
+ * signature and serve the forged note in its place.
  */
 export async function storeCheckpoint(
   database: Database,
@@ -72,5 +86,26 @@ export async function storeCheckpoint(
     })
     .onConflictDoNothing()
     .returning(columns);
-  return inserted[0] ?? (await checkpointAt(database, checkpoint.log, checkpoint.treeSize, executor))!;
+  if (inserted[0]) return inserted[0];
+  const existing = (await checkpointAt(database, checkpoint.log, checkpoint.treeSize, executor))!;
+  const stated = readCheckpointUnverified(existing.note);
+  const same =
+    existing.rootHash === checkpoint.rootHash &&
+    stated?.treeSize === checkpoint.treeSize &&
+    Buffer.from(stated.rootHash).toString('hex') === checkpoint.rootHash;
+  if (!same) {
+    throw new LedgerError(
+      'INTEGRITY_ALARM',
+      `not keeping the checkpoint of log ${checkpoint.log} at ${checkpoint.treeSize}: a stored row at that size is not a checkpoint of this tree`,
+      {
+        details: {
+          code: 'CHECKPOINT_MISMATCH',
+          log: checkpoint.log,
+          seq: checkpoint.treeSize,
+          table: 'checkpoints',
+        },
+      },
+    );
+  }
+  return existing;
 }

@@ -111,6 +111,10 @@ export async function countApiKeys(db: Db): Promise<number> {
  * The keys whose hashes are `hashes`, in one query that also reads each row's event and
  * revocation, so a request is authenticated by a row proven against the chain in the same
  * round trip (see {@link proveKeyRow}). Keyed by hash; an unknown hash is absent.
+ *
+ * A key is revoked by its revocation row or by its `api_key.revoked` event: a row deleted
+ * behind the ledger's back must not bring a revoked key back to life (the event is found
+ * through the `(log_id, entity_id)` index).
  */
 export async function findApiKeysByHash(
   database: Database,
@@ -122,10 +126,16 @@ export async function findApiKeysByHash(
              k.created_by as "createdBy", k.created_at as "createdAt",
              e.kind as "eventKind", e.entity_id as "eventEntity", e.recorded_at as "eventAt",
              e.payload as "eventPayload", e.payload_hash as "eventPayloadHash",
-             r.revoked_at as "revokedAt", r.revoked_by as "revokedBy"
+             coalesce(r.revoked_at, re.recorded_at) as "revokedAt",
+             coalesce(r.revoked_by, re.actor) as "revokedBy"
       from ${apiKeys} k
       left join ${auditEvents} e on e.log_id = ${SYSTEM_LOG} and e.seq = k.event_seq
       left join ${apiKeyRevocations} r on r.key_id = k.id
+      left join lateral (
+        select recorded_at, actor from ${auditEvents}
+        where log_id = ${SYSTEM_LOG} and entity_id = k.id and kind = ${KEY_REVOKED}
+        order by seq limit 1
+      ) re on true
       where k.key_hash = any(${sql.param([...new Set(hashes)])}::text[])`),
   );
   const found = new Map<string, FoundApiKey>();

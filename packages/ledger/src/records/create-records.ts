@@ -84,6 +84,7 @@ import {
   assertSupersession,
   type EffectiveVerification,
   effectiveVerification,
+  isAuditedParty,
   toVerificationRecord,
 } from './verification-status';
 
@@ -158,6 +159,16 @@ export interface ProposalStory {
   events: StoredEvent[];
 }
 
+export interface RecordVerificationOptions {
+  /**
+   * The checks were run by this server's configured verifiers (`POST
+   * /v1/observations/{id}/verify`), not supplied by the caller. Without it, the checks of a
+   * caller who is the audited party (the identity that executed or proposed) count as not
+   * independent: nobody vouches for their own action.
+   */
+  checksRunByServer?: boolean;
+}
+
 /** What `recordVerification` returns: the new record, and the proposal's status with it counted. */
 export interface RecordedVerification {
   verification: VerificationRecord;
@@ -198,7 +209,11 @@ export interface Records {
    * declared postconditions, and the proposal's from all its records. A re-verification
    * names the records it supersedes and why; the audited party may not supersede.
    */
-  recordVerification(ctx: RecordContext, input: unknown): Promise<RecordedVerification>;
+  recordVerification(
+    ctx: RecordContext,
+    input: unknown,
+    options?: RecordVerificationOptions,
+  ): Promise<RecordedVerification>;
   /** The proposal, its decision, approval, observation, verifications, outcome and events. */
   story(log: string, proposalId: string): Promise<ProposalStory>;
 }
@@ -749,7 +764,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       return { observation: outcome.observation, replayed: outcome.replayed };
     },
 
-    async recordVerification(ctx, body) {
+    async recordVerification(ctx, body, options = {}) {
       if (typeof body === 'object' && body !== null && 'status' in body) {
         throw new LedgerError(
           'VERIFICATION_INVALID',
@@ -771,14 +786,23 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
           mustGetProposal(reads, observation.proposal_id),
           verificationsOf(tx.db, tx.log, observation.proposal_id),
         ]);
-        // A check read from the system that performed the write is not independent.
-        const writer = { writer: observation.server_id };
+        // A check read from the system that performed the write is not independent, and
+        // neither is one the audited party reports about its own action, whatever source it
+        // names (so every source it names counts as the writer).
+        const selfReported =
+          !options.checksRunByServer && isAuditedParty(ctx.caller.identity, proposal, observation);
+        const writerOf = (check: { source?: unknown }) => ({
+          writer:
+            selfReported && typeof check.source === 'string'
+              ? [observation.server_id, check.source]
+              : observation.server_id,
+        });
         const now = timeOf(tx);
         const verification = toVerificationRecord({
           id: newId('ver'),
           observation,
           proposal,
-          checks: input.checks.map((c) => assessIndependence(c, writer)) as VerificationCheck[],
+          checks: input.checks.map((c) => assessIndependence(c, writerOf(c))) as VerificationCheck[],
           verifier: ctx.caller.identity,
           verifiedAt: now,
           settleSeconds,

@@ -15,6 +15,7 @@ import {
   toolCodec,
   verificationCodec,
 } from './codec';
+import { checkedRecords } from './record-reads';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -86,26 +87,31 @@ export async function reusableRequestCandidates(
   }));
 }
 
-export async function refusalsOf(db: Db, log: string, proposalId: string): Promise<RefusedExecutionRecord[]> {
-  const rows = await db
-    .select()
-    .from(refusedExecutions)
-    .where(and(eq(refusedExecutions.logId, log), eq(refusedExecutions.proposalId, proposalId)))
-    .orderBy(asc(refusedExecutions.eventSeq));
-  return rows.map(refusedExecutionCodec.toRecord);
+/** A proposal's refused executions, in chain order, each checked against its event. */
+export function refusalsOf(db: Db, log: string, proposalId: string): Promise<RefusedExecutionRecord[]> {
+  return checkedRecords(
+    db,
+    log,
+    refusedExecutions,
+    refusedExecutionCodec.toRecord,
+    sql`${refusedExecutions.logId} = ${log} and ${refusedExecutions.proposalId} = ${proposalId}`,
+    sql`order by ${refusedExecutions.eventSeq}`,
+  );
 }
 
-export async function verificationsOf(
-  db: Db,
-  log: string,
-  proposalId: string,
-): Promise<VerificationRecord[]> {
-  const rows = await db
-    .select()
-    .from(verifications)
-    .where(and(eq(verifications.logId, log), eq(verifications.proposalId, proposalId)))
-    .orderBy(asc(verifications.eventSeq));
-  return rows.map(verificationCodec.toRecord);
+/**
+ * A proposal's verifications, in chain order, each checked against its event: its status is
+ * derived from them, so an edited row must not change what a reviewer reads.
+ */
+export function verificationsOf(db: Db, log: string, proposalId: string): Promise<VerificationRecord[]> {
+  return checkedRecords(
+    db,
+    log,
+    verifications,
+    verificationCodec.toRecord,
+    sql`${verifications.logId} = ${log} and ${verifications.proposalId} = ${proposalId}`,
+    sql`order by ${verifications.eventSeq}`,
+  );
 }
 
 /** Where an approval request stands. `used`: a single-use approval that has been used. */

@@ -132,6 +132,32 @@ export function setRecordReadChecks(enabled: boolean): void {
 /** Each record table's event kind, from the codec's table list. */
 const kindOfTable = new Map<PgTable, string>(RECORD_TABLES.map(({ kind, table }) => [table, kind]));
 
+/**
+ * The records of `table` in `log` matching `where`, each checked against its event in the
+ * same statement (as every lookup in {@link batchedReads} is): for the lists a reviewer reads
+ * and the ledger derives from, a proposal's verifications and refused executions.
+ *
+ * @throws LedgerError `RECORD_INTEGRITY_VIOLATION` for a row its event does not account for.
+ */
+export async function checkedRecords<T extends EventLinkedTable, R>(
+  db: Db,
+  log: string,
+  table: T,
+  toRecord: (row: T['$inferSelect']) => R,
+  where: SQL,
+  order?: SQL,
+): Promise<R[]> {
+  if (!checkRows) return (await selectRows(db, table, where, order)).map(toRecord);
+  type Row = T['$inferSelect'] & { id: string; eventSeq: number };
+  const checked: CheckedTable<Row, R> = {
+    name: getTableName(table),
+    kind: kindOfTable.get(table)!,
+    toRecord,
+  };
+  const rows = await selectRowsWithEvents(db, table, where, order);
+  return rows.map((row) => checkedRecord(checked, log, row as Row & EventColumns));
+}
+
 function createBatchedReads(db: Db, log: string): RecordReads {
   /**
    * The rows of `table` in this log matching `where`, each checked against its event in the

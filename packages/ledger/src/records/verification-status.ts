@@ -174,6 +174,16 @@ function reasonOf(
   return records === 0 ? 'NOT_VERIFIED' : 'UNPROVEN';
 }
 
+/** Whether `identity` is the audited party of the proposal: the one that executed it, or proposed it. */
+export function isAuditedParty(
+  identity: string,
+  proposal: ProposalRecord,
+  observation: ObservationRecord,
+): boolean {
+  const audited = [observation.executed_by, proposal.requester].map(canonicalIdentity);
+  return audited.includes(canonicalIdentity(identity));
+}
+
 /**
  * May `caller` supersede these records with `next`? Throws when not:
  * - `SUPERSESSION_FORBIDDEN`: the caller is the audited party (the identity that executed, or
@@ -192,8 +202,7 @@ export function assertSupersession(input: {
   const { caller, proposal, observation, next } = input;
   const ids = next.supersedes ?? [];
   if (ids.length === 0) return;
-  const audited = [observation.executed_by, proposal.requester].map(canonicalIdentity);
-  if (audited.includes(canonicalIdentity(caller.identity))) {
+  if (isAuditedParty(caller.identity, proposal, observation)) {
     throw new LedgerError(
       'SUPERSESSION_FORBIDDEN',
       `${caller.identity} is the audited party of proposal ${proposal.id}: it may ask for verification, not supersede one`,
