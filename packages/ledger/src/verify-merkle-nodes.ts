@@ -221,23 +221,18 @@ export function createMerkleNodeCheck(
       // Only a batch that continues the tree, up to the first gap or malformed hash (those
       // take the main thread's path, which handles them), and only once the last is used.
       if (!sound || ahead !== null || events.length < workerMinLeaves || events[0]?.seq !== size + 1) return;
-      let count = 0;
-      while (count < events.length && events[count]!.seq === size + 1 + count) {
-        const { hash } = events[count]!;
-        if (hash.length !== 2 * HASH_BYTES) break;
-        count++;
+      const hashes: string[] = [];
+      for (const event of events) {
+        if (event.seq !== size + 1 + hashes.length || event.hash.length !== 2 * HASH_BYTES) break;
+        hashes.push(event.hash);
       }
+      // One decode for the batch: it stops at the first character that is not hex, so the
+      // hashes before it are whole and the rest is left to the main thread.
+      const decoded = Buffer.from(hashes.join(''), 'hex');
+      const count = Math.floor(decoded.length / HASH_BYTES);
       if (count < workerMinLeaves) return;
-      // Its own ArrayBuffer (not Buffer's shared pool): it is transferred to the worker.
-      const leaves = new Uint8Array(count * HASH_BYTES);
-      const view = Buffer.from(leaves.buffer);
-      for (let i = 0; i < count; i++) {
-        if (view.write(events[i]!.hash, i * HASH_BYTES, 'hex') !== HASH_BYTES) {
-          count = i;
-          break;
-        }
-      }
-      if (count < workerMinLeaves) return;
+      // A copy with its own ArrayBuffer (never Buffer's shared pool): it is transferred.
+      const leaves = new Uint8Array(decoded.subarray(0, count * HASH_BYTES));
       worker ??= startTreeHashingWorker();
       const batch: AheadBatch = {
         first: size,
@@ -250,7 +245,7 @@ export function createMerkleNodeCheck(
         .hash({
           size,
           frontier,
-          leaves: count * HASH_BYTES === leaves.length ? leaves : leaves.slice(0, count * HASH_BYTES),
+          leaves,
         })
         .then((nodes) => {
           batch.nodes = nodes;
