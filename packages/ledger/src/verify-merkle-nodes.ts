@@ -200,7 +200,10 @@ export function createMerkleNodeCheck(
     }
     // A copy of a node hashed ahead, so the frontier does not hold the worker's whole batch.
     frontier.push(hashed ? hash.slice() : hash);
-    if (hashed && size + 1 === ahead!.end) ahead = null;
+    if (hashed && size + 1 === ahead!.end) {
+      worker!.release(ahead!.nodes!);
+      ahead = null;
+    }
     size++;
     if (mismatch >= 0) note('MERKLE_MISMATCH', seq, mismatch, mismatchIdx, bad);
     else if (missing >= 0) note('MERKLE_MISSING', seq, missing, missingIdx, bad);
@@ -226,14 +229,17 @@ export function createMerkleNodeCheck(
         if (event.seq !== size + 1 + hashes.length || event.hash.length !== 2 * HASH_BYTES) break;
         hashes.push(event.hash);
       }
+      if (hashes.length < workerMinLeaves) return;
+      worker ??= startTreeHashingWorker();
       // One decode for the batch: it stops at the first character that is not hex, so the
       // hashes before it are whole and the rest is left to the main thread.
-      const decoded = Buffer.from(hashes.join(''), 'hex');
-      const count = Math.floor(decoded.length / HASH_BYTES);
+      const input = worker.input(hashes.length * HASH_BYTES);
+      const count = Math.floor(
+        Buffer.from(input.buffer, input.byteOffset, input.byteLength).write(hashes.join(''), 'hex') /
+          HASH_BYTES,
+      );
       if (count < workerMinLeaves) return;
-      // A copy with its own ArrayBuffer (never Buffer's shared pool): it is transferred.
-      const leaves = new Uint8Array(decoded.subarray(0, count * HASH_BYTES));
-      worker ??= startTreeHashingWorker();
+      const leaves = input.subarray(0, count * HASH_BYTES);
       const batch: AheadBatch = {
         first: size,
         end: size + count,
