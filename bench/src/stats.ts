@@ -1,3 +1,33 @@
+import { readFileSync } from 'node:fs';
+
+/** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks. */
+const TICKS_PER_SECOND = 100;
+
+/** User + system CPU ms from a Linux `/proc/…/stat` file, or null where there is none. */
+function statCpuMs(path: string): number | null {
+  try {
+    // Fields after the command name: state is 3rd, utime 14th and stime 15th of the whole line.
+    const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU ms a process has used so far (Linux), or null. */
+export function processCpuMs(pid: number | undefined): number | null {
+  return pid === undefined ? null : statCpuMs(`/proc/${pid}/stat`);
+}
+
+/**
+ * CPU ms this process's main thread has used so far (Linux), or null: without its worker
+ * threads and the collector's helpers, so it shows the serial share of the work, which
+ * holds up better than wall time on a machine others are using too.
+ */
+export function mainThreadCpuMs(): number | null {
+  return statCpuMs(`/proc/self/task/${process.pid}/stat`);
+}
+
 /** The q-quantile (0..1) of already-sorted numbers, nearest rank. */
 export function quantile(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return Number.NaN;

@@ -1,12 +1,11 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { BenchDatabase } from '../backends';
 import type { BenchOptions } from '../options';
 import { type Figure, figure } from '../report';
-import { closedLoop } from '../stats';
+import { closedLoop, processCpuMs } from '../stats';
 import { appendThroughputBaseline } from './append-throughput';
 
 const child = fileURLToPath(new URL('../children/http-server.ts', import.meta.url));
@@ -22,19 +21,6 @@ interface Server {
 }
 
 const fmtCores = (cores: number | undefined) => (cores === undefined ? '?' : cores.toFixed(2));
-
-/** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks. */
-const TICKS_PER_SECOND = 100;
-
-function processCpuMs(pid: number | undefined): number | null {
-  try {
-    // Fields after the command name: state is 3rd, utime 14th and stime 15th of the whole line.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-  } catch {
-    return null;
-  }
-}
 
 async function startServer(
   url: string | undefined,

@@ -43,6 +43,11 @@ export interface VerifyChainOptions {
   pageSize?: number;
   /** Leaves per read of stored Merkle nodes (default 8,192). */
   merkleBlockLeaves?: number;
+  /**
+   * Pages of at least this many events have their Merkle tree hashed on a worker thread
+   * while the chain is checked (default 2,048): smaller ones are not worth a thread's start.
+   */
+  merkleWorkerMinLeaves?: number;
   /** Cap on failures kept in memory; the count goes on past it (default 10,000). */
   maxFailures?: number;
 }
@@ -96,24 +101,33 @@ export async function verifyChain(
   const merkle = createMerkleNodeCheck(database, log, {
     fail,
     ...(options.merkleBlockLeaves ? { blockLeaves: options.merkleBlockLeaves } : {}),
+    ...(options.merkleWorkerMinLeaves ? { workerMinLeaves: options.merkleWorkerMinLeaves } : {}),
   });
   const checkpoints = await createCheckpointCheck(database, log, {
     fail,
     ...(options.checkpointKeys ? { keys: options.checkpointKeys } : {}),
   });
-  if (checkpoints.next === 0) await checkpoints.at(0, merkle.root());
-
-  for await (const page of streamEventPages(database, log, { pageSize: options.pageSize ?? 5_000 })) {
-    signal?.throwIfAborted();
-    for (const event of page) {
-      checker.check(event);
-      const waiting = merkle.add(event.seq, event.hash);
-      if (waiting) await waiting;
-      if (merkle.size === checkpoints.next && merkle.sound) await checkpoints.at(merkle.size, merkle.root());
+  let report: ChainReport;
+  try {
+    if (checkpoints.next === 0) await checkpoints.at(0, merkle.root());
+    for await (const page of streamEventPages(database, log, { pageSize: options.pageSize ?? 5_000 })) {
+      signal?.throwIfAborted();
+      // The page's tree is hashed on another thread while this one checks the chain; the
+      // nodes are then compared here. The two reports are kept apart, so the order is free.
+      merkle.prepare(page);
+      for (const event of page) checker.check(event);
+      for (const event of page) {
+        const waiting = merkle.add(event.seq, event.hash);
+        if (waiting) await waiting;
+        if (merkle.size === checkpoints.next && merkle.sound)
+          await checkpoints.at(merkle.size, merkle.root());
+      }
     }
+    report = checker.finish();
+    await merkle.finish();
+  } finally {
+    await merkle.close();
   }
-  const report = checker.finish();
-  await merkle.finish();
   // Past a gap the tree is undefined, so checkpoints beyond it cannot be judged; the gap is
   // already a failure of its own.
   if (merkle.sound) await checkpoints.finish();

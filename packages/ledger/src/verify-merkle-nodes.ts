@@ -1,11 +1,14 @@
 import { type ChainFailure, EMPTY_TREE_ROOT, foldFromRight, MerkleHasher } from '@vouch/audit';
 import { sql } from 'drizzle-orm';
 import type { Database } from './database';
+import { startTreeHashingWorker, type TreeHashingWorker } from './merkle/tree-hashing-worker';
 
 /** Leaves per block: one query reads every stored node a block of leaves completes. */
 const DEFAULT_BLOCK_LEAVES = 8_192;
 const HASH_BYTES = 32;
 const TABLE = 'merkle_nodes';
+/** Fewer leaves than this per batch are hashed on the main thread: a worker would not pay for its start. */
+const DEFAULT_WORKER_MIN_LEAVES = 2_048;
 
 /**
  * A block's stored nodes at one level: `packed` when they are contiguous from the block's
@@ -29,8 +32,26 @@ interface Run {
   nodes: number;
 }
 
+/**
+ * Nodes hashed ahead by the worker for the leaves `[first, end)` (0-based), in the order
+ * they are compared; `nodes` is null until they arrive, `at` is the next one to take.
+ */
+interface AheadBatch {
+  first: number;
+  end: number;
+  pending: Promise<void>;
+  nodes: Uint8Array | null;
+  at: number;
+}
+
 /** The incremental check of a log's stored Merkle tree against its events (see {@link createMerkleNodeCheck}). */
 export interface MerkleNodeCheck {
+  /**
+   * The events that {@link MerkleNodeCheck.add} will be given next, in seq order: their
+   * tree is hashed on a worker thread meanwhile (when the batch is large enough), and `add`
+   * then only compares. Optional: `add` hashes whatever was not prepared.
+   */
+  prepare(events: readonly { seq: number; hash: string }[]): void;
   /**
    * The next event, in seq order. Returns a promise only when the stored nodes of the next
    * block of leaves must be awaited; otherwise the check is synchronous.
@@ -46,6 +67,8 @@ export interface MerkleNodeCheck {
   root(): Uint8Array;
   /** Report open runs, and stored nodes past the last leaf (`MERKLE_BEYOND_CHAIN`). */
   finish(): Promise<void>;
+  /** Stop the worker thread, if one was started; call it whether the check finished or not. */
+  close(): Promise<void>;
 }
 
 /**
@@ -65,10 +88,15 @@ export function createMerkleNodeCheck(
     fail: (failure: ChainFailure) => void;
     /** Leaves per read of stored nodes (default 8,192): memory is bounded by about 2x this many hashes. */
     blockLeaves?: number;
+    /** Smallest batch given to {@link MerkleNodeCheck.prepare} that is hashed on a worker thread (default 2,048). */
+    workerMinLeaves?: number;
   },
 ): MerkleNodeCheck {
   const { fail } = options;
   const blockLeaves = options.blockLeaves ?? DEFAULT_BLOCK_LEAVES;
+  const workerMinLeaves = options.workerMinLeaves ?? DEFAULT_WORKER_MIN_LEAVES;
+  let worker: TreeHashingWorker | null = null;
+  let ahead: AheadBatch | null = null;
   /** Hashes of the complete subtrees on the right edge, largest first (a compact range). */
   const frontier: Uint8Array[] = [];
   const hasher = new MerkleHasher();
@@ -127,11 +155,23 @@ export function createMerkleNodeCheck(
     return hex === Buffer.from(hash).toString('hex') ? 0 : 1;
   };
 
+  /** The next node hashed ahead by the worker, when the leaf being added is in its batch. */
+  const takeAhead = (): Uint8Array => {
+    const { nodes, at } = ahead!;
+    ahead!.at = at + HASH_BYTES;
+    return nodes!.subarray(at, at + HASH_BYTES);
+  };
+
   const addLeaf = (seq: number, eventHash: string) => {
-    // A hash that is not 64 hex digits decodes short and recomputes to a node that cannot
-    // match: the chain check reports the event itself.
-    const whole = eventHash.length === 2 * HASH_BYTES && leafBytes.write(eventHash, 'hex') === HASH_BYTES;
-    let hash = hasher.leaf(whole ? leafBytes : Buffer.from(eventHash, 'hex'));
+    const hashed = ahead !== null && ahead.nodes !== null && size >= ahead.first && size < ahead.end;
+    let hash: Uint8Array;
+    if (hashed) hash = takeAhead();
+    else {
+      // A hash that is not 64 hex digits decodes short and recomputes to a node that cannot
+      // match: the chain check reports the event itself.
+      const whole = eventHash.length === 2 * HASH_BYTES && leafBytes.write(eventHash, 'hex') === HASH_BYTES;
+      hash = hasher.leaf(whole ? leafBytes : Buffer.from(eventHash, 'hex'));
+    }
     let idx = size;
     let level = 0;
     let mismatch = -1;
@@ -153,18 +193,77 @@ export function createMerkleNodeCheck(
         }
       }
       if (idx % 2 === 0) break;
-      hash = hasher.children(frontier.pop()!, hash);
+      const left = frontier.pop()!;
+      hash = hashed ? takeAhead() : hasher.children(left, hash);
       idx = (idx - 1) / 2;
       level++;
     }
-    frontier.push(hash);
+    // A copy of a node hashed ahead, so the frontier does not hold the worker's whole batch.
+    frontier.push(hashed ? hash.slice() : hash);
+    if (hashed && size + 1 === ahead!.end) {
+      worker!.release(ahead!.nodes!);
+      ahead = null;
+    }
     size++;
     if (mismatch >= 0) note('MERKLE_MISMATCH', seq, mismatch, mismatchIdx, bad);
     else if (missing >= 0) note('MERKLE_MISSING', seq, missing, missingIdx, bad);
     else flush();
   };
 
+  /** Add one leaf once the nodes hashed ahead for it (if any) have arrived. */
+  const addWhenHashed = (seq: number, eventHash: string): Promise<void> | undefined => {
+    if (ahead !== null && ahead.nodes === null && size >= ahead.first && size < ahead.end) {
+      return ahead.pending.then(() => addLeaf(seq, eventHash));
+    }
+    addLeaf(seq, eventHash);
+    return undefined;
+  };
+
   return {
+    prepare(events) {
+      // Only a batch that continues the tree, up to the first gap or malformed hash (those
+      // take the main thread's path, which handles them), and only once the last is used.
+      if (!sound || ahead !== null || events.length < workerMinLeaves || events[0]?.seq !== size + 1) return;
+      const hashes: string[] = [];
+      for (const event of events) {
+        if (event.seq !== size + 1 + hashes.length || event.hash.length !== 2 * HASH_BYTES) break;
+        hashes.push(event.hash);
+      }
+      if (hashes.length < workerMinLeaves) return;
+      worker ??= startTreeHashingWorker();
+      // One decode for the batch: it stops at the first character that is not hex, so the
+      // hashes before it are whole and the rest is left to the main thread.
+      const input = worker.input(hashes.length * HASH_BYTES);
+      const count = Math.floor(
+        Buffer.from(input.buffer, input.byteOffset, input.byteLength).write(hashes.join(''), 'hex') /
+          HASH_BYTES,
+      );
+      if (count < workerMinLeaves) return;
+      const leaves = input.subarray(0, count * HASH_BYTES);
+      const batch: AheadBatch = {
+        first: size,
+        end: size + count,
+        pending: Promise.resolve(),
+        nodes: null,
+        at: 0,
+      };
+      batch.pending = worker
+        .hash({
+          size,
+          frontier,
+          leaves,
+        })
+        .then((nodes) => {
+          batch.nodes = nodes;
+        });
+      // A batch abandoned by an abort must not surface as an unhandled rejection.
+      batch.pending.catch(() => {});
+      ahead = batch;
+    },
+    async close() {
+      await worker?.close();
+      worker = null;
+    },
     get size() {
       return size;
     },
@@ -182,15 +281,12 @@ export function createMerkleNodeCheck(
         flush();
         return undefined;
       }
-      if (size % blockLeaves !== 0) {
-        addLeaf(seq, eventHash);
-        return undefined;
-      }
+      if (size % blockLeaves !== 0) return addWhenHashed(seq, eventHash);
       return (async () => {
         block = await nextBlock;
         nextBlock = readBlock(database, log, size + blockLeaves, blockLeaves);
         nextBlock.catch(() => {});
-        addLeaf(seq, eventHash);
+        await addWhenHashed(seq, eventHash);
       })();
     },
     root() {
