@@ -67,7 +67,9 @@ describe('a running server', () => {
       expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
 
       const signedBefore = await signedSize();
-      // The key created above, not the admin's own (whose row would no longer prove itself).
+      // The signed head (user:one's key event), not the admin key's: the admin key must still
+      // authenticate (a key row that no longer matches its event is refused, and raises
+      // KEY_MISMATCH) for the next append to reach the checkpointer.
       await rewriteEvent(server.database, { log, seq: signedBefore, payload: '{"rewritten":true}' });
       expect((await createKey('user:two')).status).toBe(201);
 

@@ -13,7 +13,11 @@ export type AuditErrorCode =
   /** The server refused a witness's request (bad key, other log): nothing was concluded. */
   | 'SERVER_REFUSED'
   /** The checkpoint a witness was given to trust does not verify under the keys it was given. */
-  | 'TRUSTED_CHECKPOINT_INVALID';
+  | 'TRUSTED_CHECKPOINT_INVALID'
+  /** At a witness's first use: the server has no log by that name (a typo?): nothing was concluded. */
+  | 'LOG_NOT_FOUND'
+  /** At a witness's first use: the log has no signed checkpoint yet to trust: try again after the server signs. */
+  | 'NO_CHECKPOINT_YET';
 
 /** The one error class of `@vouch/audit`: identify it by `name` and `code`, not `instanceof`. */
 export class AuditError extends Error {

@@ -8,7 +8,8 @@ import { MERKLE_HASH_SIZE } from './merkle-hash';
 // Every answer is classified once, here:
 // - 404: the server withholds something it must serve. That is a verdict (the caller
 //   returns `WITHHELD`), never "try again later": a cron job that reads a transient
-//   failure as harmless would otherwise never raise the alarm.
+//   failure as harmless would otherwise never raise the alarm. The one exception is the
+//   caller's to make: at first use nothing was promised yet (see `witnessLog`).
 // - no answer, 5xx, 429: `AuditError` `SERVER_UNREACHABLE` (nothing concluded).
 // - 400, 401, 403 and other refusals: `AuditError` `SERVER_REFUSED` (fix the key or the
 //   log name; nothing concluded).
@@ -49,9 +50,19 @@ export interface Withheld {
   what: string;
   /** The server's own error code and message, when it sent one. */
   reason: string;
+  /**
+   * The server's error code (`LOG_NOT_FOUND`: no such log; `NOT_FOUND`: nothing at that
+   * size yet), or null when the 404 was not in Vouch's error shape (not a Vouch route).
+   */
+  code: string | null;
 }
 
-const withheldAnswer = (what: string, reason: string): Withheld => ({ withheld: true, what, reason });
+const withheldAnswer = (what: string, answer: ErrorAnswer): Withheld => ({
+  withheld: true,
+  what,
+  reason: answer.reason,
+  code: answer.code,
+});
 
 /** True for the `Withheld` answer of one of the requests below. */
 export function isWithheld(value: unknown): value is Withheld {
@@ -79,21 +90,27 @@ async function request(
     });
   }
   if (response.status >= 200 && response.status < 300) return response;
-  const reason = await errorReason(response);
-  if (response.status === 404) return withheldAnswer(what, reason);
+  const answer = await errorAnswer(response);
+  if (response.status === 404) return withheldAnswer(what, answer);
   const code = response.status >= 500 || response.status === 429 ? 'SERVER_UNREACHABLE' : 'SERVER_REFUSED';
-  throw new AuditError(code, `the server did not answer ${what} of log ${server.log} (${reason})`);
+  throw new AuditError(code, `the server did not answer ${what} of log ${server.log} (${answer.reason})`);
 }
 
-async function errorReason(response: WitnessResponse): Promise<string> {
+interface ErrorAnswer {
+  code: string | null;
+  reason: string;
+}
+
+async function errorAnswer(response: WitnessResponse): Promise<ErrorAnswer> {
   const text = await response.text().catch(() => '');
   try {
     const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
-    if (typeof body.error?.code === 'string') return `${body.error.code}: ${String(body.error.message)}`;
+    const code = body.error?.code;
+    if (typeof code === 'string') return { code, reason: `${code}: ${String(body.error?.message)}` };
   } catch {
     // Not our error shape: the status says enough.
   }
-  return `HTTP ${response.status}`;
+  return { code: null, reason: `HTTP ${response.status}` };
 }
 
 /** Read a whole body, turning a transfer that breaks off into `SERVER_UNREACHABLE`. */

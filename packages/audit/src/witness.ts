@@ -119,8 +119,11 @@ export interface WitnessBundleOptions extends WitnessCommonOptions {
  *
  * Throws `AuditError` only when nothing can be concluded: `TRUSTED_CHECKPOINT_INVALID`
  * (the trusted note does not open under `verifiers`), `SERVER_UNREACHABLE` (no answer, a
- * 5xx, a body that breaks off), `SERVER_REFUSED` (bad key, unknown log). Everything the
- * server serves, or withholds (404), is a verdict in the report.
+ * 5xx, a body that breaks off), `SERVER_REFUSED` (bad key, a 404 that is not Vouch's),
+ * and at first use only, `LOG_NOT_FOUND` (no such log) and `NO_CHECKPOINT_YET` (nothing
+ * signed yet to trust). Everything else the server serves, or withholds (404), is a
+ * verdict in the report: with a checkpoint on file, even a log the server now calls
+ * unknown is `WITHHELD`.
  *
  * @example
  * const { report, note } = await witnessLog({
@@ -159,7 +162,12 @@ export async function witnessLog(options: WitnessLogOptions): Promise<WitnessOut
     verdict('WITHHELD', `the server withholds ${answer.what} of log ${log} (${answer.reason})`, extra);
 
   const served = await fetchLatestCheckpoint(server);
-  if (isWithheld(served)) return withheld(served);
+  if (isWithheld(served)) {
+    // With nothing trusted yet, nothing was promised: a missing log or checkpoint is not a
+    // rewrite. Once a checkpoint is on file, the same 404 withholds what was signed before.
+    if (trusted === null) throw nothingToTrust(served, log);
+    return withheld(served);
+  }
   const opened = openCheckpoint(served, { verifiers, ...(trusted ? { origin: trusted.origin } : {}) });
   if (!opened.ok) return verdict(checkpointStatus(opened.code), opened.message);
   const latest = opened.checkpoint;
@@ -232,6 +240,23 @@ export async function witnessLog(options: WitnessLogOptions): Promise<WitnessOut
     },
     note: next.note,
   };
+}
+
+/** Why a first use found no checkpoint to trust, as the error that says so (nothing concluded). */
+function nothingToTrust(answer: Withheld, log: string): AuditError {
+  if (answer.code === 'LOG_NOT_FOUND') {
+    return new AuditError('LOG_NOT_FOUND', `the server has no log ${log} (${answer.reason}): check --log`);
+  }
+  if (answer.code === 'NOT_FOUND') {
+    return new AuditError(
+      'NO_CHECKPOINT_YET',
+      `log ${log} has no signed checkpoint yet: try again after the server signs (${answer.reason})`,
+    );
+  }
+  return new AuditError(
+    'SERVER_REFUSED',
+    `the server did not answer ${answer.what} of log ${log} (${answer.reason}): is the URL a Vouch server?`,
+  );
 }
 
 /**

@@ -8,8 +8,10 @@ export type IntegrityAlarmCode =
   | 'CHECKPOINT_MISMATCH'
   /** An append was refused because the stored chain or tree disagrees with itself. */
   | 'CHAIN_CONFLICT'
-  /** A record row read to authorize something differs from the event it claims to be. */
-  | 'RECORD_MISMATCH';
+  /** A record row read to act on or to show differs from the event it claims to be. */
+  | 'RECORD_MISMATCH'
+  /** An API key row (or the event it names) fails its chain proof: the key authenticates nothing. */
+  | 'KEY_MISMATCH';
 
 /** One finding, as raised. Plain JSON, never secrets (it is logged and shown on `/readyz`). */
 export interface IntegrityAlarmReport {
@@ -52,8 +54,9 @@ export interface IntegrityAlarmOptions {
 
 /**
  * Create an integrity alarm. One per process: the server hands it to the ledger (which
- * raises `CHAIN_CONFLICT`), the checkpointer (which raises what it finds before signing)
- * and the HTTP app (`/readyz`).
+ * raises `CHAIN_CONFLICT`, and whose checked record reads raise `RECORD_MISMATCH`), the
+ * checkpointer (which raises what it finds before signing), the API-key lookup
+ * (`KEY_MISMATCH`) and the HTTP app (`/readyz`).
  *
  * @example
  * const alarm = createIntegrityAlarm({ onRaise: (a) => logger.error('integrity alarm', { ...a }) });

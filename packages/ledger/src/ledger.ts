@@ -21,7 +21,6 @@ import {
 import { insertEvents, readEvents, readHead, streamEvents } from './event-store';
 import { createIntegrityAlarm, type IntegrityAlarm } from './integrity-alarm';
 import { merkleAppendHook } from './merkle/merkle-append-hook';
-import { integrityViolationOf } from './records/record-integrity';
 import { type LogVerificationReport, type VerifyChainOptions, verifyChain } from './verify-chain';
 
 /** Where a staged record row points: the event staged with it, once that event has its seq. */
@@ -95,7 +94,8 @@ export interface LedgerOptions {
   merkle?: boolean;
   /**
    * Raised when an append is refused because the stored chain or Merkle tree disagrees with
-   * itself (`CHAIN_CONFLICT`): share the server's one alarm here. Default: a fresh one.
+   * itself (`CHAIN_CONFLICT`), and by the records service's checked reads
+   * (`RECORD_MISMATCH`): share the server's one alarm here. Default: a fresh one.
    */
   integrityAlarm?: IntegrityAlarm;
 }
@@ -479,7 +479,6 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
       const outcome = outcomes[i]!;
       if (outcome.ok) item.resolve(outcome.value);
       else {
-        reportIntegrity(integrityAlarm, outcome.error);
         raiseOnChainConflict(integrityAlarm, outcome.error, log);
         item.reject(outcome.error);
       }
@@ -597,23 +596,6 @@ async function refreshStatistics(database: Database): Promise<void> {
 
 /** The tables whose rows make up the chain and its tree: a conflict there is damage, not a race. */
 const CHAIN_TABLES = new Set(['audit_events', 'merkle_nodes']);
-
-/**
- * Work refused because a record it read disagrees with the event that recorded it (a row
- * edited or inserted behind the ledger's back): the caller gets its 503 either way; the
- * alarm makes the server stop signing and report itself not ready until an operator looks.
- */
-function reportIntegrity(alarm: IntegrityAlarm, error: unknown): void {
-  const violation = integrityViolationOf(error);
-  if (!violation) return;
-  alarm.raise({
-    code: 'RECORD_MISMATCH',
-    log: violation.log,
-    seq: violation.seq,
-    table: violation.table,
-    message: `${violation.table} row ${violation.id} disagrees with event ${violation.seq} (${violation.reason})`,
-  });
-}
 
 /**
  * A `CHAIN_CONFLICT` means the chain or tree in the database disagrees with itself (the

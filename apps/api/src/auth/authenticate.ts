@@ -27,7 +27,8 @@ export function authenticate(keys: KeyStore): MiddlewareHandler<AppEnv> {
     const found = await keys.findByHash(hash);
     if (found?.status === 'refused') {
       // A row the chain does not account for (inserted or edited behind the ledger's back):
-      // the operator must hear of it. The key id only: never the secret or its hash.
+      // the lookup raised the integrity alarm (`KEY_MISMATCH`, /readyz); this line ties it to
+      // the request. The key id only: never the secret or its hash.
       c.get('logger').error('api key row fails its chain proof: refused', {
         key_id: found.keyId,
         proof: found.proof,

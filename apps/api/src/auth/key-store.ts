@@ -97,7 +97,7 @@ export function createKeyStore(ledger: Ledger): KeyStore {
   // one query. Nothing is cached (`cache: false`), so a revocation counts from the next request.
   const byHash = new DataLoader<string, FoundApiKey | null>(
     async (hashes) => {
-      const found = await findApiKeysByHash(database, hashes);
+      const found = await findApiKeysByHash(database, hashes, ledger.integrityAlarm);
       return hashes.map((hash) => found.get(hash) ?? null);
     },
     { cache: false },

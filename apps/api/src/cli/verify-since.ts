@@ -38,8 +38,10 @@ never replaced by one that lacks them.
 
 Exit 0: CONSISTENT (the log only grew). Exit 1: evidence of a rewrite or a server that
 withholds what it must serve: TRUNCATED, FORKED, BROKEN, WITHHELD, PROOF_INVALID, or a
-newer checkpoint that is not acceptable. Exit 2: usage, connection or file error, nothing
-concluded.`;
+newer checkpoint that is not acceptable. Exit 2: usage, connection or file error, or at
+--init a log that does not exist (LOG_NOT_FOUND) or has no signed checkpoint yet
+(NO_CHECKPOINT_YET): nothing concluded. With a checkpoint on file, a server that calls the
+log unknown or unsigned withholds what it signed before: WITHHELD, exit 1.`;
 
 /** What the command may reach besides the file system: injected so tests speak to `app.request`. */
 export interface SinceDeps {

@@ -81,6 +81,7 @@ const ReadinessSchema = z
               'CHECKPOINT_MISMATCH',
               'CHAIN_CONFLICT',
               'RECORD_MISMATCH',
+              'KEY_MISMATCH',
             ]),
             log: z.string(),
             seq: z.number().optional(),

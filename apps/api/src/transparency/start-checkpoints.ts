@@ -62,10 +62,23 @@ export function startCheckpoints(options: {
         error: summarizeError(error),
       }),
   });
+  // Logs appended while signing was off (no key, or a process that stopped before its timer
+  // fired) would otherwise wait for their next append, and a witness's first `--init` would
+  // find nothing to trust: sign their heads now, beside start-up rather than before it (the
+  // first check of an unsigned log reads it whole once).
+  const caughtUp = checkpointer
+    .catchUp()
+    .then((logs) => {
+      if (logs.length > 0) logger.info('signing unsigned log heads', { logs: logs.length });
+    })
+    .catch((error: unknown) => logger.error('checkpoint catch-up failed', { error: summarizeError(error) }));
   return {
     keys,
     // The ledger runs hooks in order: the tree is stored before the scheduler hears of it.
     afterAppend: [merkleAppendHook, checkpointer.afterAppend],
-    close: () => checkpointer.close(),
+    close: async () => {
+      await caughtUp;
+      await checkpointer.close();
+    },
   };
 }

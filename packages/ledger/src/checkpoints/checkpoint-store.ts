@@ -109,3 +109,32 @@ export async function storeCheckpoint(
   }
   return existing;
 }
+
+/**
+ * Every log whose head is past its latest stored checkpoint (or that has none): the logs a
+ * signer that was off (no key, another process, a crash before its timer fired) left
+ * unsigned. One loose index scan over the log ids, then two primary-key probes per log,
+ * so it costs O(logs), not O(events).
+ */
+export async function logsAheadOfCheckpoint(
+  database: Database,
+  executor: Db = database.db,
+): Promise<Array<{ log: string; head: number; signed: number }>> {
+  const rows = await database.rows<{ log: string; head: number | string; signed: number | string }>(
+    sql`with recursive logs(log_id) as (
+          (select log_id from audit_events order by log_id limit 1)
+          union all
+          select (select e.log_id from audit_events e where e.log_id > logs.log_id order by e.log_id limit 1)
+          from logs where logs.log_id is not null
+        )
+        select log_id as log,
+               (select e.seq from audit_events e where e.log_id = logs.log_id order by e.seq desc limit 1) as head,
+               coalesce((select c.tree_size from checkpoints c where c.log_id = logs.log_id
+                         order by c.tree_size desc limit 1), 0) as signed
+        from logs where log_id is not null`,
+    executor,
+  );
+  return rows
+    .map((row) => ({ log: row.log, head: Number(row.head), signed: Number(row.signed) }))
+    .filter((row) => row.head > row.signed);
+}

@@ -2,7 +2,7 @@ import type { Database } from '../database';
 import { LedgerError } from '../errors';
 import { createIntegrityAlarm, type IntegrityAlarm } from '../integrity-alarm';
 import type { AppendHook } from '../ledger';
-import type { StoredCheckpoint } from './checkpoint-store';
+import { logsAheadOfCheckpoint, type StoredCheckpoint } from './checkpoint-store';
 import { verifierKeysOf } from './log-signing-key';
 import { type CheckpointSigning, signLogCheckpoint } from './sign-log-checkpoint';
 import { checkTreeToSign, refusalToSign, type VerifiedTree } from './verified-tree';
@@ -31,6 +31,14 @@ export interface Checkpointer {
   readonly afterAppend: AppendHook;
   /** A log has new events: sign its head once the interval since its last checkpoint has passed. */
   notify(log: string): void;
+  /**
+   * Take note of every log whose head is past its latest checkpoint (or that has none), as
+   * if it had just been appended to: call once at start-up, so a log appended while no key
+   * was configured (or by a process that stopped before its timer fired) is signed without
+   * waiting for its next append. Each is signed through the same check as any other
+   * (`checkTreeToSign`), never on the stored tree's word. Resolves with the logs noted.
+   */
+  catchUp(): Promise<string[]>;
   /** Sign every log with pending appends now, ignoring the interval, and wait for it. */
   flush(): Promise<void>;
   /** Flush, then stop: later notifications are ignored. */
@@ -157,9 +165,17 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
     );
   };
 
+  const catchUp = async () => {
+    if (closed || alarm.raised) return [];
+    const behind = await logsAheadOfCheckpoint(options.database);
+    for (const { log } of behind) notify(log);
+    return behind.map(({ log }) => log);
+  };
+
   return {
     afterAppend: async (_tx, log) => notify(log),
     notify,
+    catchUp,
     flush,
     async close() {
       closed = true;

@@ -2,6 +2,7 @@ import { asc, count, eq, sql } from 'drizzle-orm';
 import { type Database, type Db, rowsOf } from '../database';
 import { LedgerError } from '../errors';
 import { identitiesCollide } from '../identity/identity';
+import type { IntegrityAlarm } from '../integrity-alarm';
 import type { Ledger } from '../ledger';
 import { apiKeyRevocations, apiKeys, auditEvents } from '../schema/core';
 import {
@@ -110,7 +111,10 @@ export async function countApiKeys(db: Db): Promise<number> {
 /**
  * The keys whose hashes are `hashes`, in one query that also reads each row's event and
  * revocation, so a request is authenticated by a row proven against the chain in the same
- * round trip (see {@link proveKeyRow}). Keyed by hash; an unknown hash is absent.
+ * round trip (see {@link proveKeyRow}). Keyed by hash; an unknown hash is absent. A row
+ * that fails its proof (`no_event`, `mismatch`: inserted or edited behind the ledger's
+ * back) is returned for the caller to refuse, and raises `alarm` (`KEY_MISMATCH`): a
+ * forged key is damage for an operator to see, not only one refused request.
  *
  * A key is revoked by its revocation row or by its `api_key.revoked` event: a row deleted
  * behind the ledger's back must not bring a revoked key back to life (the event is found
@@ -119,10 +123,11 @@ export async function countApiKeys(db: Db): Promise<number> {
 export async function findApiKeysByHash(
   database: Database,
   hashes: readonly string[],
+  alarm: IntegrityAlarm,
 ): Promise<Map<string, FoundApiKey>> {
   const rows = rowsOf<LookupRow>(
     await database.db.execute(sql`
-      select k.id, k.key_hash as "keyHash", k.identity, k.roles, k.scopes, k.environments, k.logs,
+      select k.id, k.event_seq as "eventSeq", k.key_hash as "keyHash", k.identity, k.roles, k.scopes, k.environments, k.logs,
              k.created_by as "createdBy", k.created_at as "createdAt",
              e.kind as "eventKind", e.entity_id as "eventEntity", e.recorded_at as "eventAt",
              e.payload as "eventPayload", e.payload_hash as "eventPayloadHash",
@@ -161,10 +166,21 @@ export async function findApiKeysByHash(
             payload: row.eventPayload!,
             payloadHash: row.eventPayloadHash!,
           };
+    const proof = proveKeyRow(keyRow, event);
+    if (proof === 'no_event' || proof === 'mismatch') {
+      // The key id only: never the secret or its hash.
+      alarm.raise({
+        code: 'KEY_MISMATCH',
+        log: SYSTEM_LOG,
+        ...(row.eventSeq === null ? {} : { seq: Number(row.eventSeq) }),
+        table: 'api_keys',
+        message: `api_keys row ${row.id} fails its chain proof (${proof})`,
+      });
+    }
     found.set(row.keyHash, {
       key: toRecord(keyRow, row.revokedAt === null ? null : { at: row.revokedAt, by: row.revokedBy! }),
       keyHash: row.keyHash,
-      proof: proveKeyRow(keyRow, event),
+      proof,
     });
   }
   return found;
@@ -172,6 +188,7 @@ export async function findApiKeysByHash(
 
 interface LookupRow {
   id: string;
+  eventSeq: number | string | null;
   keyHash: string;
   identity: string;
   roles: string[];

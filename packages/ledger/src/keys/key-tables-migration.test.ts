@@ -6,6 +6,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../database';
+import { createIntegrityAlarm } from '../integrity-alarm';
 import { createLedger } from '../ledger';
 import { migrate, migrationsFolder } from '../migrate';
 import { createTestDatabase } from '../testing';
@@ -112,7 +113,11 @@ describe.each(backends)('migration 0005 of existing keys on $name', (backend) =>
     expect(await database.rows(sql`select key_id, event_seq, revoked_by from api_key_revocations`)).toEqual([
       { key_id: 'key_revoked', event_seq: 3, revoked_by: 'user:admin' },
     ]);
-    const found = await findApiKeysByHash(database, [hashOf(1), hashOf(2), hashOf(3)]);
+    const found = await findApiKeysByHash(
+      database,
+      [hashOf(1), hashOf(2), hashOf(3)],
+      createIntegrityAlarm(),
+    );
     expect(found.get(hashOf(1))).toMatchObject({ proof: 'unproven', key: { revokedAt: null } });
     expect(found.get(hashOf(2))?.key.revokedAt).not.toBeNull();
     expect(found.get(hashOf(3))?.proof).toBe('no_event');

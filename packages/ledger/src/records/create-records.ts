@@ -243,6 +243,9 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
   const settleSeconds = options.unknownOutcomeSettleSeconds ?? 900;
   const timeOf = (tx: StagingTransaction) => (options.now ? options.now().toISOString() : tx.now);
   const wallNow = () => (options.now ?? (() => new Date()))().toISOString();
+  /** Checked reads that raise the ledger's alarm on a row its event does not account for. */
+  const checkedReads = (db: Parameters<typeof batchedReads>[0], log: string) =>
+    batchedReads(db, log, ledger.integrityAlarm);
 
   /** Stage the record's event and its row pointing at that event: both or neither. */
   const write = <R extends { id: string }>(
@@ -348,7 +351,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     now: string,
   ): Promise<Check> => {
     const refuse = (code: LedgerErrorCode, message: string): Check => ({ ok: false, code, message });
-    const decision = await batchedReads(tx.db, tx.log).decisionOf(proposal.id);
+    const decision = await checkedReads(tx.db, tx.log).decisionOf(proposal.id);
     if (!decision) return refuse('EXECUTION_NOT_AUTHORIZED', `proposal ${proposal.id} has not been decided`);
     if (decision.verdict === 'deny' || decision.verdict === 'repair') {
       return refuse('EXECUTION_NOT_AUTHORIZED', `proposal ${proposal.id} was decided ${decision.verdict}`);
@@ -372,7 +375,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       return { ok: true, proposal, decision, use: null };
     }
     const requestId = claim.approval_request_id ?? decision.approval_request_id;
-    const request = requestId ? await batchedReads(tx.db, tx.log).requestById(requestId) : null;
+    const request = requestId ? await checkedReads(tx.db, tx.log).requestById(requestId) : null;
     if (!request)
       return refuse('EXECUTION_NOT_AUTHORIZED', `proposal ${proposal.id} has no approval request`);
     if (claim.payload_hash !== undefined && claim.payload_hash !== request.payload_hash) {
@@ -382,8 +385,8 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       );
     }
     const [resolution, uses] = await Promise.all([
-      batchedReads(tx.db, tx.log).resolutionOf(request.id),
-      batchedReads(tx.db, tx.log).usesOf(request.id),
+      checkedReads(tx.db, tx.log).resolutionOf(request.id),
+      checkedReads(tx.db, tx.log).usesOf(request.id),
     ]);
     const verdict = checkApproval({ request, resolution, uses, proposal, now });
     if (!verdict.ok) return refuse(verdict.code, verdict.message);
@@ -419,9 +422,9 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
   ): Promise<ApprovalView> =>
     ledger.transactConcurrently(ctx.log, recordKeys.resolveApproval(), async (tx) => {
       const now = timeOf(tx);
-      const request = await batchedReads(tx.db, tx.log).requestById(requestId);
+      const request = await checkedReads(tx.db, tx.log).requestById(requestId);
       if (!request) throw notFound('approval request', requestId);
-      if (await batchedReads(tx.db, tx.log).resolutionOf(request.id)) {
+      if (await checkedReads(tx.db, tx.log).resolutionOf(request.id)) {
         throw new LedgerError(
           'APPROVAL_RESOLVED',
           `approval request ${request.id} has already been answered`,
@@ -469,7 +472,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         resolved_at: now,
       });
       // Staged, not yet in the table: the view is given the resolution it cannot read yet.
-      return approvalView(batchedReads(tx.db, tx.log), request, now, written);
+      return approvalView(checkedReads(tx.db, tx.log), request, now, written);
     });
 
   return {
@@ -480,7 +483,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       });
       const { replaces_version, ...fields } = input;
       return ledger.transactConcurrently(ctx.log, recordKeys.registerTool(), async (tx) => {
-        const current = await batchedReads(tx.db, tx.log).latestTool(fields.server_id, fields.tool_name);
+        const current = await checkedReads(tx.db, tx.log).latestTool(fields.server_id, fields.tool_name);
         if (current) {
           if (sameRegistration(current, fields)) return { tool: current, replayed: true };
           // Discovery is not authorization: it never overrides what an operator registered.
@@ -515,7 +518,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       const caller = ctx.caller;
       return ledger.transactConcurrently(ctx.log, recordKeys.propose(input.idempotency_key), async (tx) => {
         const now = timeOf(tx);
-        const existing = await batchedReads(tx.db, tx.log).proposalByKey(input.idempotency_key);
+        const existing = await checkedReads(tx.db, tx.log).proposalByKey(input.idempotency_key);
         if (existing) {
           if (existing.payload_hash !== payloadHash || !sameIdentity(existing.requester, caller.identity)) {
             throw new LedgerError(
@@ -524,9 +527,9 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
               { details: { proposal_id: existing.id } },
             );
           }
-          const decision = await batchedReads(tx.db, tx.log).decisionOf(existing.id);
+          const decision = await checkedReads(tx.db, tx.log).decisionOf(existing.id);
           const approval = decision?.approval_request_id
-            ? await batchedReads(tx.db, tx.log).requestById(decision.approval_request_id)
+            ? await checkedReads(tx.db, tx.log).requestById(decision.approval_request_id)
             : null;
           return { proposal: existing, decision, approval, replayed: true };
         }
@@ -542,7 +545,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         });
         if (policy === 'external') return { proposal, decision: null, approval: null, replayed: false };
 
-        const tool = await batchedReads(tx.db, tx.log).latestTool(proposal.server_id, proposal.tool_name);
+        const tool = await checkedReads(tx.db, tx.log).latestTool(proposal.server_id, proposal.tool_name);
         const result = evaluatePolicy({
           proposal,
           tool,
@@ -573,14 +576,14 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       });
       return ledger.transactConcurrently(ctx.log, recordKeys.decide(input.proposal_id), async (tx) => {
         const now = timeOf(tx);
-        const proposal = await mustGetProposal(batchedReads(tx.db, tx.log), input.proposal_id);
-        const existing = await batchedReads(tx.db, tx.log).decisionOf(proposal.id);
+        const proposal = await mustGetProposal(checkedReads(tx.db, tx.log), input.proposal_id);
+        const existing = await checkedReads(tx.db, tx.log).decisionOf(proposal.id);
         if (existing) {
           throw new LedgerError('DECISION_EXISTS', `proposal ${proposal.id} already has a decision`, {
             details: { decision_id: existing.id, source: existing.source },
           });
         }
-        const tool = await batchedReads(tx.db, tx.log).latestTool(proposal.server_id, proposal.tool_name);
+        const tool = await checkedReads(tx.db, tx.log).latestTool(proposal.server_id, proposal.tool_name);
         const executable = input.verdict === 'allow' || input.verdict === 'require_approval';
         // No engine can make an unregistered tool executable: discovery and registration
         // are the only doors into the registry, and a decision is neither.
@@ -613,19 +616,19 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     },
 
     async getProposal(log, proposalId) {
-      return mustGetProposal(batchedReads(database.db, log), proposalId);
+      return mustGetProposal(checkedReads(database.db, log), proposalId);
     },
 
     async getObservation(log, observationId) {
-      const observation = await batchedReads(database.db, log).observationById(observationId);
+      const observation = await checkedReads(database.db, log).observationById(observationId);
       if (!observation) throw notFound('observation', observationId);
       return observation;
     },
 
     async getApproval(log, requestId) {
-      const request = await batchedReads(database.db, log).requestById(requestId);
+      const request = await checkedReads(database.db, log).requestById(requestId);
       if (!request) throw notFound('approval request', requestId);
-      return approvalView(batchedReads(database.db, log), request, wallNow());
+      return approvalView(checkedReads(database.db, log), request, wallNow());
     },
 
     async listApprovals(log, opts = {}) {
@@ -638,7 +641,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         ...(opts.after !== undefined ? { after: opts.after } : {}),
       });
       const approvals = await Promise.all(
-        rows.map((row) => approvalView(batchedReads(database.db, log), row.request, now)),
+        rows.map((row) => approvalView(checkedReads(database.db, log), row.request, now)),
       );
       return { approvals, next: rows.length === limit ? rows[rows.length - 1]!.seq : null };
     },
@@ -675,8 +678,8 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         ctx.log,
         recordKeys.execute(input.proposal_id),
         async (tx) => {
-          const proposal = await mustGetProposal(batchedReads(tx.db, tx.log), input.proposal_id);
-          const observed = await batchedReads(tx.db, tx.log).observationOf(proposal.id);
+          const proposal = await mustGetProposal(checkedReads(tx.db, tx.log), input.proposal_id);
+          const observed = await checkedReads(tx.db, tx.log).observationOf(proposal.id);
           // An execution is recorded once; `unknown` included: it is never retried automatically.
           if (observed) {
             throw new LedgerError('OBSERVATION_EXISTS', `proposal ${proposal.id} has already been executed`, {
@@ -701,7 +704,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         recordKeys.execute(input.proposal_id),
         async (tx) => {
           const now = timeOf(tx);
-          const proposal = await mustGetProposal(batchedReads(tx.db, tx.log), input.proposal_id);
+          const proposal = await mustGetProposal(checkedReads(tx.db, tx.log), input.proposal_id);
           // The attempt is evidence (a gateway that executed anyway, a stolen key, a second
           // account of what happened): keep it, then refuse. Returning instead of throwing
           // lets this refusal commit.
@@ -722,10 +725,10 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
               details: { ...details, refusal_id: refusal.id },
             };
           };
-          const first = await batchedReads(tx.db, tx.log).observationOf(proposal.id);
+          const first = await checkedReads(tx.db, tx.log).observationOf(proposal.id);
           if (first) {
             const replay = { recorded: first, proposal, caller: ctx.caller, attempt: input };
-            if (await isObservationReplay(batchedReads(tx.db, tx.log), replay)) {
+            if (await isObservationReplay(checkedReads(tx.db, tx.log), replay)) {
               return { kind: 'observed' as const, replayed: true, observation: first };
             }
             // One execution, one account of it: a different one is refused, never swallowed.
@@ -779,12 +782,12 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         maxBytes,
       });
       return ledger.transactConcurrently(ctx.log, recordKeys.verify(input.observation_id), async (tx) => {
-        const reads = batchedReads(tx.db, tx.log);
+        const reads = checkedReads(tx.db, tx.log);
         const observation = await reads.observationById(input.observation_id);
         if (!observation) throw notFound('observation', input.observation_id);
         const [proposal, earlier] = await Promise.all([
           mustGetProposal(reads, observation.proposal_id),
-          verificationsOf(tx.db, tx.log, observation.proposal_id),
+          verificationsOf(tx.db, tx.log, ledger.integrityAlarm, observation.proposal_id),
         ]);
         // A check read from the system that performed the write is not independent, and
         // neither is one the audited party reports about its own action, whatever source it
@@ -825,17 +828,17 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
 
     async story(log, proposalId) {
       const db = database.db;
-      const proposal = await mustGetProposal(batchedReads(db, log), proposalId);
+      const proposal = await mustGetProposal(checkedReads(db, log), proposalId);
       const [decision, observation, refusals, verificationList] = await Promise.all([
-        batchedReads(db, log).decisionOf(proposal.id),
-        batchedReads(db, log).observationOf(proposal.id),
-        refusalsOf(db, log, proposal.id),
-        verificationsOf(db, log, proposal.id),
+        checkedReads(db, log).decisionOf(proposal.id),
+        checkedReads(db, log).observationOf(proposal.id),
+        refusalsOf(db, log, ledger.integrityAlarm, proposal.id),
+        verificationsOf(db, log, ledger.integrityAlarm, proposal.id),
       ]);
       const request = decision?.approval_request_id
-        ? await batchedReads(db, log).requestById(decision.approval_request_id)
+        ? await checkedReads(db, log).requestById(decision.approval_request_id)
         : null;
-      const approval = request ? await approvalView(batchedReads(db, log), request, wallNow()) : null;
+      const approval = request ? await approvalView(checkedReads(db, log), request, wallNow()) : null;
       const verification = verificationList.at(-1) ?? null;
       const verificationStatus = effectiveVerification({
         proposal,

@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, gt, isNull, or, type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../database';
+import type { IntegrityAlarm } from '../integrity-alarm';
 import {
   approvalRequests,
   approvalResolutions,
@@ -88,10 +89,16 @@ export async function reusableRequestCandidates(
 }
 
 /** A proposal's refused executions, in chain order, each checked against its event. */
-export function refusalsOf(db: Db, log: string, proposalId: string): Promise<RefusedExecutionRecord[]> {
+export function refusalsOf(
+  db: Db,
+  log: string,
+  alarm: IntegrityAlarm,
+  proposalId: string,
+): Promise<RefusedExecutionRecord[]> {
   return checkedRecords(
     db,
     log,
+    alarm,
     refusedExecutions,
     refusedExecutionCodec.toRecord,
     sql`${refusedExecutions.logId} = ${log} and ${refusedExecutions.proposalId} = ${proposalId}`,
@@ -103,10 +110,16 @@ export function refusalsOf(db: Db, log: string, proposalId: string): Promise<Ref
  * A proposal's verifications, in chain order, each checked against its event: its status is
  * derived from them, so an edited row must not change what a reviewer reads.
  */
-export function verificationsOf(db: Db, log: string, proposalId: string): Promise<VerificationRecord[]> {
+export function verificationsOf(
+  db: Db,
+  log: string,
+  alarm: IntegrityAlarm,
+  proposalId: string,
+): Promise<VerificationRecord[]> {
   return checkedRecords(
     db,
     log,
+    alarm,
     verifications,
     verificationCodec.toRecord,
     sql`${verifications.logId} = ${log} and ${verifications.proposalId} = ${proposalId}`,

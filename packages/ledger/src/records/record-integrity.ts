@@ -1,6 +1,7 @@
 import { canonicalJson, payloadHashOf } from '@vouch/audit';
 import type { EventColumns } from '../batched-sql';
 import { isLedgerError, LedgerError } from '../errors';
+import type { IntegrityAlarm } from '../integrity-alarm';
 
 /**
  * A record row the server was about to act on that its event does not account for: the
@@ -79,4 +80,19 @@ export function integrityViolationOf(error: unknown): IntegrityViolation | null 
   return isLedgerError(error) && error.code === 'RECORD_INTEGRITY_VIOLATION'
     ? (error.details as unknown as IntegrityViolation)
     : null;
+}
+
+/**
+ * Tell the integrity alarm about a violation: whoever read the row gets its 503, and the
+ * server stops signing and reports itself not ready until an operator looks. Raised where
+ * the row is checked, so a read-only route hears of it as surely as a write.
+ */
+export function raiseViolation(alarm: IntegrityAlarm, violation: IntegrityViolation): void {
+  alarm.raise({
+    code: 'RECORD_MISMATCH',
+    log: violation.log,
+    seq: violation.seq,
+    table: violation.table,
+    message: `${violation.table} row ${violation.id} disagrees with event ${violation.seq} (${violation.reason})`,
+  });
 }

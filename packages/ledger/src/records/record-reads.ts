@@ -9,6 +9,7 @@ import {
   selectRowsWithEvents,
 } from '../batched-sql';
 import type { Db } from '../database';
+import type { IntegrityAlarm } from '../integrity-alarm';
 import {
   approvalRequests,
   approvalResolutions,
@@ -28,7 +29,7 @@ import {
   RECORD_TABLES,
   toolCodec,
 } from './codec';
-import { type CheckedTable, checkedRecord } from './record-integrity';
+import { type CheckedTable, checkedRecord, integrityViolationOf, raiseViolation } from './record-integrity';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -61,30 +62,42 @@ export interface RecordReads {
  *
  * Every row is checked against the event that recorded it, in the same query, before it
  * becomes a record: a row edited (or inserted) in the database behind the ledger's back
- * rejects the read of its key with `RECORD_INTEGRITY_VIOLATION`, so no operation acts on it.
+ * rejects the read of its key with `RECORD_INTEGRITY_VIOLATION`, so no operation acts on it,
+ * and raises `alarm` (`RECORD_MISMATCH`) there and then, inside a batch or not: a tampered
+ * row found by a read-only route makes the server not ready as surely as one found by a write.
  */
-export function batchedReads(db: Db, log: string): RecordReads {
-  let byLog = loaders.get(db);
+export function batchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordReads {
+  let byDb = loaders.get(alarm);
+  if (!byDb) {
+    byDb = new WeakMap();
+    loaders.set(alarm, byDb);
+  }
+  let byLog = byDb.get(db);
   if (!byLog) {
     byLog = new Map();
-    loaders.set(db, byLog);
+    byDb.set(db, byLog);
   }
   let reads = byLog.get(log);
   if (!reads) {
     // Loaders cache nothing, so forgetting them is always safe: it bounds the readers kept
     // for the database itself (one per log ever read) on a server with many logs.
     if (byLog.size >= MAX_LOGS_KEPT) byLog.clear();
-    reads = createBatchedReads(db, log);
+    reads = createBatchedReads(db, log, alarm);
     byLog.set(log, reads);
   }
   return reads;
 }
 
-const loaders = new WeakMap<Db, Map<string, RecordReads>>();
+/** Per alarm (one per server), per database handle, per log. */
+const loaders = new WeakMap<IntegrityAlarm, WeakMap<Db, Map<string, RecordReads>>>();
 const MAX_LOGS_KEPT = 1_000;
 
-/** A DataLoader of the records matching each key; `fetch` gets every distinct key once. */
+/**
+ * A DataLoader of the records matching each key; `fetch` gets every distinct key once. A
+ * key whose rows fail their check rejects with the violation, raised on `alarm` once.
+ */
 function recordsLoader<Row, R>(
+  alarm: IntegrityAlarm,
   fetch: (keys: string[]) => Promise<Row[]>,
   keyOf: (row: Row) => string,
   toRecords: (rows: Row[]) => R[],
@@ -109,6 +122,8 @@ function recordsLoader<Row, R>(
         try {
           results.set(k, toRecords(list));
         } catch (error) {
+          const violation = integrityViolationOf(error);
+          if (violation) raiseViolation(alarm, violation);
           results.set(k, error as Error);
         }
       }
@@ -137,11 +152,13 @@ const kindOfTable = new Map<PgTable, string>(RECORD_TABLES.map(({ kind, table })
  * same statement (as every lookup in {@link batchedReads} is): for the lists a reviewer reads
  * and the ledger derives from, a proposal's verifications and refused executions.
  *
- * @throws LedgerError `RECORD_INTEGRITY_VIOLATION` for a row its event does not account for.
+ * @throws LedgerError `RECORD_INTEGRITY_VIOLATION` for a row its event does not account for,
+ * after raising `alarm` with it.
  */
 export async function checkedRecords<T extends EventLinkedTable, R>(
   db: Db,
   log: string,
+  alarm: IntegrityAlarm,
   table: T,
   toRecord: (row: T['$inferSelect']) => R,
   where: SQL,
@@ -155,10 +172,16 @@ export async function checkedRecords<T extends EventLinkedTable, R>(
     toRecord,
   };
   const rows = await selectRowsWithEvents(db, table, where, order);
-  return rows.map((row) => checkedRecord(checked, log, row as Row & EventColumns));
+  try {
+    return rows.map((row) => checkedRecord(checked, log, row as Row & EventColumns));
+  } catch (error) {
+    const violation = integrityViolationOf(error);
+    if (violation) raiseViolation(alarm, violation);
+    throw error;
+  }
 }
 
-function createBatchedReads(db: Db, log: string): RecordReads {
+function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordReads {
   /**
    * The rows of `table` in this log matching `where`, each checked against its event in the
    * same statement before it becomes a record: every lookup the records operations act on
@@ -187,6 +210,7 @@ function createBatchedReads(db: Db, log: string): RecordReads {
   ) => {
     const check = checker(table, toRecord);
     return recordsLoader(
+      alarm,
       (keys) =>
         load(table, sql`${table.logId} = ${log} and ${anyOf(table[property] as PgColumn, keys)}`, order),
       (row) => row[property] as string,
@@ -209,6 +233,7 @@ function createBatchedReads(db: Db, log: string): RecordReads {
   const toolKey = (serverId: string, toolName: string) => JSON.stringify([serverId, toolName]);
   const checkTool = checker(tools, toolCodec.toRecord);
   const latestTools = recordsLoader(
+    alarm,
     (keys) => {
       const pairs = keys.map((k) => JSON.parse(k) as [string, string]);
       // Every version of the asked tools, newest first: the first row per tool is its latest.
