@@ -108,7 +108,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
     });
 
     it('the key stays revoked: its api_key.revoked event still revokes it', async () => {
-      const found = (await findApiKeysByHash(database, [keyHash])).get(keyHash);
+      const found = (await findApiKeysByHash(database, [keyHash], ledger.integrityAlarm)).get(keyHash);
       expect(found?.key.revokedAt).not.toBeNull();
       expect(found?.key.revokedBy).toBe('user:ops');
     });

@@ -18,16 +18,7 @@ import {
 } from './api-key-events';
 
 /** What to issue a key for; the caller made the secret and passes only its hash. */
-export interface IssueApiKeyInput {
-  id: string;
-  keyHash: string;
-  identity: string;
-  roles: string[];
-  scopes: string[];
-  environments: string[] | null;
-  logs: string[] | null;
-  createdBy: string;
-}
+export type IssueApiKeyInput = Omit<KeyRow, 'createdAt'>;
 
 /** A key found by its hash, with how its row stands against its event. */
 export interface FoundApiKey {
