@@ -168,4 +168,33 @@ describe.each(testBackends())('the checkpointer before it signs, on $name', ({ o
       expect(await checkpointCount(log)).toBe(0);
     });
   });
+
+  describe('when a row the server did not sign already holds the next tree size', () => {
+    it('keeps nothing of it, raises CHECKPOINT_MISMATCH and signs no more', async () => {
+      const log = `guard-${++logNo}`;
+      const w = wired();
+      try {
+        await w.append(log, 1);
+        await w.checkpointer.flush();
+        const [first] = w.signed;
+        expect(first?.treeSize).toBe(1);
+        // The runtime role may INSERT: the next size, filled with the old signed note.
+        await database.rows(
+          sql`insert into checkpoints (log_id, tree_size, root_hash, note, created_at)
+              values (${log}, 2, ${first!.rootHash}, ${first!.note}, ${first!.createdAt})`,
+        );
+        await w.append(log, 2);
+        await w.checkpointer.flush();
+        expect(w.signed).toHaveLength(1);
+        expect(w.alarm.alarms()).toMatchObject([
+          { code: 'CHECKPOINT_MISMATCH', log, seq: 2, table: 'checkpoints' },
+        ]);
+        await w.append(log, 3);
+        await w.checkpointer.flush();
+        expect(w.signed).toHaveLength(1);
+      } finally {
+        await w.close();
+      }
+    });
+  });
 });

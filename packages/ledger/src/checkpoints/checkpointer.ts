@@ -1,6 +1,6 @@
 import type { Database } from '../database';
 import { LedgerError } from '../errors';
-import { createIntegrityAlarm, type IntegrityAlarm } from '../integrity-alarm';
+import { createIntegrityAlarm, type IntegrityAlarm, type IntegrityAlarmCode } from '../integrity-alarm';
 import type { AppendHook } from '../ledger';
 import { logsAheadOfCheckpoint, type StoredCheckpoint } from './checkpoint-store';
 import { verifierKeysOf } from './log-signing-key';
@@ -117,7 +117,10 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
     })
       .then(
         (checkpoint) => options.onCheckpoint?.(checkpoint),
-        (error: unknown) => options.onError?.(error, log),
+        (error: unknown) => {
+          raiseFinding(alarm, error, log);
+          options.onError?.(error, log);
+        },
       )
       .finally(() => {
         state.running = null;
@@ -182,4 +185,35 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
       await flush();
     },
   };
+}
+
+/**
+ * A refusal that names what it found (`storeCheckpoint` meeting a stored row at the signed
+ * size that is not a checkpoint of this tree) raises the alarm like the pre-signing check
+ * does, so `/readyz` shows it and nothing more is signed. Raising again is a no-op.
+ */
+function raiseFinding(alarm: IntegrityAlarm, error: unknown, log: string): void {
+  if (!(error instanceof LedgerError) || error.code !== 'INTEGRITY_ALARM') return;
+  const details = error.details ?? {};
+  if (!isAlarmCode(details.code)) return;
+  alarm.raise({
+    code: details.code,
+    log: typeof details.log === 'string' ? details.log : log,
+    ...(typeof details.seq === 'number' ? { seq: details.seq } : {}),
+    ...(typeof details.table === 'string' ? { table: details.table } : {}),
+    message: error.message,
+  });
+}
+
+const ALARM_CODES = {
+  TREE_MISMATCH: true,
+  CHAIN_MISMATCH: true,
+  CHECKPOINT_MISMATCH: true,
+  CHAIN_CONFLICT: true,
+  RECORD_MISMATCH: true,
+  KEY_MISMATCH: true,
+} satisfies Record<IntegrityAlarmCode, true>;
+
+function isAlarmCode(code: unknown): code is IntegrityAlarmCode {
+  return typeof code === 'string' && Object.hasOwn(ALARM_CODES, code);
 }
