@@ -3,42 +3,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase } from '@vouch/ledger';
-import { createTestDatabase, tamper } from '@vouch/ledger/testing';
+import { tamper } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runVouch, type StorageEnv, startVouchServer, type VouchServer } from './helpers/server';
+import { type ServerBackend, serverBackends } from './helpers/backends';
+import { runVouch, startVouchServer, type VouchServer } from './helpers/server';
 
-interface Backend {
-  name: string;
-  setup(
-    dir: string,
-  ): Promise<{ storage: StorageEnv; open: () => ReturnType<typeof openDatabase>; drop(): Promise<void> }>;
-}
-
-const backends: Backend[] = [
-  {
-    name: 'pglite',
-    setup: async (dir) => {
-      const dataDir = join(dir, 'data');
-      return {
-        storage: { VOUCH_DATA_DIR: dataDir },
-        open: () => openDatabase({ dataDir }),
-        drop: async () => {},
-      };
-    },
-  },
-];
-if (process.env.DATABASE_URL) {
-  const serverUrl = process.env.DATABASE_URL;
-  backends.push({
-    name: 'postgres',
-    setup: async () => {
-      const { url, drop } = await createTestDatabase(serverUrl);
-      return { storage: { DATABASE_URL: url }, open: () => openDatabase({ url }), drop };
-    },
-  });
-}
+const backends = serverBackends();
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely, then pinned with toMatchObject
 type Json = Record<string, any>;
@@ -51,7 +22,7 @@ async function body(response: Response, status: number): Promise<Json> {
 
 describe.each(backends)('the refund story over real HTTP on $name', (backend) => {
   let dir: string;
-  let env: Awaited<ReturnType<Backend['setup']>>;
+  let env: Awaited<ReturnType<ServerBackend['setup']>>;
   let server: VouchServer;
   const keys = {} as Record<'gateway' | 'stagingGateway' | 'alice' | 'verifier' | 'auditor', string>;
   let proposalSeq = 0;

@@ -12,13 +12,13 @@ import {
   logOrigin,
   merkleAppendHook,
   migrate,
-  openDatabase,
   signLogCheckpoint,
 } from '@vouch/ledger';
-import { createTestDatabase, rewriteLog, tamper } from '@vouch/ledger/testing';
+import { rewriteLog, tamper } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type StorageEnv, startVouchServer, VOUCH_BIN, type VouchServer } from './helpers/server';
+import { type ServerBackend, serverBackends } from './helpers/backends';
+import { startVouchServer, VOUCH_BIN, type VouchServer } from './helpers/server';
 
 // The done-when of issue 6, end to end: a real `vouch serve` process signs checkpoints after
 // appends; an auditor keeps one and runs the real `vouch verify --since` against the server
@@ -26,34 +26,7 @@ import { type StorageEnv, startVouchServer, VOUCH_BIN, type VouchServer } from '
 // rewrites history in three ways. Each rewrite is caught with its own verdict, including
 // the full rewrite that recomputes the chain, which plain chain verification cannot see.
 
-interface Backend {
-  name: string;
-  setup(dir: string): Promise<{ storage: StorageEnv; open(): Promise<Database>; drop(): Promise<void> }>;
-}
-
-const backends: Backend[] = [
-  {
-    name: 'pglite',
-    setup: async (dir) => {
-      const dataDir = join(dir, 'data');
-      return {
-        storage: { VOUCH_DATA_DIR: dataDir },
-        open: () => openDatabase({ dataDir }),
-        drop: async () => {},
-      };
-    },
-  },
-];
-if (process.env.DATABASE_URL) {
-  const serverUrl = process.env.DATABASE_URL;
-  backends.push({
-    name: 'postgres',
-    setup: async () => {
-      const { url, drop } = await createTestDatabase(serverUrl);
-      return { storage: { DATABASE_URL: url }, open: () => openDatabase({ url }), drop };
-    },
-  });
-}
+const backends = serverBackends();
 
 const PREFIX = 'audit.example/vouch';
 const keys = generateNoteKeys(PREFIX);
@@ -109,7 +82,7 @@ function vouch(args: string[], env: NodeJS.ProcessEnv, cwd: string) {
 
 describe.each(backends)('transparency end to end on $name', (backend) => {
   let dir: string;
-  let env: Awaited<ReturnType<Backend['setup']>>;
+  let env: Awaited<ReturnType<ServerBackend['setup']>>;
   let server: VouchServer | undefined;
   let auditor: string;
   const serverEnv = { VOUCH_LOG_SIGNING_KEY: keys.signerKey, VOUCH_CHECKPOINT_INTERVAL_MS: '0' };

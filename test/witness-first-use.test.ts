@@ -3,50 +3,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { generateNoteKeys, openCheckpoint } from '@vouch/audit';
-import { createLedger, type Database, merkleAppendHook, migrate, openDatabase } from '@vouch/ledger';
-import { createTestDatabase } from '@vouch/ledger/testing';
+import { createLedger, merkleAppendHook, migrate } from '@vouch/ledger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runVouch, type StorageEnv, startVouchServer, type VouchServer } from './helpers/server';
+import { type ServerBackend, serverBackends } from './helpers/backends';
+import { runVouch, startVouchServer, type VouchServer } from './helpers/server';
 
 // Issue 12, end to end: a log appended while nothing signed (no key, or a process that
 // stopped first) is signed when `vouch serve` starts with a key, without a new append, so a
 // witness's first `vouch verify --since --init` has something to trust; and a first use
 // against a log that does not exist is a usage error (exit 2), not evidence (exit 1).
 
-interface Backend {
-  name: string;
-  setup(dir: string): Promise<{ storage: StorageEnv; open(): Promise<Database>; drop(): Promise<void> }>;
-}
-
-const backends: Backend[] = [
-  {
-    name: 'pglite',
-    setup: async (dir) => {
-      const dataDir = join(dir, 'data');
-      return {
-        storage: { VOUCH_DATA_DIR: dataDir },
-        open: () => openDatabase({ dataDir }),
-        drop: async () => {},
-      };
-    },
-  },
-];
-if (process.env.DATABASE_URL) {
-  const serverUrl = process.env.DATABASE_URL;
-  backends.push({
-    name: 'postgres',
-    setup: async () => {
-      const { url, drop } = await createTestDatabase(serverUrl);
-      return { storage: { DATABASE_URL: url }, open: () => openDatabase({ url }), drop };
-    },
-  });
-}
+const backends = serverBackends();
 
 const keys = generateNoteKeys('audit.example/vouch');
 
 describe.each(backends)('a witness at first use, end to end on $name', (backend) => {
   let dir: string;
-  let env: Awaited<ReturnType<Backend['setup']>>;
+  let env: Awaited<ReturnType<ServerBackend['setup']>>;
   let server: VouchServer | undefined;
   let auditor: string;
 

@@ -8,9 +8,10 @@ import { isLedgerError } from './errors';
 import { SYSTEM_LOG } from './keys/api-key-events';
 import { findApiKeysByHash, issueApiKey, revokeApiKey } from './keys/api-keys';
 import { createLedger, type Ledger } from './ledger';
+import { refund, refundTool } from './records/__fixtures__/refund';
 import { approvalResolutionCodec } from './records/codec';
 import { createRecords, type RecordContext, type Records } from './records/create-records';
-import type { ProposalInput, ToolInput } from './records/inputs';
+import type { ToolInput } from './records/inputs';
 import type { ApprovalResolutionRecord } from './records/types';
 import { approvalResolutions } from './schema/records';
 import { tamper, testBackends } from './testing';
@@ -27,26 +28,6 @@ const signers = [parseSignerKey(logKey.signerKey)];
 const origin = (log: string) => logOrigin(PREFIX, log);
 
 const codes = (report: LogVerificationReport) => report.failures.map((f) => f.code);
-
-const refundTool = (over: Partial<ToolInput> = {}): ToolInput => ({
-  server_id: 'payments',
-  tool_name: 'refund',
-  side_effect: 'compensatable',
-  required_scopes: ['payments:write'],
-  allowed_environments: ['prod'],
-  ...over,
-});
-
-const refund = (key: string, over: Partial<ProposalInput> = {}): ProposalInput => ({
-  idempotency_key: key,
-  action: 'refund',
-  server_id: 'payments',
-  tool_name: 'refund',
-  target: { kind: 'payment', id: 'pay_1', env: 'prod' },
-  arguments: { amount: 5, currency: 'EUR' },
-  side_effect: 'compensatable',
-  ...over,
-});
 
 /** The code of the LedgerError `promise` rejects with, or `SUCCEEDED`. */
 async function outcomeOf(promise: Promise<unknown>): Promise<string> {

@@ -6,29 +6,10 @@ import { isLedgerError, type LedgerError } from '../errors';
 import { createIntegrityAlarm, type IntegrityAlarmReport } from '../integrity-alarm';
 import { createLedger, type Ledger } from '../ledger';
 import { ledgerRowCounts, tamper, testBackends } from '../testing';
+import { refund, refundTool } from './__fixtures__/refund';
 import { createRecords, type RecordContext, type Records } from './create-records';
-import type { ProposalInput, ToolInput } from './inputs';
+import type { ToolInput } from './inputs';
 import { checkedRecord, type IntegrityViolation } from './record-integrity';
-
-const refundTool = (over: Partial<ToolInput> = {}): ToolInput => ({
-  server_id: 'payments',
-  tool_name: 'refund',
-  side_effect: 'compensatable',
-  required_scopes: ['payments:write'],
-  allowed_environments: ['prod'],
-  ...over,
-});
-
-const refund = (key: string, over: Partial<ProposalInput> = {}): ProposalInput => ({
-  idempotency_key: key,
-  action: 'refund',
-  server_id: 'payments',
-  tool_name: 'refund',
-  target: { kind: 'payment', id: 'pay_1', env: 'prod' },
-  arguments: { amount: 5, currency: 'EUR' },
-  side_effect: 'compensatable',
-  ...over,
-});
 
 async function refusal(promise: Promise<unknown>): Promise<LedgerError> {
   try {
