@@ -125,13 +125,14 @@ export const MERKLE_COLUMNS = 'log_id, level, idx, hash';
 
 /**
  * A function from each event, in seq order, to the `merkle_nodes` rows its append stores:
- * the leaf and every subtree it completes (see the ledger's Merkle append hook).
+ * every subtree above the leaves it completes (see the ledger's Merkle append hook).
  */
 export function merkleNodeRows(): (event: StoredEvent) => unknown[][] {
   const range = new CompactRange();
   return (event) =>
     range
       .append(eventLeafHash(event.hash))
+      .filter((node) => node.level > 0)
       .map((node) => [event.log, node.level, node.index, Buffer.from(node.hash).toString('hex')]);
 }
 

@@ -210,7 +210,8 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       await records.propose(agent, refund('k1'));
       const head = (await ledger.head(log))!.seq;
       await database.rows(
-        sql`insert into merkle_nodes (log_id, level, idx, hash) values (${log}, 0, ${head}, ${'cd'.repeat(32)})`,
+        // (1, ⌊head / 2⌋) pairs the leaf after the head with the one before it, or with the next.
+        sql`insert into merkle_nodes (log_id, level, idx, hash) values (${log}, 1, ${Math.floor(head / 2)}, ${'cd'.repeat(32)})`,
       );
       expect(codes(await verify(log))).toContain('MERKLE_BEYOND_CHAIN');
       expect(

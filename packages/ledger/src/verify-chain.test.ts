@@ -91,8 +91,8 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
           checked: 8,
           head,
           failures: [],
-          // 8 leaves: 8 + 4 + 2 + 1 complete subtrees.
-          merkle: { nodes: 15 },
+          // 8 leaves: 4 + 2 + 1 complete subtrees above the leaves (leaves are not stored).
+          merkle: { nodes: 7 },
           checkpoints: { checked: 3, signatures: 'verified' },
         });
         expect(progress.at(-1)).toBe(8);
@@ -114,8 +114,8 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
             merkleBlockLeaves: leaves,
             checkpointKeys: checkpointKeys(log),
           });
-          // 37 = 0b100101 leaves: 37 + 37 - 3 complete subtrees.
-          expect(report).toMatchObject({ ok: true, merkle: { nodes: 71 }, checkpoints: { checked: 3 } });
+          // 37 = 0b100101 leaves: 37 - 3 complete subtrees above the leaves.
+          expect(report).toMatchObject({ ok: true, merkle: { nodes: 34 }, checkpoints: { checked: 3 } });
           await editMerkleNode(database, { log, level: 3, idx: 2 });
           const broken = await ledger.verifyChain({ ...hashing, log, merkleBlockLeaves: leaves });
           // Node (3, 2) covers leaves 16..23: seq 24 completes it.
@@ -176,16 +176,17 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
         expect(codes(report)).toEqual([
           [3, 'HASH_MISMATCH'],
           [3, 'PREV_HASH_MISMATCH'],
-          [3, 'MERKLE_MISMATCH'],
           [4, 'HASH_MISMATCH'],
           [4, 'PREV_HASH_MISMATCH'],
+          // Seq 4 completes (1, 1) and (2, 0), over both swapped leaves.
+          [4, 'MERKLE_MISMATCH'],
           [5, 'PREV_HASH_MISMATCH'],
           // Seq 8 completes the root node (3, 0), which covers both swapped leaves.
           [8, 'MERKLE_MISMATCH'],
         ]);
       });
 
-      it('finds a replaced row whose own hashes were recomputed, by the link after it and its Merkle leaf', async () => {
+      it('finds a replaced row whose own hashes were recomputed, by the link after it and the Merkle nodes above it', async () => {
         const log = await freshLog();
         const [original] = await ledger.events(log, { after: 5, limit: 1 });
         const payload = '{"i":"forged"}';
@@ -197,11 +198,10 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
         );
         const report = await ledger.verifyChain({ ...hashing, log });
         expect(report.failures).toMatchObject([
-          // The leaf and its parent (1, 2), completed by seq 6 …
-          { seq: 6, code: 'MERKLE_MISMATCH', table: 'merkle_nodes', level: 0, idx: 5, nodes: 2 },
+          // Its leaf's parent (1, 2), completed by seq 6, and (2, 1) and (3, 0) above it,
+          // completed by seq 8 (seq 7 completes no node): one run.
+          { seq: 6, code: 'MERKLE_MISMATCH', table: 'merkle_nodes', level: 1, idx: 2, through: 8, nodes: 3 },
           { seq: 7, code: 'PREV_HASH_MISMATCH' },
-          // … and (2, 1) and (3, 0) above them, completed by seq 8.
-          { seq: 8, code: 'MERKLE_MISMATCH', level: 2, idx: 1, nodes: 2 },
         ]);
       });
 
@@ -210,9 +210,10 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
         const trusted = (await ledger.head(log))!;
         await tamper(database, sql`delete from audit_events where log_id = ${log} and seq > 6`);
         const report = await ledger.verifyChain({ ...hashing, log, expectHead: trusted });
+        // The first stored node past seq 6 is (1, 3), over leaves 6 and 7: seq 8 completed it.
         expect(codes(report)).toEqual([
-          [7, 'MERKLE_BEYOND_CHAIN'],
           [8, 'TRUNCATED'],
+          [8, 'MERKLE_BEYOND_CHAIN'],
           [8, 'CHECKPOINT_MISMATCH'],
         ]);
         expect(report.head?.seq).toBe(6);
@@ -238,7 +239,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
         const report = await ledger.verifyChain({ ...hashing, log, checkpointKeys: checkpointKeys(log) });
         // The chain alone is consistent again; everything stored beside it is not.
         expect(report.failures).toMatchObject([
-          { seq: 4, code: 'MERKLE_MISMATCH', table: 'merkle_nodes', level: 0, idx: 3, through: 8 },
+          { seq: 4, code: 'MERKLE_MISMATCH', table: 'merkle_nodes', level: 1, idx: 1, through: 8 },
           { seq: 5, code: 'CHECKPOINT_MISMATCH', table: 'checkpoints', tree_size: 5 },
           { seq: 8, code: 'CHECKPOINT_MISMATCH', table: 'checkpoints', tree_size: 8 },
         ]);
@@ -247,12 +248,18 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
     });
 
     describe('when a Merkle node was edited, deleted or added', () => {
-      it('finds an edited leaf at the seq of its event', async () => {
+      it('has no leaf row to edit: the database refuses one, and the leaf is its event', async () => {
         const log = await freshLog();
-        await editMerkleNode(database, { log, level: 0, idx: 5 });
+        await expect(
+          tamper(
+            database,
+            sql`insert into merkle_nodes (log_id, level, idx, hash) values (${log}, 0, 5, ${'cd'.repeat(32)})`,
+          ),
+        ).rejects.toMatchObject({ cause: { message: expect.stringContaining('merkle_nodes_interior') } });
+        await editMerkleNode(database, { log, level: 1, idx: 2 });
         const report = await ledger.verifyChain({ ...hashing, log });
         expect(report.failures).toMatchObject([
-          { seq: 6, code: 'MERKLE_MISMATCH', table: 'merkle_nodes', level: 0, idx: 5 },
+          { seq: 6, code: 'MERKLE_MISMATCH', table: 'merkle_nodes', level: 1, idx: 2 },
         ]);
       });
 
@@ -281,11 +288,12 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
         const log = await freshLog();
         await tamper(
           database,
-          sql`insert into merkle_nodes (log_id, level, idx, hash) values (${log}, 0, 8, ${'cd'.repeat(32)})`,
+          sql`insert into merkle_nodes (log_id, level, idx, hash) values (${log}, 1, 4, ${'cd'.repeat(32)})`,
         );
         const report = await ledger.verifyChain({ ...hashing, log });
+        // (1, 4) covers leaves 8 and 9: seq 10 would complete it.
         expect(report.failures).toMatchObject([
-          { seq: 9, code: 'MERKLE_BEYOND_CHAIN', level: 0, idx: 8, nodes: 1 },
+          { seq: 10, code: 'MERKLE_BEYOND_CHAIN', level: 1, idx: 4, nodes: 1 },
         ]);
       });
 
@@ -295,7 +303,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
         await plain.close();
         const report = await ledger.verifyChain({ ...hashing, log });
         expect(report.failures).toMatchObject([
-          { seq: 1, code: 'MERKLE_MISSING', level: 0, idx: 0, through: 8, nodes: 15 },
+          { seq: 2, code: 'MERKLE_MISSING', level: 1, idx: 0, through: 8, nodes: 7 },
         ]);
       });
     });

@@ -138,7 +138,9 @@ export async function verifyChain(
     for await (const failure of check(database, log, signal ? { signal } : {})) fail(failure);
   }
 
-  const failures = [...report.failures, ...more].sort((a, b) => a.seq - b.seq);
+  const failures = [...report.failures, ...more].sort(
+    (a, b) => a.seq - b.seq || tableRank(a.table) - tableRank(b.table),
+  );
   const failuresOmitted = (report.failuresOmitted ?? 0) + omitted;
   return {
     ...report,
@@ -151,4 +153,12 @@ export async function verifyChain(
       signatures: options.checkpointKeys ? 'verified' : 'not_checked',
     },
   };
+}
+
+/** At one seq: the event's own failures first, then the tree built on it, then what signed that tree. */
+function tableRank(table: unknown): number {
+  if (table === undefined || table === 'audit_events') return 0;
+  if (table === 'merkle_nodes') return 1;
+  if (table === 'checkpoints') return 2;
+  return 3;
 }

@@ -72,7 +72,7 @@ export interface MerkleNodeCheck {
 }
 
 /**
- * Check every stored node of `log`'s Merkle tree (`merkle_nodes`) against the tree
+ * Check every stored node of `log`'s Merkle tree (`merkle_nodes`, the levels above the leaves) against the tree
  * recomputed from the event hashes as they stream by, with memory bounded by one block of
  * leaves: a node that differs (`MERKLE_MISMATCH`), a complete subtree without its node
  * (`MERKLE_MISSING`), a node past the last event (`MERKLE_BEYOND_CHAIN`). Proofs and
@@ -129,8 +129,10 @@ export function createMerkleNodeCheck(
     run = null;
   };
 
+  // A run stays open across leaves that complete no node (every even-numbered seq): a run is
+  // closed by a node that compares equal, not by a leaf with nothing to compare.
   const note = (code: Run['code'], seq: number, level: number, idx: number, count: number) => {
-    if (run !== null && run.code === code && run.through >= seq - 1) {
+    if (run !== null && run.code === code) {
       run.through = seq;
       run.nodes += count;
       return;
@@ -180,8 +182,9 @@ export function createMerkleNodeCheck(
     let missingIdx = 0;
     let bad = 0;
     for (;;) {
-      nodes++;
-      const result = compare(level, idx, hash);
+      // A leaf has no row: it is the event's own hash, which the chain check covers.
+      const result = level === 0 ? 0 : compare(level, idx, hash);
+      if (level > 0) nodes++;
       if (result !== 0) {
         bad++;
         if (result === 1 && mismatch < 0) {
@@ -207,7 +210,7 @@ export function createMerkleNodeCheck(
     size++;
     if (mismatch >= 0) note('MERKLE_MISMATCH', seq, mismatch, mismatchIdx, bad);
     else if (missing >= 0) note('MERKLE_MISSING', seq, missing, missingIdx, bad);
-    else flush();
+    else if (level > 0) flush();
   };
 
   /** Add one leaf once the nodes hashed ahead for it (if any) have arrived. */
@@ -328,7 +331,7 @@ async function readBlock(
   const levels: number[] = [];
   const los: string[] = [];
   const his: string[] = [];
-  for (let level = 0; 2 ** level <= end; level++) {
+  for (let level = 1; 2 ** level <= end; level++) {
     const [lo, hi] = completedRange(level, first, end);
     if (lo > hi) continue;
     levels.push(level);
@@ -385,7 +388,8 @@ async function readBlock(
 /**
  * The first stored node (in key order) that lies outside the tree of `size` leaves, and how
  * many there are; null when none. One index range per level, so a sound log costs
- * O(log n) probes, not a scan of its 2n nodes.
+ * O(log n) probes, not a scan of its n nodes. A row at level 0 or below is beyond any tree:
+ * leaves are never stored.
  */
 async function nodesBeyond(
   database: Database,
@@ -394,14 +398,14 @@ async function nodesBeyond(
 ): Promise<{ level: number; idx: number; total: number } | null> {
   const levels: number[] = [];
   const ends: string[] = [];
-  for (let level = 0; 2 ** level <= size; level++) {
+  for (let level = 1; 2 ** level <= size; level++) {
     levels.push(level);
     ends.push(String(Math.floor(size / 2 ** level)));
   }
   const [row] = await database.rows<{ level: number; idx: number; total: number }>(sql`
     select level, idx, count(*) over ()::int as total from (
       select m.level, m.idx from merkle_nodes m
-      where m.log_id = ${log} and (m.level < 0 or m.level >= ${levels.length})
+      where m.log_id = ${log} and (m.level < 1 or m.level > ${levels.length})
       union all
       select b.level, b.idx
       from unnest(${sql.param(levels)}::int[], ${sql.param(ends)}::text[]::bigint[]) as r(level, e)

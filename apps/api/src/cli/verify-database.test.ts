@@ -125,7 +125,7 @@ describe.each(storages)('vouch verify on $name', (storage) => {
       const { code, out } = await run(['verify', '--log', 'intact'], keyed);
       expect(code).toBe(0);
       expect(out).toMatch(/INTACT — 8 events verified/);
-      expect(out).toMatch(/15 Merkle nodes, 2 checkpoint\(s\), signatures checked/);
+      expect(out).toMatch(/7 Merkle nodes, 2 checkpoint\(s\), signatures checked/);
     });
 
     it('says the signatures were NOT checked when it has no key', async () => {
@@ -154,23 +154,25 @@ describe.each(storages)('vouch verify on $name', (storage) => {
       );
       const { code, out } = await run(['verify', '--log', 'rewritten'], keyed);
       expect(code).toBe(1);
-      expect(out).toMatch(/seq 3 {2}MERKLE_MISMATCH \[merkle_nodes\]/);
+      // Seq 4 completes (1, 1), the first node over the rewritten leaf.
+      expect(out).toMatch(/seq 4 {2}MERKLE_MISMATCH \[merkle_nodes\]/);
       expect(out).toMatch(/seq 4 {2}CHECKPOINT_MISMATCH \[checkpoints\]/);
       const json = await run(['verify', '--log', 'rewritten', '--json'], keyed);
       expect(failuresOf(json.out)).toEqual([
-        [3, 'MERKLE_MISMATCH', 'merkle_nodes'],
+        [4, 'MERKLE_MISMATCH', 'merkle_nodes'],
         [4, 'CHECKPOINT_MISMATCH', 'checkpoints'],
         [8, 'CHECKPOINT_MISMATCH', 'checkpoints'],
       ]);
     });
   });
 
-  describe('when an owner edited a Merkle leaf', () => {
-    it('exits 1 with MERKLE_MISMATCH at the seq of its event', async () => {
-      await withDatabase((database) => editMerkleNode(database, { log: 'leaf', level: 0, idx: 6 }));
+  describe('when an owner edited a Merkle node', () => {
+    it('exits 1 with MERKLE_MISMATCH at the seq that completes it', async () => {
+      // (1, 3) is the hash of leaves 6 and 7, completed by seq 8.
+      await withDatabase((database) => editMerkleNode(database, { log: 'leaf', level: 1, idx: 3 }));
       const { code, out } = await run(['verify', '--log', 'leaf', '--json'], keyed);
       expect(code).toBe(1);
-      expect(failuresOf(out)).toEqual([[7, 'MERKLE_MISMATCH', 'merkle_nodes']]);
+      expect(failuresOf(out)).toEqual([[8, 'MERKLE_MISMATCH', 'merkle_nodes']]);
     });
   });
 

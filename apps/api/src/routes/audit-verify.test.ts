@@ -64,7 +64,7 @@ describe.each(testBackends())('GET /v1/logs/{log}/verify on $name', ({ open }) =
       expect(report).toMatchObject({
         ok: true,
         checked: 8,
-        merkle: { nodes: 15 },
+        merkle: { nodes: 7 },
         checkpoints: { checked: 2, signatures: 'verified' },
       });
     });
@@ -100,12 +100,13 @@ describe.each(testBackends())('GET /v1/logs/{log}/verify on $name', ({ open }) =
     });
   });
 
-  describe('when a Merkle leaf was edited', () => {
-    it('reports MERKLE_MISMATCH at its seq (the proofs served from it no longer verify)', async () => {
+  describe('when a Merkle node was edited', () => {
+    it('reports MERKLE_MISMATCH at the seq that completes it (the proofs served from it no longer verify)', async () => {
       const log = await freshLog();
-      await editMerkleNode(h.database, { log, level: 0, idx: 2 });
+      // (1, 0) is the hash of leaves 0 and 1, completed by seq 2.
+      await editMerkleNode(h.database, { log, level: 1, idx: 0 });
       const { report } = await verify(log);
-      expect(report.failures).toMatchObject([{ seq: 3, code: 'MERKLE_MISMATCH', level: 0, idx: 2 }]);
+      expect(report.failures).toMatchObject([{ seq: 2, code: 'MERKLE_MISMATCH', level: 1, idx: 0 }]);
       // What the audit was about: a proof of a sibling is built from the edited row.
       const [event] = await h.ledger.events(log, { after: 3, limit: 1 });
       const proof = (await (

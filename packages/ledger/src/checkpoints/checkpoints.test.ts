@@ -163,7 +163,9 @@ describe.each(testBackends())('checkpoints on $name', ({ open }) => {
       it('reports the error with the log and keeps going', async () => {
         const log = `cp-${++logNo}`;
         const plain = createLedger(database, { merkle: false });
+        // Two events: a tree of one leaf needs no stored node, a tree of two needs (1, 0).
         await append(plain, log, 1);
+        await append(plain, log, 2);
         const errors: Array<{ code?: string; log: string }> = [];
         const checkpointer = createCheckpointer({
           database,

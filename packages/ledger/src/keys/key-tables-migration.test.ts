@@ -1,53 +1,24 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
-import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Database, openDatabase } from '../database';
+import { migrateBefore, migrationBackends } from '../__fixtures__/migrate-before';
+import type { Database } from '../database';
 import { createIntegrityAlarm } from '../integrity-alarm';
 import { createLedger } from '../ledger';
-import { migrate, migrationsFolder } from '../migrate';
-import { createTestDatabase } from '../testing';
+import { migrate } from '../migrate';
 import { findApiKeysByHash } from './api-keys';
 import { type ApiKeyFailure, checkApiKeyTables } from './check-api-key-tables';
 
 // Databases as the code before migration 0005 left them: revoked_at on api_keys, events
 // without a key commitment. Each backend starts empty and is migrated up to 0004 first.
-const backends: Array<{ name: string; open(): Promise<Database>; drop(): Promise<void> }> = [
-  { name: 'pglite', open: () => openDatabase(), drop: async () => {} },
-];
-if (process.env.DATABASE_URL) {
-  let drop = async () => {};
-  backends.push({
-    name: 'postgres',
-    open: async () => {
-      const created = await createTestDatabase(process.env.DATABASE_URL!);
-      drop = created.drop;
-      return openDatabase({ url: created.url });
-    },
-    drop: () => drop(),
-  });
-}
+const backends = migrationBackends();
 
 describe.each(backends)('migration 0005 of existing keys on $name', (backend) => {
   let database: Database;
-  let oldFolder: string;
   const hashOf = (n: number) => String(n).repeat(64).slice(0, 64);
 
   beforeAll(async () => {
-    oldFolder = mkdtempSync(join(tmpdir(), 'vouch-migrations-'));
-    cpSync(migrationsFolder, oldFolder, { recursive: true });
-    const journalPath = join(oldFolder, 'meta', '_journal.json');
-    const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: Array<{ tag: string }> };
-    journal.entries = journal.entries.filter((entry) => entry.tag < '0005');
-    writeFileSync(journalPath, JSON.stringify(journal));
-
     database = await backend.open();
-    if (database.kind === 'pglite')
-      await migratePglite(database.db as never, { migrationsFolder: oldFolder });
-    else await migratePostgres(database.db as never, { migrationsFolder: oldFolder });
+    await migrateBefore(database, '0005');
 
     // What the old key store wrote: the event, then the row; a revocation as an UPDATE.
     const ledger = createLedger(database);
@@ -93,7 +64,6 @@ describe.each(backends)('migration 0005 of existing keys on $name', (backend) =>
   afterAll(async () => {
     await database?.close();
     await backend.drop();
-    rmSync(oldFolder, { recursive: true, force: true });
   });
 
   it('binds each key row to its api_key.created event and leaves a row without one unbound', async () => {

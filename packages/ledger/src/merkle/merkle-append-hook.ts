@@ -3,7 +3,7 @@ import { sql } from 'drizzle-orm';
 import type { Database, Db } from '../database';
 import { LedgerError } from '../errors';
 import type { AppendHook } from '../ledger';
-import { insertSubtreeHashes, readSubtreeHashes, storedLeafCount } from './merkle-node-store';
+import { insertSubtreeHashes, readSubtreeHashes, storedPairedLeaves } from './merkle-node-store';
 
 const seenBatches = new WeakSet<readonly StoredEvent[]>();
 
@@ -12,12 +12,13 @@ const CATCH_UP_PAGE = 5_000;
 
 /**
  * The append hook that keeps a log's Merkle tree (RFC 9162, leaf = `eventLeafHash(event.hash)`)
- * in `merkle_nodes`: every complete, aligned subtree is stored, at every level, in the same
- * transaction and under the same advisory lock as the events that complete it. A proof or
+ * in `merkle_nodes`: every complete, aligned subtree above the leaves is stored, in the same
+ * transaction and under the same advisory lock as the events that complete it (a leaf is
+ * its event's hash, hashed once more: the event row is its storage). A proof or
  * a root is then O(log n) reads, and the tree can never disagree with committed events.
  *
  * Per batch it costs one read (the frontier: at most one hash per level) and one multi-row
- * insert of about two rows per event (the leaf, and on average one interior node).
+ * insert of about one row per event (on average one interior node per leaf).
  *
  * A log with events but no (or not all) nodes, e.g. appended before this hook was installed,
  * is caught up from its stored events in the first batch that finds the gap.
@@ -50,16 +51,17 @@ async function loadFrontier(database: Database, tx: Db, log: string, size: numbe
   const hashes = await readSubtreeHashes(database, log, rootSubtrees(size), tx);
   if (hashes.every((h) => h !== undefined)) return CompactRange.fromFrontier(size, hashes as Uint8Array[]);
 
-  // Slow path, once per log: nodes stop short of the chain. Every leaf with a level-0 row
-  // had all the subtrees it completed written with it, so resume from there.
-  const covered = await storedLeafCount(database, log, tx);
-  if (covered > size) {
+  // Slow path, once per log: nodes stop short of the chain. Every leaf the stored nodes
+  // cover had all the subtrees it completed written with it, so resume from there.
+  const paired = await storedPairedLeaves(database, log, tx);
+  if (paired > size) {
     throw new LedgerError(
       'CHAIN_CONFLICT',
-      `log ${log} has Merkle nodes for ${covered} leaves but only ${size} events: refusing to append to a tree that disagrees with the chain`,
-      { details: { log, leaves: covered, events: size } },
+      `log ${log} has Merkle nodes for ${paired} leaves but only ${size} events: refusing to append to a tree that disagrees with the chain`,
+      { details: { log, leaves: paired, events: size } },
     );
   }
+  const covered = Math.min(size, paired + 1);
   const resumed = await readSubtreeHashes(database, log, rootSubtrees(covered), tx);
   if (!resumed.every((h) => h !== undefined)) {
     throw new LedgerError(

@@ -91,7 +91,9 @@ export const apiKeyRevocations = pgTable('api_key_revocations', {
 /**
  * Complete, aligned Merkle subtree hashes (RFC 6962 over event hashes), written in the
  * append transaction so a proof costs O(log n) small reads instead of a tree rebuild.
- * `level` L, `idx` k: the subtree over leaves [k * 2^L, (k + 1) * 2^L).
+ * `level` L, `idx` k: the subtree over leaves [k * 2^L, (k + 1) * 2^L). Level 0 (the
+ * leaves) is not stored: a leaf is a function of its event's hash, which `audit_events`
+ * already holds, so a row for it would be one more copy to write, read and check.
  */
 export const merkleNodes = pgTable(
   'merkle_nodes',
@@ -101,7 +103,10 @@ export const merkleNodes = pgTable(
     idx: bigint('idx', { mode: 'number' }).notNull(),
     hash: text('hash').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.logId, t.level, t.idx] })],
+  (t) => [
+    primaryKey({ columns: [t.logId, t.level, t.idx] }),
+    check('merkle_nodes_interior', sql`${t.level} >= 1`),
+  ],
 );
 
 /** Signed checkpoints (C2SP signed-note text) of a log's Merkle tree. */
