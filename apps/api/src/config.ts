@@ -2,7 +2,10 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { redactUrl } from '@vouch/ledger';
 import { MIN_SUPPLIED_KEY_LENGTH } from './auth/api-key';
+import { ConfigError } from './config-error';
 import { type TransparencyConfig, transparencyConfig } from './transparency/config';
+
+export { ConfigError };
 
 /**
  * Where the ledger lives: a Postgres URL (with the bounds of its waits, when set), or a
@@ -70,11 +73,6 @@ export interface ServeConfig {
   migrate?: boolean;
   /** Signed checkpoints: VOUCH_LOG_SIGNING_KEY, VOUCH_LOG_ORIGIN, VOUCH_CHECKPOINT_INTERVAL_MS (docs/transparency.md). */
   transparency?: TransparencyConfig;
-}
-
-/** Thrown for settings that cannot work; the CLI prints the message and exits 2. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

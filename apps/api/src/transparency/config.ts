@@ -1,4 +1,4 @@
-import { ConfigError } from '../config';
+import { ConfigError } from '../config-error';
 
 /** Checkpoint settings of `vouch serve` and the transparency commands, from the environment. */
 export interface TransparencyConfig {
