@@ -55,7 +55,8 @@ module.exports = {
     })),
     {
       name: 'no-reaching-into-another-package',
-      comment: 'Another package is imported by its name and exports, never by a relative path into its files.',
+      comment:
+        'Another package is imported by its name and exports, never by a relative path into its files.',
       severity: 'error',
       from: { path: '^(packages|apps)/([^/]+)/' },
       to: { dependencyTypes: ['local'], path: '^(packages|apps)/', pathNot: '^$1/$2/' },
