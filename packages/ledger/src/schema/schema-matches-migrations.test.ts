@@ -25,7 +25,8 @@ const TYPE_NAMES: Record<string, string> = { int4: 'integer', int8: 'bigint' };
 function declared(table: PgTable): Shape {
   const config = getTableConfig(table);
   const primaryKey =
-    config.primaryKeys[0]?.columns.map((c) => c.name) ?? config.columns.filter((c) => c.primary).map((c) => c.name);
+    config.primaryKeys[0]?.columns.map((c) => c.name) ??
+    config.columns.filter((c) => c.primary).map((c) => c.name);
   const uniques: Shape['uniques'] = {};
   for (const column of config.columns) {
     if (column.isUnique) uniques[column.uniqueName ?? `${config.name}_${column.name}_unique`] = [column.name];
@@ -97,7 +98,11 @@ async function actual(database: Database, table: string): Promise<Shape> {
     foreignKeys: Object.fromEntries(
       of('f').map((c) => [
         c.name,
-        { columns: c.columns, references: c.references!.replace(/^"|"$/g, ''), foreignColumns: c.foreign_columns! },
+        {
+          columns: c.columns,
+          references: c.references!.replace(/^"|"$/g, ''),
+          foreignColumns: c.foreign_columns!,
+        },
       ]),
     ),
     indexes: Object.fromEntries(indexes.map((i) => [i.name, i.columns])),
