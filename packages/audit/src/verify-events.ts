@@ -16,6 +16,8 @@ export type ChainFailureCode =
   | 'RECORD_WITHOUT_EVENT'
   /** A record row's content differs from the payload of its event. */
   | 'RECORD_MISMATCH'
+  /** A record event breaks a rule the server enforces when it writes one (`rule` names it): it was not written by the server. */
+  | 'RECORD_RULE_VIOLATION'
   /** An API key row (or revocation row) that no event of the `system` log accounts for. */
   | 'KEY_WITHOUT_EVENT'
   /** An API key row that differs from its `api_key.created` event, or such an event whose row is gone. */

@@ -216,11 +216,12 @@ describe.each(testBackends())('ledger on $name', ({ open }) => {
   describe('when the stored chain conflicts with itself', () => {
     it('refuses appends with CHAIN_CONFLICT and raises the integrity alarm', async () => {
       const local = createLedger(database);
-      for (let n = 1; n <= 3; n++) await local.append(event('conflict-log', n));
-      // As a table owner: the head event goes, its Merkle leaf stays.
-      await tamper(database, sql`delete from audit_events where log_id = 'conflict-log' and seq = 3`);
+      for (let n = 1; n <= 4; n++) await local.append(event('conflict-log', n));
+      // As a table owner: the head event goes, the Merkle nodes it completed, (1, 1) and
+      // (2, 0), stay; the next append completes them again.
+      await tamper(database, sql`delete from audit_events where log_id = 'conflict-log' and seq = 4`);
       expect(local.integrityAlarm.raised).toBe(false);
-      await expect(local.append(event('conflict-log', 4))).rejects.toMatchObject({ code: 'CHAIN_CONFLICT' });
+      await expect(local.append(event('conflict-log', 5))).rejects.toMatchObject({ code: 'CHAIN_CONFLICT' });
       await local.close();
       expect(local.integrityAlarm.alarms()).toEqual([
         expect.objectContaining({ code: 'CHAIN_CONFLICT', log: 'conflict-log' }),

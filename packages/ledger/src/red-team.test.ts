@@ -290,15 +290,12 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
   });
 
   describe('the runtime role appends a record that breaks an invariant, with its event and every hash right', () => {
-    // HOLE: verifyChain proves that every row is the payload of a well-formed event; it does
-    // not re-check the invariants of DESIGN.md over those payloads. Whoever holds the runtime
-    // role's credentials (INSERT only, no trigger touched) can append the event and row the
-    // records service would have refused, here a self-approval, and everything verifies: the
-    // chain, the Merkle tree the next append completes, and the checkpoint signed over it.
-    // Closing it needs a semantic audit of the records in chain order (self-approval,
-    // observation without an allow or approval, executing = authorized identity, one use per
-    // single-use approval, one decision per proposal ...) in verifyChain and the witness.
-    it.fails('a verification reports an approval resolved by its own requester', async () => {
+    // verifyChain proves that every row is the payload of a well-formed event, and re-checks
+    // the invariants of docs/design.md over those payloads in chain order
+    // (records/record-rules.ts): whoever holds the runtime role's credentials (INSERT only, no
+    // trigger touched) can append the event and row the records service would have refused,
+    // here a self-approval, and the server may even act on it, but verification says so.
+    it('a verification reports an approval resolved by its own requester', async () => {
       const { log, agent } = await setup({ side_effect: 'irreversible' });
       const { proposal, approval } = await records.propose(agent, refund('k1'));
       await ledger.transact(log, async (tx) => {
@@ -331,7 +328,16 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       });
       // The server acts on it: the proposal runs under an approval nobody else gave.
       expect(await outcomeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe('SUCCEEDED');
-      expect((await verify(log)).ok).toBe(false);
+      const report = await verify(log);
+      expect(report.ok).toBe(false);
+      expect(report.failures).toEqual([
+        expect.objectContaining({
+          code: 'RECORD_RULE_VIOLATION',
+          rule: 'SELF_APPROVAL',
+          table: 'approval_resolutions',
+          id: 'res_self',
+        }),
+      ]);
     });
   });
 

@@ -5,6 +5,7 @@ import { SYSTEM_LOG } from './keys/api-key-events';
 import { checkApiKeyTables } from './keys/check-api-key-tables';
 import { requireLog } from './log-exists';
 import { checkRecordTables } from './records/check-record-tables';
+import { createRecordRuleCheck } from './records/record-rules';
 import { type CheckpointKeys, createCheckpointCheck } from './verify-checkpoints';
 import { createMerkleNodeCheck } from './verify-merkle-nodes';
 
@@ -103,6 +104,7 @@ export async function verifyChain(
     ...(options.merkleBlockLeaves ? { blockLeaves: options.merkleBlockLeaves } : {}),
     ...(options.merkleWorkerMinLeaves ? { workerMinLeaves: options.merkleWorkerMinLeaves } : {}),
   });
+  const rules = createRecordRuleCheck(fail);
   const checkpoints = await createCheckpointCheck(database, log, {
     fail,
     ...(options.checkpointKeys ? { keys: options.checkpointKeys } : {}),
@@ -115,7 +117,10 @@ export async function verifyChain(
       // The page's tree is hashed on another thread while this one checks the chain; the
       // nodes are then compared here. The two reports are kept apart, so the order is free.
       merkle.prepare(page);
-      for (const event of page) checker.check(event);
+      for (const event of page) {
+        checker.check(event);
+        rules.add(event);
+      }
       for (const event of page) {
         const waiting = merkle.add(event.seq, event.hash);
         if (waiting) await waiting;

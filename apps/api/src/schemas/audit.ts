@@ -31,6 +31,7 @@ const CHAIN_FAILURE_CODES = [
   'LOG_MISMATCH',
   'RECORD_WITHOUT_EVENT',
   'RECORD_MISMATCH',
+  'RECORD_RULE_VIOLATION',
   'MERKLE_MISMATCH',
   'MERKLE_MISSING',
   'MERKLE_BEYOND_CHAIN',
@@ -58,6 +59,10 @@ export const ChainFailureSchema = z
       .string()
       .optional()
       .openapi({ description: 'The table holding the failing row, when it is not `audit_events`' }),
+    rule: z.string().optional().openapi({
+      description: 'RECORD_RULE_VIOLATION: the rule the record breaks, named by the code the server refuses it with',
+      example: 'SELF_APPROVAL',
+    }),
     level: z.number().int().optional().openapi({ description: "Merkle failures: the node's level" }),
     idx: z
       .number()

@@ -1,0 +1,202 @@
+import type { ChainFailure, StoredEvent } from '@vouch/audit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../database';
+import { openDatabase } from '../database';
+import { createLedger, type Ledger } from '../ledger';
+import { migrate } from '../migrate';
+import { refund, refundTool } from './__fixtures__/refund';
+import { createRecords, type RecordContext } from './create-records';
+import { createRecordRuleCheck } from './record-rules';
+
+// The events of one real, rule-abiding story (a proposal that needed an approval, was
+// approved by someone else, executed once and verified twice, the second superseding the
+// first), then forged variants of them: each broken rule is reported with its name, and the
+// real story with none. The forgeries need no database: the rules read events only.
+
+let database: Database;
+let ledger: Ledger;
+let story: StoredEvent[];
+
+beforeAll(async () => {
+  database = await openDatabase();
+  await migrate(database);
+  ledger = createLedger(database);
+  const records = createRecords(ledger);
+  const log = 'rules';
+  const ops: RecordContext = { log, caller: { identity: 'user:ops' } };
+  const agent: RecordContext = {
+    log,
+    caller: { identity: 'agent:billing', scopes: ['payments:write'], environments: ['prod'] },
+  };
+  const alice: RecordContext = { log, caller: { identity: 'user:alice' } };
+  const checker: RecordContext = { log, caller: { identity: 'service:checker' } };
+  await records.registerTool(ops, refundTool({ side_effect: 'irreversible' }));
+  const { proposal, approval } = await records.propose(
+    agent,
+    refund('k1', { side_effect: 'irreversible', postconditions: [{ name: 'refund.recorded' }] }),
+  );
+  await records.approve(alice, { request_id: approval!.id, validity: 'once' });
+  await records.authorize(agent, { proposal_id: proposal.id });
+  const { observation } = await records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
+  const { verification } = await records.recordVerification(checker, {
+    observation_id: observation.id,
+    checks: [{ name: 'refund.recorded', status: 'fail', source: 'billing-ledger' }],
+  });
+  await records.recordVerification(alice, {
+    observation_id: observation.id,
+    checks: [{ name: 'refund.recorded', status: 'pass', source: 'billing-ledger' }],
+    supersedes: [verification.id],
+    reason: 'the first read was of a stale replica',
+  });
+  story = await ledger.events(log, { after: 0, limit: 100 });
+});
+afterAll(async () => {
+  await ledger?.close();
+  await database?.close();
+});
+
+/** The rules broken by `events`, as `[rule, kind]`. */
+function broken(events: readonly StoredEvent[]): Array<[unknown, string]> {
+  const failures: ChainFailure[] = [];
+  const check = createRecordRuleCheck((f) => failures.push(f));
+  for (const event of events) check.add(event);
+  for (const f of failures) expect(f.code).toBe('RECORD_RULE_VIOLATION');
+  return failures.map((f) => [f.rule, String(f.table)]);
+}
+
+const of = (kind: string, nth = 0) => story.filter((e) => e.kind === kind)[nth]!;
+const payloadOf = (event: StoredEvent) => JSON.parse(event.payload) as Record<string, unknown>;
+/** `event` with its payload (and optionally its actor) changed: what a forger would append. */
+const forged = (event: StoredEvent, change: Record<string, unknown>, actor?: string): StoredEvent => ({
+  ...event,
+  ...(actor ? { actor } : {}),
+  payload: JSON.stringify({ ...payloadOf(event), ...change }),
+});
+/** The story with `event` appended again after `after`, as a new record `id`. */
+const withExtra = (after: StoredEvent, extra: StoredEvent): StoredEvent[] => {
+  const at = story.indexOf(after) + 1;
+  return [...story.slice(0, at), extra, ...story.slice(at)];
+};
+const replaced = (event: StoredEvent, by: StoredEvent) => story.map((e) => (e === event ? by : e));
+
+describe('the record rules over the chain', () => {
+  it('find nothing in a story the server wrote', () => {
+    expect(story.map((e) => e.kind)).toEqual([
+      'tool',
+      'proposal',
+      'approval_request',
+      'decision',
+      'approval_resolution',
+      'approval_use',
+      'observation',
+      'verification',
+      'verification',
+    ]);
+    expect(broken(story)).toEqual([]);
+  });
+
+  it('report an approval its own requester gave (SELF_APPROVAL)', () => {
+    const resolution = of('approval_resolution');
+    const self = forged(resolution, { resolver: 'agent:billing' }, 'agent:billing');
+    expect(broken(replaced(resolution, self))).toEqual([['SELF_APPROVAL', 'approval_resolutions']]);
+  });
+
+  it('report a second answer to one request (APPROVAL_RESOLVED)', () => {
+    const resolution = of('approval_resolution');
+    const again = forged(resolution, { id: 'res_2', resolution: 'denied' });
+    expect(broken(withExtra(resolution, { ...again, entity: 'res_2' }))).toEqual([
+      ['APPROVAL_RESOLVED', 'approval_resolutions'],
+    ]);
+  });
+
+  it('report a second decision on one proposal (DECISION_EXISTS)', () => {
+    const decision = of('decision');
+    const again = forged(decision, { id: 'dec_2', verdict: 'allow' });
+    expect(broken(withExtra(decision, { ...again, entity: 'dec_2' }))).toEqual([
+      ['DECISION_EXISTS', 'decisions'],
+    ]);
+  });
+
+  it('report a decision that authorizes someone else (IDENTITY_MISMATCH)', () => {
+    const decision = of('decision');
+    expect(broken(replaced(decision, forged(decision, { authorized_identity: 'agent:other' })))).toEqual(
+      expect.arrayContaining([['IDENTITY_MISMATCH', 'decisions']]),
+    );
+  });
+
+  it('report an execution without the approval being used for it (EXECUTION_NOT_AUTHORIZED)', () => {
+    const use = of('approval_use');
+    const observation = of('observation');
+    const events = replaced(observation, forged(observation, { approval_use_id: null })).filter(
+      (e) => e !== use,
+    );
+    expect(broken(events)).toEqual([['EXECUTION_NOT_AUTHORIZED', 'observations']]);
+  });
+
+  it('report an execution by another identity than the authorized one (IDENTITY_MISMATCH)', () => {
+    const observation = of('observation');
+    const other = forged(observation, { executed_by: 'agent:other' }, 'agent:other');
+    expect(broken(replaced(observation, other))).toEqual([['IDENTITY_MISMATCH', 'observations']]);
+  });
+
+  it('report a second use of a single-use approval (APPROVAL_CONSUMED)', () => {
+    const use = of('approval_use');
+    const again = forged(use, { id: 'use_2' });
+    expect(broken(withExtra(use, { ...again, entity: 'use_2' }))).toEqual([
+      ['APPROVAL_CONSUMED', 'approval_uses'],
+    ]);
+  });
+
+  it('report a use of an approval for another payload (APPROVAL_PAYLOAD_MISMATCH)', () => {
+    const proposal = of('proposal');
+    const other = forged(proposal, { payload_hash: 'ee'.repeat(32) });
+    expect(broken(replaced(proposal, other))).toEqual(
+      expect.arrayContaining([
+        ['APPROVAL_PAYLOAD_MISMATCH', 'approval_requests'],
+        ['APPROVAL_PAYLOAD_MISMATCH', 'approval_uses'],
+      ]),
+    );
+  });
+
+  it('report a second observation of one proposal (OBSERVATION_EXISTS)', () => {
+    const observation = of('observation');
+    const again = forged(observation, { id: 'obs_2', outcome: 'failed' });
+    expect(broken(withExtra(observation, { ...again, entity: 'obs_2' }))).toEqual([
+      ['OBSERVATION_EXISTS', 'observations'],
+    ]);
+  });
+
+  it('report a status its checks do not give (STATUS_NOT_DERIVED)', () => {
+    const verification = of('verification');
+    expect(broken(replaced(verification, forged(verification, { status: 'passed' })))).toEqual([
+      ['STATUS_NOT_DERIVED', 'verifications'],
+    ]);
+  });
+
+  it('report a supersession by the audited party (SUPERSESSION_FORBIDDEN)', () => {
+    const second = of('verification', 1);
+    const byAgent = forged(second, { verifier: 'agent:billing' }, 'agent:billing');
+    expect(broken(replaced(second, byAgent))).toEqual([['SUPERSESSION_FORBIDDEN', 'verifications']]);
+  });
+
+  it('report a supersession of what is not there to supersede (SUPERSESSION_INVALID)', () => {
+    const second = of('verification', 1);
+    expect(broken(replaced(second, forged(second, { supersedes: ['ver_none'] })))).toEqual([
+      ['SUPERSESSION_INVALID', 'verifications'],
+    ]);
+  });
+
+  it('report a record whose event names another actor (ACTOR_MISMATCH)', () => {
+    const proposal = of('proposal');
+    expect(broken(replaced(proposal, { ...proposal, actor: 'agent:other' }))).toEqual([
+      ['ACTOR_MISMATCH', 'proposal'],
+    ]);
+  });
+
+  it('report a record that names one no earlier event records (REFERENCE_MISSING)', () => {
+    const decision = of('decision');
+    expect(broken(replaced(decision, forged(decision, { proposal_id: 'prop_none' })))).toEqual(
+      expect.arrayContaining([['REFERENCE_MISSING', 'decisions']]),
+    );
+  });
+});

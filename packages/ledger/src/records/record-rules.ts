@@ -1,0 +1,339 @@
+import { type ChainFailure, type StoredEvent, sameIdentity } from '@vouch/audit';
+import type {
+  ApprovalRequestRecord,
+  ApprovalResolutionRecord,
+  ApprovalUseRecord,
+  DecisionRecord,
+  ObservationRecord,
+  ProposalRecord,
+  VerificationRecord,
+} from './types';
+import { declaredNames, isAuditedParty, recordProof } from './verification-status';
+
+/**
+ * The rules of docs/design.md ("Invariants") that a record must have obeyed when it was
+ * written, each named by the error code the server refuses it with.
+ */
+export type RecordRule =
+  | 'REFERENCE_MISSING'
+  | 'ACTOR_MISMATCH'
+  | 'DECISION_EXISTS'
+  | 'IDENTITY_MISMATCH'
+  | 'APPROVAL_PAYLOAD_MISMATCH'
+  | 'APPROVAL_RESOLVED'
+  | 'SELF_APPROVAL'
+  | 'APPROVAL_NOT_GRANTED'
+  | 'APPROVAL_SCOPE_MISMATCH'
+  | 'APPROVAL_EXPIRED'
+  | 'APPROVAL_CONSUMED'
+  | 'EXECUTION_NOT_AUTHORIZED'
+  | 'OBSERVATION_EXISTS'
+  | 'STATUS_NOT_DERIVED'
+  | 'SUPERSESSION_FORBIDDEN'
+  | 'SUPERSESSION_INVALID';
+
+const TABLE_OF: Record<string, string> = {
+  decision: 'decisions',
+  approval_request: 'approval_requests',
+  approval_resolution: 'approval_resolutions',
+  approval_use: 'approval_uses',
+  observation: 'observations',
+  verification: 'verifications',
+};
+
+/** What the rules remember of each proposal: a few ids and identities, not the records. */
+interface ProposalState {
+  requester: string;
+  payloadHash: string;
+  serverId: string;
+  toolName: string;
+  declared: string[];
+  decision?: { verdict: DecisionRecord['verdict']; authorized: string | null };
+  /** Ids of the approval uses recorded for this proposal. */
+  uses: string[];
+  observation?: { id: string; executedBy: string };
+  /** Verification ids of its observation, with whether each was definitive and who superseded it. */
+  verifications: Map<string, { definitive: boolean; supersededBy?: string }>;
+}
+
+/**
+ * Re-checks, from the events alone and in chain order, that every record obeyed the rules
+ * the server enforces when it writes one: nobody approves their own request, one decision
+ * per proposal, an execution only under an allow or an approval used for it, by the
+ * authorized identity, a single-use approval used once, a verification status derived from
+ * its checks, supersession only by someone other than the audited party. The chain proves
+ * the events were not changed; this proves they could have been written by the server: a
+ * database role that can insert well-formed events and rows (the runtime role can) gets no
+ * further than a failure here.
+ *
+ * Memory: a few strings per proposal, approval request and resolution of the log.
+ */
+export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
+  const proposals = new Map<string, ProposalState>();
+  const requests = new Map<
+    string,
+    Pick<ApprovalRequestRecord, 'proposal_id' | 'requester' | 'payload_hash' | 'server_id' | 'tool_name'> & {
+      resolved: boolean;
+    }
+  >();
+  const resolutions = new Map<
+    string,
+    Pick<ApprovalResolutionRecord, 'request_id' | 'resolution' | 'validity' | 'valid_until'> & {
+      uses: number;
+    }
+  >();
+  const useProposal = new Map<string, string>();
+
+  const report = (event: StoredEvent, rule: RecordRule, message: string) =>
+    fail({
+      seq: event.seq,
+      code: 'RECORD_RULE_VIOLATION',
+      rule,
+      table: TABLE_OF[event.kind] ?? event.kind,
+      id: event.entity,
+      message: `${event.kind} ${event.entity}: ${message}`,
+    });
+
+  const proposalOf = (event: StoredEvent, id: string): ProposalState | undefined => {
+    const proposal = proposals.get(id);
+    if (!proposal) report(event, 'REFERENCE_MISSING', `names proposal ${id}, which no earlier event records`);
+    return proposal;
+  };
+
+  const actorIs = (event: StoredEvent, identity: string, what: string) => {
+    if (!sameIdentity(event.actor, identity)) {
+      report(event, 'ACTOR_MISMATCH', `the event's actor ${event.actor} is not its ${what} ${identity}`);
+    }
+  };
+
+  const rules: Record<string, (event: StoredEvent, record: never) => void> = {
+    proposal(event, r: ProposalRecord) {
+      actorIs(event, r.requester, 'requester');
+      proposals.set(r.id, {
+        requester: r.requester,
+        payloadHash: r.payload_hash,
+        serverId: r.server_id,
+        toolName: r.tool_name,
+        declared: declaredNames(r),
+        uses: [],
+        verifications: new Map(),
+      });
+    },
+    decision(event, r: DecisionRecord) {
+      const proposal = proposalOf(event, r.proposal_id);
+      if (!proposal) return;
+      if (proposal.decision)
+        report(event, 'DECISION_EXISTS', `proposal ${r.proposal_id} was already decided`);
+      const mayExecute = r.verdict === 'allow' || r.verdict === 'require_approval';
+      if (mayExecute ? r.authorized_identity !== proposal.requester : r.authorized_identity !== null) {
+        report(
+          event,
+          'IDENTITY_MISMATCH',
+          `a ${r.verdict} decision authorizes ${r.authorized_identity ?? 'nobody'}, not ${mayExecute ? `the requester ${proposal.requester}` : 'nobody'}`,
+        );
+      }
+      proposal.decision ??= { verdict: r.verdict, authorized: r.authorized_identity };
+    },
+    approval_request(event, r: ApprovalRequestRecord) {
+      const proposal = proposalOf(event, r.proposal_id);
+      if (proposal && r.payload_hash !== proposal.payloadHash) {
+        report(
+          event,
+          'APPROVAL_PAYLOAD_MISMATCH',
+          `asks approval of another payload than proposal ${r.proposal_id}'s`,
+        );
+      }
+      if (proposal && !sameIdentity(r.requester, proposal.requester)) {
+        report(
+          event,
+          'IDENTITY_MISMATCH',
+          `names requester ${r.requester}, not the proposal's ${proposal.requester}`,
+        );
+      }
+      requests.set(r.id, { ...r, resolved: false });
+    },
+    approval_resolution(event, r: ApprovalResolutionRecord) {
+      actorIs(event, r.resolver, 'resolver');
+      const request = requests.get(r.request_id);
+      if (!request) {
+        report(
+          event,
+          'REFERENCE_MISSING',
+          `answers approval request ${r.request_id}, which no earlier event records`,
+        );
+        return;
+      }
+      if (request.resolved)
+        report(event, 'APPROVAL_RESOLVED', `approval request ${r.request_id} was already answered`);
+      if (sameIdentity(r.resolver, request.requester)) {
+        report(event, 'SELF_APPROVAL', `${r.resolver} answered their own approval request ${r.request_id}`);
+      }
+      request.resolved = true;
+      resolutions.set(r.id, { ...r, uses: 0 });
+    },
+    approval_use(event, r: ApprovalUseRecord) {
+      actorIs(event, r.used_by, 'user');
+      const resolution = resolutions.get(r.resolution_id);
+      const request = requests.get(r.request_id);
+      const proposal = proposalOf(event, r.proposal_id);
+      if (!resolution || !request) {
+        report(
+          event,
+          'REFERENCE_MISSING',
+          `uses approval ${r.resolution_id} of request ${r.request_id}, which no earlier events record`,
+        );
+        return;
+      }
+      if (resolution.request_id !== r.request_id || resolution.resolution !== 'approved') {
+        report(
+          event,
+          'APPROVAL_NOT_GRANTED',
+          `approval ${r.resolution_id} does not approve request ${r.request_id}`,
+        );
+      }
+      if (proposal) {
+        if (request.payload_hash !== proposal.payloadHash) {
+          report(
+            event,
+            'APPROVAL_PAYLOAD_MISMATCH',
+            `request ${r.request_id} approved another payload than proposal ${r.proposal_id}'s`,
+          );
+        }
+        if (
+          !sameIdentity(request.requester, proposal.requester) ||
+          !sameIdentity(r.used_by, proposal.requester) ||
+          request.server_id !== proposal.serverId ||
+          request.tool_name !== proposal.toolName
+        ) {
+          report(
+            event,
+            'APPROVAL_SCOPE_MISMATCH',
+            `request ${r.request_id} was for another requester, server or tool`,
+          );
+        }
+        proposal.uses.push(r.id);
+      }
+      if (resolution.validity !== r.validity) {
+        report(
+          event,
+          'APPROVAL_SCOPE_MISMATCH',
+          `records validity ${r.validity}, the approval says ${resolution.validity}`,
+        );
+      }
+      if (resolution.validity === 'once' && resolution.uses > 0) {
+        report(event, 'APPROVAL_CONSUMED', `single-use approval ${r.resolution_id} was already used`);
+      }
+      if (
+        resolution.validity === 'window' &&
+        resolution.valid_until !== null &&
+        event.at > resolution.valid_until
+      ) {
+        report(
+          event,
+          'APPROVAL_EXPIRED',
+          `used at ${event.at}, after approval ${r.resolution_id} ended at ${resolution.valid_until}`,
+        );
+      }
+      resolution.uses++;
+      useProposal.set(r.id, r.proposal_id);
+    },
+    observation(event, r: ObservationRecord) {
+      actorIs(event, r.executed_by, 'executing identity');
+      const proposal = proposalOf(event, r.proposal_id);
+      if (!proposal) return;
+      if (proposal.observation)
+        report(event, 'OBSERVATION_EXISTS', `proposal ${r.proposal_id} was already observed`);
+      const decision = proposal.decision;
+      const approved =
+        decision?.verdict === 'require_approval' &&
+        r.approval_use_id !== null &&
+        proposal.uses.includes(r.approval_use_id);
+      if (!decision || !(decision.verdict === 'allow' || approved)) {
+        report(
+          event,
+          'EXECUTION_NOT_AUTHORIZED',
+          decision
+            ? `executes proposal ${r.proposal_id} under a ${decision.verdict} decision${decision.verdict === 'require_approval' ? ' without an approval used for it' : ''}`
+            : `executes proposal ${r.proposal_id}, which has no decision`,
+        );
+      } else if (decision.authorized === null || !sameIdentity(r.executed_by, decision.authorized)) {
+        report(
+          event,
+          'IDENTITY_MISMATCH',
+          `executed by ${r.executed_by}, authorized ${decision.authorized ?? 'nobody'}`,
+        );
+      }
+      proposal.observation ??= { id: r.id, executedBy: r.executed_by };
+    },
+    verification(event, r: VerificationRecord) {
+      actorIs(event, r.verifier, 'verifier');
+      const proposal = proposalOf(event, r.proposal_id);
+      if (!proposal) return;
+      if (proposal.observation?.id !== r.observation_id) {
+        report(
+          event,
+          'REFERENCE_MISSING',
+          `verifies observation ${r.observation_id}, which is not proposal ${r.proposal_id}'s`,
+        );
+        return;
+      }
+      const proof = recordProof(r, proposal.declared);
+      if (proof.status !== r.status) {
+        report(event, 'STATUS_NOT_DERIVED', `states ${r.status}, its checks give ${proof.status}`);
+      }
+      const supersedes = r.supersedes ?? [];
+      if (supersedes.length > 0) {
+        const audited = isAuditedParty(
+          r.verifier,
+          { requester: proposal.requester } as ProposalRecord,
+          { executed_by: proposal.observation.executedBy } as ObservationRecord,
+        );
+        if (audited)
+          report(
+            event,
+            'SUPERSESSION_FORBIDDEN',
+            `${r.verifier} is the audited party of proposal ${r.proposal_id}`,
+          );
+        for (const id of supersedes) {
+          const target = proposal.verifications.get(id);
+          if (
+            !target ||
+            target.supersededBy !== undefined ||
+            !target.definitive ||
+            proof.status === 'inconclusive'
+          ) {
+            report(event, 'SUPERSESSION_INVALID', `cannot supersede verification ${id}`);
+          }
+          if (target) target.supersededBy ??= r.id;
+        }
+      }
+      proposal.verifications.set(r.id, { definitive: proof.status !== 'inconclusive' });
+    },
+  };
+
+  return {
+    /** The next event of the log, in seq order; events that are not records are passed over. */
+    add(event: StoredEvent): void {
+      const rule = rules[event.kind];
+      if (rule === undefined) return;
+      let record: unknown;
+      try {
+        record = JSON.parse(event.payload);
+      } catch {
+        return; // the chain check reports a payload that is not what was hashed
+      }
+      if (typeof record !== 'object' || record === null) return;
+      try {
+        rule(event, record as never);
+      } catch (cause) {
+        report(
+          event,
+          'REFERENCE_MISSING',
+          `is not a well-formed ${event.kind} record (${(cause as Error).message})`,
+        );
+      }
+    },
+  };
+}
+
+export type RecordRuleCheck = ReturnType<typeof createRecordRuleCheck>;
