@@ -1,4 +1,4 @@
-import type { WitnessFetch } from '@vouch/audit';
+import type { WitnessFetch } from '@vouch/audit/witness';
 
 /** What a CLI command may touch, injected so tests run commands in-process without a console. */
 export interface CliIo {

@@ -2,14 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { isAuditError } from '@vouch/audit';
 import {
-  isAuditError,
   type WitnessFetch,
   type WitnessOutcome,
   type WitnessReport,
   witnessBundle,
   witnessLog,
-} from '@vouch/audit';
+} from '@vouch/audit/witness';
 import { defineCommand, type OptionSpecs, type OptionValues } from './command';
 import { explainFailure } from './errors';
 import { CliError, type CliIo, EXIT } from './io';

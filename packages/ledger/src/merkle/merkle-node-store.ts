@@ -1,4 +1,4 @@
-import type { Subtree, SubtreeHash } from '@vouch/audit';
+import type { Subtree, SubtreeHash } from '@vouch/audit/merkle';
 import { sql } from 'drizzle-orm';
 import { insertRows } from '../batched-sql';
 import type { Database, Db } from '../database';
