@@ -4,11 +4,11 @@ import { createTestDatabase } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CliIo } from '../cli/io';
 import { runMigrate } from '../cli/migrate';
 import { runServe } from '../cli/serve';
 import { createMemoryLogger } from '../logger';
 import { createHarness, type Harness } from '../testing/app-harness';
+import { recordingIo } from '../testing/cli-io';
 import { prepareDatabase } from './database-role';
 
 // The runtime role only exists on a real Postgres: PGlite is embedded and has one user.
@@ -225,19 +225,8 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
   });
 
   describe('when the operator sets it up with the CLI', () => {
-    const cli = (env: NodeJS.ProcessEnv) => {
-      const out: string[] = [];
-      const err: string[] = [];
-      const io: CliIo = {
-        out: (t) => out.push(t),
-        err: (t) => err.push(t),
-        env,
-        cwd: process.cwd(),
-        interactive: false,
-        stopRequested: () => Promise.resolve('SIGTERM'),
-      };
-      return { io, out: () => out.join(''), err: () => err.join('') };
-    };
+    const cli = (env: NodeJS.ProcessEnv) =>
+      recordingIo({ env, cwd: process.cwd(), stop: Promise.resolve('SIGTERM') });
     const cliRole = `${role}_cli`;
     let url: string;
     let dropCli: () => Promise<void>;

@@ -1,20 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { recordingIo } from '../testing/cli-io';
 import { defineCommand, defineGroup } from './command';
-import { CliError, type CliIo } from './io';
+import { CliError } from './io';
 
-function fakeIo() {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIo = {
-    out: (t) => out.push(t),
-    err: (t) => err.push(t),
-    env: {},
-    cwd: '/',
-    interactive: false,
-    stopRequested: () => new Promise(() => {}),
-  };
-  return { io, out: () => out.join(''), err: () => err.join('') };
-}
+const fakeIo = () => recordingIo({ cwd: '/' });
 
 const greet = defineCommand({
   name: 'vouch greet',

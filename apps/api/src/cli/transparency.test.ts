@@ -15,8 +15,7 @@ import { createTestDatabase, testBackends } from '@vouch/ledger/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type VouchApp } from '../app';
 import { createKeyStore } from '../auth/key-store';
-import type { CliIo } from './io';
-import { runCli } from './main';
+import { recordingIo, runVouch } from '../testing/cli-io';
 import { runVerifySince } from './verify-since';
 
 let root: string;
@@ -28,24 +27,10 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function fakeIo(env: NodeJS.ProcessEnv) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIo = {
-    out: (t) => out.push(t),
-    err: (t) => err.push(t),
-    env,
-    cwd: root,
-    interactive: false,
-    stopRequested: () => new Promise(() => {}),
-  };
-  return { io, out: () => out.join(''), err: () => err.join('') };
-}
+const fakeIo = (env: NodeJS.ProcessEnv) => recordingIo({ env, cwd: root });
 
-async function run(argv: string[], env: NodeJS.ProcessEnv = {}) {
-  const f = fakeIo(env);
-  const code = await runCli(argv, f.io);
-  return { code, out: f.out(), err: f.err() };
+function run(argv: string[], env: NodeJS.ProcessEnv = {}) {
+  return runVouch(argv, { env, cwd: root });
 }
 
 const note = (log: string, i: number) => ({
