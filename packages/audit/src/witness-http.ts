@@ -131,7 +131,7 @@ async function request(
     deadline.release();
   }
   const answer: ErrorAnswer = envelope
-    ? { code: envelope.code, reason: `${envelope.code}: ${String(envelope.message)}` }
+    ? { code: envelope.code, reason: `${envelope.code}: ${envelope.message ?? `HTTP ${response.status}`}` }
     : { code: null, reason: `HTTP ${response.status}` };
   if (response.status === 404) return withheldAnswer(what, answer);
   const code = response.status >= 500 || response.status === 429 ? 'SERVER_UNREACHABLE' : 'SERVER_REFUSED';
