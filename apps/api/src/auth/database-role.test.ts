@@ -4,8 +4,8 @@ import { createTestDatabase } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runMigrate } from '../cli/migrate';
-import { runServe } from '../cli/serve';
+import { migrateCommand } from '../cli/migrate';
+import { serveCommand } from '../cli/serve';
 import { createMemoryLogger } from '../logger';
 import { createHarness, type Harness } from '../testing/app-harness';
 import { recordingIo } from '../testing/cli-io';
@@ -244,7 +244,7 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
 
     it('vouch serve refuses a database that was never migrated, naming vouch migrate', async () => {
       const run = cli({ DATABASE_URL: url, PORT: '0' });
-      expect(await runServe([], run.io)).toBe(2);
+      expect(await serveCommand.run([], run.io)).toBe(2);
       expect(run.err()).toMatch(/MIGRATIONS_PENDING.*vouch migrate/);
     });
 
@@ -252,7 +252,7 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
       for (const pass of [1, 2]) {
         const run = cli({ DATABASE_URL: url, VOUCH_APP_PASSWORD: password });
         expect(
-          await runMigrate(
+          await migrateCommand.run(
             ['--runtime-role', cliRole, '--runtime-password-env', 'VOUCH_APP_PASSWORD'],
             run.io,
           ),
@@ -272,7 +272,7 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
         await app.close();
       }
       const owned = cli({ DATABASE_URL: url, PORT: '0' });
-      expect(await runServe([], owned.io)).toBe(2);
+      expect(await serveCommand.run([], owned.io)).toBe(2);
       expect(owned.err()).toMatch(/is a superuser|owns/);
       expect(owned.err()).toContain('--allow-owner-role');
     });
@@ -283,7 +283,7 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
         [[], { VOUCH_ALLOW_OWNER_ROLE: '1' }, 'VOUCH_ALLOW_OWNER_ROLE'],
       ] as const) {
         const run = cli({ DATABASE_URL: url, PORT: '0', VOUCH_ADMIN_KEY: `vch_${'k'.repeat(40)}`, ...env });
-        expect(await runServe([...args], run.io), run.err()).toBe(0);
+        expect(await serveCommand.run([...args], run.io), run.err()).toBe(0);
         const warning = run
           .out()
           .split('\n')

@@ -65,8 +65,6 @@ check runs before any migration is applied.`,
   },
 });
 
-export const runMigrate = migrateCommand.run;
-
 /** The runtime role to set up, from the flags: the password's variable must be set when named. */
 function runtimeRoleOptions(
   values: { 'runtime-role'?: string; 'runtime-password-env'?: string },

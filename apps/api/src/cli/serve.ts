@@ -58,5 +58,3 @@ pending appends commit, the database closes.`,
     return EXIT.OK;
   },
 });
-
-export const runServe = serveCommand.run;
