@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type VouchApp } from '../app';
 import { createKeyStore } from '../auth/key-store';
 import { recordingIo } from '../testing/cli-io';
-import { runVerifySince } from './verify-since';
+import { verifySinceCommand } from './verify-since';
 
 // `vouch verify --since` at first use (`--init`) against the API: nothing is trusted yet,
 // so a log the server does not know or has not signed is not evidence of a rewrite (exit 2,
@@ -60,7 +60,8 @@ describe.each(testBackends())('vouch verify --since at first use on $name', ({ o
   async function since(file: string, extra: string[] = []) {
     const f = recordingIo({ env: { VOUCH_API_KEY: auditor }, cwd: root });
     const argv = ['--since', file, '--url', 'http://vouch.test', '--public-key', keys.verifierKey, '--json'];
-    const code = await runVerifySince([...argv, ...extra], f.io, {
+    const code = await verifySinceCommand.run([...argv, ...extra], {
+      ...f.io,
       fetch: (input, init) => Promise.resolve(app.request(String(input), init)),
     });
     return { code, json: JSON.parse(f.out()), err: f.err() };

@@ -3,13 +3,7 @@ import { existsSync } from 'node:fs';
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { isAuditError } from '@vouch/audit';
-import {
-  type WitnessFetch,
-  type WitnessOutcome,
-  type WitnessReport,
-  witnessBundle,
-  witnessLog,
-} from '@vouch/audit/witness';
+import { type WitnessOutcome, type WitnessReport, witnessBundle, witnessLog } from '@vouch/audit/witness';
 import { defineCommand, type OptionSpecs, type OptionValues } from './command';
 import { explainFailure } from './errors';
 import { CliError, type CliIo, EXIT } from './io';
@@ -87,16 +81,6 @@ log unknown or unsigned withholds what it signed before: WITHHELD, exit 1.`,
     }
   },
 });
-
-/** What the command may reach besides the file system: injected so tests speak to `app.request`. */
-export interface SinceDeps {
-  fetch: WitnessFetch;
-}
-
-/** `vouch verify --since …` with `deps.fetch` as the network. */
-export function runVerifySince(args: string[], io: CliIo, deps?: SinceDeps): Promise<number> {
-  return verifySinceCommand.run(args, deps ? { ...io, fetch: deps.fetch } : io);
-}
 
 /** Run the witness the flags ask for; save the new checkpoint when it is consistent. */
 async function witness(values: OptionValues<typeof SINCE_OPTIONS>, io: CliIo): Promise<SinceReport> {
