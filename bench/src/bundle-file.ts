@@ -3,7 +3,6 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import {
   BUNDLE_EVENT_FIELDS,
   BUNDLE_FORMAT,
-  CompactRange,
   encodeBundle,
   eventLeafHash,
   generateNoteKeys,
@@ -12,6 +11,7 @@ import {
   signCheckpoint,
   splitLines,
 } from '@vouch/audit';
+import { CompactRange } from '@vouch/audit/merkle';
 
 /** The checkpoint key of every benchmark bundle (generated per run: nothing secret). */
 export interface BundleKeys {

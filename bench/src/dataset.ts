@@ -1,5 +1,4 @@
 import {
-  CompactRange,
   canonicalJson,
   eventHashOf,
   eventLeafHash,
@@ -7,6 +6,7 @@ import {
   payloadHashOf,
   type StoredEvent,
 } from '@vouch/audit';
+import { CompactRange } from '@vouch/audit/merkle';
 import type { Database } from '@vouch/ledger';
 import { payloadSource } from './payloads';
 

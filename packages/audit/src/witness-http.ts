@@ -1,8 +1,19 @@
 import { AuditError } from './errors';
+import {
+  createHttpTransport,
+  type Deadline,
+  type ErrorEnvelope,
+  type HttpFetch,
+  type HttpResponse,
+  type HttpTransport,
+  type RetryOptions,
+  readErrorEnvelope,
+} from './http-transport';
 import { MERKLE_HASH_SIZE } from './merkle-hash';
 
 // How a witness talks to a Vouch server: only the read routes every auditor key may call
-// (`/checkpoint`, `/export`, `/proofs/consistency`), through a fetch the caller passes in,
+// (`/checkpoint`, `/export`, `/proofs/consistency`), through the one HTTP transport
+// (http-transport.ts: time limits, retries of these GETs) over a fetch the caller passes in,
 // so the same code runs in Node, a browser or a test that answers from `app.request`.
 //
 // Every answer is classified once, here:
@@ -10,27 +21,16 @@ import { MERKLE_HASH_SIZE } from './merkle-hash';
 //   returns `WITHHELD`), never "try again later": a cron job that reads a transient
 //   failure as harmless would otherwise never raise the alarm. The one exception is the
 //   caller's to make: at first use nothing was promised yet (see `witnessLog`).
-// - no answer, 5xx, 429: `AuditError` `SERVER_UNREACHABLE` (nothing concluded).
+// - no answer, 5xx, 429 (once the transport's retries ran out): `AuditError`
+//   `SERVER_UNREACHABLE` (nothing concluded).
 // - 400, 401, 403 and other refusals: `AuditError` `SERVER_REFUSED` (fix the key or the
 //   log name; nothing concluded).
 
 /** The part of a `fetch` Response a witness reads; the global `fetch` satisfies it. */
-export interface WitnessResponse {
-  readonly status: number;
-  text(): Promise<string>;
-  readonly body: {
-    getReader(): {
-      read(): Promise<{ done: boolean; value?: Uint8Array }>;
-      cancel(reason?: unknown): Promise<void>;
-    };
-  } | null;
-}
+export type WitnessResponse = HttpResponse;
 
 /** A fetch-like transport: `globalThis.fetch`, or anything that answers the same way. */
-export type WitnessFetch = (
-  url: string,
-  init: { headers: Record<string, string>; signal?: AbortSignal },
-) => Promise<WitnessResponse>;
+export type WitnessFetch = HttpFetch;
 
 /** Where the log lives and how to ask for it. */
 export interface WitnessServer {
@@ -41,6 +41,31 @@ export interface WitnessServer {
   log: string;
   fetch: WitnessFetch;
   signal?: AbortSignal;
+  /** Per-attempt time limit in milliseconds (default 30 000); a streamed body may take longer. */
+  timeoutMs?: number;
+  retry?: RetryOptions;
+}
+
+/** The server and the one transport every request of a check goes through. */
+interface Connection {
+  transport: HttpTransport<HttpResponse>;
+  log: string;
+  signal?: AbortSignal;
+}
+
+/** Open the connection a witness check reads through. */
+export function connect(server: WitnessServer): Connection {
+  return {
+    transport: createHttpTransport({
+      baseUrl: server.url,
+      apiKey: server.apiKey,
+      fetch: server.fetch,
+      ...(server.timeoutMs === undefined ? {} : { timeoutMs: server.timeoutMs }),
+      ...(server.retry === undefined ? {} : { retry: server.retry }),
+    }),
+    log: server.log,
+    ...(server.signal ? { signal: server.signal } : {}),
+  };
 }
 
 /** An answer the server owes and did not give (HTTP 404). */
@@ -69,28 +94,45 @@ export function isWithheld(value: unknown): value is Withheld {
   return typeof value === 'object' && value !== null && (value as Withheld).withheld === true;
 }
 
+interface Answer {
+  response: HttpResponse;
+  deadline: Deadline;
+}
+
 async function request(
-  server: WitnessServer,
+  server: Connection,
   path: string,
+  query: Record<string, number> | undefined,
   accept: string,
   what: string,
-): Promise<WitnessResponse | Withheld> {
-  const base = server.url.replace(/\/+$/, '');
-  const url = `${base}/v1/logs/${encodeURIComponent(server.log)}${path}`;
-  let response: WitnessResponse;
-  try {
-    response = await server.fetch(url, {
-      headers: { authorization: `Bearer ${server.apiKey}`, accept },
-      ...(server.signal ? { signal: server.signal } : {}),
-    });
-  } catch (error) {
-    server.signal?.throwIfAborted();
-    throw new AuditError('SERVER_UNREACHABLE', `cannot reach ${base}: ${(error as Error).message}`, {
-      cause: error,
+): Promise<Answer | Withheld> {
+  const { transport } = server;
+  const sent = await transport.send({
+    method: 'GET',
+    path: `/v1/logs/${encodeURIComponent(server.log)}${path}`,
+    ...(query ? { query } : {}),
+    accept,
+    retry: 'safe',
+    ...(server.signal ? { signal: server.signal } : {}),
+  });
+  if (sent.kind === 'aborted') throw sent.reason;
+  if (sent.kind === 'failed') {
+    const why = sent.timedOut ? `no answer within ${transport.timeoutMs} ms` : (sent.cause as Error)?.message;
+    throw new AuditError('SERVER_UNREACHABLE', `cannot reach ${transport.baseUrl}: ${why}`, {
+      cause: sent.cause,
     });
   }
-  if (response.status >= 200 && response.status < 300) return response;
-  const answer = await errorAnswer(response);
+  const { response, deadline } = sent;
+  if (response.status >= 200 && response.status < 300) return { response, deadline };
+  let envelope: ErrorEnvelope | null;
+  try {
+    envelope = await readErrorEnvelope(response);
+  } finally {
+    deadline.release();
+  }
+  const answer: ErrorAnswer = envelope
+    ? { code: envelope.code, reason: `${envelope.code}: ${envelope.message ?? `HTTP ${response.status}`}` }
+    : { code: null, reason: `HTTP ${response.status}` };
   if (response.status === 404) return withheldAnswer(what, answer);
   const code = response.status >= 500 || response.status === 429 ? 'SERVER_UNREACHABLE' : 'SERVER_REFUSED';
   throw new AuditError(code, `the server did not answer ${what} of log ${server.log} (${answer.reason})`);
@@ -101,20 +143,8 @@ interface ErrorAnswer {
   reason: string;
 }
 
-async function errorAnswer(response: WitnessResponse): Promise<ErrorAnswer> {
-  const text = await response.text().catch(() => '');
-  try {
-    const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
-    const code = body.error?.code;
-    if (typeof code === 'string') return { code, reason: `${code}: ${String(body.error?.message)}` };
-  } catch {
-    // Not our error shape: the status says enough.
-  }
-  return { code: null, reason: `HTTP ${response.status}` };
-}
-
-/** Read a whole body, turning a transfer that breaks off into `SERVER_UNREACHABLE`. */
-async function readText(response: WitnessResponse, base: string): Promise<string> {
+/** Read a whole body within the time limit, turning a transfer that breaks off into `SERVER_UNREACHABLE`. */
+async function readText({ response, deadline }: Answer, base: string): Promise<string> {
   try {
     return await response.text();
   } catch (error) {
@@ -125,13 +155,15 @@ async function readText(response: WitnessResponse, base: string): Promise<string
         cause: error,
       },
     );
+  } finally {
+    deadline.release();
   }
 }
 
 /** The log's latest signed checkpoint note (`Accept: text/plain`), or `Withheld`. */
-export async function fetchLatestCheckpoint(server: WitnessServer): Promise<string | Withheld> {
-  const response = await request(server, '/checkpoint', 'text/plain', 'the latest checkpoint');
-  return isWithheld(response) ? response : readText(response, server.url);
+export async function fetchLatestCheckpoint(server: Connection): Promise<string | Withheld> {
+  const answer = await request(server, '/checkpoint', undefined, 'text/plain', 'the latest checkpoint');
+  return isWithheld(answer) ? answer : readText(answer, server.transport.baseUrl);
 }
 
 /**
@@ -140,20 +172,21 @@ export async function fetchLatestCheckpoint(server: WitnessServer): Promise<stri
  * as malformed: the server is not trusted to send well-formed proofs either.
  */
 export async function fetchConsistencyProof(
-  server: WitnessServer,
+  server: Connection,
   first: number,
   second: number,
 ): Promise<Uint8Array[] | Withheld> {
-  const response = await request(
+  const answer = await request(
     server,
-    `/proofs/consistency?first=${first}&second=${second}`,
+    '/proofs/consistency',
+    { first, second },
     'application/json',
     `a consistency proof from ${first} to ${second} events`,
   );
-  if (isWithheld(response)) return response;
+  if (isWithheld(answer)) return answer;
   let body: { proof?: unknown };
   try {
-    body = JSON.parse(await readText(response, server.url)) as { proof?: unknown };
+    body = JSON.parse(await readText(answer, server.transport.baseUrl)) as { proof?: unknown };
   } catch {
     body = {};
   }
@@ -176,15 +209,17 @@ function hexNode(text: string): Uint8Array {
  * `SERVER_UNREACHABLE`; one that ends early is simply fewer lines, which the caller judges.
  */
 export async function fetchEventLines(
-  server: WitnessServer,
+  server: Connection,
   limit: number,
 ): Promise<AsyncGenerator<string> | Withheld> {
-  const response = await request(server, '/export', 'application/jsonl', 'its events');
-  if (isWithheld(response)) return response;
-  return eventLines(response, limit, server.url);
+  const answer = await request(server, '/export', undefined, 'application/jsonl', 'its events');
+  if (isWithheld(answer)) return answer;
+  // The headers came in time; the events stream for as long as they take.
+  answer.deadline.stop();
+  return eventLines(answer.response, limit, server.transport.baseUrl);
 }
 
-async function* eventLines(response: WitnessResponse, limit: number, base: string): AsyncGenerator<string> {
+async function* eventLines(response: HttpResponse, limit: number, base: string): AsyncGenerator<string> {
   const reader = response.body?.getReader();
   if (reader === undefined) return;
   // Invalid UTF-8 becomes U+FFFD, which cannot hash to what the ledger hashed: the chain

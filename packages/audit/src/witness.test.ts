@@ -320,6 +320,20 @@ describe('witnessLog', () => {
     });
   });
 
+  describe('when the server is briefly unavailable', () => {
+    it('asks again and concludes once it answers', async () => {
+      const served = serve({ events: log });
+      let calls = 0;
+      const flaky: WitnessFetch = (url, init) =>
+        ++calls <= 2 ? Promise.resolve(new Response('busy', { status: 503 })) : served.fetch(url, init);
+      const { report } = await witness({ ...served, fetch: flaky }, trustedAt4, {
+        retry: { minDelayMs: 1, maxDelayMs: 5 },
+      });
+      expect(report.status).toBe('CONSISTENT');
+      expect(calls).toBeGreaterThan(2);
+    });
+  });
+
   describe('when nothing can be concluded', () => {
     it.each([
       [500, 'SERVER_UNREACHABLE'],
@@ -340,6 +354,18 @@ describe('witnessLog', () => {
       expect(await rejection(witness(serve({ events: log, breakAfterChunks: 5 }), trustedAt4))).toBe(
         'SERVER_UNREACHABLE',
       );
+    });
+
+    it('throws SERVER_UNREACHABLE when the server does not answer within timeoutMs', async () => {
+      const silent: WitnessFetch = (_url, init) =>
+        new Promise((_, reject) => init.signal.addEventListener('abort', () => reject(init.signal.reason)));
+      const started = Date.now();
+      const outcome = witness({ ...serve({ events: log }), fetch: silent }, trustedAt4, {
+        timeoutMs: 20,
+        retry: { attempts: 2, minDelayMs: 1, maxDelayMs: 1 },
+      });
+      expect(await rejection(outcome)).toBe('SERVER_UNREACHABLE');
+      expect(Date.now() - started).toBeLessThan(5_000);
     });
 
     it('throws TRUSTED_CHECKPOINT_INVALID for a trusted note no given key signed', async () => {

@@ -7,6 +7,7 @@ import { bytesEqual } from './merkle-hash';
 import { verifyConsistency } from './merkle-verify';
 import type { NoteVerifier } from './note-keys';
 import {
+  connect,
   fetchConsistencyProof,
   fetchEventLines,
   fetchLatestCheckpoint,
@@ -136,13 +137,15 @@ export async function witnessLog(options: WitnessLogOptions): Promise<WitnessOut
   const { verifiers } = options;
   const trusted = options.trusted === null ? null : openTrusted(options.trusted, verifiers);
   const log = options.log ?? logOfOrigin(trusted!.origin);
-  const server: WitnessServer = {
+  const server = connect({
     url: options.url,
     apiKey: options.apiKey,
     log,
     fetch: options.fetch,
     ...(options.signal ? { signal: options.signal } : {}),
-  };
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(options.retry === undefined ? {} : { retry: options.retry }),
+  });
   const base: Omit<WitnessReport, 'ok' | 'status' | 'message'> = {
     log,
     trusted: trusted && view(trusted),

@@ -1,4 +1,5 @@
-import { type ChainFailure, EMPTY_TREE_ROOT, foldFromRight, MerkleHasher } from '@vouch/audit';
+import type { ChainFailure } from '@vouch/audit';
+import { EMPTY_TREE_ROOT, foldFromRight, MerkleHasher } from '@vouch/audit/merkle';
 import { sql } from 'drizzle-orm';
 import type { Database } from './database';
 import { startTreeHashingWorker, type TreeHashingWorker } from './merkle/tree-hashing-worker';

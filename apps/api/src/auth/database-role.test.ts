@@ -4,11 +4,11 @@ import { createTestDatabase } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CliIo } from '../cli/io';
-import { runMigrate } from '../cli/migrate';
-import { runServe } from '../cli/serve';
+import { migrateCommand } from '../cli/migrate';
+import { serveCommand } from '../cli/serve';
 import { createMemoryLogger } from '../logger';
 import { createHarness, type Harness } from '../testing/app-harness';
+import { recordingIo } from '../testing/cli-io';
 import { prepareDatabase } from './database-role';
 
 // The runtime role only exists on a real Postgres: PGlite is embedded and has one user.
@@ -225,19 +225,8 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
   });
 
   describe('when the operator sets it up with the CLI', () => {
-    const cli = (env: NodeJS.ProcessEnv) => {
-      const out: string[] = [];
-      const err: string[] = [];
-      const io: CliIo = {
-        out: (t) => out.push(t),
-        err: (t) => err.push(t),
-        env,
-        cwd: process.cwd(),
-        interactive: false,
-        stopRequested: () => Promise.resolve('SIGTERM'),
-      };
-      return { io, out: () => out.join(''), err: () => err.join('') };
-    };
+    const cli = (env: NodeJS.ProcessEnv) =>
+      recordingIo({ env, cwd: process.cwd(), stop: Promise.resolve('SIGTERM') });
     const cliRole = `${role}_cli`;
     let url: string;
     let dropCli: () => Promise<void>;
@@ -255,7 +244,7 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
 
     it('vouch serve refuses a database that was never migrated, naming vouch migrate', async () => {
       const run = cli({ DATABASE_URL: url, PORT: '0' });
-      expect(await runServe([], run.io)).toBe(2);
+      expect(await serveCommand.run([], run.io)).toBe(2);
       expect(run.err()).toMatch(/MIGRATIONS_PENDING.*vouch migrate/);
     });
 
@@ -263,7 +252,7 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
       for (const pass of [1, 2]) {
         const run = cli({ DATABASE_URL: url, VOUCH_APP_PASSWORD: password });
         expect(
-          await runMigrate(
+          await migrateCommand.run(
             ['--runtime-role', cliRole, '--runtime-password-env', 'VOUCH_APP_PASSWORD'],
             run.io,
           ),
@@ -283,7 +272,7 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
         await app.close();
       }
       const owned = cli({ DATABASE_URL: url, PORT: '0' });
-      expect(await runServe([], owned.io)).toBe(2);
+      expect(await serveCommand.run([], owned.io)).toBe(2);
       expect(owned.err()).toMatch(/is a superuser|owns/);
       expect(owned.err()).toContain('--allow-owner-role');
     });
@@ -294,7 +283,7 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
         [[], { VOUCH_ALLOW_OWNER_ROLE: '1' }, 'VOUCH_ALLOW_OWNER_ROLE'],
       ] as const) {
         const run = cli({ DATABASE_URL: url, PORT: '0', VOUCH_ADMIN_KEY: `vch_${'k'.repeat(40)}`, ...env });
-        expect(await runServe([...args], run.io), run.err()).toBe(0);
+        expect(await serveCommand.run([...args], run.io), run.err()).toBe(0);
         const warning = run
           .out()
           .split('\n')

@@ -6,47 +6,18 @@ import { tamper } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../auth/api-key';
-import type { CliIo } from './io';
+import { recordingIo, runVouch } from '../testing/cli-io';
 import { runCli } from './main';
 
 let root: string;
 let dataDir: string;
 
 function fakeIo(env: NodeJS.ProcessEnv = {}, stop?: Promise<string>) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const waiters: Array<{ pattern: RegExp; resolve: (match: RegExpExecArray) => void }> = [];
-  const io: CliIo = {
-    out: (t) => {
-      out.push(t);
-      for (const waiter of [...waiters]) {
-        const match = waiter.pattern.exec(out.join(''));
-        if (match) {
-          waiters.splice(waiters.indexOf(waiter), 1);
-          waiter.resolve(match);
-        }
-      }
-    },
-    err: (t) => err.push(t),
-    env: { VOUCH_DATA_DIR: dataDir, ...env },
-    cwd: root,
-    interactive: false,
-    stopRequested: () => stop ?? new Promise(() => {}),
-  };
-  /** Resolves when stdout matches `pattern` (no polling: checked on every write). */
-  const waitForOut = (pattern: RegExp) =>
-    new Promise<RegExpExecArray>((resolve) => {
-      const match = pattern.exec(out.join(''));
-      if (match) resolve(match);
-      else waiters.push({ pattern, resolve });
-    });
-  return { io, out: () => out.join(''), err: () => err.join(''), waitForOut };
+  return recordingIo({ env: { VOUCH_DATA_DIR: dataDir, ...env }, cwd: root, ...(stop ? { stop } : {}) });
 }
 
-async function run(argv: string[], env?: NodeJS.ProcessEnv) {
-  const f = fakeIo(env);
-  const code = await runCli(argv, f.io);
-  return { code, out: f.out(), err: f.err() };
+function run(argv: string[], env?: NodeJS.ProcessEnv) {
+  return runVouch(argv, { env: { VOUCH_DATA_DIR: dataDir, ...env }, cwd: root });
 }
 
 beforeAll(() => {

@@ -33,7 +33,8 @@ export function explainFailure(error: unknown, target?: DatabaseTarget): string 
           : 'Check DATABASE_URL and that Postgres is running and reachable.';
     return `cannot use ${where}: ${err.message}${causeText(err.cause)}. ${hint}`;
   }
-  if (err?.name === 'ApiError' || err?.name === 'LedgerError') return `${err.code}: ${err.message}`;
+  if (err?.name === 'ApiError' || err?.name === 'LedgerError' || err?.name === 'AuditError')
+    return `${err.code}: ${err.message}`;
   // Verifier configuration errors name the file and the field (a JSON Pointer) to fix.
   if (err?.name === 'VerifierError') return `verifier configuration: ${err.code}: ${err.message}`;
   return `unexpected error: ${safeText(error)}`;

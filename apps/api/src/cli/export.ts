@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { encodeBundle, type StoredEvent } from '@vouch/audit';
 import {
   createLedger,
@@ -17,12 +16,14 @@ import { openTarget } from '../open-target';
 import { LogIdSchema } from '../schemas/common';
 import { transparencyConfig } from '../transparency/config';
 import { loadLogKeys } from '../transparency/log-keys';
-import { explainFailure } from './errors';
+import { defineCommand } from './command';
 import { CliError, type CliIo, EXIT } from './io';
 
-export const EXPORT_USAGE = `vouch export --log L > bundle.jsonl
-
-Write a self-contained audit bundle of log L to stdout (format vouch-bundle/1: a header,
+/** `vouch export`: exit 0 with the bundle on stdout, 2 for usage or connection errors or an unknown log. */
+export const exportCommand = defineCommand({
+  name: 'vouch export',
+  synopsis: 'vouch export --log L > bundle.jsonl',
+  description: `Write a self-contained audit bundle of log L to stdout (format vouch-bundle/1: a header,
 every event as one JSON line, then a signed checkpoint at exactly the exported size; see
 docs/transparency.md). An auditor verifies it offline with
 \`vouch verify --bundle FILE --public-key KEY\`.
@@ -30,93 +31,89 @@ docs/transparency.md). An auditor verifies it offline with
 The checkpoint is signed at the current head with the log signing key (VOUCH_LOG_SIGNING_KEY,
 or the PGlite data directory's key). Without a key, the bundle ends at the latest stored
 checkpoint. Reads straight from the database (DATABASE_URL or VOUCH_DATA_DIR) with constant
-memory; progress goes to stderr.
-
-  --log L   the log to export (required; a log id with no events is an error, exit 2)`;
-
-/** Chunks written to stdout: big enough to be cheap, small enough to keep memory flat. */
-const CHUNK_CHARS = 64 * 1024;
-const PROGRESS_EVERY = 10_000;
-
-/** `vouch export`: exit 0 with the bundle on stdout, 2 for usage or connection errors or an unknown log. */
-export async function runExport(args: string[], io: CliIo): Promise<number> {
-  let values: { log?: string; help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: { log: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-      strict: true,
-    }));
-  } catch (error) {
-    io.err(`vouch export: ${(error as Error).message}\n\n${EXPORT_USAGE}\n`);
-    return EXIT.USAGE;
-  }
-  if (values.help) {
-    io.out(`${EXPORT_USAGE}\n`);
-    return EXIT.OK;
-  }
-  const target = databaseTarget(io.env, io.cwd);
-  let database: Database | undefined;
-  let ledger: Ledger | undefined;
-  try {
+memory; progress goes to stderr.`,
+  options: {
+    log: {
+      type: 'string',
+      value: 'L',
+      required: true,
+      help: 'the log to export (required; a log id with no events is an error, exit 2)',
+    },
+  },
+  async action({ values }, io) {
     const log = values.log;
     if (log === undefined) throw new CliError('--log L is required: a bundle holds one log');
     if (!LogIdSchema.safeParse(log).success) throw new CliError(`--log ${log} is not a log id`);
+    const target = databaseTarget(io.env, io.cwd);
     const keys = loadLogKeys(transparencyConfig(io.env), target);
     if (target.kind === 'pglite' && !existsSync(target.dataDir)) {
       throw new CliError(`no data directory at ${target.dataDir}: set VOUCH_DATA_DIR (or DATABASE_URL)`);
     }
-    database = await openTarget(target);
-    const { applied } = await migrationStatus(database);
-    if (applied === 0) throw new CliError(`${describeTarget(target)} has no Vouch schema`);
-    // Before anything is signed: a typo must not come back as a signed empty log.
-    await requireLog(database, log);
-    ledger = createLedger(database);
+    let database: Database | undefined;
+    let ledger: Ledger | undefined;
+    try {
+      database = await openTarget(target);
+      const { applied } = await migrationStatus(database);
+      if (applied === 0) throw new CliError(`${describeTarget(target)} has no Vouch schema`);
+      // Before anything is signed: a typo must not come back as a signed empty log.
+      await requireLog(database, log);
+      ledger = createLedger(database);
+      const checkpoint = await checkpointToExport(io, database, log, keys);
+      await writeBundle(io, log, checkpoint, ledger.streamEvents(log));
+      return EXIT.OK;
+    } finally {
+      await ledger?.close().catch(() => {});
+      await database?.close().catch(() => {});
+    }
+  },
+});
 
-    const checkpoint = await checkpointToExport(io, database, log, keys);
-    const origin = checkpoint.note.slice(0, checkpoint.note.indexOf('\n'));
-    let exported = 0;
-    const progress = (done: boolean) => {
-      if (io.interactive)
-        io.err(`\rexporting log ${log}: ${exported.toLocaleString('en-US')} events${done ? '\n' : ''}`);
-      else if (done || exported % PROGRESS_EVERY === 0) io.err(`exporting log ${log}: ${exported} events\n`);
-    };
-    const events = upTo(ledger.streamEvents(log), checkpoint.treeSize, () => {
-      exported++;
-      if (exported % PROGRESS_EVERY === 0) progress(false);
-    });
-    let chunk = '';
-    for await (const line of encodeBundle({
-      log,
-      origin,
-      treeSize: checkpoint.treeSize,
-      checkpoint: checkpoint.note,
-      events,
-      extra: { exportedAt: new Date().toISOString() },
-    })) {
-      chunk += `${line}\n`;
-      if (chunk.length >= CHUNK_CHARS) {
-        io.out(chunk);
-        chunk = '';
-      }
+/** Write the bundle of `log` up to `checkpoint` to stdout in chunks, with progress on stderr. */
+async function writeBundle(
+  io: CliIo,
+  log: string,
+  checkpoint: StoredCheckpoint,
+  stream: AsyncIterable<StoredEvent>,
+): Promise<void> {
+  const origin = checkpoint.note.slice(0, checkpoint.note.indexOf('\n'));
+  let exported = 0;
+  const progress = (done: boolean) => {
+    if (io.interactive)
+      io.err(`\rexporting log ${log}: ${exported.toLocaleString('en-US')} events${done ? '\n' : ''}`);
+    else if (done || exported % PROGRESS_EVERY === 0) io.err(`exporting log ${log}: ${exported} events\n`);
+  };
+  const events = upTo(stream, checkpoint.treeSize, () => {
+    exported++;
+    if (exported % PROGRESS_EVERY === 0) progress(false);
+  });
+  let chunk = '';
+  for await (const line of encodeBundle({
+    log,
+    origin,
+    treeSize: checkpoint.treeSize,
+    checkpoint: checkpoint.note,
+    events,
+    extra: { exportedAt: new Date().toISOString() },
+  })) {
+    chunk += `${line}\n`;
+    if (chunk.length >= CHUNK_CHARS) {
+      io.out(chunk);
+      chunk = '';
     }
-    io.out(chunk);
-    if (exported !== checkpoint.treeSize) {
-      // The chain has a gap or ends early: the bundle is written, and verify will say where.
-      io.err(
-        `vouch export: the log holds ${exported} of the ${checkpoint.treeSize} events its checkpoint covers\n`,
-      );
-    }
-    progress(true);
-    return EXIT.OK;
-  } catch (error) {
-    io.err(`vouch export: ${explainFailure(error, target)}\n`);
-    return EXIT.USAGE;
-  } finally {
-    await ledger?.close().catch(() => {});
-    await database?.close().catch(() => {});
   }
+  io.out(chunk);
+  if (exported !== checkpoint.treeSize) {
+    // The chain has a gap or ends early: the bundle is written, and verify will say where.
+    io.err(
+      `vouch export: the log holds ${exported} of the ${checkpoint.treeSize} events its checkpoint covers\n`,
+    );
+  }
+  progress(true);
 }
+
+/** Chunks written to stdout: big enough to be cheap, small enough to keep memory flat. */
+const CHUNK_CHARS = 64 * 1024;
+const PROGRESS_EVERY = 10_000;
 
 /**
  * A checkpoint at the head when this process can sign one, otherwise the latest stored one:

@@ -1,3 +1,5 @@
+import type { WitnessFetch } from '@vouch/audit/witness';
+
 /** What a CLI command may touch, injected so tests run commands in-process without a console. */
 export interface CliIo {
   /** Write to standard output (the result a script consumes). */
@@ -10,6 +12,8 @@ export interface CliIo {
   interactive: boolean;
   /** Resolves with the signal name when the process is asked to stop (SIGTERM, SIGINT). */
   stopRequested(): Promise<string>;
+  /** The network for commands that reach a server (default: the global `fetch`); tests pass `app.request`. */
+  fetch?: WitnessFetch;
 }
 
 /** Exit codes of every `vouch` command. */

@@ -3,8 +3,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CliIo } from './io';
-import { runCli } from './main';
+import { runVouch } from '../testing/cli-io';
 
 // `vouch serve` on a fresh install must not leave half an install behind when it cannot
 // start: settings are checked before the data directory is touched, and the first admin key
@@ -19,19 +18,8 @@ afterAll(() => {
 });
 
 /** Run `vouch serve`; it stops as soon as it has started (a SIGTERM already pending). */
-async function serve(env: NodeJS.ProcessEnv) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIo = {
-    out: (t) => out.push(t),
-    err: (t) => err.push(t),
-    env,
-    cwd: root,
-    interactive: false,
-    stopRequested: () => Promise.resolve('SIGTERM'),
-  };
-  const code = await runCli(['serve'], io);
-  return { code, out: out.join(''), err: err.join('') };
+function serve(env: NodeJS.ProcessEnv) {
+  return runVouch(['serve'], { env, cwd: root, stop: Promise.resolve('SIGTERM') });
 }
 
 const ANNOUNCED = 'created the first admin API key';

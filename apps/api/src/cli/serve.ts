@@ -1,73 +1,47 @@
-import { parseArgs } from 'node:util';
 import { serveConfig } from '../config';
 import { createJsonLogger } from '../logger';
 import { startServer } from '../server';
-import { explainFailure } from './errors';
-import { type CliIo, EXIT } from './io';
+import { defineCommand } from './command';
+import { EXIT } from './io';
 
-export const SERVE_USAGE = `vouch serve [--port N] [--host H] [--migrate] [--allow-owner-role]
-
-Run the HTTP API. Storage: DATABASE_URL (Postgres) or embedded PGlite in VOUCH_DATA_DIR
+/** `vouch serve`: resolves when the server has stopped after SIGTERM/SIGINT. */
+export const serveCommand = defineCommand({
+  name: 'vouch serve',
+  description: `Run the HTTP API. Storage: DATABASE_URL (Postgres) or embedded PGlite in VOUCH_DATA_DIR
 (default ./.vouch/data; PGlite runs with fsync off: for trying Vouch and for tests, not for
 production). Logs one JSON object per line on stdout.
 
 On PGlite, migrations are applied first. On Postgres, serve connects as the runtime role
 (\`vouch migrate --runtime-role\` creates it): it does not migrate, refuses a schema that is
 not current, and refuses a role that is a superuser or owns the ledger tables (such a role
-can disable the append-only triggers).
-
-  --port N             listen port (default PORT, else 8787; 0 picks a free port)
-  --host H             listen address (default HOST, else 127.0.0.1)
-  --migrate            Postgres: apply migrations first (VOUCH_MIGRATE=1); needs the owner role
-  --allow-owner-role   Postgres: serve as a superuser or table owner anyway, and log that
-                       (VOUCH_ALLOW_OWNER_ROLE=1); for development, not for production
-
-Verifiers: VOUCH_CONFIG names a vouch.config.json (or .ts); else ./vouch.config.json is
+can disable the append-only triggers).`,
+  options: {
+    port: { type: 'string', value: 'N', help: 'listen port (default PORT, else 8787; 0 picks a free port)' },
+    host: { type: 'string', value: 'H', help: 'listen address (default HOST, else 127.0.0.1)' },
+    migrate: {
+      type: 'boolean',
+      help: 'Postgres: apply migrations first (VOUCH_MIGRATE=1); needs the owner role',
+    },
+    'allow-owner-role': {
+      type: 'boolean',
+      help: 'Postgres: serve as a superuser or table owner anyway, and log that\n(VOUCH_ALLOW_OWNER_ROLE=1); for development, not for production',
+    },
+  },
+  footer: `Verifiers: VOUCH_CONFIG names a vouch.config.json (or .ts); else ./vouch.config.json is
 used when it exists. Every verifier and its options are validated at startup.
 
 On a fresh install the first admin key is printed once on stderr, or taken from
 VOUCH_ADMIN_KEY. SIGTERM/SIGINT stop gracefully: no new requests, in-flight ones finish,
-pending appends commit, the database closes.`;
-
-/** `vouch serve`: resolves when the server has stopped after SIGTERM/SIGINT. */
-export async function runServe(args: string[], io: CliIo): Promise<number> {
-  let values: {
-    port?: string;
-    host?: string;
-    migrate?: boolean;
-    'allow-owner-role'?: boolean;
-    help?: boolean;
-  };
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        port: { type: 'string' },
-        host: { type: 'string' },
-        migrate: { type: 'boolean' },
-        'allow-owner-role': { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    }));
-  } catch (error) {
-    io.err(`vouch serve: ${(error as Error).message}\n\n${SERVE_USAGE}\n`);
-    return EXIT.USAGE;
-  }
-  if (values.help) {
-    io.out(`${SERVE_USAGE}\n`);
-    return EXIT.OK;
-  }
-  const env = {
-    ...io.env,
-    ...(values.port === undefined ? {} : { PORT: values.port }),
-    ...(values.host === undefined ? {} : { HOST: values.host }),
-    ...(values.migrate ? { VOUCH_MIGRATE: '1' } : {}),
-  };
-  let config: ReturnType<typeof serveConfig> | undefined;
-  const logger = createJsonLogger((line) => io.out(line));
-  try {
-    config = serveConfig(env, io.cwd);
+pending appends commit, the database closes.`,
+  async action({ values }, io) {
+    const env = {
+      ...io.env,
+      ...(values.port === undefined ? {} : { PORT: values.port }),
+      ...(values.host === undefined ? {} : { HOST: values.host }),
+      ...(values.migrate ? { VOUCH_MIGRATE: '1' } : {}),
+    };
+    const logger = createJsonLogger((line) => io.out(line));
+    let config = serveConfig(env, io.cwd);
     if (values['allow-owner-role'])
       config = { ...config, allowOwnerRole: true, allowOwnerRoleBy: '--allow-owner-role' };
     const server = await startServer({
@@ -82,8 +56,5 @@ export async function runServe(args: string[], io: CliIo): Promise<number> {
     logger.info('signal received', { signal });
     await server.close();
     return EXIT.OK;
-  } catch (error) {
-    io.err(`vouch serve: ${explainFailure(error, config?.database)}\n`);
-    return EXIT.USAGE;
-  }
-}
+  },
+});

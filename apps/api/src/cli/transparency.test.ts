@@ -15,9 +15,8 @@ import { createTestDatabase, testBackends } from '@vouch/ledger/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type VouchApp } from '../app';
 import { createKeyStore } from '../auth/key-store';
-import type { CliIo } from './io';
-import { runCli } from './main';
-import { runVerifySince } from './verify-since';
+import { recordingIo, runVouch } from '../testing/cli-io';
+import { verifySinceCommand } from './verify-since';
 
 let root: string;
 
@@ -28,24 +27,10 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function fakeIo(env: NodeJS.ProcessEnv) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIo = {
-    out: (t) => out.push(t),
-    err: (t) => err.push(t),
-    env,
-    cwd: root,
-    interactive: false,
-    stopRequested: () => new Promise(() => {}),
-  };
-  return { io, out: () => out.join(''), err: () => err.join('') };
-}
+const fakeIo = (env: NodeJS.ProcessEnv) => recordingIo({ env, cwd: root });
 
-async function run(argv: string[], env: NodeJS.ProcessEnv = {}) {
-  const f = fakeIo(env);
-  const code = await runCli(argv, f.io);
-  return { code, out: f.out(), err: f.err() };
+function run(argv: string[], env: NodeJS.ProcessEnv = {}) {
+  return runVouch(argv, { env, cwd: root });
 }
 
 const note = (log: string, i: number) => ({
@@ -252,7 +237,7 @@ describe('vouch verify --since against a server', () => {
       '--json',
       ...extra,
     ];
-    const code = await runVerifySince(argv, f.io, { fetch: fetchFromApp });
+    const code = await verifySinceCommand.run(argv, { ...f.io, fetch: fetchFromApp });
     return { code, out: f.out(), err: f.err(), report: code === 2 ? null : JSON.parse(f.out()) };
   }
 
@@ -369,7 +354,8 @@ describe('vouch verify --since against a server', () => {
       serving = 'orders';
       const f = fakeIo({ VOUCH_API_KEY: 'vch_not_a_key' });
       const argv = ['--since', join(root, 'init.checkpoint'), '--url', 'http://vouch.test', '--json'];
-      const code = await runVerifySince([...argv, '--public-key', keys.verifierKey], f.io, {
+      const code = await verifySinceCommand.run([...argv, '--public-key', keys.verifierKey], {
+        ...f.io,
         fetch: fetchFromApp,
       });
       expect(code).toBe(2);
@@ -401,7 +387,7 @@ describe('vouch verify --since against a server', () => {
       await since(file, ['--init', '--log', 'orders']);
       const f = fakeIo({ VOUCH_API_KEY: auditor });
       const argv = ['--since', file, '--url', 'http://vouch.test', '--public-key', keys.verifierKey];
-      expect(await runVerifySince(argv, f.io, { fetch: fetchFromApp })).toBe(0);
+      expect(await verifySinceCommand.run(argv, { ...f.io, fetch: fetchFromApp })).toBe(0);
       expect(f.out()).toMatch(/^log orders: CONSISTENT — unchanged at \d+ events\n {2}trusted: /);
       expect(f.out()).toMatch(/checked: \d+ events recomputed/);
     });
@@ -413,7 +399,7 @@ describe('vouch verify --since against a server', () => {
       async (extra) => {
         const f = fakeIo({});
         const argv = ['--since', join(root, 'nothing'), '--public-key', keys.verifierKey, ...extra];
-        expect(await runVerifySince(argv, f.io, { fetch: fetchFromApp })).toBe(2);
+        expect(await verifySinceCommand.run(argv, { ...f.io, fetch: fetchFromApp })).toBe(2);
       },
     );
 
@@ -423,7 +409,7 @@ describe('vouch verify --since against a server', () => {
       const f = fakeIo({ VOUCH_API_KEY: auditor });
       const other = generateNoteKeys('audit.example/v').verifierKey;
       const argv = ['--since', file, '--url', 'http://vouch.test', '--public-key', other];
-      expect(await runVerifySince(argv, f.io, { fetch: fetchFromApp })).toBe(2);
+      expect(await verifySinceCommand.run(argv, { ...f.io, fetch: fetchFromApp })).toBe(2);
     });
   });
 });

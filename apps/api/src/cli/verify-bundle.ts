@@ -1,5 +1,4 @@
 import { createReadStream, existsSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import {
   type BundleReport,
   type NoteVerifier,
@@ -7,25 +6,24 @@ import {
   splitLines,
   verifyBundle,
 } from '@vouch/audit';
-import { explainFailure } from './errors';
+import { defineCommand, type OptionSpec } from './command';
 import { CliError, type CliIo, EXIT } from './io';
 
-export const VERIFY_BUNDLE_USAGE = `vouch verify --bundle FILE --public-key KEY [--public-key KEY…] [--origin O] [--log L] [--json]
-
-Verify an exported bundle offline, with no database and without trusting the server:
-every payload hash, event hash and chain link is recomputed, the Merkle root is rebuilt
-from the events and must equal the root of the bundle's checkpoint, whose signature must
-verify under one of the public keys you trust (from \`vouch keys log-public\`; keys you
-do not pass are ignored, which is how a key rotation works).
-
-  --public-key KEY  a log verifier key <name>+<id>+<base64> (repeatable)
-  --origin O        the checkpoint origin you expect (default: the bundle header's)
-  --log L           the log id you expect (default: the bundle header's)
-  --json            print the report as JSON on stdout
-
-Exit 0: intact. Exit 1: broken (every problem is listed). Exit 2: usage error or unreadable file.`;
-
 const PROGRESS_EVERY = 10_000;
+
+/** `--public-key`, as every auditor command takes it. */
+export const PUBLIC_KEY_OPTION = {
+  type: 'string',
+  value: 'KEY',
+  multiple: true,
+  help: 'a log verifier key <name>+<id>+<base64> you trust (repeatable;\nunknown keys are ignored)',
+} as const satisfies OptionSpec;
+
+/** `--json`: the report as JSON on stdout. */
+export const JSON_OPTION = {
+  type: 'boolean',
+  help: 'print the report as JSON on stdout',
+} as const satisfies OptionSpec;
 
 /** The public keys from `--public-key` options; `CliError` for one that does not parse. */
 export function parseVerifierKeys(keys: readonly string[] | undefined): NoteVerifier[] {
@@ -81,37 +79,27 @@ export function describeBundleReport(report: BundleReport): string {
 }
 
 /** `vouch verify --bundle`: exit 0 intact, 1 broken, 2 usage or unreadable file. */
-export async function runVerifyBundle(args: string[], io: CliIo): Promise<number> {
-  let values: {
-    bundle?: string;
-    'public-key'?: string[];
-    origin?: string;
-    log?: string;
-    json?: boolean;
-    help?: boolean;
-  };
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        bundle: { type: 'string' },
-        'public-key': { type: 'string', multiple: true },
-        origin: { type: 'string' },
-        log: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    }));
-  } catch (error) {
-    io.err(`vouch verify: ${(error as Error).message}\n\n${VERIFY_BUNDLE_USAGE}\n`);
-    return EXIT.USAGE;
-  }
-  if (values.help) {
-    io.out(`${VERIFY_BUNDLE_USAGE}\n`);
-    return EXIT.OK;
-  }
-  try {
+export const verifyBundleCommand = defineCommand({
+  name: 'vouch verify',
+  synopsis: 'vouch verify --bundle FILE --public-key KEY [--public-key KEY…] [--origin O] [--log L] [--json]',
+  description: `Verify an exported bundle offline, with no database and without trusting the server:
+every payload hash, event hash and chain link is recomputed, the Merkle root is rebuilt
+from the events and must equal the root of the bundle's checkpoint, whose signature must
+verify under one of the public keys you trust (from \`vouch keys log-public\`; keys you
+do not pass are ignored, which is how a key rotation works).`,
+  options: {
+    bundle: { type: 'string', value: 'FILE', required: true, help: 'the bundle file (vouch export)' },
+    'public-key': PUBLIC_KEY_OPTION,
+    origin: {
+      type: 'string',
+      value: 'O',
+      help: "the checkpoint origin you expect (default: the bundle header's)",
+    },
+    log: { type: 'string', value: 'L', help: "the log id you expect (default: the bundle header's)" },
+    json: JSON_OPTION,
+  },
+  footer: 'Exit 0: intact. Exit 1: broken (every problem is listed). Exit 2: usage error or unreadable file.',
+  async action({ values }, io) {
     if (!values.bundle) throw new CliError('--bundle FILE is required');
     const verifiers = parseVerifierKeys(values['public-key']);
     const progress = bundleProgress(io, `verifying ${values.bundle}`);
@@ -125,8 +113,5 @@ export async function runVerifyBundle(args: string[], io: CliIo): Promise<number
     progress.done();
     io.out(values.json ? `${JSON.stringify(report, null, 2)}\n` : describeBundleReport(report));
     return report.ok ? EXIT.OK : EXIT.BROKEN;
-  } catch (error) {
-    io.err(`vouch verify: ${explainFailure(error)}\n`);
-    return EXIT.USAGE;
-  }
-}
+  },
+});

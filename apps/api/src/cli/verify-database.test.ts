@@ -14,8 +14,7 @@ import {
 import { createTestDatabase, editCheckpoint, editMerkleNode, rewriteEvent } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CliIo } from './io';
-import { runCli } from './main';
+import { runVouch } from '../testing/cli-io';
 
 // `vouch verify` and `vouch export` against a database an owner has tampered with: the
 // attacks of the threat model (docs/chain.md), each caught with its code and exit 1.
@@ -28,19 +27,8 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-async function run(argv: string[], env: NodeJS.ProcessEnv) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIo = {
-    out: (t) => out.push(t),
-    err: (t) => err.push(t),
-    env,
-    cwd: root,
-    interactive: false,
-    stopRequested: () => new Promise(() => {}),
-  };
-  const code = await runCli(argv, io);
-  return { code, out: out.join(''), err: err.join('') };
+function run(argv: string[], env: NodeJS.ProcessEnv) {
+  return runVouch(argv, { env, cwd: root });
 }
 
 interface Storage {

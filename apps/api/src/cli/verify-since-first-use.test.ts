@@ -15,8 +15,8 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type VouchApp } from '../app';
 import { createKeyStore } from '../auth/key-store';
-import type { CliIo } from './io';
-import { runVerifySince } from './verify-since';
+import { recordingIo } from '../testing/cli-io';
+import { verifySinceCommand } from './verify-since';
 
 // `vouch verify --since` at first use (`--init`) against the API: nothing is trusted yet,
 // so a log the server does not know or has not signed is not evidence of a rewrite (exit 2,
@@ -58,21 +58,13 @@ describe.each(testBackends())('vouch verify --since at first use on $name', ({ o
   });
 
   async function since(file: string, extra: string[] = []) {
-    const out: string[] = [];
-    const err: string[] = [];
-    const io: CliIo = {
-      out: (t) => out.push(t),
-      err: (t) => err.push(t),
-      env: { VOUCH_API_KEY: auditor },
-      cwd: root,
-      interactive: false,
-      stopRequested: () => new Promise(() => {}),
-    };
+    const f = recordingIo({ env: { VOUCH_API_KEY: auditor }, cwd: root });
     const argv = ['--since', file, '--url', 'http://vouch.test', '--public-key', keys.verifierKey, '--json'];
-    const code = await runVerifySince([...argv, ...extra], io, {
+    const code = await verifySinceCommand.run([...argv, ...extra], {
+      ...f.io,
       fetch: (input, init) => Promise.resolve(app.request(String(input), init)),
     });
-    return { code, json: JSON.parse(out.join('')), err: err.join('') };
+    return { code, json: JSON.parse(f.out()), err: f.err() };
   }
 
   /** Sign every unsigned log's head as a server starting with a key does, with no new append. */

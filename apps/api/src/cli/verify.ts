@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import type { ChainHead } from '@vouch/audit';
 import {
   type CheckpointKeys,
@@ -17,35 +16,10 @@ import { openTarget } from '../open-target';
 import { checkpointKeysFor } from '../transparency/checkpoint-keys';
 import { transparencyConfig } from '../transparency/config';
 import { loadLogKeys } from '../transparency/log-keys';
-import { explainFailure } from './errors';
+import { type Command, defineCommand, type OptionSpecs, type OptionValues } from './command';
 import { CliError, type CliIo, EXIT } from './io';
-import { parseVerifierKeys, VERIFY_BUNDLE_USAGE } from './verify-bundle';
-import { VERIFY_SINCE_USAGE } from './verify-since';
-import { isTransparencyVerify, runTransparencyVerify } from './verify-transparency';
-
-export const VERIFY_USAGE = `vouch verify [--log L] [--expect-head SEQ:HASH] [--public-key KEY…] [--origin PREFIX] [--json]
-
-Verify one log (--log) or every log straight from the database (DATABASE_URL, or the PGlite
-data directory VOUCH_DATA_DIR, default ./.vouch/data): the hash chain, the Merkle tree
-recomputed from the events against every stored node, every stored checkpoint against the
-root recomputed at its size, and the record tables.
-
-  --log L                 verify only log L (a log id with no events is an error, exit 2)
-  --expect-head SEQ:HASH  a head you trusted earlier; a log cut back before it is TRUNCATED
-  --public-key KEY        the log verifier key <name>+<id>+<base64> to check checkpoint
-                          signatures with (repeatable). Default: the configured log key
-                          (VOUCH_LOG_SIGNING_KEY, or the PGlite data directory's key); with
-                          neither, the report says the signatures were NOT checked
-  --origin PREFIX         with --public-key: checkpoints must name the origin PREFIX/<log>
-  --json                  print the report as JSON on stdout
-
-Exit 0: intact. Exit 1: broken (every break is listed with its seq). Exit 2: usage or
-connection error, or an unknown log.
-
-Auditors, without trusting the server (docs/transparency.md):
-
-${VERIFY_BUNDLE_USAGE.split('\n')[0]}
-${VERIFY_SINCE_USAGE.split('\n')[0]}`;
+import { JSON_OPTION, parseVerifierKeys, verifyBundleCommand } from './verify-bundle';
+import { verifySinceCommand } from './verify-since';
 
 function parseHead(text: string): ChainHead {
   const match = /^([1-9][0-9]{0,15}):([0-9a-f]{64})$/.exec(text);
@@ -118,51 +92,75 @@ function printHuman(io: CliIo, report: LogVerificationReport): void {
   );
 }
 
-/** `vouch verify`: exit 0 intact, 1 broken, 2 usage or connection error. */
-export async function runVerify(args: string[], io: CliIo): Promise<number> {
-  if (isTransparencyVerify(args)) return runTransparencyVerify(args, io);
-  let values: {
-    log?: string;
-    'expect-head'?: string;
-    'public-key'?: string[];
-    origin?: string;
-    json?: boolean;
-    help?: boolean;
-  };
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        log: { type: 'string' },
-        'expect-head': { type: 'string' },
-        'public-key': { type: 'string', multiple: true },
-        origin: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    io.err(`vouch verify: ${(error as Error).message}\n\n${VERIFY_USAGE}\n`);
-    return EXIT.USAGE;
-  }
-  if (values.help) {
-    io.out(`${VERIFY_USAGE}\n`);
-    return EXIT.OK;
-  }
+const DATABASE_OPTIONS = {
+  log: {
+    type: 'string',
+    value: 'L',
+    help: 'verify only log L (a log id with no events is an error, exit 2)',
+  },
+  'expect-head': {
+    type: 'string',
+    value: 'SEQ:HASH',
+    help: 'a head you trusted earlier; a log cut back before it is TRUNCATED',
+  },
+  'public-key': {
+    type: 'string',
+    value: 'KEY',
+    multiple: true,
+    help: "the log verifier key <name>+<id>+<base64> to check checkpoint\nsignatures with (repeatable). Default: the configured log key\n(VOUCH_LOG_SIGNING_KEY, or the PGlite data directory's key); with\nneither, the report says the signatures were NOT checked",
+  },
+  origin: {
+    type: 'string',
+    value: 'PREFIX',
+    help: 'with --public-key: checkpoints must name the origin PREFIX/<log>',
+  },
+  json: JSON_OPTION,
+} satisfies OptionSpecs;
+
+/** `vouch verify` against the database: exit 0 intact, 1 broken, 2 usage or connection error. */
+const verifyDatabaseCommand = defineCommand({
+  name: 'vouch verify',
+  description: `Verify one log (--log) or every log straight from the database (DATABASE_URL, or the PGlite
+data directory VOUCH_DATA_DIR, default ./.vouch/data): the hash chain, the Merkle tree
+recomputed from the events against every stored node, every stored checkpoint against the
+root recomputed at its size, and the record tables.`,
+  options: DATABASE_OPTIONS,
+  footer: `Exit 0: intact. Exit 1: broken (every break is listed with its seq). Exit 2: usage or
+connection error, or an unknown log.
+
+Auditors, without trusting the server (docs/transparency.md):
+
+${verifyBundleCommand.usage.split('\n')[0]}
+${verifySinceCommand.usage.split('\n')[0]}`,
+  action: ({ values }, io) => verifyDatabase(values, io),
+});
+
+/**
+ * `vouch verify`: the database, or with `--bundle` a bundle offline, or with `--since` a log
+ * since the checkpoint you trusted (see their usage texts).
+ */
+export const verifyCommand: Command = {
+  ...verifyDatabaseCommand,
+  run(args, io) {
+    if (args.some((arg) => /^--since(=|$)/.test(arg))) return verifySinceCommand.run(args, io);
+    if (args.some((arg) => /^--bundle(=|$)/.test(arg))) return verifyBundleCommand.run(args, io);
+    return verifyDatabaseCommand.run(args, io);
+  },
+};
+
+async function verifyDatabase(values: OptionValues<typeof DATABASE_OPTIONS>, io: CliIo): Promise<number> {
   const target = databaseTarget(io.env, io.cwd);
+  const expectHead = values['expect-head'] === undefined ? undefined : parseHead(values['expect-head']);
+  if (expectHead && values.log === undefined)
+    throw new CliError('--expect-head needs --log: a head belongs to one log');
+  const checkpointKeys = checkpointKeysOf(values, io, target);
+  if (target.kind === 'pglite' && !existsSync(target.dataDir)) {
+    throw new CliError(
+      `no data directory at ${target.dataDir}: set VOUCH_DATA_DIR (or DATABASE_URL for Postgres) to where the ledger is`,
+    );
+  }
   let database: Database | undefined;
   try {
-    const expectHead = values['expect-head'] === undefined ? undefined : parseHead(values['expect-head']);
-    if (expectHead && values.log === undefined)
-      throw new CliError('--expect-head needs --log: a head belongs to one log');
-    const checkpointKeys = checkpointKeysOf(values, io, target);
-    if (target.kind === 'pglite' && !existsSync(target.dataDir)) {
-      throw new CliError(
-        `no data directory at ${target.dataDir}: set VOUCH_DATA_DIR (or DATABASE_URL for Postgres) to where the ledger is`,
-      );
-    }
     database = await openTarget(target);
     const { applied } = await migrationStatus(database);
     if (applied === 0) {
@@ -205,9 +203,6 @@ export async function runVerify(args: string[], io: CliIo): Promise<number> {
       );
     }
     return ok ? EXIT.OK : EXIT.BROKEN;
-  } catch (error) {
-    io.err(`vouch verify: ${explainFailure(error, target)}\n`);
-    return EXIT.USAGE;
   } finally {
     await database?.close().catch(() => {});
   }

@@ -1,8 +1,8 @@
 import type { Context, MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { ApiError } from '../errors';
 import type { AppEnv } from './app-env';
 import { parseJsonBody } from './parse-json';
-import { readBodyLimited } from './read-body';
 
 const JSON_MEDIA_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 
@@ -10,7 +10,9 @@ const JSON_MEDIA_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$
  * Read, bound and parse a JSON request body before the route's zod schema sees it.
  *
  * Runs before validation so that every refusal here happens before any handler, and so
- * before any row is written: wrong media type (415), too large (413, while streaming),
+ * before any row is written: wrong media type (415), too large (413: hono's `bodyLimit`
+ * refuses a declared Content-Length over the limit unread and stops a chunked body at the
+ * first chunk past it),
  * not UTF-8 or not JSON (400), too deep (400), duplicate keys (400), values JSON cannot
  * carry (400). The parsed text is handed to hono's body cache, which the route's zod
  * validator reads, so the body is read from the socket exactly once.
@@ -20,7 +22,7 @@ export function jsonBody(options: { required: boolean }): MiddlewareHandler<AppE
     const limits = c.get('limits');
     const contentType = c.req.header('content-type');
     if (contentType === undefined) {
-      const bytes = await readBodyLimited(c.req.raw, limits.bodyBytes);
+      const bytes = await readBodyLimited(c, limits.bodyBytes);
       cacheBody(c, bytes, '');
       if (bytes.byteLength > 0 || options.required) {
         throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'send the body as Content-Type: application/json', {
@@ -39,7 +41,7 @@ export function jsonBody(options: { required: boolean }): MiddlewareHandler<AppE
         },
       );
     }
-    const bytes = await readBodyLimited(c.req.raw, limits.bodyBytes);
+    const bytes = await readBodyLimited(c, limits.bodyBytes);
     if (bytes.byteLength === 0 && !options.required) {
       // An optional body sent empty (a client that always sets the header) means "no fields".
       cacheBody(c, bytes, '{}');
@@ -57,6 +59,29 @@ export function jsonBody(options: { required: boolean }): MiddlewareHandler<AppE
     cacheBody(c, bytes, text);
     await next();
   };
+}
+
+/** The body, read through hono's `bodyLimit`; `BODY_TOO_LARGE` past `maxBytes`. */
+async function readBodyLimited(c: Context<AppEnv>, maxBytes: number): Promise<Uint8Array> {
+  let bytes: Uint8Array | undefined;
+  const limit = bodyLimit({
+    maxSize: maxBytes,
+    onError: () => {
+      throw tooLarge(maxBytes);
+    },
+  });
+  await limit(c, async () => {
+    bytes = new Uint8Array(await c.req.raw.arrayBuffer());
+  });
+  // A Request built in process (not parsed off a socket) may carry more than it declares.
+  if (bytes!.byteLength > maxBytes) throw tooLarge(maxBytes);
+  return bytes!;
+}
+
+function tooLarge(maxBytes: number): ApiError {
+  return new ApiError('BODY_TOO_LARGE', `the request body is larger than ${maxBytes} bytes`, {
+    details: { maxBytes },
+  });
 }
 
 /**

@@ -60,7 +60,8 @@ export const ChainFailureSchema = z
       .optional()
       .openapi({ description: 'The table holding the failing row, when it is not `audit_events`' }),
     rule: z.string().optional().openapi({
-      description: 'RECORD_RULE_VIOLATION: the rule the record breaks, named by the code the server refuses it with',
+      description:
+        'RECORD_RULE_VIOLATION: the rule the record breaks, named by the code the server refuses it with',
       example: 'SELF_APPROVAL',
     }),
     level: z.number().int().optional().openapi({ description: "Merkle failures: the node's level" }),

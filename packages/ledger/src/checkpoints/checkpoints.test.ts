@@ -1,13 +1,8 @@
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  eventLeafHash,
-  generateNoteKeys,
-  MemoryMerkleTree,
-  openCheckpoint,
-  parseSignerKey,
-} from '@vouch/audit';
+import { eventLeafHash, generateNoteKeys, openCheckpoint, parseSignerKey } from '@vouch/audit';
+import { MemoryMerkleTree } from '@vouch/audit/merkle';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../database';

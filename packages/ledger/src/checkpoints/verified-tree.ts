@@ -1,15 +1,14 @@
 import {
   bytesEqual,
   type ChainHead,
-  CompactRange,
   createChainChecker,
   eventHashOf,
   eventLeafHash,
   openCheckpoint,
   payloadHashOf,
-  rootSubtrees,
   verifyInclusion,
 } from '@vouch/audit';
+import { CompactRange, rootSubtrees } from '@vouch/audit/merkle';
 import type { Database } from '../database';
 import { LedgerError } from '../errors';
 import { readEvents, streamEvents } from '../event-store';

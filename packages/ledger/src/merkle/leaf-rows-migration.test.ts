@@ -1,4 +1,5 @@
-import { eventLeafHash, MemoryMerkleTree, verifyInclusion } from '@vouch/audit';
+import { eventLeafHash, verifyInclusion } from '@vouch/audit';
+import { MemoryMerkleTree } from '@vouch/audit/merkle';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateBefore, migrationBackends } from '../__fixtures__/migrate-before';

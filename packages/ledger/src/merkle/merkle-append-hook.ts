@@ -1,4 +1,5 @@
-import { CompactRange, eventLeafHash, rootSubtrees, type StoredEvent, type SubtreeHash } from '@vouch/audit';
+import { eventLeafHash, type StoredEvent } from '@vouch/audit';
+import { CompactRange, rootSubtrees, type SubtreeHash } from '@vouch/audit/merkle';
 import { sql } from 'drizzle-orm';
 import type { Database, Db } from '../database';
 import { LedgerError } from '../errors';

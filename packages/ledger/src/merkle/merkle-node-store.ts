@@ -1,4 +1,5 @@
-import { eventLeafHash, type Subtree, type SubtreeHash } from '@vouch/audit';
+import { eventLeafHash } from '@vouch/audit';
+import type { Subtree, SubtreeHash } from '@vouch/audit/merkle';
 import { sql } from 'drizzle-orm';
 import { insertRows } from '../batched-sql';
 import type { Database, Db } from '../database';

@@ -1,4 +1,10 @@
-import { consistencyProof, inclusionProof, type Subtree, type SubtreeSource, treeRoot } from '@vouch/audit';
+import {
+  consistencyProof,
+  inclusionProof,
+  type Subtree,
+  type SubtreeSource,
+  treeRoot,
+} from '@vouch/audit/merkle';
 import type { Database, Db } from '../database';
 import { LedgerError } from '../errors';
 import { readSubtreeHashes, storedLeafCount } from './merkle-node-store';

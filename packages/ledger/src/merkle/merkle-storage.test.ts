@@ -1,11 +1,11 @@
 import {
   bytesEqual,
   eventLeafHash,
-  MemoryMerkleTree,
   type StoredEvent,
   verifyConsistency,
   verifyInclusion,
 } from '@vouch/audit';
+import { MemoryMerkleTree } from '@vouch/audit/merkle';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Database } from '../database';

@@ -1,4 +1,5 @@
-import { bytesEqual, eventLeafHash, MemoryMerkleTree } from '@vouch/audit';
+import { bytesEqual, eventLeafHash } from '@vouch/audit';
+import { MemoryMerkleTree } from '@vouch/audit/merkle';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../database';

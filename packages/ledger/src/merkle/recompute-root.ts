@@ -1,4 +1,5 @@
-import { CompactRange, eventLeafHash } from '@vouch/audit';
+import { eventLeafHash } from '@vouch/audit';
+import { CompactRange } from '@vouch/audit/merkle';
 import { sql } from 'drizzle-orm';
 import type { Database, Db } from '../database';
 import { LedgerError } from '../errors';
