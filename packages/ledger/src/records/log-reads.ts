@@ -1,9 +1,7 @@
 import type { StoredEvent } from '@vouch/audit';
-import { and, asc, eq } from 'drizzle-orm';
-import { anyOf } from '../batched-sql';
 import type { Db } from '../database';
+import { readEventsOfEntities } from '../event-store';
 import type { IntegrityAlarm } from '../integrity-alarm';
-import { auditEvents } from '../schema/core';
 import {
   type ApprovalStatus,
   listLatestTools,
@@ -61,25 +59,6 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
     reusableRequests: (scope, now) => reusableRequestCandidates(db, log, scope, now),
     latestTools: () => listLatestTools(db, log),
     listRequests: (options) => listRequests(db, log, options),
-    eventsOf: (entities) => eventsOf(db, log, entities),
+    eventsOf: (entities) => readEventsOfEntities(db, log, entities),
   };
-}
-
-async function eventsOf(db: Db, log: string, entities: readonly string[]): Promise<StoredEvent[]> {
-  return db
-    .select({
-      log: auditEvents.logId,
-      seq: auditEvents.seq,
-      kind: auditEvents.kind,
-      entity: auditEvents.entityId,
-      actor: auditEvents.actor,
-      at: auditEvents.recordedAt,
-      payload: auditEvents.payload,
-      payload_hash: auditEvents.payloadHash,
-      prev_hash: auditEvents.prevHash,
-      hash: auditEvents.hash,
-    })
-    .from(auditEvents)
-    .where(and(eq(auditEvents.logId, log), anyOf(auditEvents.entityId, entities)))
-    .orderBy(asc(auditEvents.seq));
 }
