@@ -2,23 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { PgTable } from 'drizzle-orm/pg-core';
 import type { EventLink, StagingTransaction } from '../ledger';
 import {
-  approvalRequests,
-  approvalResolutions,
-  approvalUses,
-  decisions,
-  observations,
-  proposals,
-  refusedExecutions,
-  tools,
-  verifications,
-} from '../schema/records';
-import {
   approvalRequestCodec,
   approvalResolutionCodec,
   approvalUseCodec,
   decisionCodec,
   observationCodec,
   proposalCodec,
+  RECORD_TABLES,
   refusedExecutionCodec,
   toolCodec,
   verificationCodec,
@@ -50,23 +40,23 @@ interface RecordOfKind {
   verification: VerificationRecord;
 }
 
-type Storage<K extends RecordKind> = {
-  table: PgTable;
-  toRow(link: EventLink, record: RecordOfKind[K]): Record<string, unknown>;
+type ToRow<K extends RecordKind> = (link: EventLink, record: RecordOfKind[K]) => Record<string, unknown>;
+
+/** Each kind of record's row, pointing at its event. */
+const TO_ROW: { [K in RecordKind]: ToRow<K> } = {
+  tool: toolCodec.toRow,
+  proposal: proposalCodec.toRow,
+  decision: decisionCodec.toRow,
+  approval_request: approvalRequestCodec.toRow,
+  approval_resolution: approvalResolutionCodec.toRow,
+  approval_use: approvalUseCodec.toRow,
+  observation: observationCodec.toRow,
+  execution_refused: refusedExecutionCodec.toRow,
+  verification: verificationCodec.toRow,
 };
 
-/** Where each kind of record is stored, and its row. */
-const STORAGE: { [K in RecordKind]: Storage<K> } = {
-  tool: { table: tools, toRow: toolCodec.toRow },
-  proposal: { table: proposals, toRow: proposalCodec.toRow },
-  decision: { table: decisions, toRow: decisionCodec.toRow },
-  approval_request: { table: approvalRequests, toRow: approvalRequestCodec.toRow },
-  approval_resolution: { table: approvalResolutions, toRow: approvalResolutionCodec.toRow },
-  approval_use: { table: approvalUses, toRow: approvalUseCodec.toRow },
-  observation: { table: observations, toRow: observationCodec.toRow },
-  execution_refused: { table: refusedExecutions, toRow: refusedExecutionCodec.toRow },
-  verification: { table: verifications, toRow: verificationCodec.toRow },
-};
+/** Each kind of record's table. */
+const TABLE_OF = new Map<RecordKind, PgTable>(RECORD_TABLES.map(({ kind, table }) => [kind, table]));
 
 /**
  * What a records operation works with inside its ledger batch: the reads of its log on the
@@ -95,10 +85,10 @@ export function recordTransaction(
     reads,
     time: () => (clock ? clock().toISOString() : tx.now),
     write(kind, actor, record) {
-      const { table, toRow } = STORAGE[kind] as Storage<typeof kind>;
+      const toRow = TO_ROW[kind] as ToRow<typeof kind>;
       tx.stage(
         { kind, entity: record.id, actor, payload: record },
-        { table, values: (link) => toRow(link, record) },
+        { table: TABLE_OF.get(kind)!, values: (link) => toRow(link, record) },
       );
       return record;
     },
