@@ -107,16 +107,17 @@ export class GroupCommit {
    * savepoint of its own, so each gets its own answer.
    */
   private async commitBatch(log: string, take: () => Pending[], isolated: boolean): Promise<void> {
+    let taken: Pending[] | null = null;
     let run = null as BatchRun | null;
     try {
       await this.options.database.db.transaction(async (transaction) => {
-        run = await this.openRun(transaction as unknown as Db, log, take);
+        run = await this.openRun(transaction as unknown as Db, log, () => (taken = take()));
         await run.run(isolated);
         await run.runHooks(this.options.hooks);
       });
     } catch (cause) {
-      const failed = run?.items ?? take();
-      if (!isolated && run?.needsIsolatedRetry(cause)) return this.commitBatch(log, () => [...failed], true);
+      const failed = taken ?? take();
+      if (!isolated && run?.needsIsolatedRetry(cause)) return this.commitBatch(log, () => failed, true);
       this.rejectAll(log, failed, cause);
       return;
     }
