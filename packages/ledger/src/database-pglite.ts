@@ -1,8 +1,9 @@
 import { PGlite } from '@electric-sql/pglite';
 import type { SQL } from 'drizzle-orm';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { type Database, type Db, rowsOf } from './database';
+import type { Database, Db } from './database';
 import { LedgerError } from './errors';
+import { rowsOf } from './rows-of';
 import * as schema from './schema/index';
 
 const INT8_OID = 20;

@@ -1,8 +1,9 @@
 import type { SQL } from 'drizzle-orm';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
-import { type Database, type Db, redactUrl, rowsOf } from './database';
+import type { Database, Db } from './database';
 import { LedgerError } from './errors';
+import { rowsOf } from './rows-of';
 import * as schema from './schema/index';
 
 const INT8_OID = 20;
@@ -201,4 +202,15 @@ function preparedStatements(client: postgres.Sql): postgres.Sql {
       return Reflect.get(target, property, receiver);
     },
   });
+}
+
+/** The URL with any password removed, safe for logs and errors. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return 'postgres://(unparseable url)';
+  }
 }

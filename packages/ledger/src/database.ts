@@ -7,6 +7,8 @@ import { openPostgres } from './database-postgres';
 import type * as schema from './schema/index';
 
 export { constraintTableOf, isDatabaseUnavailable, sqlStateOf } from './database-errors';
+export { redactUrl } from './database-postgres';
+export { rowsOf } from './rows-of';
 
 /** The drizzle handle for either driver (a transaction is one too). */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -72,23 +74,6 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
     });
   }
   return openPglite(options.dataDir);
-}
-
-/** The rows of a drizzle `execute` result, whichever driver ran it. */
-export function rowsOf<T>(result: unknown): T[] {
-  // postgres-js returns the rows array itself; PGlite returns { rows }.
-  return (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[];
-}
-
-/** The URL with any password removed, safe for logs and errors. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return 'postgres://(unparseable url)';
-  }
 }
 
 /** `select 1`, for readiness checks. */
