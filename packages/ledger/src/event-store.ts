@@ -1,6 +1,6 @@
 import type { ChainHead, StoredEvent } from '@vouch/audit';
 import { and, asc, eq, gt, sql } from 'drizzle-orm';
-import { insertRows } from './batched-sql';
+import { anyOf, insertRows } from './batched-sql';
 import type { Database, Db } from './database';
 import { auditEvents } from './schema/core';
 
@@ -16,6 +16,19 @@ const eventColumns = {
   prev_hash: auditEvents.prevHash,
   hash: auditEvents.hash,
 };
+
+/** The events of `log` about any of `entities`, in chain order. */
+export async function readEventsOfEntities(
+  db: Db,
+  log: string,
+  entities: readonly string[],
+): Promise<StoredEvent[]> {
+  return db
+    .select(eventColumns)
+    .from(auditEvents)
+    .where(and(eq(auditEvents.logId, log), anyOf(auditEvents.entityId, entities)))
+    .orderBy(asc(auditEvents.seq));
+}
 
 /** Insert already-chained events in one statement (see {@link insertRows}). */
 export function insertEvents(database: Database, tx: Db, events: readonly StoredEvent[]): Promise<void> {

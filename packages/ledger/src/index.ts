@@ -1,7 +1,13 @@
-/** Signed checkpoints: the store, the signer, the coalescing scheduler, and the log signing key. */
+/**
+ * The ledger's public surface: what the API, the CLI, the gateway's end-to-end tests and the
+ * benchmarks use. Tables, SQL helpers and the pieces the ledger is built from are not
+ * exported; tests reach for `@vouch/ledger/testing`, the benchmarks for
+ * `@vouch/ledger/internal/benchmark`.
+ */
 
+// The append-only ledger, its logs, and its verification against the database.
 export type { ConflictKeys } from './batch-plan';
-export { anyOf, selectRows } from './batched-sql';
+// Signed checkpoints: the store, the signer, the coalescing scheduler, and the log signing key.
 export type { StoredCheckpoint } from './checkpoints/checkpoint-store';
 export { checkpointAt, latestCheckpoint } from './checkpoints/checkpoint-store';
 export type { Checkpointer, CheckpointerOptions } from './checkpoints/checkpointer';
@@ -15,12 +21,13 @@ export {
 } from './checkpoints/log-signing-key';
 export type { CheckpointSigning } from './checkpoints/sign-log-checkpoint';
 export { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';
+// The database: open it, migrate it, the runtime role.
 export type { Database, Db, OpenDatabaseOptions } from './database';
 export { isDatabaseUnavailable, openDatabase, ping, redactUrl, sqlStateOf } from './database';
+// Errors and the integrity alarm.
 export type { LedgerErrorCode } from './errors';
 export { isLedgerError, LEDGER_ERROR_CODES, LedgerError } from './errors';
 export type { AppendInput, EventLimits } from './event-input';
-export { identitiesCollide, identitySkeleton } from './identity/identity';
 export type {
   IntegrityAlarm,
   IntegrityAlarmCode,
@@ -29,6 +36,7 @@ export type {
   RaisedIntegrityAlarm,
 } from './integrity-alarm';
 export { createIntegrityAlarm } from './integrity-alarm';
+// The key store: API keys and revocations, bound to their events in the system log.
 export type { ApiKeyRecord, KeyProof } from './keys/api-key-events';
 export { keyHashCommitment, SYSTEM_LOG } from './keys/api-key-events';
 export type { FoundApiKey, IssueApiKeyInput } from './keys/api-keys';
@@ -45,24 +53,12 @@ export type {
   StagingTransaction,
 } from './ledger';
 export { createLedger } from './ledger';
-export { logExists, requireLog } from './log-exists';
-/** Merkle storage: the append hook that keeps every complete subtree, and proofs read from it. */
+export { listLogs, logExists, requireLog } from './log-exists';
+// Merkle storage: the append hook that keeps every complete subtree, and proofs read from it.
 export { merkleAppendHook } from './merkle/merkle-append-hook';
-export {
-  merkleConsistencyProof,
-  merkleInclusionProof,
-  merkleRoot,
-  merkleTreeSize,
-  storedSubtrees,
-} from './merkle/merkle-proofs';
-export { merkleRootFromEvents } from './merkle/recompute-root';
-export { migrate, migrationStatus, migrationsFolder } from './migrate';
-export type { ApprovalCheck, ApprovalRefusalCode, WindowRule } from './policy/approval-validity';
-export { checkApproval, isReusableRequest, shortestWindow } from './policy/approval-validity';
-export type { PolicyInput, PolicyReasonCode, PolicyResult } from './policy/built-in-policy';
-export { evaluatePolicy, POLICY_REASON_CODES } from './policy/built-in-policy';
-export type { CheckRecordTablesOptions, RecordFailure } from './records/check-record-tables';
-export { checkRecordTables } from './records/check-record-tables';
+export { merkleConsistencyProof, merkleInclusionProof, merkleRoot } from './merkle/merkle-proofs';
+export { migrate, migrationStatus } from './migrate';
+// The records service, its inputs and the records it returns.
 export type {
   ApprovalView,
   Authorization,
@@ -90,8 +86,6 @@ export type {
 export {
   approveInputSchema,
   authorizeInputSchema,
-  checkInputSchema,
-  DEFAULT_MAX_INPUT_BYTES,
   decisionInputSchema,
   denyInputSchema,
   observationInputSchema,
@@ -101,8 +95,8 @@ export {
   verificationInputSchema,
 } from './records/inputs';
 export type { ProposalStage, StageApproval } from './records/outcome';
-export { deriveOutcome, deriveStage, PROPOSAL_OUTCOMES, PROPOSAL_STAGES } from './records/outcome';
-export { proposalPayloadHash, proposalPayloadOf } from './records/payload-hash';
+export { PROPOSAL_OUTCOMES, PROPOSAL_STAGES } from './records/outcome';
+export { proposalPayloadOf } from './records/payload-hash';
 export type { ApprovalStatus } from './records/queries';
 export type { IntegrityViolation } from './records/record-integrity';
 export type {
@@ -131,7 +125,6 @@ export type {
   VerificationRecord,
   VerificationStatus,
 } from './records/types';
-export { SIDE_EFFECT_CLASSES } from './records/types';
 export type {
   EffectiveVerification,
   PostconditionVerdict,
@@ -146,8 +139,6 @@ export {
   postgresReason,
   roleStatus,
 } from './runtime-role';
-export { apiKeyRevocations, apiKeys, auditEvents, checkpoints, merkleNodes } from './schema/index';
 export type { LogVerificationReport, TableCheck, VerifyChainOptions } from './verify-chain';
-export { DEFAULT_TABLE_CHECKS, verifyChain } from './verify-chain';
+export { verifyChain } from './verify-chain';
 export type { CheckpointKeys } from './verify-checkpoints';
-export { checkStoredCheckpoint } from './verify-checkpoints';

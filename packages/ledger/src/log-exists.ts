@@ -26,3 +26,19 @@ export async function requireLog(database: Database, log: string, executor?: Db)
     details: { log },
   });
 }
+
+/** Every log id in the database, in order, without scanning every event (a loose index scan). */
+export async function listLogs(database: Database, executor?: Db): Promise<string[]> {
+  const rows = await database.rows<{ log_id: string }>(
+    sql`
+    with recursive logs(log_id) as (
+      (select log_id from audit_events order by log_id limit 1)
+      union all
+      select (select e.log_id from audit_events e where e.log_id > logs.log_id order by e.log_id limit 1)
+      from logs where logs.log_id is not null
+    )
+    select log_id from logs where log_id is not null`,
+    executor,
+  );
+  return rows.map((r) => r.log_id);
+}

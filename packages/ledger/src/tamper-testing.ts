@@ -146,6 +146,24 @@ export async function ledgerRowCounts(database: Database, log: string): Promise<
   return counts;
 }
 
+/**
+ * The number of rows in every table of the database (the ledger's, the key store's,
+ * migrations'), by table name: for tests that prove a refused request wrote nothing anywhere.
+ */
+export async function tableRowCounts(database: Database): Promise<Record<string, number>> {
+  const tables = await database.rows<{ name: string }>(
+    sql`select table_name as name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE' order by 1`,
+  );
+  const counts: Record<string, number> = {};
+  for (const { name } of tables) {
+    const [row] = await database.rows<{ n: number }>(
+      sql`select count(*)::int as n from ${sql.identifier(name)}`,
+    );
+    counts[name] = row?.n ?? 0;
+  }
+  return counts;
+}
+
 const LEDGER_TABLES = [
   'audit_events',
   'merkle_nodes',

@@ -76,5 +76,6 @@ export {
   ledgerRowCounts,
   rewriteEvent,
   rewriteLog,
+  tableRowCounts,
   tamper,
 } from './tamper-testing';

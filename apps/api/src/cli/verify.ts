@@ -6,11 +6,11 @@ import {
   createLedger,
   type Database,
   type LogVerificationReport,
+  listLogs,
   logOrigin,
   migrationStatus,
   SIGNING_KEY_FILE,
 } from '@vouch/ledger';
-import { sql } from 'drizzle-orm';
 import { type DatabaseTarget, databaseTarget, describeTarget } from '../config';
 import { openTarget } from '../open-target';
 import { checkpointKeysFor } from '../transparency/checkpoint-keys';
@@ -28,19 +28,6 @@ function parseHead(text: string): ChainHead {
       `--expect-head must be SEQ:HASH (a seq and a 64-digit lowercase hex hash), got ${text}`,
     );
   return { seq: Number(match[1]), hash: match[2]! };
-}
-
-/** Every log id in the database, without scanning every event (a loose index scan). */
-async function listLogs(database: Database): Promise<string[]> {
-  const rows = await database.rows<{ log_id: string }>(sql`
-    with recursive logs(log_id) as (
-      (select log_id from audit_events order by log_id limit 1)
-      union all
-      select (select e.log_id from audit_events e where e.log_id > logs.log_id order by e.log_id limit 1)
-      from logs where logs.log_id is not null
-    )
-    select log_id from logs where log_id is not null`);
-  return rows.map((r) => r.log_id);
 }
 
 const count = (n: number) => n.toLocaleString('en-US');

@@ -1,7 +1,6 @@
 // Internal test support for @vouch/api (not exported): one app over a fresh database.
 import { createLedger, type Database, type Ledger } from '@vouch/ledger';
-import { testBackends } from '@vouch/ledger/testing';
-import { sql } from 'drizzle-orm';
+import { tableRowCounts, testBackends } from '@vouch/ledger/testing';
 import { type AppOptions, createApp, type VouchApp } from '../app';
 import { createKeyStore, type KeyStore } from '../auth/key-store';
 import type { Role } from '../auth/roles';
@@ -66,19 +65,7 @@ export async function createHarness(
       }
       return Promise.resolve(app.request(path, init));
     },
-    async rowCounts() {
-      const tables = await database.rows<{ name: string }>(
-        sql`select table_name as name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE' order by 1`,
-      );
-      const counts: Record<string, number> = {};
-      for (const { name } of tables) {
-        const [row] = await database.rows<{ n: number }>(
-          sql`select count(*)::int as n from ${sql.identifier(name)}`,
-        );
-        counts[name] = row?.n ?? 0;
-      }
-      return counts;
-    },
+    rowCounts: () => tableRowCounts(database),
     async close() {
       await ledger.close();
       await database.close();

@@ -1,0 +1,64 @@
+import type { StoredEvent } from '@vouch/audit';
+import type { Db } from '../database';
+import { readEventsOfEntities } from '../event-store';
+import type { IntegrityAlarm } from '../integrity-alarm';
+import {
+  type ApprovalStatus,
+  listLatestTools,
+  listRequests,
+  refusalsOf,
+  reusableRequestCandidates,
+  verificationsOf,
+} from './queries';
+import { batchedReads, type RecordReads } from './record-reads';
+import type {
+  ApprovalRequestRecord,
+  ApprovalResolutionRecord,
+  RefusedExecutionRecord,
+  ToolRecord,
+  VerificationRecord,
+} from './types';
+
+/**
+ * Every read the records operations make, within one log, through one database handle (a
+ * batch transaction, or the database itself): the coalesced, checked lookups of
+ * `record-reads.ts` and the lists of `queries.ts`, bound once instead of passed `db, log,
+ * alarm` at every call.
+ */
+export interface LogReads extends RecordReads {
+  /** A proposal's verifications, in chain order, each checked against its event. */
+  verificationsOf(proposalId: string): Promise<VerificationRecord[]>;
+  /** A proposal's refused executions, in chain order, each checked against its event. */
+  refusalsOf(proposalId: string): Promise<RefusedExecutionRecord[]>;
+  /** Approval requests a new proposal of this scope could wait on (see `reusableRequestCandidates`). */
+  reusableRequests(
+    scope: { requester: string; server_id: string; tool_name: string; payload_hash: string },
+    now: string,
+  ): Promise<Array<{ request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null }>>;
+  /** The latest registration of every tool, by server then tool name. */
+  latestTools(): Promise<ToolRecord[]>;
+  /** Approval requests, oldest first, optionally of one status; keyset-paged by event seq. */
+  listRequests(options: {
+    status?: ApprovalStatus;
+    now: string;
+    after?: number;
+    limit: number;
+  }): Promise<
+    Array<{ seq: number; request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null }>
+  >;
+  /** The events of these entities, in chain order. */
+  eventsOf(entities: readonly string[]): Promise<StoredEvent[]>;
+}
+
+/** The reads of `log` through `db`; rows that fail their check raise `alarm`. */
+export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
+  return {
+    ...batchedReads(db, log, alarm),
+    verificationsOf: (proposalId) => verificationsOf(db, log, alarm, proposalId),
+    refusalsOf: (proposalId) => refusalsOf(db, log, alarm, proposalId),
+    reusableRequests: (scope, now) => reusableRequestCandidates(db, log, scope, now),
+    latestTools: () => listLatestTools(db, log),
+    listRequests: (options) => listRequests(db, log, options),
+    eventsOf: (entities) => readEventsOfEntities(db, log, entities),
+  };
+}

@@ -1,0 +1,142 @@
+import { sameIdentity } from '@vouch/audit';
+import { LedgerError } from '../errors';
+import { evaluatePolicy } from '../policy/built-in-policy';
+import { requestApproval } from './approvals';
+import { decisionInputSchema, parseInput, proposalInputSchema } from './inputs';
+import { proposalPayloadHash, proposalPayloadOf } from './payload-hash';
+import type { RecordContext } from './record-context';
+import { recordKeys } from './record-keys';
+import { newId } from './record-transaction';
+import { mustGetProposal, type RecordsRuntime } from './records-runtime';
+import type { ApprovalRequestRecord, DecisionRecord, ProposalRecord } from './types';
+
+/** What `propose` returns; `replayed` when the idempotency key had already been used with this payload. */
+export interface ProposalResult {
+  proposal: ProposalRecord;
+  decision: DecisionRecord | null;
+  approval: ApprovalRequestRecord | null;
+  replayed: boolean;
+}
+
+/** Record a proposal (and, with the built-in policy, its decision and approval request). */
+export async function propose(
+  runtime: RecordsRuntime,
+  ctx: RecordContext,
+  body: unknown,
+): Promise<ProposalResult> {
+  const input = parseInput(proposalInputSchema, body, {
+    what: 'proposal',
+    maxBytes: runtime.settings.maxInputBytes,
+  });
+  const payload = proposalPayloadOf(input);
+  const payloadHash = proposalPayloadHash(payload);
+  const caller = ctx.caller;
+  return runtime.run(ctx.log, recordKeys.propose(input.idempotency_key), async (tx) => {
+    const now = tx.time();
+    const existing = await tx.reads.proposalByKey(input.idempotency_key);
+    if (existing) {
+      if (existing.payload_hash !== payloadHash || !sameIdentity(existing.requester, caller.identity)) {
+        throw new LedgerError(
+          'IDEMPOTENCY_CONFLICT',
+          `idempotency key ${input.idempotency_key} was used for another proposal`,
+          { details: { proposal_id: existing.id } },
+        );
+      }
+      const decision = await tx.reads.decisionOf(existing.id);
+      const approval = decision?.approval_request_id
+        ? await tx.reads.requestById(decision.approval_request_id)
+        : null;
+      return { proposal: existing, decision, approval, replayed: true };
+    }
+    const proposal = tx.write('proposal', caller.identity, {
+      id: newId('prop'),
+      idempotency_key: input.idempotency_key,
+      requester: caller.identity,
+      requester_scopes: [...(caller.scopes ?? [])],
+      requester_environments: caller.environments ? [...caller.environments] : null,
+      ...payload,
+      payload_hash: payloadHash,
+      proposed_at: now,
+    });
+    if (runtime.settings.policy === 'external') {
+      return { proposal, decision: null, approval: null, replayed: false };
+    }
+
+    const tool = await tx.reads.latestTool(proposal.server_id, proposal.tool_name);
+    const result = evaluatePolicy({
+      proposal,
+      tool,
+      caller: { scopes: proposal.requester_scopes, environments: proposal.requester_environments },
+    });
+    const approval =
+      result.verdict === 'require_approval'
+        ? await requestApproval(runtime, tx, caller.identity, proposal, tool, now)
+        : null;
+    const decision = tx.write('decision', caller.identity, {
+      id: newId('dec'),
+      proposal_id: proposal.id,
+      ...result,
+      source: 'built_in',
+      tool_id: tool?.id ?? null,
+      approval_request_id: approval?.id ?? null,
+      decided_by: 'policy:built_in',
+      decided_at: now,
+    });
+    return { proposal, decision, approval, replayed: false };
+  });
+}
+
+/** Record an external policy engine's decision; one per proposal (`DECISION_EXISTS`). */
+export async function decide(
+  runtime: RecordsRuntime,
+  ctx: RecordContext,
+  body: unknown,
+): Promise<{ decision: DecisionRecord; approval: ApprovalRequestRecord | null }> {
+  const input = parseInput(decisionInputSchema, body, {
+    what: 'decision',
+    maxBytes: runtime.settings.maxInputBytes,
+  });
+  return runtime.run(ctx.log, recordKeys.decide(input.proposal_id), async (tx) => {
+    const now = tx.time();
+    const proposal = await mustGetProposal(tx.reads, input.proposal_id);
+    const existing = await tx.reads.decisionOf(proposal.id);
+    if (existing) {
+      throw new LedgerError('DECISION_EXISTS', `proposal ${proposal.id} already has a decision`, {
+        details: { decision_id: existing.id, source: existing.source },
+      });
+    }
+    const tool = await tx.reads.latestTool(proposal.server_id, proposal.tool_name);
+    const executable = input.verdict === 'allow' || input.verdict === 'require_approval';
+    // No engine can make an unregistered tool executable: discovery and registration
+    // are the only doors into the registry, and a decision is neither.
+    if (executable && !tool) {
+      throw new LedgerError(
+        'TOOL_NOT_REGISTERED',
+        `${proposal.server_id}/${proposal.tool_name} is not registered; it cannot be allowed`,
+        { details: { server_id: proposal.server_id, tool_name: proposal.tool_name } },
+      );
+    }
+    const approval =
+      input.verdict === 'require_approval'
+        ? await requestApproval(runtime, tx, ctx.caller.identity, proposal, tool, now)
+        : null;
+    const decision = tx.write('decision', ctx.caller.identity, {
+      id: newId('dec'),
+      proposal_id: proposal.id,
+      verdict: input.verdict,
+      reasons: input.reasons.map(stripUndefined),
+      repair: input.repair,
+      authorized_identity: executable ? (input.authorized_identity ?? proposal.requester) : null,
+      source: input.source,
+      tool_id: tool?.id ?? null,
+      approval_request_id: approval?.id ?? null,
+      decided_by: ctx.caller.identity,
+      decided_at: now,
+    });
+    return { decision, approval };
+  });
+}
+
+function stripUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}

@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import type { PgTable } from 'drizzle-orm/pg-core';
+import type { EventLink, StagingTransaction } from '../ledger';
+import {
+  approvalRequestCodec,
+  approvalResolutionCodec,
+  approvalUseCodec,
+  decisionCodec,
+  observationCodec,
+  proposalCodec,
+  RECORD_TABLES,
+  refusedExecutionCodec,
+  toolCodec,
+  verificationCodec,
+} from './codec';
+import type { LogReads } from './log-reads';
+import type {
+  ApprovalRequestRecord,
+  ApprovalResolutionRecord,
+  ApprovalUseRecord,
+  DecisionRecord,
+  ObservationRecord,
+  ProposalRecord,
+  RecordKind,
+  RefusedExecutionRecord,
+  ToolRecord,
+  VerificationRecord,
+} from './types';
+
+/** The record each kind of record event carries. */
+interface RecordOfKind {
+  tool: ToolRecord;
+  proposal: ProposalRecord;
+  decision: DecisionRecord;
+  approval_request: ApprovalRequestRecord;
+  approval_resolution: ApprovalResolutionRecord;
+  approval_use: ApprovalUseRecord;
+  observation: ObservationRecord;
+  execution_refused: RefusedExecutionRecord;
+  verification: VerificationRecord;
+}
+
+type ToRow<K extends RecordKind> = (link: EventLink, record: RecordOfKind[K]) => Record<string, unknown>;
+
+/** Each kind of record's row, pointing at its event. */
+const TO_ROW: { [K in RecordKind]: ToRow<K> } = {
+  tool: toolCodec.toRow,
+  proposal: proposalCodec.toRow,
+  decision: decisionCodec.toRow,
+  approval_request: approvalRequestCodec.toRow,
+  approval_resolution: approvalResolutionCodec.toRow,
+  approval_use: approvalUseCodec.toRow,
+  observation: observationCodec.toRow,
+  execution_refused: refusedExecutionCodec.toRow,
+  verification: verificationCodec.toRow,
+};
+
+/** Each kind of record's table. */
+const TABLE_OF = new Map<RecordKind, PgTable>(RECORD_TABLES.map(({ kind, table }) => [kind, table]));
+
+/**
+ * What a records operation works with inside its ledger batch: the reads of its log on the
+ * batch transaction (made once per operation; the lookups of a whole wave still coalesce),
+ * the time it records, and writes that stage a record with its event.
+ */
+export interface RecordTransaction {
+  readonly log: string;
+  readonly reads: LogReads;
+  /** The time to record: the records clock when one is set, else the batch's time. */
+  time(): string;
+  /** Stage the record's event (kind, entity = the record id, payload = the record) and its row: both or neither. */
+  write<K extends RecordKind>(kind: K, actor: string, record: RecordOfKind[K]): RecordOfKind[K];
+  /** See {@link StagingTransaction.claim}. */
+  claim(key: string): void;
+}
+
+/** A records operation's view of its staging transaction. */
+export function recordTransaction(
+  tx: StagingTransaction,
+  reads: LogReads,
+  clock: (() => Date) | undefined,
+): RecordTransaction {
+  return {
+    log: tx.log,
+    reads,
+    time: () => (clock ? clock().toISOString() : tx.now),
+    write(kind, actor, record) {
+      const toRow = TO_ROW[kind] as ToRow<typeof kind>;
+      tx.stage(
+        { kind, entity: record.id, actor, payload: record },
+        { table: TABLE_OF.get(kind)!, values: (link) => toRow(link, record) },
+      );
+      return record;
+    },
+    claim: (key) => tx.claim(key),
+  };
+}
+
+/** Record ids: a type prefix for people reading logs, 122 random bits for uniqueness. */
+export function newId(prefix: string): string {
+  return `${prefix}_${randomUUID().replaceAll('-', '')}`;
+}

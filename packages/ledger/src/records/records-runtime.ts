@@ -1,0 +1,58 @@
+import type { ConflictKeys } from '../batch-plan';
+import { LedgerError } from '../errors';
+import type { Ledger } from '../ledger';
+import { type LogReads, logReads } from './log-reads';
+import { type RecordTransaction, recordTransaction } from './record-transaction';
+import type { ProposalRecord } from './types';
+
+/** The settings of a records service, with their defaults applied (see `RecordsOptions`). */
+export interface RecordsSettings {
+  maxInputBytes: number;
+  policy: 'built_in' | 'external';
+  approvalRequestTtlSeconds: number;
+  maxApprovalWindowSeconds: number;
+  unknownOutcomeSettleSeconds: number;
+}
+
+/** What every records operation needs: where it runs, how it reads, and the service's settings. */
+export interface RecordsRuntime {
+  readonly settings: RecordsSettings;
+  /**
+   * Run `work` in the log's next ledger batch (`transactConcurrently`), beside the other
+   * operations whose keys (`record-keys.ts`) do not collide with `keys`.
+   */
+  run<T>(log: string, keys: ConflictKeys, work: (tx: RecordTransaction) => Promise<T>): Promise<T>;
+  /** Reads outside any batch, on the database (read-only routes). */
+  reads(log: string): LogReads;
+  /** The current time, for reads outside a batch. */
+  wallNow(): string;
+}
+
+export function recordsRuntime(
+  ledger: Ledger,
+  settings: RecordsSettings,
+  clock: (() => Date) | undefined,
+): RecordsRuntime {
+  // Checked reads raise the ledger's alarm on a row its event does not account for.
+  const alarm = ledger.integrityAlarm;
+  return {
+    settings,
+    run: (log, keys, work) =>
+      ledger.transactConcurrently(log, keys, (tx) =>
+        work(recordTransaction(tx, logReads(tx.db, tx.log, alarm), clock)),
+      ),
+    reads: (log) => logReads(ledger.database.db, log, alarm),
+    wallNow: () => (clock ?? (() => new Date()))().toISOString(),
+  };
+}
+
+export function notFound(what: string, id: string): LedgerError {
+  return new LedgerError('NOT_FOUND', `${what} ${id} does not exist in this log`, { details: { id } });
+}
+
+/** The proposal, or `NOT_FOUND`. */
+export async function mustGetProposal(reads: LogReads, proposalId: string): Promise<ProposalRecord> {
+  const proposal = await reads.proposalById(proposalId);
+  if (!proposal) throw notFound('proposal', proposalId);
+  return proposal;
+}

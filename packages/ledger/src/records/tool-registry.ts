@@ -1,0 +1,62 @@
+import { LedgerError } from '../errors';
+import { parseInput, toolInputSchema } from './inputs';
+import type { RecordContext } from './record-context';
+import { recordKeys } from './record-keys';
+import { newId } from './record-transaction';
+import type { RecordsRuntime } from './records-runtime';
+import type { ToolRecord } from './types';
+
+/** Register a tool, or a new version of it; identical re-registration and discovery of a known tool replay. */
+export async function registerTool(
+  runtime: RecordsRuntime,
+  ctx: RecordContext,
+  body: unknown,
+): Promise<{ tool: ToolRecord; replayed: boolean }> {
+  const input = parseInput(toolInputSchema, body, {
+    what: 'tool registration',
+    maxBytes: runtime.settings.maxInputBytes,
+  });
+  const { replaces_version, ...fields } = input;
+  return runtime.run(ctx.log, recordKeys.registerTool(), async (tx) => {
+    const current = await tx.reads.latestTool(fields.server_id, fields.tool_name);
+    if (current) {
+      if (sameRegistration(current, fields)) return { tool: current, replayed: true };
+      // Discovery is not authorization: it never overrides what an operator registered.
+      if (fields.source === 'discovery') return { tool: current, replayed: true };
+      // A discovered entry is a placeholder an operator may declare over; a manual
+      // registration is only changed by someone who says which version they replace.
+      if (current.source === 'manual' && replaces_version !== current.version) {
+        throw new LedgerError(
+          'TOOL_EXISTS',
+          `${fields.server_id}/${fields.tool_name} is registered (version ${current.version}); pass replaces_version to change it`,
+          { details: { tool_id: current.id, version: current.version } },
+        );
+      }
+    }
+    const tool = tx.write('tool', ctx.caller.identity, {
+      id: newId('tool'),
+      ...fields,
+      version: (current?.version ?? 0) + 1,
+      registered_by: ctx.caller.identity,
+      registered_at: tx.time(),
+    });
+    return { tool, replayed: false };
+  });
+}
+
+function sameRegistration(
+  current: ToolRecord,
+  next: Omit<ToolRecord, 'id' | 'version' | 'registered_by' | 'registered_at'>,
+): boolean {
+  return (
+    current.side_effect === next.side_effect &&
+    current.dry_run_tool === next.dry_run_tool &&
+    current.compensation_tool === next.compensation_tool &&
+    current.approval_required === next.approval_required &&
+    current.requires_target_id === next.requires_target_id &&
+    current.max_approval_window_seconds === next.max_approval_window_seconds &&
+    current.source === next.source &&
+    JSON.stringify(current.required_scopes) === JSON.stringify(next.required_scopes) &&
+    JSON.stringify(current.allowed_environments) === JSON.stringify(next.allowed_environments)
+  );
+}

@@ -1,0 +1,100 @@
+import { assessIndependence } from '@vouch/verifier-sdk';
+import { LedgerError } from '../errors';
+import { parseInput, verificationInputSchema } from './inputs';
+import type { RecordContext } from './record-context';
+import { recordKeys } from './record-keys';
+import { newId } from './record-transaction';
+import { mustGetProposal, notFound, type RecordsRuntime } from './records-runtime';
+import type { VerificationCheck, VerificationRecord } from './types';
+import {
+  assertSupersession,
+  type EffectiveVerification,
+  effectiveVerification,
+  isAuditedParty,
+  toVerificationRecord,
+} from './verification-status';
+
+export interface RecordVerificationOptions {
+  /**
+   * The checks were run by this server's configured verifiers (`POST
+   * /v1/observations/{id}/verify`), not supplied by the caller. Without it, the checks of a
+   * caller who is the audited party (the identity that executed or proposed) count as not
+   * independent: nobody vouches for their own action.
+   */
+  checksRunByServer?: boolean;
+}
+
+/** What `recordVerification` returns: the new record, and the proposal's status with it counted. */
+export interface RecordedVerification {
+  verification: VerificationRecord;
+  verification_status: EffectiveVerification;
+}
+
+/**
+ * Record checks on an observation; the record's status is derived from them against the
+ * declared postconditions, and the proposal's from all its records. A re-verification
+ * names the records it supersedes and why; the audited party may not supersede.
+ */
+export async function recordVerification(
+  runtime: RecordsRuntime,
+  ctx: RecordContext,
+  body: unknown,
+  options: RecordVerificationOptions,
+): Promise<RecordedVerification> {
+  if (typeof body === 'object' && body !== null && 'status' in body) {
+    throw new LedgerError(
+      'VERIFICATION_INVALID',
+      'a verification status is derived from its checks, never supplied',
+      {
+        details: { field: '/status' },
+      },
+    );
+  }
+  const input = parseInput(verificationInputSchema, body, {
+    what: 'verification',
+    maxBytes: runtime.settings.maxInputBytes,
+  });
+  const settleSeconds = runtime.settings.unknownOutcomeSettleSeconds;
+  return runtime.run(ctx.log, recordKeys.verify(input.observation_id), async (tx) => {
+    const observation = await tx.reads.observationById(input.observation_id);
+    if (!observation) throw notFound('observation', input.observation_id);
+    const [proposal, earlier] = await Promise.all([
+      mustGetProposal(tx.reads, observation.proposal_id),
+      tx.reads.verificationsOf(observation.proposal_id),
+    ]);
+    // A check read from the system that performed the write is not independent, and
+    // neither is one the audited party reports about its own action, whatever source it
+    // names (so every source it names counts as the writer).
+    const selfReported =
+      !options.checksRunByServer && isAuditedParty(ctx.caller.identity, proposal, observation);
+    const writerOf = (check: { source?: unknown }) => ({
+      writer:
+        selfReported && typeof check.source === 'string'
+          ? [observation.server_id, check.source]
+          : observation.server_id,
+    });
+    const now = tx.time();
+    const verification = toVerificationRecord({
+      id: newId('ver'),
+      observation,
+      proposal,
+      checks: input.checks.map((c) => assessIndependence(c, writerOf(c))) as VerificationCheck[],
+      verifier: ctx.caller.identity,
+      verifiedAt: now,
+      settleSeconds,
+      supersedes: input.supersedes && { ids: input.supersedes, reason: input.reason! },
+    });
+    assertSupersession({ caller: ctx.caller, proposal, observation, earlier, next: verification });
+    tx.write('verification', ctx.caller.identity, verification);
+    return {
+      verification,
+      verification_status: effectiveVerification({
+        proposal,
+        observation,
+        verifications: [...earlier, verification],
+        settleSeconds,
+        now,
+      }),
+    };
+  });
+}
