@@ -71,6 +71,12 @@ export interface VerifyBundleOptions {
   signal?: AbortSignal;
   /** Cap on failures kept (default 10,000); the count goes on. */
   maxFailures?: number;
+  /**
+   * Each event line that parses, in file order, after its chain check: for checks of what
+   * the events say (e.g. the ledger's record rules). A failure it reports goes through
+   * `fail` into the report like the bundle's own.
+   */
+  onEvent?: (event: StoredEvent, fail: (failure: BundleFailure) => void) => void;
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -163,6 +169,7 @@ export async function verifyBundle(
       malformed(`line ${lineNumber}: ${parsed.reason}`);
     } else {
       checker!.check(parsed.event);
+      options.onEvent?.(parsed.event, fail);
       // The leaf is the stored hash as it is: if the event's fields do not hash to it, the
       // chain check says so; the Merkle check says whether this is what was checkpointed.
       range.append(eventLeafHash(parsed.event.hash));

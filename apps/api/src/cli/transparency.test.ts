@@ -131,6 +131,33 @@ describe.each(storages)('vouch export and vouch verify --bundle on $name', (stor
     await migrate(database);
     const ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
     for (let i = 1; i <= 6; i++) await ledger.append(note('orders', i));
+    // A history every hash of which is right, and that the server would never have written:
+    // the requester answers their own approval request (appended around the records service).
+    const agent = 'agent:billing';
+    const payload_hash = 'aa'.repeat(32);
+    const at = { server_id: 'payments', tool_name: 'refund' };
+    for (const [kind, entity, payload] of [
+      ['proposal', 'prop_1', { id: 'prop_1', requester: agent, payload_hash, ...at, postconditions: [] }],
+      [
+        'approval_request',
+        'req_1',
+        { id: 'req_1', proposal_id: 'prop_1', requester: agent, payload_hash, ...at },
+      ],
+      [
+        'approval_resolution',
+        'res_1',
+        {
+          id: 'res_1',
+          request_id: 'req_1',
+          resolution: 'approved',
+          resolver: agent,
+          validity: 'once',
+          valid_until: null,
+        },
+      ],
+    ] as const) {
+      await ledger.append({ log: 'forged', kind, entity, actor: agent, payload });
+    }
     await ledger.close();
     await database.close();
   });
@@ -175,6 +202,33 @@ describe.each(storages)('vouch export and vouch verify --bundle on $name', (stor
       expect(
         JSON.parse(out).failures.map((f: { seq: number; code: string }) => [f.seq, f.code]),
       ).toContainEqual([3, 'PAYLOAD_HASH_MISMATCH']);
+    });
+  });
+
+  describe('when a record in the bundle breaks a rule the server enforces', () => {
+    it('exits 1 with RECORD_RULE_VIOLATION naming the rule, though every hash and signature holds', async () => {
+      const exported = await run(['export', '--log', 'forged'], env);
+      expect(exported.code).toBe(0);
+      const path = file('forged.jsonl', exported.out);
+      const { code, out } = await run([
+        'verify',
+        '--bundle',
+        path,
+        '--public-key',
+        keys.verifierKey,
+        '--json',
+      ]);
+      expect(code).toBe(1);
+      const report = JSON.parse(out);
+      expect(report.checkpoint).toMatchObject({ treeSize: 3 });
+      expect(report.failures).toEqual([
+        expect.objectContaining({
+          seq: 3,
+          code: 'RECORD_RULE_VIOLATION',
+          rule: 'SELF_APPROVAL',
+          id: 'res_1',
+        }),
+      ]);
     });
   });
 

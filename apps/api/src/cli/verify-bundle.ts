@@ -6,6 +6,7 @@ import {
   splitLines,
   verifyBundle,
 } from '@vouch/audit';
+import { createRecordRuleCheck, type RecordRuleCheck } from '@vouch/ledger';
 import { defineCommand, type OptionSpec } from './command';
 import { CliError, type CliIo, EXIT } from './io';
 
@@ -83,7 +84,8 @@ export const verifyBundleCommand = defineCommand({
   name: 'vouch verify',
   synopsis: 'vouch verify --bundle FILE --public-key KEY [--public-key KEY…] [--origin O] [--log L] [--json]',
   description: `Verify an exported bundle offline, with no database and without trusting the server:
-every payload hash, event hash and chain link is recomputed, the Merkle root is rebuilt
+every payload hash, event hash and chain link is recomputed, every record is re-checked
+against the rules the server enforces when it writes one, the Merkle root is rebuilt
 from the events and must equal the root of the bundle's checkpoint, whose signature must
 verify under one of the public keys you trust (from \`vouch keys log-public\`; keys you
 do not pass are ignored, which is how a key rotation works).`,
@@ -103,8 +105,15 @@ do not pass are ignored, which is how a key rotation works).`,
     if (!values.bundle) throw new CliError('--bundle FILE is required');
     const verifiers = parseVerifierKeys(values['public-key']);
     const progress = bundleProgress(io, `verifying ${values.bundle}`);
+    let rules: RecordRuleCheck | undefined;
     const report = await verifyBundle(bundleLines(values.bundle), {
       verifiers,
+      // A bundle holds the whole log from seq 1: its records are re-checked against the rules
+      // the server enforces when it writes one (RECORD_RULE_VIOLATION), as verifyChain does.
+      onEvent: (event, fail) => {
+        rules ??= createRecordRuleCheck(fail);
+        rules.add(event);
+      },
       ...(values.origin ? { origin: values.origin } : {}),
       ...(values.log ? { log: values.log } : {}),
       onProgress: progress.onProgress,

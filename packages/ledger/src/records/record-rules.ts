@@ -15,6 +15,8 @@ import { declaredNames, isAuditedParty, recordProof } from './verification-statu
  * written, each named by the error code the server refuses it with.
  */
 export type RecordRule =
+  /** The payload is not a record of its kind the rules can read. */
+  | 'RECORD_MALFORMED'
   | 'REFERENCE_MISSING'
   | 'ACTOR_MISMATCH'
   | 'DECISION_EXISTS'
@@ -322,7 +324,10 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
       } catch {
         return; // the chain check reports a payload that is not what was hashed
       }
-      if (typeof record !== 'object' || record === null) return;
+      if (typeof record !== 'object' || record === null || Array.isArray(record)) {
+        report(event, 'RECORD_MALFORMED', `its payload is not a ${event.kind} record`);
+        return;
+      }
       try {
         rule(event, record as never);
       } catch (cause) {
