@@ -6,9 +6,15 @@ import { z } from 'zod';
  */
 
 /** A JSON value: what arguments, results, evidence and impact estimates are made of. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonValue =
+  | null
+  | boolean
+  | number
+  | string
+  | readonly JsonValue[]
+  | { readonly [key: string]: JsonValue };
 /** A JSON object. */
-export type JsonObject = { [key: string]: JsonValue };
+export type JsonObject = { readonly [key: string]: JsonValue };
 
 // Typed as JSON, checked as "anything": the ledger turns every body into canonical JSON
 // before it parses it, so a value JSON cannot carry never reaches these schemas.

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { hashSchema, jsonObjectSchema, jsonValueSchema, nameInput, textInput } from './fields';
 import {
   approvalValiditySchema,
+  checkStatusSchema,
   observationOutcomeSchema,
   reasonEffectSchema,
   repairKindSchema,
@@ -137,7 +138,7 @@ export type ObservationInput = z.input<typeof observationInputSchema>;
 /** One check as a verifier (or the verification host) reports it; extra JSON fields are kept. */
 export const checkInputSchema = z.looseObject({
   name: nameInput,
-  status: z.enum(['pass', 'fail', 'inconclusive', 'error']),
+  status: checkStatusSchema,
   source: nameInput.nullable().default(null),
   reason: nameInput.nullable().optional(),
 });

@@ -240,6 +240,41 @@ export const verificationCheckSchema = z
   .catchall(jsonValueSchema);
 export type VerificationCheck = z.output<typeof verificationCheckSchema>;
 
+/** What a verifier may conclude; `error` is recorded by the host when it could not get a verdict. */
+export const checkStatusSchema = z.enum(['pass', 'fail', 'inconclusive', 'error']);
+
+/**
+ * A check as the server's verifier host records it (`@vouch/verifier-sdk`'s `Check`): every
+ * field present. The checks the server runs itself (preconditions, `verify`) have this shape;
+ * an external verifier's checks need only what {@link verificationCheckSchema} asks.
+ */
+export const hostCheckSchema = z.object({
+  name: z.string(),
+  /** The postcondition (or precondition) this check answers. */
+  postcondition: z.string(),
+  status: checkStatusSchema,
+  source: z.string().nullable(),
+  observed: jsonValueSchema,
+  expected: jsonValueSchema,
+  evidence: jsonObjectSchema,
+  message: z.string(),
+  reason: z.string().nullable(),
+  /** Present when the host overrode the verifier's verdict (e.g. `NOT_INDEPENDENT`): what it said. */
+  reported: z.enum(['pass', 'fail', 'inconclusive']).optional(),
+  verifier: z
+    .object({
+      id: z.string(),
+      version: z.string(),
+      apiVersion: z.number().int(),
+      /** The registration name (defaults to the id; differs when one verifier is registered twice). */
+      name: z.string(),
+    })
+    .nullable(),
+  /** Wall time the verifier took, in milliseconds; null when none ran. */
+  durationMs: z.number().nullable(),
+});
+export type HostCheck = z.output<typeof hostCheckSchema>;
+
 /**
  * Why a verification record is `inconclusive` whatever its checks say: `OUTCOME_UNKNOWN`, the
  * tool's outcome was unknown (a timeout: it may still act) and had not settled yet.

@@ -12,12 +12,12 @@ import {
   approvalResolutionRecordSchema,
   approvalUseRecordSchema,
   decisionRecordSchema,
+  hostCheckSchema,
   observationRecordSchema,
   proposalPayloadSchema,
   proposalRecordSchema,
   refusedExecutionRecordSchema,
   toolRecordSchema,
-  verificationCheckSchema,
   verificationRecordSchema,
   verificationStatusSchema,
 } from './records';
@@ -104,7 +104,7 @@ export const authorizationSchema = z.object({
   approval_use: approvalUseRecordSchema.nullable(),
   /** The precondition checks, when the proposal has preconditions. */
   preconditions: z
-    .object({ status: verificationStatusSchema, checks: z.array(verificationCheckSchema) })
+    .object({ status: verificationStatusSchema, checks: z.array(hostCheckSchema) })
     .nullable()
     .meta({ description: 'The pre-execution checks, when the proposal has preconditions' }),
 });

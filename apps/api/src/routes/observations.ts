@@ -110,7 +110,7 @@ export function registerObservationRoutes(
   app.openapi(observe, async (c) => {
     const log = logOf(c);
     const { observation, replayed } = await records.observe(recordContext(c, log), rawBody(c));
-    return c.json({ observation, replayed } as never, replayed ? 200 : 201);
+    return c.json({ observation, replayed }, replayed ? 200 : 201);
   });
 
   app.openapi(verify, async (c) => {
@@ -136,7 +136,7 @@ export function registerObservationRoutes(
       },
       { checksRunByServer: true },
     );
-    return c.json(asResponse(recorded) as never, 201);
+    return c.json(asResponse(recorded), 201);
   });
 
   app.openapi(postVerification, async (c) => {
@@ -144,7 +144,7 @@ export function registerObservationRoutes(
     const body = rawBody(c);
     if (body.supersedes !== undefined) assertMaySupersede(c.get('principal'));
     const recorded = await records.recordVerification(recordContext(c, log), body);
-    return c.json(asResponse(recorded) as never, 201);
+    return c.json(asResponse(recorded), 201);
   });
 }
 

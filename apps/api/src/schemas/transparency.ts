@@ -20,7 +20,7 @@ export const CheckpointSchema = z
   .openapi('Checkpoint');
 
 export const CheckpointParamSchema = z.object({
-  log: LogIdSchema.openapi({ param: { name: 'log', in: 'path' }, example: 'default' }),
+  log: LogIdSchema.clone().openapi({ param: { name: 'log', in: 'path' }, example: 'default' }),
   // A path segment is a string: a decimal without leading zeros, at most 16 digits.
   tree_size: z
     .string()

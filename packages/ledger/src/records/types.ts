@@ -5,7 +5,8 @@
  */
 
 import type { StoredEvent } from '@vouch/audit';
-import type { AuditEvent } from '@vouch/records';
+import type * as records from '@vouch/records';
+import type { ApprovalView, Authorization, ProposalResult, ProposalStory } from './create-records';
 
 export type {
   ApprovalRequestRecord,
@@ -36,11 +37,18 @@ export type {
 } from '@vouch/records';
 export { SIDE_EFFECT_CLASSES } from '@vouch/records';
 
-// `@vouch/audit` (which depends on nothing) declares the event an auditor checks; the API
-// answers with `@vouch/records`' event. Either one changing alone fails the build here.
+// Shapes declared outside @vouch/records must stay the records' own: `@vouch/audit` (which
+// depends on nothing) declares the event an auditor checks, and the records service declares
+// what it returns. Either side changing alone fails the build here.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const eventShapesAgree: Same<StoredEvent, AuditEvent> = true;
-void eventShapesAgree;
+const shapesAgree: [
+  Same<StoredEvent, records.AuditEvent>,
+  Same<ProposalResult, records.ProposalResult>,
+  Same<ApprovalView, records.ApprovalView>,
+  Same<Authorization, Omit<records.Authorization, 'preconditions'>>,
+  Same<ProposalStory, records.ProposalStory>,
+] = [true, true, true, true, true];
+void shapesAgree;
 
 /**
  * Who is calling, as the API established it from the API key. Never taken from a request
