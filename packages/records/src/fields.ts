@@ -19,9 +19,15 @@ export type JsonObject = { readonly [key: string]: JsonValue };
 // Typed as JSON, checked as "anything": the ledger turns every body into canonical JSON
 // before it parses it, so a value JSON cannot carry never reaches these schemas.
 /** Any JSON value. */
-export const jsonValueSchema = z.unknown().meta({ description: 'Any JSON value' }) as z.ZodType<JsonValue>;
+export const jsonValueSchema = z.unknown().meta({ description: 'Any JSON value' }) as z.ZodType<
+  JsonValue,
+  JsonValue
+>;
 /** Any JSON object. */
-export const jsonObjectSchema = z.record(z.string(), z.unknown()) as unknown as z.ZodType<JsonObject>;
+export const jsonObjectSchema = z.record(z.string(), z.unknown()) as unknown as z.ZodType<
+  JsonObject,
+  JsonObject
+>;
 
 // Identifiers land in plain text columns and in messages: no control characters (Postgres
 // text refuses NUL), bounded length.

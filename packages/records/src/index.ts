@@ -5,6 +5,7 @@
  * ships no zod). Browser-safe: no `node:` import, no dependency but zod.
  */
 export * from './audit';
+export * from './derive-outcome';
 export * from './fields';
 export * from './inputs';
 export * from './keys';

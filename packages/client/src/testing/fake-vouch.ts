@@ -1,4 +1,5 @@
 import { canonicalJson } from '@vouch/audit';
+import { deriveOutcome, deriveStage } from '@vouch/records';
 import type {
   ApprovalDetail,
   ApprovalRequestRecord,
@@ -10,9 +11,7 @@ import type {
   ObservationRecord,
   ObserveResponse,
   PolicyReason,
-  ProposalOutcome,
   ProposalRecord,
-  ProposalStage,
   ProposalStory,
   ProposeBody,
   ProposeResponse,
@@ -233,16 +232,17 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       verifications: proposalVerifications,
       verification,
       verification_status: statusOf(verification),
-      outcome: outcomeOf(observation, verification),
-      stage: stageOf(proposal, decision, approval, observation),
+      // The ledger's own derivations, from the latest record's status (see statusOf).
+      outcome: deriveOutcome({ observation, verificationStatus: verification?.status ?? null }),
+      stage: deriveStage({ proposal, decision, approval, observation, refusals: [] }),
       events: [],
     };
   }
 
-  // As the ledger derives them (records/outcome.ts), from the latest verification; the fake
-  // keeps no refused executions, so it never reports `execution_refused`.
-  // The fake keeps the latest record's status; the real rules (per postcondition, across
-  // records, supersession) are the server's and are tested against the real app.
+  // The fake keeps no refused executions, so it never reports `execution_refused`. It takes
+  // the latest record's status as the proposal's: the real rules (per declared postcondition,
+  // across records, supersession: the ledger's effectiveVerification) need the verifier SDK
+  // and the ledger, and are tested against the real app.
   function statusOf(verification: VerificationRecord | null): EffectiveVerification {
     const status = verification?.status ?? 'inconclusive';
     return {
@@ -252,40 +252,6 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       superseded: [],
       settles_at: null,
     };
-  }
-
-  function outcomeOf(
-    observation: ObservationRecord | null,
-    verification: VerificationRecord | null,
-  ): ProposalOutcome {
-    if (!observation) return 'not_executed';
-    if (verification?.status === 'passed') return 'verified';
-    if (verification?.status === 'failed') return 'verification_failed';
-    if (observation.outcome === 'unknown') return 'awaiting_resolution';
-    return verification ? 'unverified' : 'awaiting_verification';
-  }
-
-  function stageOf(
-    proposal: ProposalRecord,
-    decision: DecisionRecord | null,
-    approval: ApprovalDetail | null,
-    observation: ObservationRecord | null,
-  ): ProposalStage {
-    if (observation) return 'executed';
-    if (!decision) return 'awaiting_decision';
-    if (decision.verdict === 'deny') return 'denied';
-    if (decision.verdict === 'repair') return 'repair_proposed';
-    if (decision.verdict === 'allow' || approval?.uses.some((u) => u.proposal_id === proposal.id)) {
-      return 'authorized';
-    }
-    const byStatus = {
-      pending: 'awaiting_approval',
-      approved: 'authorized',
-      denied: 'approval_denied',
-      expired: 'approval_expired',
-      used: 'approval_used',
-    } as const;
-    return approval ? byStatus[approval.status] : 'awaiting_approval';
   }
 
   /** What an observation keeps of the body, as canonical JSON: a retry compares equal. */
