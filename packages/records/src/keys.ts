@@ -80,3 +80,11 @@ export const createdKeySchema = z.object({
   secret: z.string().meta({ description: 'The API key. Shown this once; only its SHA-256 is stored.' }),
 });
 export type CreatedKey = z.output<typeof createdKeySchema>;
+
+/** `GET /v1/keys`. */
+export const apiKeyListSchema = z.object({ keys: z.array(apiKeySchema) });
+export type ApiKeyList = z.output<typeof apiKeyListSchema>;
+
+/** `POST /v1/keys/{id}/revoke`: the key as it is now. */
+export const revokedKeySchema = z.object({ key: apiKeySchema });
+export type RevokedKey = z.output<typeof revokedKeySchema>;

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute, type z } from '@hono/zod-openapi';
 import type { RecordedVerification, Records } from '@vouch/ledger';
 import type { VouchApp } from '../app';
 import { requireRole } from '../auth/authorize';
@@ -8,7 +8,7 @@ import {
   LogQuerySchema,
   ObservationIdParamSchema,
   ObservationInputSchema,
-  ObservationSchema,
+  ObservationResultSchema,
   RecordedVerificationSchema,
   ReverificationInputSchema,
   VerificationInputSchema,
@@ -33,11 +33,11 @@ const observe = createRoute({
     ...bodyErrors,
     201: {
       description: 'Recorded',
-      content: json(z.object({ observation: ObservationSchema, replayed: z.boolean() })),
+      content: json(ObservationResultSchema),
     },
     200: {
       description: 'Already recorded: the first observation, `replayed: true`',
-      content: json(z.object({ observation: ObservationSchema, replayed: z.boolean() })),
+      content: json(ObservationResultSchema),
     },
     403: errorResponseSpec('`EXECUTION_NOT_AUTHORIZED` or `IDENTITY_MISMATCH` (the attempt is recorded)'),
     404: errorResponseSpec('No such proposal (`NOT_FOUND`)'),

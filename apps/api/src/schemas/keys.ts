@@ -1,10 +1,18 @@
 import { z } from '@hono/zod-openapi';
-import { apiKeySchema, createdKeySchema, createKeyInputSchema } from '@vouch/records';
+import {
+  apiKeyListSchema,
+  apiKeySchema,
+  createdKeySchema,
+  createKeyInputSchema,
+  revokedKeySchema,
+} from '@vouch/records';
 import { component } from './component';
 
 export const CreateKeyBodySchema = component(createKeyInputSchema, 'CreateKey');
 export const ApiKeySchema = component(apiKeySchema, 'ApiKey');
 export const CreatedKeySchema = component(createdKeySchema, 'CreatedKey');
+export const ApiKeyListSchema = apiKeyListSchema;
+export const RevokedKeySchema = revokedKeySchema;
 
 export const KeyIdParamSchema = z.object({
   id: z
