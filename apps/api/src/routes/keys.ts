@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute } from '@hono/zod-openapi';
 import type { VouchApp } from '../app';
 import { assertEnvironment, assertLog, requireRole } from '../auth/authorize';
 import type { KeyStore, StoredApiKey } from '../auth/key-store';

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute } from '@hono/zod-openapi';
 import type { Records } from '@vouch/ledger';
 import type { VouchApp } from '../app';
 import { hasRole, requireRole } from '../auth/authorize';
