@@ -263,7 +263,11 @@ function preparedStatements(client: postgres.Sql): postgres.Sql {
     get(target, property, receiver) {
       if (property === 'unsafe') {
         return (query: string, parameters?: unknown[], options?: Record<string, unknown>) =>
-          target.unsafe(query, parameters as never, { ...options, prepare: true });
+          // Drizzle hands its parameters on as `unknown[]`; postgres.js serializes each as before.
+          target.unsafe(query, parameters as postgres.ParameterOrJSON<never>[] | undefined, {
+            ...options,
+            prepare: true,
+          });
       }
       if (property === 'begin' || property === 'savepoint') {
         const open = Reflect.get(target, property, receiver) as (...args: unknown[]) => unknown;
