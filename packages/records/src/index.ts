@@ -11,5 +11,6 @@ export * from './inputs';
 export * from './keys';
 export * from './proposal-life';
 export * from './records';
+export * from './transparency';
 export * from './verification-status';
 export * from './views';
