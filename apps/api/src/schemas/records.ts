@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import {
+  APPROVAL_STATUSES,
   approvalDetailSchema,
   approvalPageSchema,
   approvalRequestRecordSchema,
@@ -99,7 +100,7 @@ export const LogQuerySchema = z.strictObject({
 
 export const ApprovalListQuerySchema = LogQuerySchema.extend({
   status: z
-    .enum(['pending', 'approved', 'denied', 'expired', 'used'])
+    .enum(APPROVAL_STATUSES)
     .optional()
     .openapi({ param: { name: 'status', in: 'query' } }),
   after: z.coerce
