@@ -1,7 +1,7 @@
 /**
  * Every code the Vouch server can answer with in `error.code`. Kept by hand (the client does
- * not import the server) and compared with the server's status table by the contract test in
- * `test/mcp-gateway-client-openapi.test.ts`, so a code added on one side is seen on the other.
+ * not import the server) and compared with the server's status table in
+ * `test/client-conformance.test.ts`, so a code added on one side is seen on the other.
  */
 export const SERVER_ERROR_CODES = [
   // @vouch/api: authentication and authorization

@@ -7,13 +7,9 @@ describe('@vouch/client', () => {
   describe('when imported', () => {
     it('exports exactly these values', () => {
       expect(Object.keys(client).sort()).toEqual([
-        'API_CONTRACT',
         'CLIENT_ERROR_CODES',
-        'PROPOSAL_OUTCOMES',
-        'PROPOSAL_STAGES',
         'SERVER_ERROR_CODES',
         'VouchClientError',
-        'approvalStateOf',
         'createVouchClient',
         'deriveIdempotencyKey',
         'isServerErrorCode',
@@ -24,8 +20,12 @@ describe('@vouch/client', () => {
     });
   });
   describe('when @vouch/client/testing is imported', () => {
-    it('exports the fake server only', () => {
-      expect(Object.keys(testing).sort()).toEqual(['createFakeVouch']);
+    it('exports the fake server and the conformance suite only', () => {
+      expect(Object.keys(testing).sort()).toEqual([
+        'CLIENT_CONFORMANCE_CASES',
+        'CONFORMANCE_POLICY',
+        'createFakeVouch',
+      ]);
     });
   });
 });

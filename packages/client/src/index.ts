@@ -1,64 +1,20 @@
-/** The Vouch API's records, request bodies and answers, as this client speaks them. */
+/**
+ * `@vouch/client`: the typed Vouch client and the `execute()` flow for gateways. The records,
+ * bodies and answers it speaks are `@vouch/records`' types (import them from there, as types);
+ * the few a gateway names when it calls `execute()` are re-exported here. The in-memory fake
+ * and the client conformance suite are `@vouch/client/testing`.
+ */
 export type {
-  ApiKey,
-  ApprovalDetail,
-  ApprovalPage,
-  ApprovalRequestRecord,
-  ApprovalResolutionRecord,
-  ApprovalStatus,
-  ApprovalUseRecord,
-  ApprovalView,
-  ApproveBody,
-  AuditEvent,
-  Authorization,
-  AuthorizeBody,
-  ChainFailure,
-  ChainHead,
-  ChainReport,
-  CheckInput,
   Condition,
-  CreateKeyBody,
-  DecideBody,
-  DecideResponse,
-  DecisionRecord,
-  DenyBody,
-  EffectiveVerification,
-  EventPage,
   JsonObject,
   JsonValue,
-  ObservationOutcome,
-  ObservationRecord,
-  ObserveBody,
-  ObserveResponse,
   PolicyReason,
-  PostVerificationBody,
-  ProposalOutcome,
-  ProposalPayload,
-  ProposalRecord,
-  ProposalStage,
-  ProposalStory,
-  ProposeBody,
-  ProposeResponse,
-  RecordedVerification,
-  RegisterToolBody,
-  RegisterToolResponse,
   Repair,
   Role,
-  RouteContract,
   SideEffectClass,
   Target,
-  ToolRecord,
   Verdict,
-  VerificationCheck,
-  VerificationRecord,
-  VerificationStatus,
-  VerificationStatusReason,
 } from './api-types';
-/** Every route the client calls, for contract tests against the server's OpenAPI document. */
-export { API_CONTRACT, PROPOSAL_OUTCOMES, PROPOSAL_STAGES } from './api-types';
-/** Whether an approval authorizes a proposal now, as the client checks before invoking. */
-export type { ApprovalState } from './approval-state';
-export { approvalStateOf } from './approval-state';
 /** The client and its options. */
 export type { CallOptions, VouchClient, VouchClientOptions } from './client';
 export { createVouchClient } from './client';

@@ -28,4 +28,18 @@ describe('@vouch/client sources', () => {
       expect(offending).toEqual([]);
     });
   });
+  describe('when scanned for runtime imports of @vouch/records', () => {
+    it('find none outside the testing entry: the client ships no zod', () => {
+      const testing = join(import.meta.dirname, 'testing');
+      const runtime = sources(import.meta.dirname)
+        .filter((path) => !path.startsWith(testing))
+        .flatMap((path) =>
+          // A multi-line import ends on its `from` line: look at whole statements.
+          (readFileSync(path, 'utf8').match(/^(?:import|export)[^;]*?from '@vouch\/records'/gm) ?? [])
+            .filter((statement) => !/^(import|export) type /.test(statement))
+            .map((statement) => ({ path, statement })),
+        );
+      expect(runtime).toEqual([]);
+    });
+  });
 });

@@ -188,7 +188,10 @@ function preparedStatements(client: postgres.Sql): postgres.Sql {
     get(target, property, receiver) {
       if (property === 'unsafe') {
         return (query: string, parameters?: unknown[], options?: Record<string, unknown>) =>
-          target.unsafe(query, parameters as never, { ...options, prepare: true });
+          target.unsafe(query, parameters as postgres.ParameterOrJSON<never>[] | undefined, {
+            ...options,
+            prepare: true,
+          });
       }
       if (property === 'begin' || property === 'savepoint') {
         const open = Reflect.get(target, property, receiver) as (...args: unknown[]) => unknown;

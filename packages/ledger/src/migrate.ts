@@ -1,10 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
+import type { PgliteDatabase } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import type { PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import type { Database } from './database';
 import { LedgerError } from './errors';
+import type * as schema from './schema';
 
 /** The committed drizzle-kit migrations (works from src/ and dist/ alike). */
 export const migrationsFolder = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -17,7 +20,8 @@ const MIGRATION_LOCK = 0x766f7563;
 export async function migrate(database: Database): Promise<void> {
   try {
     if (database.kind === 'pglite') {
-      await migratePglite(database.db as never, { migrationsFolder });
+      // The database was opened on the PGlite driver, so its drizzle database is PGlite's.
+      await migratePglite(database.db as PgliteDatabase<typeof schema>, { migrationsFolder });
       return;
     }
     if (database.driver.kind !== 'postgres') throw new Error('unreachable: driver kind');
@@ -26,7 +30,7 @@ export async function migrate(database: Database): Promise<void> {
       await connection`select pg_advisory_lock(${MIGRATION_LOCK})`;
       // The lock only has to be held while the pool migrates: a second process waits here,
       // then finds every migration applied.
-      await migratePostgres(database.db as never, { migrationsFolder });
+      await migratePostgres(database.db as PostgresJsDatabase<typeof schema>, { migrationsFolder });
     } finally {
       await connection`select pg_advisory_unlock(${MIGRATION_LOCK})`.catch(() => {});
       connection.release();

@@ -1,5 +1,3 @@
-import { PROPOSAL_OUTCOMES, PROPOSAL_STAGES } from '@vouch/ledger';
-
 /**
  * The life of a proposal as a Mermaid state diagram: the outer states are its `outcome`, the
  * states inside `not_executed` its `stage` before execution. `docs/records.md` shows the same
@@ -36,12 +34,5 @@ export const PROPOSAL_LIFE_DIAGRAM = `stateDiagram-v2
     verified --> verification_failed: superseded by a verifier
     verification_failed --> verified: superseded by a verifier`;
 
-const valueList = (meanings: Record<string, string>) =>
-  Object.entries(meanings)
-    .map(([value, meaning]) => `- \`${value}\`: ${meaning}`)
-    .join('\n');
-
-/** The meaning of every `outcome` value, as a list for an OpenAPI description. */
-export const OUTCOME_VALUES_TEXT = valueList(PROPOSAL_OUTCOMES);
-/** The meaning of every `stage` value, as a list for an OpenAPI description. */
-export const STAGE_VALUES_TEXT = valueList(PROPOSAL_STAGES);
+// The meaning of every `outcome` and `stage` value, as lists for a description, are the records'.
+export { OUTCOME_VALUES_TEXT, STAGE_VALUES_TEXT } from '@vouch/records';

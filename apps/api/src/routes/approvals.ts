@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute, type z } from '@hono/zod-openapi';
 import { canonicalJson } from '@vouch/audit';
 import { type ApprovalView, proposalPayloadOf, type Records } from '@vouch/ledger';
 import type { VouchApp } from '../app';
@@ -9,6 +9,7 @@ import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../
 import {
   ApprovalIdParamSchema,
   ApprovalListQuerySchema,
+  ApprovalPageSchema,
   ApprovalSchema,
   ApproveInputSchema,
   DenyInputSchema,
@@ -32,7 +33,7 @@ const listApprovals = createRoute({
     ...commonErrors,
     200: {
       description: 'One page; pass `next` as `after` for the next',
-      content: json(z.object({ approvals: z.array(ApprovalSchema), next: z.number().int().nullable() })),
+      content: json(ApprovalPageSchema),
     },
   },
 });
@@ -112,13 +113,13 @@ export function registerApprovalRoutes(app: VouchApp, deps: { records: Records }
     const approvals = page.approvals
       .filter((v) => mayActIn(principal, v.request.environment))
       .map(approvalView);
-    return c.json({ approvals, next: page.next } as never, 200);
+    return c.json({ approvals, next: page.next }, 200);
   });
 
   app.openapi(getApproval, async (c) => {
     const view = await records.getApproval(logOf(c), c.req.valid('param').id);
     assertEnvironment(c.get('principal'), view.request.environment);
-    return c.json(approvalView(view) as never, 200);
+    return c.json(approvalView(view), 200);
   });
 
   for (const kind of ['approve', 'deny'] as const) {
@@ -133,7 +134,7 @@ export function registerApprovalRoutes(app: VouchApp, deps: { records: Records }
         kind === 'approve'
           ? await records.approve(recordContext(c, log), body)
           : await records.deny(recordContext(c, log), body);
-      return c.json(approvalView(view) as never, 200);
+      return c.json(approvalView(view), 200);
     });
   }
 }

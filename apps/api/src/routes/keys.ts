@@ -1,11 +1,17 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute } from '@hono/zod-openapi';
 import type { VouchApp } from '../app';
 import { assertEnvironment, assertLog, requireRole } from '../auth/authorize';
 import type { KeyStore, StoredApiKey } from '../auth/key-store';
 import { ApiError } from '../errors';
 import { jsonBody } from '../http/json-body';
 import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
-import { ApiKeySchema, CreatedKeySchema, CreateKeyBodySchema, KeyIdParamSchema } from '../schemas/keys';
+import {
+  ApiKeyListSchema,
+  CreatedKeySchema,
+  CreateKeyBodySchema,
+  KeyIdParamSchema,
+  RevokedKeySchema,
+} from '../schemas/keys';
 
 /** The API view of a stored key (snake_case, no hash). */
 export function keyView(key: StoredApiKey) {
@@ -51,7 +57,7 @@ const listKeys = createRoute({
     ...commonErrors,
     200: {
       description: 'Every key, oldest first',
-      content: { 'application/json': { schema: z.object({ keys: z.array(ApiKeySchema) }) } },
+      content: { 'application/json': { schema: ApiKeyListSchema } },
     },
   },
 });
@@ -68,7 +74,7 @@ const revokeKey = createRoute({
     ...commonErrors,
     200: {
       description: 'Revoked (idempotent)',
-      content: { 'application/json': { schema: z.object({ key: ApiKeySchema }) } },
+      content: { 'application/json': { schema: RevokedKeySchema } },
     },
     404: errorResponseSpec('No such key (`KEY_NOT_FOUND`)'),
   },

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute, type z } from '@hono/zod-openapi';
 import type { RecordedVerification, Records } from '@vouch/ledger';
 import type { VouchApp } from '../app';
 import { requireRole } from '../auth/authorize';
@@ -8,7 +8,7 @@ import {
   LogQuerySchema,
   ObservationIdParamSchema,
   ObservationInputSchema,
-  ObservationSchema,
+  ObservationResultSchema,
   RecordedVerificationSchema,
   ReverificationInputSchema,
   VerificationInputSchema,
@@ -33,11 +33,11 @@ const observe = createRoute({
     ...bodyErrors,
     201: {
       description: 'Recorded',
-      content: json(z.object({ observation: ObservationSchema, replayed: z.boolean() })),
+      content: json(ObservationResultSchema),
     },
     200: {
       description: 'Already recorded: the first observation, `replayed: true`',
-      content: json(z.object({ observation: ObservationSchema, replayed: z.boolean() })),
+      content: json(ObservationResultSchema),
     },
     403: errorResponseSpec('`EXECUTION_NOT_AUTHORIZED` or `IDENTITY_MISMATCH` (the attempt is recorded)'),
     404: errorResponseSpec('No such proposal (`NOT_FOUND`)'),
@@ -110,7 +110,7 @@ export function registerObservationRoutes(
   app.openapi(observe, async (c) => {
     const log = logOf(c);
     const { observation, replayed } = await records.observe(recordContext(c, log), rawBody(c));
-    return c.json({ observation, replayed } as never, replayed ? 200 : 201);
+    return c.json({ observation, replayed }, replayed ? 200 : 201);
   });
 
   app.openapi(verify, async (c) => {
@@ -136,7 +136,7 @@ export function registerObservationRoutes(
       },
       { checksRunByServer: true },
     );
-    return c.json(asResponse(recorded) as never, 201);
+    return c.json(asResponse(recorded), 201);
   });
 
   app.openapi(postVerification, async (c) => {
@@ -144,7 +144,7 @@ export function registerObservationRoutes(
     const body = rawBody(c);
     if (body.supersedes !== undefined) assertMaySupersede(c.get('principal'));
     const recorded = await records.recordVerification(recordContext(c, log), body);
-    return c.json(asResponse(recorded) as never, 201);
+    return c.json(asResponse(recorded), 201);
   });
 }
 

@@ -1,4 +1,4 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute, type z } from '@hono/zod-openapi';
 import type { Records } from '@vouch/ledger';
 import type { VouchApp } from '../app';
 import { assertEnvironment, requireRole } from '../auth/authorize';
@@ -7,11 +7,10 @@ import { jsonBody } from '../http/json-body';
 import { OUTCOME_VALUES_TEXT, PROPOSAL_LIFE_DIAGRAM, STAGE_VALUES_TEXT } from '../openapi/proposal-life';
 import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
 import {
-  ApprovalRequestSchema,
   AuthorizationSchema,
   AuthorizeInputSchema,
   DecisionInputSchema,
-  DecisionSchema,
+  DecisionResultSchema,
   LogQuerySchema,
   ProposalIdParamSchema,
   ProposalInputSchema,
@@ -80,7 +79,7 @@ const decide = createRoute({
     ...bodyErrors,
     201: {
       description: 'Recorded',
-      content: json(z.object({ decision: DecisionSchema, approval: ApprovalRequestSchema.nullable() })),
+      content: json(DecisionResultSchema),
     },
     404: errorResponseSpec('No such proposal (`NOT_FOUND`)'),
     409: errorResponseSpec('Already decided (`DECISION_EXISTS`)'),
@@ -128,12 +127,12 @@ export function registerProposalRoutes(
     assertEnvironment(c.get('principal'), c.req.valid('json').target.env);
     const result = await records.propose(recordContext(c, log), rawBody(c));
     const status = result.replayed ? 200 : result.decision === null ? 202 : 201;
-    return c.json(result as never, status);
+    return c.json(result, status);
   });
 
   app.openapi(getProposal, async (c) => {
     const story = await records.story(logOf(c), c.req.valid('param').id);
-    return c.json(story as never, 200);
+    return c.json(story, 200);
   });
 
   app.openapi(decide, async (c) => {
@@ -142,7 +141,7 @@ export function registerProposalRoutes(
     const proposal = await records.getProposal(log, id);
     assertEnvironment(c.get('principal'), proposal.target.env);
     const result = await records.decide(recordContext(c, log), { ...rawBody(c), proposal_id: id });
-    return c.json(result as never, 201);
+    return c.json(result, 201);
   });
 
   app.openapi(authorize, async (c) => {
@@ -161,6 +160,6 @@ export function registerProposalRoutes(
       }
     }
     const authorization = await records.authorize(recordContext(c, log), { ...rawBody(c), proposal_id: id });
-    return c.json({ ...authorization, preconditions } as never, 200);
+    return c.json({ ...authorization, preconditions }, 200);
   });
 }

@@ -1,11 +1,11 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute } from '@hono/zod-openapi';
 import type { Records } from '@vouch/ledger';
 import type { VouchApp } from '../app';
 import { hasRole, requireRole } from '../auth/authorize';
 import { ApiError } from '../errors';
 import { jsonBody } from '../http/json-body';
 import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
-import { LogQuerySchema, ToolInputSchema, ToolSchema } from '../schemas/records';
+import { LogQuerySchema, RegisteredToolSchema, ToolInputSchema, ToolListSchema } from '../schemas/records';
 import { ACCESS, rolesNote } from './access';
 import { logOf, rawBody, recordContext } from './record-context';
 
@@ -26,11 +26,11 @@ const registerTool = createRoute({
     ...bodyErrors,
     201: {
       description: 'Registered (a new version)',
-      content: { 'application/json': { schema: z.object({ tool: ToolSchema, replayed: z.boolean() }) } },
+      content: { 'application/json': { schema: RegisteredToolSchema } },
     },
     200: {
       description: 'The same registration again: the stored one, `replayed: true`',
-      content: { 'application/json': { schema: z.object({ tool: ToolSchema, replayed: z.boolean() }) } },
+      content: { 'application/json': { schema: RegisteredToolSchema } },
     },
     409: errorResponseSpec('Registered already; pass `replaces_version` (`TOOL_EXISTS`)'),
   },
@@ -49,7 +49,7 @@ const listTools = createRoute({
     ...commonErrors,
     200: {
       description: 'Every tool',
-      content: { 'application/json': { schema: z.object({ tools: z.array(ToolSchema) }) } },
+      content: { 'application/json': { schema: ToolListSchema } },
     },
   },
 });

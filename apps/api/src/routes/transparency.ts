@@ -1,4 +1,4 @@
-import { createRoute } from '@hono/zod-openapi';
+import { createRoute, z } from '@hono/zod-openapi';
 import {
   checkpointAt,
   type Ledger,
@@ -47,7 +47,7 @@ const latest = createRoute({
       description: 'The checkpoint',
       content: {
         'application/json': { schema: CheckpointSchema },
-        [TEXT]: { schema: { type: 'string' } },
+        [TEXT]: { schema: z.string() },
       },
     },
     404: notFound,
@@ -68,7 +68,7 @@ const atSize = createRoute({
       description: 'The checkpoint',
       content: {
         'application/json': { schema: CheckpointSchema },
-        [TEXT]: { schema: { type: 'string' } },
+        [TEXT]: { schema: z.string() },
       },
     },
     404: notFound,
@@ -121,14 +121,11 @@ function checkpointView(checkpoint: StoredCheckpoint) {
   };
 }
 
-function answer(c: Context<AppEnv>, checkpoint: StoredCheckpoint): never {
+function answer(c: Context<AppEnv>, checkpoint: StoredCheckpoint) {
   if ((c.req.header('accept') ?? '').includes(TEXT)) {
-    return new Response(checkpoint.note, {
-      status: 200,
-      headers: { 'content-type': `${TEXT}; charset=utf-8`, 'cache-control': 'no-store' },
-    }) as never;
+    return c.text(checkpoint.note, 200, { 'cache-control': 'no-store' });
   }
-  return c.json(checkpointView(checkpoint), 200) as never;
+  return c.json(checkpointView(checkpoint), 200);
 }
 
 const hex = (proof: Uint8Array[]) => proof.map((node) => Buffer.from(node).toString('hex'));

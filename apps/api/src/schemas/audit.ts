@@ -1,118 +1,31 @@
 import { z } from '@hono/zod-openapi';
 import type { ChainFailureCode } from '@vouch/audit';
+import {
+  auditEventSchema,
+  CHAIN_FAILURE_CODES,
+  chainFailureSchema,
+  chainHeadSchema,
+  chainReportSchema,
+  eventPageSchema,
+  logHeadSchema,
+} from '@vouch/records';
 import { errorResponseSpec, LogIdSchema } from './common';
+import { component } from './component';
 
-const Hash = z.string().regex(/^[0-9a-f]{64}$/);
+export const EventSchema = component(auditEventSchema, 'AuditEvent');
+export const ChainHeadSchema = component(chainHeadSchema, 'ChainHead');
 
-export const EventSchema = z
-  .object({
-    log: z.string(),
-    seq: z.number().int(),
-    kind: z.string(),
-    entity: z.string(),
-    actor: z.string(),
-    at: z.string().openapi({ description: 'ISO 8601 time, exactly as hashed' }),
-    payload: z.string().openapi({ description: 'The canonical JSON text (RFC 8785) exactly as hashed' }),
-    payload_hash: Hash,
-    prev_hash: Hash,
-    hash: Hash,
-  })
-  .openapi('AuditEvent');
-
-export const ChainHeadSchema = z.object({ seq: z.number().int(), hash: Hash }).openapi('ChainHead');
-
-/** Every code a chain report can carry (the compiler checks that none is missing). */
-const CHAIN_FAILURE_CODES = [
-  'PAYLOAD_HASH_MISMATCH',
-  'HASH_MISMATCH',
-  'PREV_HASH_MISMATCH',
-  'SEQ_GAP',
-  'TRUNCATED',
-  'LOG_MISMATCH',
-  'RECORD_WITHOUT_EVENT',
-  'RECORD_MISMATCH',
-  'RECORD_RULE_VIOLATION',
-  'MERKLE_MISMATCH',
-  'MERKLE_MISSING',
-  'MERKLE_BEYOND_CHAIN',
-  'CHECKPOINT_MISMATCH',
-  'CHECKPOINT_SIGNATURE_INVALID',
-  'KEY_WITHOUT_EVENT',
-  'KEY_MISMATCH',
-  'KEY_UNPROVEN',
-  'REVOCATION_WITHOUT_EVENT',
-  'REVOCATION_MISMATCH',
-] as const satisfies readonly ChainFailureCode[];
+// The records list every code a chain report can carry; the compiler checks none is missing.
 type UnlistedCode = Exclude<ChainFailureCode, (typeof CHAIN_FAILURE_CODES)[number]>;
 const everyCodeListed: [UnlistedCode] extends [never] ? true : UnlistedCode = true;
+const noUnknownCode: readonly ChainFailureCode[] = CHAIN_FAILURE_CODES;
 void everyCodeListed;
+void noUnknownCode;
 
-export const ChainFailureSchema = z
-  .looseObject({
-    seq: z
-      .number()
-      .int()
-      .openapi({ description: 'The event the failure is at (for a checkpoint: its tree size)' }),
-    code: z.enum(CHAIN_FAILURE_CODES).openapi({ example: 'PAYLOAD_HASH_MISMATCH' }),
-    message: z.string(),
-    table: z
-      .string()
-      .optional()
-      .openapi({ description: 'The table holding the failing row, when it is not `audit_events`' }),
-    rule: z.string().optional().openapi({
-      description:
-        'RECORD_RULE_VIOLATION: the rule the record breaks, named by the code the server refuses it with',
-      example: 'SELF_APPROVAL',
-    }),
-    level: z.number().int().optional().openapi({ description: "Merkle failures: the node's level" }),
-    idx: z
-      .number()
-      .int()
-      .optional()
-      .openapi({ description: "Merkle failures: the node's index in its level" }),
-    through: z
-      .number()
-      .int()
-      .optional()
-      .openapi({ description: 'Merkle failures: the last seq of a run of events that fail alike' }),
-    nodes: z
-      .number()
-      .int()
-      .optional()
-      .openapi({ description: 'Merkle failures: how many nodes the failure covers' }),
-    tree_size: z
-      .number()
-      .int()
-      .optional()
-      .openapi({ description: "Checkpoint failures: the checkpoint's tree size" }),
-    reason: z.string().optional().openapi({
-      description: 'CHECKPOINT_SIGNATURE_INVALID: SIGNATURE_INVALID, NO_TRUSTED_SIGNATURE or ORIGIN_MISMATCH',
-    }),
-  })
-  .openapi('ChainFailure');
-
-export const ChainReportSchema = z
-  .object({
-    ok: z.boolean(),
-    log: z.string(),
-    checked: z.number().int(),
-    head: ChainHeadSchema.nullable(),
-    failures: z.array(ChainFailureSchema),
-    failuresOmitted: z.number().int().optional(),
-    merkle: z.object({ nodes: z.number().int() }).openapi({
-      description: 'Merkle nodes recomputed from the event hashes, each compared with its stored row',
-    }),
-    checkpoints: z
-      .object({
-        checked: z.number().int(),
-        signatures: z.enum(['verified', 'not_checked']),
-      })
-      .openapi({
-        description:
-          'Stored checkpoints compared with the roots recomputed from the events; `signatures` says whether their signatures were checked against the log key',
-      }),
-  })
-  .openapi('ChainReport');
+export const ChainFailureSchema = component(chainFailureSchema, 'ChainFailure');
+export const ChainReportSchema = component(chainReportSchema, 'ChainReport');
+export const EventPageSchema = component(eventPageSchema, 'EventPage');
+export const LogHeadSchema = logHeadSchema;
 
 /** 404 for a log id nothing was ever stored under: a typo must not look like an empty log. */
 export const LogNotFoundResponse = errorResponseSpec(
@@ -120,7 +33,7 @@ export const LogNotFoundResponse = errorResponseSpec(
 );
 
 export const LogParamSchema = z.object({
-  log: LogIdSchema.openapi({ param: { name: 'log', in: 'path' }, example: 'default' }),
+  log: LogIdSchema.clone().openapi({ param: { name: 'log', in: 'path' }, example: 'default' }),
 });
 
 export const EventsQuerySchema = z.strictObject({
@@ -141,18 +54,6 @@ export const EventsQuerySchema = z.strictObject({
     .optional()
     .openapi({ param: { name: 'limit', in: 'query' }, description: 'Page size (default 100)' }),
 });
-
-export const EventPageSchema = z
-  .object({
-    log: z.string(),
-    events: z.array(EventSchema),
-    next_after: z
-      .number()
-      .int()
-      .nullable()
-      .openapi({ description: 'Pass as `after` for the next page; null at the end' }),
-  })
-  .openapi('EventPage');
 
 export const VerifyQuerySchema = z.strictObject({
   expect_head: z

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { identityInput, logIdInput } from '@vouch/records';
 
 /** The error envelope, as documented in the OpenAPI document for every failure. */
 export const ErrorBodySchema = z
@@ -51,14 +52,8 @@ export function errorResponseSpec(description: string) {
 /** `Authorization: Bearer <key>`, required on every /v1 route. */
 export const bearerSecurity = [{ bearerAuth: [] as string[] }];
 
-/** A JSON Pointer-free identity: `agent:…`, `service:…`, `user:…`. */
-export const IdentitySchema = z
-  .string()
-  .regex(/^(agent|service|user):[A-Za-z0-9._@+-]{1,200}$/)
-  .openapi({ example: 'user:alice', description: '`agent:…`, `service:…` or `user:…`' });
+/** A JSON Pointer-free identity: `agent:…`, `service:…`, `user:…` (declared with the records). */
+export const IdentitySchema = identityInput;
 
-/** A log id, as the ledger accepts it. */
-export const LogIdSchema = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/)
-  .openapi({ example: 'default', description: 'Log id: 1-128 letters, digits and . _ : -' });
+/** A log id, as the ledger accepts it (declared with the records). */
+export const LogIdSchema = logIdInput;

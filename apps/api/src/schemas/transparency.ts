@@ -1,26 +1,15 @@
 import { z } from '@hono/zod-openapi';
+import { checkpointSchema, consistencyProofSchema, inclusionProofSchema } from '@vouch/records';
 import { LogIdSchema } from './common';
+import { component } from './component';
 
-const HexHash = z.string().regex(/^[0-9a-f]{64}$/);
 // A fresh schema per use: OpenAPI metadata (path vs optional query parameter) must not be shared.
 const treeSize = () => z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
-export const CheckpointSchema = z
-  .object({
-    log: z.string(),
-    origin: z.string().openapi({ description: 'The checkpoint origin: `<VOUCH_LOG_ORIGIN>/<log>`' }),
-    tree_size: z.number().int(),
-    root_hash: HexHash.openapi({ description: 'RFC 9162 root over the first `tree_size` event hashes, hex' }),
-    note: z.string().openapi({
-      description:
-        'The c2sp.org/tlog-checkpoint signed note, exactly as signed: what an auditor keeps and verifies with the log public key',
-    }),
-    created_at: z.string().openapi({ description: 'When it was stored (not covered by the signature)' }),
-  })
-  .openapi('Checkpoint');
+export const CheckpointSchema = component(checkpointSchema, 'Checkpoint');
 
 export const CheckpointParamSchema = z.object({
-  log: LogIdSchema.openapi({ param: { name: 'log', in: 'path' }, example: 'default' }),
+  log: LogIdSchema.clone().openapi({ param: { name: 'log', in: 'path' }, example: 'default' }),
   // A path segment is a string: a decimal without leading zeros, at most 16 digits.
   tree_size: z
     .string()
@@ -44,17 +33,7 @@ export const InclusionQuerySchema = z.strictObject({
     }),
 });
 
-export const InclusionProofSchema = z
-  .object({
-    log: z.string(),
-    seq: z.number().int(),
-    leaf_index: z.number().int(),
-    tree_size: z.number().int(),
-    proof: z
-      .array(HexHash)
-      .openapi({ description: 'RFC 9162 §2.1.3 inclusion path, lowest node first, hex' }),
-  })
-  .openapi('InclusionProof');
+export const InclusionProofSchema = component(inclusionProofSchema, 'InclusionProof');
 
 export const ConsistencyQuerySchema = z.strictObject({
   first: z.coerce
@@ -74,11 +53,4 @@ export const ConsistencyQuerySchema = z.strictObject({
     }),
 });
 
-export const ConsistencyProofSchema = z
-  .object({
-    log: z.string(),
-    first: z.number().int(),
-    second: z.number().int(),
-    proof: z.array(HexHash).openapi({ description: 'RFC 9162 §2.1.4 consistency proof, hex' }),
-  })
-  .openapi('ConsistencyProof');
+export const ConsistencyProofSchema = component(consistencyProofSchema, 'ConsistencyProof');

@@ -1,19 +1,23 @@
 import { canonicalJson } from '@vouch/audit';
+import { deriveOutcome, deriveStage } from '@vouch/records';
 import type {
   ApprovalDetail,
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
   ApprovalUseRecord,
+  Authorization,
   DecisionRecord,
   EffectiveVerification,
   ObservationRecord,
+  ObserveResponse,
   PolicyReason,
-  ProposalOutcome,
   ProposalRecord,
-  ProposalStage,
   ProposalStory,
   ProposeBody,
+  ProposeResponse,
+  RecordedVerification,
   RegisterToolBody,
+  RegisterToolResponse,
   ToolRecord,
   Verdict,
   VerificationRecord,
@@ -203,6 +207,10 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
     return decision;
   }
 
+  function requestOf(decision: DecisionRecord | null): ApprovalRequestRecord | null {
+    return decision?.approval_request_id ? (requestsById.get(decision.approval_request_id) ?? null) : null;
+  }
+
   function story(proposal: ProposalRecord): ProposalStory {
     const decision = decisions.get(proposal.id) ?? null;
     const observation = observations.find((o) => o.proposal_id === proposal.id) ?? null;
@@ -224,16 +232,17 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       verifications: proposalVerifications,
       verification,
       verification_status: statusOf(verification),
-      outcome: outcomeOf(observation, verification),
-      stage: stageOf(proposal, decision, approval, observation),
+      // The ledger's own derivations, from the latest record's status (see statusOf).
+      outcome: deriveOutcome({ observation, verificationStatus: verification?.status ?? null }),
+      stage: deriveStage({ proposal, decision, approval, observation, refusals: [] }),
       events: [],
     };
   }
 
-  // As the ledger derives them (records/outcome.ts), from the latest verification; the fake
-  // keeps no refused executions, so it never reports `execution_refused`.
-  // The fake keeps the latest record's status; the real rules (per postcondition, across
-  // records, supersession) are the server's and are tested against the real app.
+  // The fake keeps no refused executions, so it never reports `execution_refused`. It takes
+  // the latest record's status as the proposal's: the real rules (per declared postcondition,
+  // across records, supersession: the ledger's effectiveVerification) need the verifier SDK
+  // and the ledger, and are tested against the real app.
   function statusOf(verification: VerificationRecord | null): EffectiveVerification {
     const status = verification?.status ?? 'inconclusive';
     return {
@@ -243,40 +252,6 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       superseded: [],
       settles_at: null,
     };
-  }
-
-  function outcomeOf(
-    observation: ObservationRecord | null,
-    verification: VerificationRecord | null,
-  ): ProposalOutcome {
-    if (!observation) return 'not_executed';
-    if (verification?.status === 'passed') return 'verified';
-    if (verification?.status === 'failed') return 'verification_failed';
-    if (observation.outcome === 'unknown') return 'awaiting_resolution';
-    return verification ? 'unverified' : 'awaiting_verification';
-  }
-
-  function stageOf(
-    proposal: ProposalRecord,
-    decision: DecisionRecord | null,
-    approval: ApprovalDetail | null,
-    observation: ObservationRecord | null,
-  ): ProposalStage {
-    if (observation) return 'executed';
-    if (!decision) return 'awaiting_decision';
-    if (decision.verdict === 'deny') return 'denied';
-    if (decision.verdict === 'repair') return 'repair_proposed';
-    if (decision.verdict === 'allow' || approval?.uses.some((u) => u.proposal_id === proposal.id)) {
-      return 'authorized';
-    }
-    const byStatus = {
-      pending: 'awaiting_approval',
-      approved: 'authorized',
-      denied: 'approval_denied',
-      expired: 'approval_expired',
-      used: 'approval_used',
-    } as const;
-    return approval ? byStatus[approval.status] : 'awaiting_approval';
   }
 
   /** What an observation keeps of the body, as canonical JSON: a retry compares equal. */
@@ -311,13 +286,13 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       const input = body as RegisterToolBody;
       const name = `${input.server_id}/${input.tool_name}`;
       const current = tools.get(name);
-      // As the ledger: discovery never overrides a registration.
-      if (current && input.source === 'discovery') return json(200, { tool: current, replayed: true });
-      const tool: ToolRecord = {
-        id: id('tool'),
+      const replay = (tool: ToolRecord) => json(200, { tool, replayed: true } satisfies RegisterToolResponse);
+      // As the ledger: discovery never overrides a registration, the same one again replays,
+      // and another one must name the version it replaces.
+      if (current && input.source === 'discovery') return replay(current);
+      const registration: Omit<ToolRecord, 'id' | 'version' | 'registered_by' | 'registered_at'> = {
         server_id: input.server_id,
         tool_name: input.tool_name,
-        version: (current?.version ?? 0) + 1,
         side_effect: input.side_effect ?? 'irreversible',
         required_scopes: input.required_scopes ?? [],
         allowed_environments: input.allowed_environments ?? null,
@@ -327,11 +302,23 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
         requires_target_id: input.requires_target_id ?? true,
         max_approval_window_seconds: input.max_approval_window_seconds ?? null,
         source: input.source ?? 'manual',
+      };
+      if (current) {
+        const { id: _id, version, registered_by: _by, registered_at: _at, ...stored } = current;
+        if (canonicalJson(stored) === canonicalJson(registration)) return replay(current);
+        if (input.replaces_version !== version) {
+          return error(409, 'TOOL_EXISTS', 'name the version this registration replaces', { version });
+        }
+      }
+      const tool: ToolRecord = {
+        ...registration,
+        id: id('tool'),
+        version: (current?.version ?? 0) + 1,
         registered_by: identity,
         registered_at: now(),
       };
       tools.set(name, tool);
-      return json(201, { tool, replayed: false });
+      return json(201, { tool, replayed: false } satisfies RegisterToolResponse);
     }
     if (method === 'POST' && path === '/v1/proposals') {
       const input = body as ProposeBody;
@@ -341,11 +328,13 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       if (existing) {
         if (existing.payload_hash !== hash)
           return error(409, 'IDEMPOTENCY_CONFLICT', 'key used for another payload');
+        const decision = decisions.get(existing.id) ?? null;
         return json(200, {
           proposal: existing,
-          decision: decisions.get(existing.id) ?? null,
+          decision,
+          approval: requestOf(decision),
           replayed: true,
-        });
+        } satisfies ProposeResponse);
       }
       const proposal: ProposalRecord = {
         ...payload,
@@ -361,8 +350,12 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       byKey.set(proposal.idempotency_key, proposal);
       const verdict = decideVerdict(proposal);
       const decision = verdict === null ? null : makeDecision(proposal, verdict);
-      const approval = decision?.approval_request_id ? requestsById.get(decision.approval_request_id) : null;
-      return json(decision ? 201 : 202, { proposal, decision, approval, replayed: false });
+      return json(decision ? 201 : 202, {
+        proposal,
+        decision,
+        approval: requestOf(decision),
+        replayed: false,
+      } satisfies ProposeResponse);
     }
     if (authorizeId !== undefined) {
       const proposal = proposals.get(authorizeId);
@@ -373,18 +366,20 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       if (claimed instanceof Response) return claimed;
       return json(200, {
         proposal,
-        decision: decisions.get(proposal.id),
+        decision: decisions.get(proposal.id)!,
         approval_use: claimed,
         preconditions: null,
-      });
+      } satisfies Authorization);
     }
     if (proposalId !== undefined) {
       const proposal = proposals.get(proposalId);
-      return proposal ? json(200, story(proposal)) : error(404, 'NOT_FOUND', 'no such proposal');
+      return proposal
+        ? json(200, story(proposal) satisfies ProposalStory)
+        : error(404, 'NOT_FOUND', 'no such proposal');
     }
     if (approvalId !== undefined) {
       const view = approvalView(approvalId);
-      return view ? json(200, view) : error(404, 'NOT_FOUND', 'no such approval');
+      return view ? json(200, view satisfies ApprovalDetail) : error(404, 'NOT_FOUND', 'no such approval');
     }
     if (method === 'POST' && path === '/v1/observations') {
       const input = body as Record<string, unknown>;
@@ -394,7 +389,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       if (existing) {
         // As the ledger: the same account again is a replay, another one a conflict.
         if (observedText(input) === observedText(existing as unknown as Record<string, unknown>)) {
-          return json(200, { observation: existing, replayed: true });
+          return json(200, { observation: existing, replayed: true } satisfies ObserveResponse);
         }
         return error(409, 'OBSERVATION_CONFLICT', 'another account of a recorded execution', {
           proposal_id: proposal.id,
@@ -422,7 +417,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
         observed_at: now(),
       };
       observations.push(observation);
-      return json(201, { observation, replayed: false });
+      return json(201, { observation, replayed: false } satisfies ObserveResponse);
     }
     if (verifyId !== undefined) {
       const observation = observations.find((o) => o.id === verifyId);
@@ -440,7 +435,10 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
         verified_at: now(),
       };
       verifications.push(verification);
-      return json(201, verification);
+      return json(201, {
+        ...verification,
+        verification_status: statusOf(verification),
+      } satisfies RecordedVerification);
     }
     return error(404, 'ROUTE_NOT_FOUND', `no route ${method} ${path}`);
   }

@@ -1,10 +1,13 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { PgliteDatabase } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import type { PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import { type Database, openDatabase } from '../database';
 import { migrationsFolder } from '../migrate';
+import type * as schema from '../schema/index';
 import { createTestDatabase } from '../testing';
 
 /** The backends a migration test runs on: PGlite always, Postgres with DATABASE_URL. */
@@ -43,8 +46,10 @@ export async function migrateBefore(database: Database, tag: string): Promise<vo
     const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: Array<{ tag: string }> };
     journal.entries = journal.entries.filter((entry) => entry.tag < tag);
     writeFileSync(journalPath, JSON.stringify(journal));
-    if (database.kind === 'pglite') await migratePglite(database.db as never, { migrationsFolder: folder });
-    else await migratePostgres(database.db as never, { migrationsFolder: folder });
+    if (database.kind === 'pglite')
+      await migratePglite(database.db as PgliteDatabase<typeof schema>, { migrationsFolder: folder });
+    else
+      await migratePostgres(database.db as PostgresJsDatabase<typeof schema>, { migrationsFolder: folder });
   } finally {
     rmSync(folder, { recursive: true, force: true });
   }

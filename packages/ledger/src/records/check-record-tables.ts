@@ -62,7 +62,7 @@ export async function* checkRecordTables(
           eventKind: auditEvents.kind,
           eventEntity: auditEvents.entityId,
           eventPayload: auditEvents.payload,
-        } as never)
+        })
         .from(t)
         .leftJoin(auditEvents, and(eq(auditEvents.logId, t.logId), eq(auditEvents.seq, t.eventSeq)))
         .where(and(eq(t.logId, log), gt(t.eventSeq, after)))

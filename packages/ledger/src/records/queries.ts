@@ -1,3 +1,4 @@
+import type { ApprovalStatus } from '@vouch/records';
 import { and, asc, desc, eq, gt, isNull, or, type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../database';
 import type { IntegrityAlarm } from '../integrity-alarm';
@@ -127,8 +128,8 @@ export function verificationsOf(
   );
 }
 
-/** Where an approval request stands. `used`: a single-use approval that has been used. */
-export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired' | 'used';
+/** Where an approval request stands (declared with the records). */
+export type { ApprovalStatus } from '@vouch/records';
 
 const usedOnce = sql`(${approvalResolutions.validity} = 'once' and exists (select 1 from ${approvalUses} where ${approvalUses.logId} = ${approvalRequests.logId} and ${approvalUses.requestId} = ${approvalRequests.id}))`;
 

@@ -108,7 +108,15 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
     }
   };
 
-  const rules: Record<string, (event: StoredEvent, record: never) => void> = {
+  const rules: {
+    proposal(event: StoredEvent, r: ProposalRecord): void;
+    decision(event: StoredEvent, r: DecisionRecord): void;
+    approval_request(event: StoredEvent, r: ApprovalRequestRecord): void;
+    approval_resolution(event: StoredEvent, r: ApprovalResolutionRecord): void;
+    approval_use(event: StoredEvent, r: ApprovalUseRecord): void;
+    observation(event: StoredEvent, r: ObservationRecord): void;
+    verification(event: StoredEvent, r: VerificationRecord): void;
+  } = {
     proposal(event, r: ProposalRecord) {
       actorIs(event, r.requester, 'requester');
       proposals.set(r.id, {
@@ -316,8 +324,10 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
   return {
     /** The next event of the log, in seq order; events that are not records are passed over. */
     add(event: StoredEvent): void {
-      const rule = rules[event.kind];
-      if (rule === undefined) return;
+      if (!Object.hasOwn(rules, event.kind)) return;
+      // The payload is JSON the chain check vouches for, read as the record its kind names;
+      // a field that is not there throws below and is reported as RECORD_MALFORMED.
+      const rule = rules[event.kind as keyof typeof rules] as (event: StoredEvent, record: unknown) => void;
       let record: unknown;
       try {
         record = JSON.parse(event.payload);
@@ -329,7 +339,7 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
         return;
       }
       try {
-        rule(event, record as never);
+        rule(event, record);
       } catch (cause) {
         report(
           event,

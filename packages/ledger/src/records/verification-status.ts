@@ -1,4 +1,5 @@
 import { canonicalIdentity } from '@vouch/audit';
+import type { EffectiveVerification, PostconditionVerdict, VerificationStatusReason } from '@vouch/records';
 import { combinePostconditions, type DeclaredStatus, deriveDeclaredStatus } from '@vouch/verifier-sdk';
 import { LedgerError } from '../errors';
 import { addSeconds } from '../policy/approval-validity';
@@ -19,36 +20,7 @@ import type {
  * and only an explicit re-verification by someone other than the audited party supersedes.
  */
 
-/** Why a proposal's verification status is not definitive yet. */
-export type VerificationStatusReason =
-  /** No verification has been recorded. */
-  | 'NOT_VERIFIED'
-  /** The proposal declared no postconditions: there is nothing a check could prove. */
-  | 'NO_POSTCONDITIONS'
-  /** The tool's outcome is unknown (timeout) and it may still act: no verdict until it settles. */
-  | 'OUTCOME_UNKNOWN'
-  /** A declared postcondition has no passed or failed check in effect. */
-  | 'UNPROVEN';
-
-/** What the records in effect prove about one declared postcondition. */
-export interface PostconditionVerdict {
-  name: string;
-  status: VerificationStatus;
-  /** The records that decided it: those that failed it when failed, those that passed it when passed. */
-  decided_by: string[];
-}
-
-/** A proposal's verification status, derived from all its verification records; never stored. */
-export interface EffectiveVerification {
-  status: VerificationStatus;
-  /** Why the status is `inconclusive`; null when it is definitive. */
-  reason: VerificationStatusReason | null;
-  postconditions: PostconditionVerdict[];
-  /** Records that no longer count, and the re-verification that superseded each. */
-  superseded: Array<{ id: string; by: string }>;
-  /** For an observation with outcome `unknown`: from when a verification can be definitive. */
-  settles_at: string | null;
-}
+export type { EffectiveVerification, PostconditionVerdict, VerificationStatusReason } from '@vouch/records';
 
 /** The names of the postconditions a proposal declared, each once. */
 export function declaredNames(proposal: Pick<ProposalRecord, 'postconditions'>): string[] {

@@ -292,7 +292,7 @@ export class VerifierTester {
         `${verifier.id}: case "${label}" should be ${wanted}, got ${status}:\n${JSON.stringify(checks, null, 2)}`,
         {
           verifier: verifier.id,
-          evidence: { expected: EXPECTED[bucket], actual: status, checks: checks as never },
+          evidence: { expected: EXPECTED[bucket], actual: status, checks },
         },
       );
     }

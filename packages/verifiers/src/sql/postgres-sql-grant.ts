@@ -7,6 +7,10 @@ import {
 } from '@vouch/verifier-sdk';
 import postgres from 'postgres';
 
+// postgres.js reads `simple` (false: the extended protocol, which runs one statement and no
+// more, even without parameters) but does not declare it in its options type.
+const ONE_STATEMENT: postgres.UnsafeQueryOptions & { simple: false } = { simple: false };
+
 /** Options for {@link createPostgresSqlGrant}. */
 export interface PostgresSqlGrantOptions {
   /** The connection's name from configuration (`ledger-db`); verifiers record it as their source. */
@@ -65,7 +69,7 @@ export function createPostgresSqlGrant(options: PostgresSqlGrantOptions): Postgr
         const rows = await client.begin('read only', async (tx) => {
           await tx`select set_config('statement_timeout', ${String(Math.max(1, Math.floor(timeoutMs)))}, true)`;
           signal.throwIfAborted();
-          const query = tx.unsafe(text, params as never[], { simple: false } as never);
+          const query = tx.unsafe(text, [...params], ONE_STATEMENT);
           pending = query;
           if (maxRows === undefined) return [...(await query)];
           // A cursor, so a query that matches a million rows costs `maxRows`, not a million.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { deriveOutcome, deriveStage, PROPOSAL_OUTCOMES, PROPOSAL_STAGES } from './outcome';
+import { deriveOutcome, deriveStage } from './derive-outcome';
+import { PROPOSAL_OUTCOMES, PROPOSAL_STAGES } from './proposal-life';
 
 describe('deriveOutcome', () => {
   describe('when nothing was executed', () => {

@@ -1,0 +1,124 @@
+import { z } from 'zod';
+import { hashSchema } from './fields';
+
+/** One audit event as stored and exported; `payload` is the canonical JSON text that was hashed. */
+export const auditEventSchema = z.object({
+  log: z.string(),
+  seq: z.number().int(),
+  kind: z.string(),
+  entity: z.string(),
+  actor: z.string(),
+  at: z.string().meta({ description: 'ISO 8601 time, exactly as hashed' }),
+  payload: z.string().meta({ description: 'The canonical JSON text (RFC 8785) exactly as hashed' }),
+  payload_hash: hashSchema,
+  prev_hash: hashSchema,
+  hash: hashSchema,
+});
+export type AuditEvent = z.output<typeof auditEventSchema>;
+
+/** A log's head: its last seq and hash. */
+export const chainHeadSchema = z.object({ seq: z.number().int(), hash: hashSchema });
+export type ChainHead = z.output<typeof chainHeadSchema>;
+
+/** Every code a chain report can carry (`@vouch/audit`'s `ChainFailureCode`; the API checks none is missing). */
+export const CHAIN_FAILURE_CODES = [
+  'PAYLOAD_HASH_MISMATCH',
+  'HASH_MISMATCH',
+  'PREV_HASH_MISMATCH',
+  'SEQ_GAP',
+  'TRUNCATED',
+  'LOG_MISMATCH',
+  'RECORD_WITHOUT_EVENT',
+  'RECORD_MISMATCH',
+  'RECORD_RULE_VIOLATION',
+  'MERKLE_MISMATCH',
+  'MERKLE_MISSING',
+  'MERKLE_BEYOND_CHAIN',
+  'CHECKPOINT_MISMATCH',
+  'CHECKPOINT_SIGNATURE_INVALID',
+  'KEY_WITHOUT_EVENT',
+  'KEY_MISMATCH',
+  'KEY_UNPROVEN',
+  'REVOCATION_WITHOUT_EVENT',
+  'REVOCATION_MISMATCH',
+] as const;
+
+/** One break the chain verification found. */
+export const chainFailureSchema = z.looseObject({
+  seq: z
+    .number()
+    .int()
+    .meta({ description: 'The event the failure is at (for a checkpoint: its tree size)' }),
+  code: z.enum(CHAIN_FAILURE_CODES).meta({ example: 'PAYLOAD_HASH_MISMATCH' }),
+  message: z.string(),
+  table: z
+    .string()
+    .optional()
+    .meta({ description: 'The table holding the failing row, when it is not `audit_events`' }),
+  rule: z.string().optional().meta({
+    description:
+      'RECORD_RULE_VIOLATION: the rule the record breaks, named by the code the server refuses such a write with (e.g. SELF_APPROVAL)',
+  }),
+  level: z.number().int().optional().meta({ description: "Merkle failures: the node's level" }),
+  idx: z.number().int().optional().meta({ description: "Merkle failures: the node's index in its level" }),
+  through: z
+    .number()
+    .int()
+    .optional()
+    .meta({ description: 'Merkle failures: the last seq of a run of events that fail alike' }),
+  nodes: z
+    .number()
+    .int()
+    .optional()
+    .meta({ description: 'Merkle failures: how many nodes the failure covers' }),
+  tree_size: z
+    .number()
+    .int()
+    .optional()
+    .meta({ description: "Checkpoint failures: the checkpoint's tree size" }),
+  reason: z.string().optional().meta({
+    description: 'CHECKPOINT_SIGNATURE_INVALID: SIGNATURE_INVALID, NO_TRUSTED_SIGNATURE or ORIGIN_MISMATCH',
+  }),
+});
+export type ChainFailure = z.output<typeof chainFailureSchema>;
+
+/** The chain verification report of one log. */
+export const chainReportSchema = z.object({
+  ok: z.boolean(),
+  log: z.string(),
+  checked: z.number().int(),
+  head: chainHeadSchema.nullable(),
+  failures: z.array(chainFailureSchema),
+  failuresOmitted: z.number().int().optional(),
+  /** Merkle nodes the server recomputed from the event hashes, each compared with its stored row. */
+  merkle: z.object({ nodes: z.number().int() }).meta({
+    description: 'Merkle nodes recomputed from the event hashes, each compared with its stored row',
+  }),
+  /** Stored checkpoints compared with the recomputed roots, and whether their signatures were checked. */
+  checkpoints: z
+    .object({
+      checked: z.number().int(),
+      signatures: z.enum(['verified', 'not_checked']),
+    })
+    .meta({
+      description:
+        'Stored checkpoints compared with the roots recomputed from the events; `signatures` says whether their signatures were checked against the log key',
+    }),
+});
+export type ChainReport = z.output<typeof chainReportSchema>;
+
+/** `GET /v1/logs/{log}/events`. */
+export const eventPageSchema = z.object({
+  log: z.string(),
+  events: z.array(auditEventSchema),
+  next_after: z
+    .number()
+    .int()
+    .nullable()
+    .meta({ description: 'Pass as `after` for the next page; null at the end' }),
+});
+export type EventPage = z.output<typeof eventPageSchema>;
+
+/** `GET /v1/logs/{log}/head`. */
+export const logHeadSchema = z.object({ log: z.string(), head: chainHeadSchema.nullable() });
+export type LogHead = z.output<typeof logHeadSchema>;

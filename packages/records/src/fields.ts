@@ -1,0 +1,52 @@
+import { z } from 'zod';
+
+/**
+ * The building blocks every record is made of. Inputs are strict (what the ledger accepts
+ * and will hash); record fields are what it stores and answers with.
+ */
+
+/** A JSON value: what arguments, results, evidence and impact estimates are made of. */
+export type JsonValue =
+  | null
+  | boolean
+  | number
+  | string
+  | readonly JsonValue[]
+  | { readonly [key: string]: JsonValue };
+/** A JSON object. */
+export type JsonObject = { readonly [key: string]: JsonValue };
+
+// Typed as JSON, checked as "anything": the ledger turns every body into canonical JSON
+// before it parses it, so a value JSON cannot carry never reaches these schemas.
+/** Any JSON value. */
+export const jsonValueSchema = z.unknown().meta({ description: 'Any JSON value' }) as z.ZodType<
+  JsonValue,
+  JsonValue
+>;
+/** Any JSON object. */
+export const jsonObjectSchema = z.record(z.string(), z.unknown()) as unknown as z.ZodType<
+  JsonObject,
+  JsonObject
+>;
+
+// Identifiers land in plain text columns and in messages: no control characters (Postgres
+// text refuses NUL), bounded length.
+/** An identifier or short name as a request may carry it. */
+export const nameInput = z
+  .string()
+  .min(1)
+  .max(256)
+  .refine((s) => !/\p{Cc}/u.test(s), 'must not contain control characters');
+
+// Free text may span lines but not hold NUL, which a Postgres text column refuses.
+/** Free text as a request may carry it. */
+export const textInput = z
+  .string()
+  .max(4000)
+  .refine((s) => !s.includes('\0'), 'must not contain NUL');
+
+/** A lowercase hex SHA-256. */
+export const hashSchema = z.string().regex(/^[0-9a-f]{64}$/, 'must be a lowercase hex SHA-256');
+
+/** An ISO 8601 time as the ledger writes it. */
+export const timeSchema = z.string().meta({ description: 'ISO 8601 time' });

@@ -1,0 +1,333 @@
+import { z } from 'zod';
+import { hashSchema, jsonObjectSchema, jsonValueSchema, timeSchema } from './fields';
+
+/**
+ * The records, as stored and as hashed into their audit events: plain JSON, snake_case, the
+ * same shapes `@vouch/verifier-sdk` reads. A record never carries its own `log` or event
+ * seq: those belong to the event, and the event's payload is the record exactly.
+ */
+
+/**
+ * How much harm a tool call can do, least to most. The order matters: when a proposal and
+ * the registry disagree, the stricter class applies.
+ */
+export const SIDE_EFFECT_CLASSES = ['read_only', 'idempotent', 'compensatable', 'irreversible'] as const;
+export const sideEffectClassSchema = z.enum(SIDE_EFFECT_CLASSES);
+/** One of {@link SIDE_EFFECT_CLASSES}. */
+export type SideEffectClass = z.output<typeof sideEffectClassSchema>;
+
+/** What the policy concluded. Only `allow` and an approved `require_approval` can lead to execution. */
+export const verdictSchema = z.enum(['allow', 'deny', 'repair', 'require_approval']);
+export type Verdict = z.output<typeof verdictSchema>;
+
+/** What a reason of a decision does to the verdict; `note` changes nothing. */
+export const reasonEffectSchema = z.enum(['deny', 'repair', 'require_approval', 'allow', 'note']);
+
+/** What a repair asks the gateway to do instead. */
+export const repairKindSchema = z.enum(['dry_run_first', 'pin_environment']);
+
+/** What the tool call did, as far as the gateway knows; `unknown` (timeout) is never retried automatically. */
+export const observationOutcomeSchema = z.enum(['succeeded', 'failed', 'unknown']);
+export type ObservationOutcome = z.output<typeof observationOutcomeSchema>;
+
+/** Derived from the verification checks, never supplied. */
+export const verificationStatusSchema = z.enum(['passed', 'failed', 'inconclusive']);
+export type VerificationStatus = z.output<typeof verificationStatusSchema>;
+
+/** How long an approval lasts: one execution, or any number of the same payload within a window. */
+export const approvalValiditySchema = z.enum(['once', 'window']);
+export type ApprovalValidity = z.output<typeof approvalValiditySchema>;
+
+/** Where a registration came from; `discovery` (from a tool list) is not authorization. */
+export const toolSourceSchema = z.enum(['manual', 'discovery']);
+
+/** What an action touches. `id` and `env` may be missing; the policy denies such a target as ambiguous. */
+export const targetSchema = z.object({
+  kind: z.string(),
+  id: z.string().nullable(),
+  env: z.string().nullable(),
+});
+export type Target = z.output<typeof targetSchema>;
+
+/** A named condition on the world with parameters, checked by a verifier. */
+export const conditionSchema = z.object({ name: z.string(), params: jsonObjectSchema.optional() });
+export type Condition = z.output<typeof conditionSchema>;
+
+/** A tool in the registry of one log. A new registration of the same tool is a new version. */
+export const toolRecordSchema = z.object({
+  id: z.string(),
+  server_id: z.string(),
+  tool_name: z.string(),
+  version: z.number().int(),
+  side_effect: sideEffectClassSchema,
+  required_scopes: z.array(z.string()),
+  /** `null`: the tool itself does not restrict environments (the caller's key still may). */
+  allowed_environments: z.array(z.string()).nullable(),
+  dry_run_tool: z.string().nullable(),
+  compensation_tool: z.string().nullable(),
+  approval_required: z.boolean(),
+  /** Whether a proposal must name the target's id; a missing one is an ambiguous target. */
+  requires_target_id: z.boolean(),
+  /** Longest approval window this tool allows, in seconds; the shortest of all such rules wins. */
+  max_approval_window_seconds: z.number().int().nullable(),
+  /** `discovery`: registered automatically from a tool list; discovery is not authorization. */
+  source: toolSourceSchema,
+  registered_by: z.string(),
+  registered_at: timeSchema,
+});
+export type ToolRecord = z.output<typeof toolRecordSchema>;
+
+/** The part of a proposal an approver is shown; `payload_hash` is SHA-256 of its canonical JSON. */
+export const proposalPayloadSchema = z.object({
+  action: z.string(),
+  server_id: z.string(),
+  tool_name: z.string(),
+  target: targetSchema,
+  arguments: jsonObjectSchema,
+  side_effect: sideEffectClassSchema,
+  preconditions: z.array(conditionSchema),
+  postconditions: z.array(conditionSchema),
+  /** Supplied by the gateway, e.g. a dry run's rows affected; null when none. */
+  impact: jsonValueSchema,
+});
+export type ProposalPayload = z.output<typeof proposalPayloadSchema>;
+
+/** What an agent asked to do. A proposal is not a decision. */
+export const proposalRecordSchema = z.object({
+  id: z.string(),
+  idempotency_key: z.string(),
+  /** From the caller's API key, never from the request body. */
+  requester: z.string(),
+  /** The scopes and environments of the requester's key when it proposed: the policy's inputs. */
+  requester_scopes: z.array(z.string()),
+  requester_environments: z.array(z.string()).nullable(),
+  ...proposalPayloadSchema.shape,
+  payload_hash: hashSchema,
+  proposed_at: timeSchema,
+});
+export type ProposalRecord = z.output<typeof proposalRecordSchema>;
+
+/** One reason of a decision, with a stable code. */
+export const policyReasonSchema = z.object({
+  code: z.string(),
+  /** What the reason does to the verdict; `note` changes nothing. */
+  effect: reasonEffectSchema,
+  message: z.string(),
+  details: jsonObjectSchema.optional(),
+});
+export type PolicyReason = z.output<typeof policyReasonSchema>;
+
+/** A corrected action the gateway may propose instead; the original never becomes executable. */
+export const repairSchema = z.object({
+  kind: repairKindSchema,
+  action: z.string(),
+  server_id: z.string(),
+  tool_name: z.string(),
+  target: targetSchema,
+  arguments: jsonObjectSchema,
+  message: z.string(),
+});
+export type Repair = z.output<typeof repairSchema>;
+
+/** The verdict on one proposal, by the built-in policy or an external engine (`source`). */
+export const decisionRecordSchema = z.object({
+  id: z.string(),
+  proposal_id: z.string(),
+  verdict: verdictSchema,
+  reasons: z.array(policyReasonSchema),
+  repair: repairSchema.nullable(),
+  /** Who may execute: the requester for allow / require_approval, nobody otherwise. */
+  authorized_identity: z.string().nullable(),
+  /** `built_in`, or the external engine's name as it posted the decision. */
+  source: z.string(),
+  /** The tool registration the decision read, when there was one. */
+  tool_id: z.string().nullable(),
+  /** The approval request this decision waits on (created or reused), for require_approval. */
+  approval_request_id: z.string().nullable(),
+  decided_by: z.string(),
+  decided_at: timeSchema,
+});
+export type DecisionRecord = z.output<typeof decisionRecordSchema>;
+
+/** A request for a human to approve one payload of one requester on one server + tool. */
+export const approvalRequestRecordSchema = z.object({
+  id: z.string(),
+  proposal_id: z.string(),
+  payload_hash: hashSchema,
+  requester: z.string(),
+  server_id: z.string(),
+  tool_name: z.string(),
+  environment: z.string().nullable(),
+  /** The request must be answered before this time. */
+  expires_at: timeSchema,
+  /** Longest window any rule allows for this request (tool or service), in seconds. */
+  max_window_seconds: z.number().int(),
+  requested_at: timeSchema,
+});
+export type ApprovalRequestRecord = z.output<typeof approvalRequestRecordSchema>;
+
+/** The answer to one approval request. A denial answers only that request. */
+export const approvalResolutionRecordSchema = z.object({
+  id: z.string(),
+  request_id: z.string(),
+  resolution: z.enum(['approved', 'denied']),
+  resolver: z.string(),
+  validity: approvalValiditySchema.nullable(),
+  window_seconds: z.number().int().nullable(),
+  /** Which rule set the window: the shortest wins (`approver`, `tool`, `service`). */
+  window_source: z.string().nullable(),
+  valid_until: timeSchema.nullable(),
+  comment: z.string().nullable(),
+  resolved_at: timeSchema,
+});
+export type ApprovalResolutionRecord = z.output<typeof approvalResolutionRecordSchema>;
+
+/** One execution under an approval, claimed by `authorize`; a `once` approval has at most one. */
+export const approvalUseRecordSchema = z.object({
+  id: z.string(),
+  request_id: z.string(),
+  resolution_id: z.string(),
+  proposal_id: z.string(),
+  /** Copied from the resolution so the database can allow one use of a `once` approval. */
+  validity: approvalValiditySchema,
+  used_by: z.string(),
+  used_at: timeSchema,
+});
+export type ApprovalUseRecord = z.output<typeof approvalUseRecordSchema>;
+
+/** What the tool really returned. A tool's output is not verified truth. */
+export const observationRecordSchema = z.object({
+  id: z.string(),
+  proposal_id: z.string(),
+  decision_id: z.string(),
+  approval_use_id: z.string().nullable(),
+  server_id: z.string(),
+  tool_name: z.string(),
+  executed_by: z.string(),
+  outcome: observationOutcomeSchema,
+  result: jsonValueSchema,
+  /** The transport's status (e.g. HTTP 200), kept apart from the tool's own error flag. */
+  transport_status: z.number().int().nullable(),
+  tool_error: z.boolean().nullable(),
+  started_at: timeSchema.nullable(),
+  finished_at: timeSchema.nullable(),
+  observed_at: timeSchema,
+});
+export type ObservationRecord = z.output<typeof observationRecordSchema>;
+
+/** An execution the ledger refused to record as authorized; the attempt itself is evidence. */
+export const refusedExecutionRecordSchema = z.object({
+  id: z.string(),
+  proposal_id: z.string(),
+  code: z.string(),
+  message: z.string(),
+  attempted_by: z.string(),
+  /** What the gateway posted, as it posted it. */
+  attempted: jsonValueSchema,
+  refused_at: timeSchema,
+});
+export type RefusedExecutionRecord = z.output<typeof refusedExecutionRecordSchema>;
+
+/** One check of a verification, as counted (a check by the writer itself is `inconclusive`). */
+export const verificationCheckSchema = z
+  .object({
+    name: z.string(),
+    status: z.string(),
+    source: z.string().nullable(),
+    reason: z.string().nullable().optional(),
+  })
+  // A verifier's own fields (evidence, the postcondition it answers, …) are kept as posted.
+  .catchall(jsonValueSchema);
+export type VerificationCheck = z.output<typeof verificationCheckSchema>;
+
+/** What a verifier may conclude; `error` is recorded by the host when it could not get a verdict. */
+export const checkStatusSchema = z.enum(['pass', 'fail', 'inconclusive', 'error']);
+
+/**
+ * A check as the server's verifier host records it (`@vouch/verifier-sdk`'s `Check`): every
+ * field present. The checks the server runs itself (preconditions, `verify`) have this shape;
+ * an external verifier's checks need only what {@link verificationCheckSchema} asks.
+ */
+export const hostCheckSchema = z.object({
+  name: z.string(),
+  /** The postcondition (or precondition) this check answers. */
+  postcondition: z.string(),
+  status: checkStatusSchema,
+  source: z.string().nullable(),
+  observed: jsonValueSchema,
+  expected: jsonValueSchema,
+  evidence: jsonObjectSchema,
+  message: z.string(),
+  reason: z.string().nullable(),
+  /** Present when the host overrode the verifier's verdict (e.g. `NOT_INDEPENDENT`): what it said. */
+  reported: z.enum(['pass', 'fail', 'inconclusive']).optional(),
+  verifier: z
+    .object({
+      id: z.string(),
+      version: z.string(),
+      apiVersion: z.number().int(),
+      /** The registration name (defaults to the id; differs when one verifier is registered twice). */
+      name: z.string(),
+    })
+    .nullable(),
+  /** Wall time the verifier took, in milliseconds; null when none ran. */
+  durationMs: z.number().nullable(),
+});
+export type HostCheck = z.output<typeof hostCheckSchema>;
+
+/**
+ * Why a verification record is `inconclusive` whatever its checks say: `OUTCOME_UNKNOWN`, the
+ * tool's outcome was unknown (a timeout: it may still act) and had not settled yet.
+ */
+export const verificationHoldSchema = z.enum(['OUTCOME_UNKNOWN']);
+export type VerificationHold = z.output<typeof verificationHoldSchema>;
+
+/**
+ * The checks on one observation and the status derived from them against the proposal's
+ * declared postconditions. Records written before migration 0006 have none of the optional
+ * fields; a field that does not apply is left out, never `null`, so a row rebuilds its
+ * event's payload exactly.
+ */
+export const verificationRecordSchema = z.object({
+  id: z.string(),
+  observation_id: z.string(),
+  proposal_id: z.string(),
+  checks: z.array(verificationCheckSchema),
+  /** What these checks alone prove about the declared postconditions (see `verification_status` for the proposal's). */
+  status: verificationStatusSchema.meta({
+    description:
+      'What this record’s checks prove about the declared postconditions, derived, never supplied. The proposal’s status is `verification_status`.',
+  }),
+  verifier: z.string(),
+  verified_at: timeSchema,
+  /** Names of checks that answer no declared postcondition: kept, never counted. */
+  undeclared: z.array(z.string()).optional().meta({
+    description: 'Names of checks that answer no declared postcondition: kept, never counted.',
+  }),
+  /** Present when the status is held at `inconclusive` whatever the checks say. */
+  held: verificationHoldSchema.optional().meta({
+    description:
+      'The status is held at inconclusive whatever the checks say: the tool’s outcome was unknown (a timeout) and had not settled.',
+  }),
+  /** The verification records this re-verification replaces; they stay in the chain. */
+  supersedes: z.array(z.string()).optional().meta({
+    description: 'The records this re-verification replaces; they stay in the chain and the story.',
+  }),
+  /** Why it supersedes them; present exactly when `supersedes` is. */
+  reason: z.string().optional().meta({ description: 'Why it supersedes them.' }),
+});
+export type VerificationRecord = z.output<typeof verificationRecordSchema>;
+
+/** The record kinds; each is also the `kind` of its audit event. */
+export const RECORD_KINDS = [
+  'tool',
+  'proposal',
+  'decision',
+  'approval_request',
+  'approval_resolution',
+  'approval_use',
+  'observation',
+  'execution_refused',
+  'verification',
+] as const;
+export type RecordKind = (typeof RECORD_KINDS)[number];

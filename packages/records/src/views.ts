@@ -1,0 +1,145 @@
+import { z } from 'zod';
+import { auditEventSchema } from './audit';
+import {
+  keysOf,
+  OUTCOME_VALUES_TEXT,
+  PROPOSAL_OUTCOMES,
+  PROPOSAL_STAGES,
+  STAGE_VALUES_TEXT,
+} from './proposal-life';
+import {
+  approvalRequestRecordSchema,
+  approvalResolutionRecordSchema,
+  approvalUseRecordSchema,
+  decisionRecordSchema,
+  hostCheckSchema,
+  observationRecordSchema,
+  proposalPayloadSchema,
+  proposalRecordSchema,
+  refusedExecutionRecordSchema,
+  toolRecordSchema,
+  verificationRecordSchema,
+  verificationStatusSchema,
+} from './records';
+import { effectiveVerificationSchema } from './verification-status';
+
+/** What the ledger answers with: records put together, and what it derives from them (never stored). */
+
+/** `POST /v1/tools`. */
+export const registeredToolSchema = z.object({
+  tool: toolRecordSchema,
+  /** The same registration (or a discovery of a registered tool): the stored one, unchanged. */
+  replayed: z.boolean(),
+});
+export type RegisteredTool = z.output<typeof registeredToolSchema>;
+
+/** `GET /v1/tools`. */
+export const toolListSchema = z.object({ tools: z.array(toolRecordSchema) });
+
+/** What `propose` returns; `replayed` when the idempotency key had already been used with this payload. */
+export const proposalResultSchema = z.object({
+  proposal: proposalRecordSchema,
+  /** Null while an external engine decides. */
+  decision: decisionRecordSchema.nullable(),
+  /** The approval request the decision waits on, for `require_approval`. */
+  approval: approvalRequestRecordSchema.nullable(),
+  /** True when the idempotency key matched an earlier proposal: nothing new was written. */
+  replayed: z.boolean(),
+});
+export type ProposalResult = z.output<typeof proposalResultSchema>;
+
+/** `POST /v1/proposals/{id}/decision`. */
+export const decisionResultSchema = z.object({
+  decision: decisionRecordSchema,
+  approval: approvalRequestRecordSchema.nullable(),
+});
+export type DecisionResult = z.output<typeof decisionResultSchema>;
+
+/** Where an approval request stands, as the ledger derives it (`used`: a single-use approval was used). */
+export const APPROVAL_STATUSES = ['pending', 'approved', 'denied', 'expired', 'used'] as const;
+export const approvalStatusSchema = z.enum(APPROVAL_STATUSES);
+export type ApprovalStatus = z.output<typeof approvalStatusSchema>;
+
+/** An approval request with its answer, its uses and the proposal it was opened for. */
+export const approvalViewSchema = z.object({
+  request: approvalRequestRecordSchema,
+  resolution: approvalResolutionRecordSchema.nullable(),
+  uses: z.array(approvalUseRecordSchema),
+  status: approvalStatusSchema,
+  /** The proposal the request was opened for: what the approver is shown and the payload hash covers. */
+  proposal: proposalRecordSchema,
+});
+export type ApprovalView = z.output<typeof approvalViewSchema>;
+
+/** What an approver is shown: the view plus exactly what will run, and its canonical bytes. */
+export const approvalDetailSchema = approvalViewSchema.extend({
+  payload: proposalPayloadSchema.meta({
+    description:
+      'Exactly what will run: action, server and tool, target and environment, arguments, side-effect class, conditions and the impact estimate',
+  }),
+  /** RFC 8785 canonical JSON of `payload`: SHA-256 of these bytes is `request.payload_hash`. */
+  canonical_payload: z.string().meta({
+    description: 'The payload as RFC 8785 canonical JSON: SHA-256 of these bytes is `request.payload_hash`',
+  }),
+});
+export type ApprovalDetail = z.output<typeof approvalDetailSchema>;
+
+/** `GET /v1/approvals`. */
+export const approvalPageSchema = z.object({
+  approvals: z.array(approvalDetailSchema),
+  /** Pass as `after` for the next page; null at the end. */
+  next: z
+    .number()
+    .int()
+    .nullable()
+    .meta({ description: 'Pass as `after` for the next page; null at the end' }),
+});
+export type ApprovalPage = z.output<typeof approvalPageSchema>;
+
+/** `POST /v1/proposals/{id}/authorize`: execute now. */
+export const authorizationSchema = z.object({
+  proposal: proposalRecordSchema,
+  decision: decisionRecordSchema,
+  /** The approval use claimed for this execution, for `require_approval`. */
+  approval_use: approvalUseRecordSchema.nullable(),
+  /** The precondition checks, when the proposal has preconditions. */
+  preconditions: z
+    .object({ status: verificationStatusSchema, checks: z.array(hostCheckSchema) })
+    .nullable()
+    .meta({ description: 'The pre-execution checks, when the proposal has preconditions' }),
+});
+export type Authorization = z.output<typeof authorizationSchema>;
+
+/** `POST /v1/observations`. */
+export const observationResultSchema = z.object({
+  observation: observationRecordSchema,
+  /** True when an observation for this proposal already existed; it is returned unchanged. */
+  replayed: z.boolean(),
+});
+export type ObservationResult = z.output<typeof observationResultSchema>;
+
+/** Everything recorded about one proposal, with its derived outcome and the events behind it. */
+export const proposalStorySchema = z.object({
+  proposal: proposalRecordSchema,
+  decision: decisionRecordSchema.nullable(),
+  approval: approvalViewSchema.nullable(),
+  observation: observationRecordSchema.nullable(),
+  /** Executions the ledger refused; each attempt is kept as evidence. */
+  refusals: z.array(refusedExecutionRecordSchema),
+  /** Every verification record, superseded ones included, in chain order. */
+  verifications: z.array(verificationRecordSchema),
+  /** The latest verification record (not the status: see `verification_status`). */
+  verification: verificationRecordSchema
+    .nullable()
+    .meta({ description: 'The latest record, not the status: see `verification_status`.' }),
+  /** The status derived from all the verification records; the outcome follows it. */
+  verification_status: effectiveVerificationSchema,
+  outcome: z.enum(keysOf(PROPOSAL_OUTCOMES)).meta({
+    description: `What is known about the action's result, derived from the observation and the verification status:\n\n${OUTCOME_VALUES_TEXT}`,
+  }),
+  stage: z.enum(keysOf(PROPOSAL_STAGES)).meta({
+    description: `How far the proposal got on its way to execution:\n\n${STAGE_VALUES_TEXT}`,
+  }),
+  events: z.array(auditEventSchema),
+});
+export type ProposalStory = z.output<typeof proposalStorySchema>;
