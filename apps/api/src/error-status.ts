@@ -1,11 +1,20 @@
 import type { AuditErrorCode } from '@vouch/audit';
 import type { LedgerErrorCode } from '@vouch/ledger';
+import type { AUDIT_ERROR_CODES, VERIFIER_ERROR_CODES } from '@vouch/records/error-codes';
 import type { VerifierErrorCode } from '@vouch/verifier-sdk';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { ApiErrorCode } from './errors';
 
 /** Every code a Vouch HTTP response can carry in `error.code`. */
 export type ErrorCode = ApiErrorCode | LedgerErrorCode | AuditErrorCode | VerifierErrorCode;
+
+// `@vouch/records` lists every code the server answers with (the client learns them there);
+// the audit and verifier packages keep their own lists, which must be the same.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const auditCodesDeclared: Same<(typeof AUDIT_ERROR_CODES)[number] | 'LOG_NOT_FOUND', AuditErrorCode> = true;
+const verifierCodesDeclared: Same<(typeof VERIFIER_ERROR_CODES)[number], VerifierErrorCode> = true;
+void auditCodesDeclared;
+void verifierCodesDeclared;
 
 /**
  * The one table from error code to HTTP status. `satisfies Record<ErrorCode, …>` makes the

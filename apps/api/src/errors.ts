@@ -1,35 +1,12 @@
+import { API_ERROR_CODES } from '@vouch/records/error-codes';
+
 /**
- * Every code the HTTP layer itself can answer with. Codes from the packages underneath
- * (`@vouch/ledger`, `@vouch/audit`, `@vouch/verifier-sdk`) pass through unchanged; the
- * table in `error-status.ts` gives each of them, and each of these, exactly one status.
+ * Every code the HTTP layer itself can answer with (declared in `@vouch/records`). Codes from
+ * the packages underneath (`@vouch/ledger`, `@vouch/audit`, `@vouch/verifier-sdk`) pass
+ * through unchanged; the table in `error-status.ts` gives each of them, and each of these,
+ * exactly one status.
  */
-export const API_ERROR_CODES = [
-  // authentication and authorization
-  'UNAUTHENTICATED',
-  'ROLE_FORBIDDEN',
-  'ENVIRONMENT_FORBIDDEN',
-  'LOG_FORBIDDEN',
-  // request shape
-  'ROUTE_NOT_FOUND',
-  'METHOD_NOT_ALLOWED',
-  'UNSUPPORTED_MEDIA_TYPE',
-  'MALFORMED_JSON',
-  'BODY_TOO_LARGE',
-  'NESTING_TOO_DEEP',
-  'DUPLICATE_KEY',
-  'NUL_CHARACTER',
-  'NUMBER_NOT_EXACT',
-  'INVALID_REQUEST',
-  // resources
-  'NOT_FOUND',
-  'KEY_NOT_FOUND',
-  // execution
-  'PRECONDITION_FAILED',
-  // service state
-  'NOT_READY',
-  'NOT_CONFIGURED',
-  'INTERNAL',
-] as const;
+export { API_ERROR_CODES };
 
 /** A stable, machine-readable reason the HTTP layer refused a request. */
 export type ApiErrorCode = (typeof API_ERROR_CODES)[number];

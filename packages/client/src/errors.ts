@@ -1,94 +1,10 @@
+import { SERVER_ERROR_CODES } from '@vouch/records/error-codes';
+
 /**
- * Every code the Vouch server can answer with in `error.code`. Kept by hand (the client does
- * not import the server) and compared with the server's status table in
- * `test/client-conformance.test.ts`, so a code added on one side is seen on the other.
+ * Every code the Vouch server can answer with in `error.code`, from `@vouch/records` (the
+ * list the server's own packages take theirs from; a module with no zod in it).
  */
-export const SERVER_ERROR_CODES = [
-  // @vouch/api: authentication and authorization
-  'UNAUTHENTICATED',
-  'ROLE_FORBIDDEN',
-  'ENVIRONMENT_FORBIDDEN',
-  'LOG_FORBIDDEN',
-  // @vouch/api: request shape
-  'ROUTE_NOT_FOUND',
-  'METHOD_NOT_ALLOWED',
-  'UNSUPPORTED_MEDIA_TYPE',
-  'MALFORMED_JSON',
-  'BODY_TOO_LARGE',
-  'NESTING_TOO_DEEP',
-  'DUPLICATE_KEY',
-  'NUL_CHARACTER',
-  'NUMBER_NOT_EXACT',
-  'INVALID_REQUEST',
-  'KEY_NOT_FOUND',
-  'PRECONDITION_FAILED',
-  'NOT_READY',
-  'NOT_CONFIGURED',
-  'INTERNAL',
-  // @vouch/audit
-  'NOT_JSON_VALUE',
-  'LONE_SURROGATE',
-  'CYCLE',
-  'NOT_PLAIN_OBJECT',
-  'NON_FINITE_NUMBER',
-  'MALFORMED_CHECKPOINT',
-  'MALFORMED_PROOF',
-  'MALFORMED_BUNDLE',
-  'SERVER_UNREACHABLE',
-  'SERVER_REFUSED',
-  'TRUSTED_CHECKPOINT_INVALID',
-  'NO_CHECKPOINT_YET',
-  // @vouch/ledger
-  'INVALID_EVENT',
-  'PAYLOAD_NOT_JSON',
-  'PAYLOAD_TOO_LARGE',
-  'LEDGER_CLOSED',
-  'DATABASE_UNAVAILABLE',
-  'MIGRATIONS_PENDING',
-  'DATABASE_PERMISSION_DENIED',
-  'CHAIN_CONFLICT',
-  'INTEGRITY_ALARM',
-  'VALIDATION_FAILED',
-  'NOT_FOUND',
-  'LOG_NOT_FOUND',
-  'TOOL_NOT_REGISTERED',
-  'TOOL_EXISTS',
-  'IDEMPOTENCY_CONFLICT',
-  'DECISION_EXISTS',
-  'DECISION_PENDING',
-  'EXECUTION_NOT_AUTHORIZED',
-  'IDENTITY_MISMATCH',
-  'SELF_APPROVAL',
-  'IDENTITY_COLLISION',
-  'APPROVAL_SCOPE_MISMATCH',
-  'APPROVAL_EXPIRED',
-  'APPROVAL_CONSUMED',
-  'APPROVAL_RESOLVED',
-  'APPROVAL_PAYLOAD_MISMATCH',
-  'OBSERVATION_EXISTS',
-  'OBSERVATION_CONFLICT',
-  'VERIFICATION_INVALID',
-  'RECORD_INTEGRITY_VIOLATION',
-  'SUPERSESSION_FORBIDDEN',
-  'SUPERSESSION_INVALID',
-  // @vouch/verifier-sdk
-  'VERIFIER_INVALID',
-  'VERIFIER_API_UNSUPPORTED',
-  'VERIFIER_DUPLICATE',
-  'OPTIONS_INVALID',
-  'CONFIG_NOT_FOUND',
-  'CONFIG_INVALID',
-  'GRANT_MISSING',
-  'INPUT_INVALID',
-  'RESULT_INVALID',
-  'SOURCE_UNAVAILABLE',
-  'SOURCE_FORBIDDEN',
-  'VERIFIER_TIMEOUT',
-  'VERIFIER_ABORTED',
-  'VERIFIER_CRASHED',
-  'CASE_FAILED',
-  'CONFORMANCE_FAILED',
-] as const;
+export { SERVER_ERROR_CODES };
 
 /** A code the server put in its error envelope. */
 export type ServerErrorCode = (typeof SERVER_ERROR_CODES)[number];

@@ -6,6 +6,7 @@
  */
 export * from './audit';
 export * from './derive-outcome';
+export * from './error-codes';
 export * from './fields';
 export * from './inputs';
 export * from './keys';
