@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../database';
 import { isLedgerError } from '../errors';
 import { createLedger, type Ledger } from '../ledger';
+import { listLogs } from '../log-exists';
 import { tamper, testBackends } from '../testing';
 import { checkRecordTables, type RecordFailure } from './check-record-tables';
 import { createRecords, type RecordContext, type Records } from './create-records';
@@ -1208,6 +1209,22 @@ describe.each(testBackends())('records on $name', ({ open }) => {
           ['RECORD_WITHOUT_EVENT', 'verifications', 'ver_forged'],
         ]);
       });
+    });
+  });
+  // Runs last: every log the tests above wrote through the records service (approvals once and
+  // by window, denials, repairs, refusals, replays, supersessions, unknown outcomes …) must
+  // verify, record rules included: a rule that flags what the server itself writes is wrong.
+  describe('after every story above', () => {
+    it('each log obeys every record rule verifyChain re-checks', async () => {
+      const written = (await listLogs(database)).filter((log) => log.startsWith('records-'));
+      expect(written.length).toBeGreaterThan(20);
+      for (const log of written) {
+        // (A few tests above edit rows on purpose: only the rules are asked about here.)
+        const broken = (await ledger.verifyChain({ log })).failures.filter(
+          (f) => f.code === 'RECORD_RULE_VIOLATION',
+        );
+        expect({ log, broken }).toEqual({ log, broken: [] });
+      }
     });
   });
 });

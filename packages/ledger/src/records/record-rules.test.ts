@@ -147,6 +147,17 @@ describe('the record rules over the chain', () => {
     ]);
   });
 
+  it('report a use after the approval window ended (APPROVAL_EXPIRED)', () => {
+    const resolution = of('approval_resolution');
+    const use = of('approval_use');
+    const ended = new Date(Date.parse(String(payloadOf(use).used_at)) - 1000).toISOString();
+    const windowed = forged(resolution, { validity: 'window', window_seconds: 60, valid_until: ended });
+    const events = replaced(resolution, windowed).map((e) =>
+      e === use ? forged(use, { validity: 'window' }) : e,
+    );
+    expect(broken(events)).toEqual([['APPROVAL_EXPIRED', 'approval_uses']]);
+  });
+
   it('report a use of an approval for another payload (APPROVAL_PAYLOAD_MISMATCH)', () => {
     const proposal = of('proposal');
     const other = forged(proposal, { payload_hash: 'ee'.repeat(32) });

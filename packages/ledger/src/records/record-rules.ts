@@ -234,14 +234,14 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
         report(event, 'APPROVAL_CONSUMED', `single-use approval ${r.resolution_id} was already used`);
       }
       if (
-        resolution.validity === 'window' &&
+        // The server's own clock, as it recorded the use, against the end it set (isPast).
         resolution.valid_until !== null &&
-        event.at > resolution.valid_until
+        Date.parse(r.used_at) >= Date.parse(resolution.valid_until)
       ) {
         report(
           event,
           'APPROVAL_EXPIRED',
-          `used at ${event.at}, after approval ${r.resolution_id} ended at ${resolution.valid_until}`,
+          `used at ${r.used_at}, after approval ${r.resolution_id} ended at ${resolution.valid_until}`,
         );
       }
       resolution.uses++;
