@@ -117,11 +117,20 @@ describe('the record rules over the chain', () => {
     ]);
   });
 
-  it('report a decision that authorizes someone else (IDENTITY_MISMATCH)', () => {
+  it('report an executable decision that authorizes nobody (IDENTITY_MISMATCH)', () => {
     const decision = of('decision');
-    expect(broken(replaced(decision, forged(decision, { authorized_identity: 'agent:other' })))).toEqual(
+    expect(broken(replaced(decision, forged(decision, { authorized_identity: null })))).toEqual(
       expect.arrayContaining([['IDENTITY_MISMATCH', 'decisions']]),
     );
+  });
+
+  it('report a use and an execution by another identity than the decision authorized (IDENTITY_MISMATCH)', () => {
+    // An engine may name another executor than the requester; then only that one may act.
+    const decision = of('decision');
+    expect(broken(replaced(decision, forged(decision, { authorized_identity: 'agent:executor' })))).toEqual([
+      ['IDENTITY_MISMATCH', 'approval_uses'],
+      ['IDENTITY_MISMATCH', 'observations'],
+    ]);
   });
 
   it('report an execution without the approval being used for it (EXECUTION_NOT_AUTHORIZED)', () => {

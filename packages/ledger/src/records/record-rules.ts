@@ -134,12 +134,13 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
       if (!proposal) return;
       if (proposal.decision)
         report(event, 'DECISION_EXISTS', `proposal ${r.proposal_id} was already decided`);
+      // The requester, unless an external engine named another executor; nobody otherwise.
       const mayExecute = r.verdict === 'allow' || r.verdict === 'require_approval';
-      if (mayExecute ? r.authorized_identity !== proposal.requester : r.authorized_identity !== null) {
+      if (mayExecute !== (r.authorized_identity !== null)) {
         report(
           event,
           'IDENTITY_MISMATCH',
-          `a ${r.verdict} decision authorizes ${r.authorized_identity ?? 'nobody'}, not ${mayExecute ? `the requester ${proposal.requester}` : 'nobody'}`,
+          `a ${r.verdict} decision authorizes ${r.authorized_identity ?? 'nobody'}`,
         );
       }
       proposal.decision ??= { verdict: r.verdict, authorized: r.authorized_identity };
@@ -211,7 +212,6 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
         }
         if (
           !sameIdentity(request.requester, proposal.requester) ||
-          !sameIdentity(r.used_by, proposal.requester) ||
           request.server_id !== proposal.serverId ||
           request.tool_name !== proposal.toolName
         ) {
@@ -220,6 +220,10 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
             'APPROVAL_SCOPE_MISMATCH',
             `request ${r.request_id} was for another requester, server or tool`,
           );
+        }
+        const authorized = proposal.decision?.authorized ?? null;
+        if (authorized === null || !sameIdentity(r.used_by, authorized)) {
+          report(event, 'IDENTITY_MISMATCH', `used by ${r.used_by}, authorized ${authorized ?? 'nobody'}`);
         }
         proposal.uses.push(r.id);
       }
