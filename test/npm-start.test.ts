@@ -96,6 +96,16 @@ describe.runIf(process.platform === 'linux')('npm start', () => {
 
     npm.kill('SIGTERM');
     await exited;
+    // 'exit' can come before the last of stdout is read: wait for its end (bounded).
+    if (npm.stdout.readableEnded === false) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 5_000);
+        npm.stdout.once('end', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
     expect(servers.filter(alive)).toEqual([]);
     expect(stdout).toContain('"msg":"stopped"');
   }, 120_000);

@@ -3,7 +3,8 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runVouch } from '../testing/cli-io';
+import { recordingIo, runVouch } from '../testing/cli-io';
+import { runCli } from './main';
 
 // `vouch serve` on a fresh install must not leave half an install behind when it cannot
 // start: settings are checked before the data directory is touched, and the first admin key
@@ -25,6 +26,30 @@ function serve(env: NodeJS.ProcessEnv) {
 const ANNOUNCED = 'created the first admin API key';
 
 describe('vouch serve start-up', () => {
+  describe('when a signal comes as soon as it says it is listening', () => {
+    it('was already listening for it: it asked for stop requests before it started', async () => {
+      let said = '';
+      let askedAfter: string | undefined;
+      const dataDir = join(root, 'signals');
+      const { io, out } = recordingIo({ env: { VOUCH_DATA_DIR: dataDir, PORT: '0' }, cwd: root });
+      const run = runCli(['serve'], {
+        ...io,
+        out: (text) => {
+          said += text;
+          io.out(text);
+        },
+        stopRequested: () => {
+          askedAfter = said;
+          return Promise.resolve('SIGTERM');
+        },
+      });
+      expect(await run).toBe(0);
+      expect(out()).toContain('"msg":"stopped"');
+      expect(askedAfter).toBeDefined();
+      expect(askedAfter).not.toContain('"msg":"listening"');
+    }, 60_000);
+  });
+
   describe('when VOUCH_ADMIN_KEY is too short', () => {
     it('exits 2 naming the setting, before it creates the data directory', async () => {
       const dataDir = join(root, 'short-key');

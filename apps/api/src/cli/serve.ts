@@ -44,6 +44,10 @@ pending appends commit, the database closes.`,
     let config = serveConfig(env, io.cwd);
     if (values['allow-owner-role'])
       config = { ...config, allowOwnerRole: true, allowOwnerRoleBy: '--allow-owner-role' };
+    // Listen for SIGTERM/SIGINT before starting: a signal that arrives while the server
+    // starts (or just after it says "listening") then stops it gracefully once it is up,
+    // instead of killing the process with the default action.
+    const stopping = io.stopRequested();
     const server = await startServer({
       config,
       logger,
@@ -52,7 +56,7 @@ pending appends commit, the database closes.`,
           `\nVouch created the first admin API key. It is shown this once and never logged; store it now:\n\n  ${secret}\n\nUse it as: Authorization: Bearer <key>. Issue more keys with POST /v1/keys.\n\n`,
         ),
     });
-    const signal = await io.stopRequested();
+    const signal = await stopping;
     logger.info('signal received', { signal });
     await server.close();
     return EXIT.OK;
