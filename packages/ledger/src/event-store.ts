@@ -30,6 +30,31 @@ export async function readEventsOfEntities(
     .orderBy(asc(auditEvents.seq));
 }
 
+/**
+ * The seq, kind and entity of every event of `log` whose kind is one of `kinds`, a page of
+ * `pageSize` at a time in seq order: what the table checks look up their rows by.
+ */
+export async function* eventPagesOfKinds(
+  db: Db,
+  log: string,
+  kinds: readonly string[],
+  options: { pageSize: number; signal?: AbortSignal },
+): AsyncGenerator<Array<{ seq: number; kind: string; entity: string }>> {
+  let after = 0;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const events = await db
+      .select({ seq: auditEvents.seq, kind: auditEvents.kind, entity: auditEvents.entityId })
+      .from(auditEvents)
+      .where(and(eq(auditEvents.logId, log), gt(auditEvents.seq, after), anyOf(auditEvents.kind, kinds)))
+      .orderBy(asc(auditEvents.seq))
+      .limit(options.pageSize);
+    if (events.length > 0) yield events;
+    if (events.length < options.pageSize) return;
+    after = events[events.length - 1]!.seq;
+  }
+}
+
 /** Insert already-chained events in one statement (see {@link insertRows}). */
 export function insertEvents(database: Database, tx: Db, events: readonly StoredEvent[]): Promise<void> {
   return insertRows(

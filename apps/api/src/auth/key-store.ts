@@ -17,19 +17,11 @@ import { isRole, type Role } from './roles';
 
 export { SYSTEM_LOG };
 
-/** A key as stored: everything but the secret, which is never stored. */
-export interface StoredApiKey {
-  id: string;
-  identity: string;
-  roles: Role[];
-  /** Matched against a tool's `required_scopes` (e.g. `billing:write`). */
-  scopes: string[];
-  environments: string[] | null;
-  logs: string[] | null;
-  createdBy: string;
-  createdAt: string;
-  revokedAt: string | null;
-}
+/**
+ * A key as stored: everything but the secret, which is never stored (the ledger's record,
+ * with the roles this service knows; `scopes` are matched against a tool's `required_scopes`).
+ */
+export type StoredApiKey = Omit<ApiKeyRecord, 'roles' | 'revokedBy'> & { roles: Role[] };
 
 /** What to issue a key for. */
 export interface NewApiKey {
@@ -73,18 +65,8 @@ export interface KeyStore {
   bootstrapAdmin(options?: { secret?: string }): Promise<{ key: StoredApiKey; secret: string } | null>;
 }
 
-function toStored(record: ApiKeyRecord): StoredApiKey {
-  return {
-    id: record.id,
-    identity: record.identity,
-    roles: record.roles.filter(isRole),
-    scopes: record.scopes,
-    environments: record.environments,
-    logs: record.logs,
-    createdBy: record.createdBy,
-    createdAt: record.createdAt,
-    revokedAt: record.revokedAt,
-  };
+function toStored({ revokedBy: _, ...record }: ApiKeyRecord): StoredApiKey {
+  return { ...record, roles: record.roles.filter(isRole) };
 }
 
 /**

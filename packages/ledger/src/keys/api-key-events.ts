@@ -20,17 +20,7 @@ export interface ApiKeyRecord {
 }
 
 /** What a key row holds, hash included: the input of the proofs below. */
-export interface KeyRow {
-  id: string;
-  keyHash: string;
-  identity: string;
-  roles: string[];
-  scopes: string[];
-  environments: string[] | null;
-  logs: string[] | null;
-  createdBy: string;
-  createdAt: string;
-}
+export type KeyRow = Omit<ApiKeyRecord, 'revokedAt' | 'revokedBy'> & { keyHash: string };
 
 /** What a revocation row holds. */
 export interface RevocationRow {

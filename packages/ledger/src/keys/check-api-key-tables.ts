@@ -1,7 +1,8 @@
 import type { ChainFailure } from '@vouch/audit';
-import { and, asc, eq, gt, or, type SQL } from 'drizzle-orm';
+import { and, asc, eq, gt, type SQL } from 'drizzle-orm';
 import { anyOf } from '../batched-sql';
 import type { Database, Db } from '../database';
+import { eventPagesOfKinds } from '../event-store';
 import { apiKeyRevocations, apiKeys, auditEvents } from '../schema/core';
 import {
   type BindingEvent,
@@ -134,27 +135,14 @@ export async function* checkApiKeyTables(
   }
 
   // The other direction: a key event whose row is gone.
-  let afterSeq = 0;
-  for (;;) {
-    options.signal?.throwIfAborted();
-    const events = await db
-      .select({ seq: auditEvents.seq, kind: auditEvents.kind, entity: auditEvents.entityId })
-      .from(auditEvents)
-      .where(
-        and(
-          eq(auditEvents.logId, SYSTEM_LOG),
-          gt(auditEvents.seq, afterSeq),
-          or(eq(auditEvents.kind, KEY_CREATED), eq(auditEvents.kind, KEY_REVOKED)),
-        ),
-      )
-      .orderBy(asc(auditEvents.seq))
-      .limit(pageSize);
+  for await (const events of eventPagesOfKinds(db, SYSTEM_LOG, [KEY_CREATED, KEY_REVOKED], {
+    pageSize,
+    ...(options.signal ? { signal: options.signal } : {}),
+  })) {
     const seqs = events.map((e) => e.seq);
     const present = new Set<number>();
-    if (seqs.length > 0) {
-      for (const seq of await seqsNamed(db, apiKeys.eventSeq, seqs)) present.add(seq);
-      for (const seq of await seqsNamed(db, apiKeyRevocations.eventSeq, seqs)) present.add(seq);
-    }
+    for (const seq of await seqsNamed(db, apiKeys.eventSeq, seqs)) present.add(seq);
+    for (const seq of await seqsNamed(db, apiKeyRevocations.eventSeq, seqs)) present.add(seq);
     for (const event of events) {
       if (present.has(event.seq)) continue;
       const created = event.kind === KEY_CREATED;
@@ -166,8 +154,6 @@ export async function* checkApiKeyTables(
         message: `event ${event.seq} records ${event.kind} ${event.entity}, but no ${created ? 'api_keys' : 'api_key_revocations'} row names it`,
       };
     }
-    if (events.length < pageSize) break;
-    afterSeq = events[events.length - 1]!.seq;
   }
 }
 

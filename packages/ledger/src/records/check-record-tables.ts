@@ -3,6 +3,7 @@ import { and, asc, eq, getTableName, gt } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import { anyOf } from '../batched-sql';
 import type { Database, Db } from '../database';
+import { eventPagesOfKinds } from '../event-store';
 import { auditEvents } from '../schema/core';
 import { RECORD_TABLES } from './codec';
 
@@ -104,21 +105,10 @@ export async function* checkRecordTables(
   const byKind = new Map<string, (typeof RECORD_TABLES)[number]>(
     RECORD_TABLES.map((entry) => [entry.kind, entry]),
   );
-  let after = 0;
-  for (;;) {
-    options.signal?.throwIfAborted();
-    const events = await db
-      .select({ seq: auditEvents.seq, kind: auditEvents.kind, entity: auditEvents.entityId })
-      .from(auditEvents)
-      .where(
-        and(
-          eq(auditEvents.logId, log),
-          gt(auditEvents.seq, after),
-          anyOf(auditEvents.kind, [...byKind.keys()]),
-        ),
-      )
-      .orderBy(asc(auditEvents.seq))
-      .limit(pageSize);
+  for await (const events of eventPagesOfKinds(db, log, [...byKind.keys()], {
+    pageSize,
+    ...(options.signal ? { signal: options.signal } : {}),
+  })) {
     for (const [kind, entry] of byKind) {
       const seqs = events.filter((e) => e.kind === kind).map((e) => e.seq);
       if (seqs.length === 0) continue;
@@ -142,8 +132,6 @@ export async function* checkRecordTables(
         };
       }
     }
-    if (events.length < pageSize) break;
-    after = events[events.length - 1]!.seq;
   }
 }
 
