@@ -5,6 +5,7 @@ import { isLedgerError } from '../errors';
 import { createLedger, type Ledger } from '../ledger';
 import { listLogs } from '../log-exists';
 import { tamper, testBackends } from '../testing';
+import { refund as fixtureProposal, refundTool as fixtureTool } from './__fixtures__/refund';
 import { checkRecordTables, type RecordFailure } from './check-record-tables';
 import { createRecords, type RecordContext, type Records } from './create-records';
 import type { CheckInput, ProposalInput, ToolInput } from './inputs';
@@ -23,26 +24,14 @@ const RECORD_TABLE_NAMES = [
   'verifications',
 ] as const;
 
-const refundTool = (over: Partial<ToolInput> = {}): ToolInput => ({
-  server_id: 'payments',
-  tool_name: 'refund',
-  side_effect: 'compensatable',
-  required_scopes: ['payments:write'],
-  allowed_environments: ['prod', 'staging'],
-  ...over,
-});
-
-const refund = (key: string, over: Partial<ProposalInput> = {}): ProposalInput => ({
-  idempotency_key: key,
-  action: 'refund',
-  server_id: 'payments',
-  tool_name: 'refund',
-  target: { kind: 'payment', id: 'pay_1', env: 'prod' },
-  arguments: { amount: 5, currency: 'EUR' },
-  side_effect: 'compensatable',
-  postconditions: [{ name: 'refund.recorded', params: { payment: 'pay_1' } }],
-  ...over,
-});
+// The shared refund fixture, also on staging, with a declared postcondition.
+const refundTool = (over: Partial<ToolInput> = {}): ToolInput =>
+  fixtureTool({ allowed_environments: ['prod', 'staging'], ...over });
+const refund = (key: string, over: Partial<ProposalInput> = {}): ProposalInput =>
+  fixtureProposal(key, {
+    postconditions: [{ name: 'refund.recorded', params: { payment: 'pay_1' } }],
+    ...over,
+  });
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
   try {
