@@ -7,15 +7,15 @@ import {
   type Database,
   merkleAppendHook,
   migrate,
-  openDatabase,
   SIGNING_KEY_FILE,
   signLogCheckpoint,
 } from '@vouch/ledger';
-import { createTestDatabase, testBackends } from '@vouch/ledger/testing';
+import { testBackends } from '@vouch/ledger/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type VouchApp } from '../app';
 import { createKeyStore } from '../auth/key-store';
 import { recordingIo, runVouch } from '../testing/cli-io';
+import { cliStorages } from '../testing/cli-storages';
 import { verifySinceCommand } from './verify-since';
 
 let root: string;
@@ -83,34 +83,7 @@ describe('vouch keys log-new and log-public', () => {
   });
 });
 
-interface Storage {
-  name: string;
-  env(): Promise<{ env: NodeJS.ProcessEnv; open(): Promise<Database>; drop(): Promise<void> }>;
-}
-
-const storages: Storage[] = [
-  {
-    name: 'pglite',
-    env: async () => {
-      const dataDir = mkdtempSync(join(root, 'export-'));
-      return {
-        env: { VOUCH_DATA_DIR: dataDir },
-        open: () => openDatabase({ dataDir }),
-        drop: async () => {},
-      };
-    },
-  },
-];
-if (process.env.DATABASE_URL) {
-  const server = process.env.DATABASE_URL;
-  storages.push({
-    name: 'postgres',
-    env: async () => {
-      const { url, drop } = await createTestDatabase(server);
-      return { env: { DATABASE_URL: url }, open: () => openDatabase({ url }), drop };
-    },
-  });
-}
+const storages = cliStorages(() => root);
 
 describe.each(storages)('vouch export and vouch verify --bundle on $name', (storage) => {
   const keys = generateNoteKeys('audit.example/v');
@@ -124,7 +97,7 @@ describe.each(storages)('vouch export and vouch verify --bundle on $name', (stor
   };
 
   beforeAll(async () => {
-    const made = await storage.env();
+    const made = await storage.make();
     env = { ...made.env, VOUCH_LOG_SIGNING_KEY: keys.signerKey };
     drop = made.drop;
     const database = await made.open();

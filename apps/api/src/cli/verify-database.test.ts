@@ -8,13 +8,13 @@ import {
   type Database,
   logOrigin,
   migrate,
-  openDatabase,
   signLogCheckpoint,
 } from '@vouch/ledger';
-import { createTestDatabase, editCheckpoint, editMerkleNode, rewriteEvent } from '@vouch/ledger/testing';
+import { editCheckpoint, editMerkleNode, rewriteEvent } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runVouch } from '../testing/cli-io';
+import { cliStorages } from '../testing/cli-storages';
 
 // `vouch verify` and `vouch export` against a database an owner has tampered with: the
 // attacks of the threat model (docs/chain.md), each caught with its code and exit 1.
@@ -31,34 +31,7 @@ function run(argv: string[], env: NodeJS.ProcessEnv) {
   return runVouch(argv, { env, cwd: root });
 }
 
-interface Storage {
-  name: string;
-  make(): Promise<{ env: NodeJS.ProcessEnv; open(): Promise<Database>; drop(): Promise<void> }>;
-}
-
-const storages: Storage[] = [
-  {
-    name: 'pglite',
-    make: async () => {
-      const dataDir = mkdtempSync(join(root, 'data-'));
-      return {
-        env: { VOUCH_DATA_DIR: dataDir },
-        open: () => openDatabase({ dataDir }),
-        drop: async () => {},
-      };
-    },
-  },
-];
-if (process.env.DATABASE_URL) {
-  const server = process.env.DATABASE_URL;
-  storages.push({
-    name: 'postgres',
-    make: async () => {
-      const { url, drop } = await createTestDatabase(server);
-      return { env: { DATABASE_URL: url }, open: () => openDatabase({ url }), drop };
-    },
-  });
-}
+const storages = cliStorages(() => root);
 
 const PREFIX = 'audit.example/v';
 
