@@ -209,7 +209,7 @@ describe('the record rules over the chain', () => {
   it('report a record whose event names another actor (ACTOR_MISMATCH)', () => {
     const proposal = of('proposal');
     expect(broken(replaced(proposal, { ...proposal, actor: 'agent:other' }))).toEqual([
-      ['ACTOR_MISMATCH', 'proposal'],
+      ['ACTOR_MISMATCH', 'proposals'],
     ]);
   });
 

@@ -1,4 +1,6 @@
 import { type ChainFailure, type StoredEvent, sameIdentity } from '@vouch/audit';
+import { getTableName } from 'drizzle-orm';
+import { RECORD_TABLES } from './codec';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -34,14 +36,8 @@ export type RecordRule =
   | 'SUPERSESSION_FORBIDDEN'
   | 'SUPERSESSION_INVALID';
 
-const TABLE_OF: Record<string, string> = {
-  decision: 'decisions',
-  approval_request: 'approval_requests',
-  approval_resolution: 'approval_resolutions',
-  approval_use: 'approval_uses',
-  observation: 'observations',
-  verification: 'verifications',
-};
+/** The table each record kind is stored in, for the failure's `table`. */
+const TABLE_OF = new Map<string, string>(RECORD_TABLES.map(({ kind, table }) => [kind, getTableName(table)]));
 
 /** What the rules remember of each proposal: a few ids and identities, not the records. */
 interface ProposalState {
@@ -91,7 +87,7 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
       seq: event.seq,
       code: 'RECORD_RULE_VIOLATION',
       rule,
-      table: TABLE_OF[event.kind] ?? event.kind,
+      table: TABLE_OF.get(event.kind) ?? event.kind,
       id: event.entity,
       message: `${event.kind} ${event.entity}: ${message}`,
     });
