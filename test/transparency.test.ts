@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -18,7 +17,7 @@ import { rewriteLog, tamper } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ServerBackend, serverBackends } from './helpers/backends';
-import { startVouchServer, VOUCH_BIN, type VouchServer } from './helpers/server';
+import { runVouchWithEnv, startVouchServer, type VouchServer } from './helpers/server';
 
 // The done-when of issue 6, end to end: a real `vouch serve` process signs checkpoints after
 // appends; an auditor keeps one and runs the real `vouch verify --since` against the server
@@ -60,25 +59,7 @@ const note = (log: string, i: number, text = `event ${i}`) => ({
 });
 
 /** Run `vouch` to completion with exactly this environment. */
-function vouch(args: string[], env: NodeJS.ProcessEnv, cwd: string) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [VOUCH_BIN, ...args], {
-      cwd,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      stderr += c;
-    });
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const vouch = runVouchWithEnv;
 
 describe.each(backends)('transparency end to end on $name', (backend) => {
   let dir: string;

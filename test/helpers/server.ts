@@ -119,23 +119,7 @@ export function runVouch(
   args: string[],
   options: { storage: StorageEnv; cwd: string },
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [VOUCH_BIN, ...args], {
-      cwd: options.cwd,
-      env: baseEnv(options.storage),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      stderr += c;
-    });
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+  return spawnVouch(args, baseEnv(options.storage), options.cwd);
 }
 
 /** Run a `vouch` command to completion with exactly this environment (plus PATH and HOME). */
@@ -144,10 +128,18 @@ export function runVouchWithEnv(
   env: NodeJS.ProcessEnv,
   cwd: string,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return spawnVouch(args, { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, cwd);
+}
+
+function spawnVouch(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [VOUCH_BIN, ...args], {
       cwd,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
