@@ -42,10 +42,7 @@ describe.each(testBackends())('POST /v1/observations on $name', ({ open }) => {
     await h?.close();
   });
 
-  async function call(method: string, path: string, key: string, body?: unknown) {
-    const response = await h.call(method, path, { key, ...(body === undefined ? {} : { body }) });
-    return { status: response.status, body: (await response.json()) as Json };
-  }
+  const call = (method: string, path: string, key: string, body?: unknown) => h.json(method, path, key, body);
 
   let n = 0;
   async function propose(tool: 'refund' | 'lookup') {

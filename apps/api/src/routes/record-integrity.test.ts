@@ -32,10 +32,7 @@ describe.each(testBackends())('a record edited in the database, over HTTP on $na
     await h?.close();
   });
 
-  async function call(method: string, path: string, key: string, body?: unknown) {
-    const response = await h.call(method, path, { key, ...(body === undefined ? {} : { body }) });
-    return { status: response.status, body: (await response.json()) as Json };
-  }
+  const call = (method: string, path: string, key: string, body?: unknown) => h.json(method, path, key, body);
 
   let n = 0;
   const proposal = (tool: 'refund' | 'lookup', extra: Json = {}) => ({

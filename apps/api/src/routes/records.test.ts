@@ -59,10 +59,7 @@ afterAll(async () => {
   await h.close();
 });
 
-async function call(method: string, path: string, key: string, body?: unknown) {
-  const response = await h.call(method, path, { key, ...(body === undefined ? {} : { body }) });
-  return { status: response.status, body: (await response.json()) as Json };
-}
+const call = (method: string, path: string, key: string, body?: unknown) => h.json(method, path, key, body);
 
 let n = 0;
 function proposal(tool: 'refund' | 'lookup', extra: Json = {}) {

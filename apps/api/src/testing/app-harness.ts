@@ -24,6 +24,9 @@ export interface Harness {
     path: string,
     options?: { key?: string; body?: unknown; headers?: Record<string, string> },
   ): Promise<Response>;
+  /** {@link Harness.call} with a key, and the answer's status and parsed JSON body. */
+  // biome-ignore lint/suspicious/noExplicitAny: tests read answers of every shape
+  json(method: string, path: string, key: string, body?: unknown): Promise<{ status: number; body: any }>;
   /** Rows in each table that a request could write to. */
   rowCounts(): Promise<Record<string, number>>;
   close(): Promise<void>;
@@ -39,7 +42,7 @@ export async function createHarness(
   const keys = options.keys ?? createKeyStore(ledger);
   const logger = createMemoryLogger();
   const app = createApp({ logger, ...options, ledger, keys });
-  return {
+  const harness: Harness = {
     app,
     database,
     ledger,
@@ -65,10 +68,15 @@ export async function createHarness(
       }
       return Promise.resolve(app.request(path, init));
     },
+    async json(method, path, key, body) {
+      const response = await harness.call(method, path, { key, ...(body === undefined ? {} : { body }) });
+      return { status: response.status, body: await response.json() };
+    },
     rowCounts: () => tableRowCounts(database),
     async close() {
       await ledger.close();
       await database.close();
     },
   };
+  return harness;
 }
