@@ -53,6 +53,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   let verification: VerificationHost | undefined;
   let listening: ServerType | undefined;
   let checkpointer: { close(): Promise<void> } | undefined;
+  let keyStore: { close(): Promise<void> } | undefined;
   try {
     await prepareDatabase(database, config, logger);
     verification = config.verifierConfig
@@ -86,7 +87,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     });
     checkpointer = checkpoints;
     ledger = createLedger(database, { afterAppend: checkpoints.afterAppend, integrityAlarm });
-    const keys = createKeyStore(ledger);
+    const keys = createKeyStore(ledger, { cache: true });
+    keyStore = keys;
     let draining = false;
     const app = createApp({
       ledger,
@@ -146,6 +148,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         await openLedger.close();
         await openVerification.close?.();
         await checkpoints.close();
+        await keys.close();
         await database.close();
         logger.info('stopped', {});
       })();
@@ -162,6 +165,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     await ledger?.close().catch(() => {});
     await verification?.close?.().catch(() => {});
     await checkpointer?.close().catch(() => {});
+    await keyStore?.close().catch(() => {});
     await database.close().catch(() => {});
     throw error;
   }

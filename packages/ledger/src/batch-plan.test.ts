@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type ConflictKeys, mergeOrders, planWaves } from './batch-plan';
+import { type ConflictKeys, planWaves } from './batch-plan';
 
 interface Item {
   name: string;
@@ -86,53 +86,6 @@ describe('planWaves', () => {
               expect(writesB.some((k) => touches(a.keys).includes(k))).toBe(false);
             }
           });
-        }
-      }),
-    );
-  });
-});
-
-describe('mergeOrders', () => {
-  describe('when the sequences agree', () => {
-    it('keeps each one in order, ties by first appearance', () => {
-      // A decision's request and its proposal must both precede it.
-      expect(
-        mergeOrders([
-          ['requests', 'decisions'],
-          ['proposals', 'decisions'],
-          ['proposals', 'requests', 'decisions'],
-        ]),
-      ).toEqual(['proposals', 'requests', 'decisions']);
-      expect(mergeOrders([['a'], ['b'], ['a', 'a', 'c']])).toEqual(['a', 'b', 'c']);
-    });
-  });
-
-  describe('when two sequences disagree', () => {
-    it('returns null', () => {
-      expect(
-        mergeOrders([
-          ['a', 'b'],
-          ['b', 'a'],
-        ]),
-      ).toBeNull();
-      expect(mergeOrders([['a', 'b', 'a']])).toBeNull();
-    });
-  });
-
-  it('returns an order every acyclic set of sequences keeps, or null only for a cycle', () => {
-    const permutation = fc.shuffledSubarray(['t1', 't2', 't3', 't4', 't5'], { minLength: 1 });
-    fc.assert(
-      fc.property(fc.array(permutation, { maxLength: 6 }), fc.boolean(), (sequences, agree) => {
-        // Sub-sequences of one order never disagree; arbitrary ones may.
-        const base = ['t1', 't2', 't3', 't4', 't5'];
-        const input = agree ? sequences.map((s) => base.filter((t) => s.includes(t))) : sequences;
-        const order = mergeOrders(input);
-        if (agree) expect(order).not.toBeNull();
-        if (order === null) return;
-        expect(new Set(order)).toEqual(new Set(input.flat()));
-        for (const s of input) {
-          const positions = s.map((t) => order.indexOf(t));
-          expect(positions).toEqual([...positions].sort((x, y) => x - y));
         }
       }),
     );

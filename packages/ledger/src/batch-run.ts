@@ -1,13 +1,14 @@
 import { type ChainHead, eventHashOf, payloadHashOf, type StoredEvent } from '@vouch/audit';
 import type { PgTable } from 'drizzle-orm/pg-core';
 import { toStorageError } from './append-errors';
-import { type ConflictKeys, mergeOrders, planWaves } from './batch-plan';
-import { insertRows } from './batched-sql';
+import { type ConflictKeys, planWaves } from './batch-plan';
+import { insertTables } from './batched-sql';
 import type { Database, Db } from './database';
 import { sqlStateOf } from './database';
 import { type AppendInput, type EventLimits, prepareEvent } from './event-input';
-import { insertEvents } from './event-store';
+import { eventRows, insertEvents } from './event-store';
 import type { AppendHook, LedgerTransaction, StagedRow, StagingTransaction } from './ledger';
+import { auditEvents } from './schema/core';
 
 /** How a waiting caller is answered once its batch settles. */
 export interface Settle {
@@ -55,6 +56,21 @@ export function stageEvent(input: AppendInput, limits: EventLimits, row?: Staged
   const { canonicalPayload } = prepareEvent(input, limits);
   const { kind, entity, actor } = input;
   return { kind, entity, actor, canonicalPayload, payloadHash: payloadHashOf(canonicalPayload), row };
+}
+
+/** `staged` as the event right after `head` in `log`, recorded at `at`. */
+export function chainEvent(log: string, at: string, head: ChainHead, s: StagedEvent): StoredEvent {
+  const header = {
+    log,
+    seq: head.seq + 1,
+    kind: s.kind,
+    entity: s.entity,
+    actor: s.actor,
+    at,
+    payload_hash: s.payloadHash,
+    prev_hash: head.hash,
+  };
+  return { ...header, payload: s.canonicalPayload, hash: eventHashOf(header) };
 }
 
 /** Plain appends declare no keys: they run beside anything that declares its own. */
@@ -115,9 +131,9 @@ export class BatchRun {
     this.head = context.head;
   }
 
-  /** The seq of the last event written (the head before the batch when none was). */
-  get headSeq(): number {
-    return this.head.seq;
+  /** The last event written (the head before the batch when none was). */
+  get headAfter(): ChainHead {
+    return this.head;
   }
 
   /** Run every item, wave after wave; work deferred by a lost claim runs in the next wave. */
@@ -152,18 +168,7 @@ export class BatchRun {
 
   /** Give a staged event the next seq, chained to the head. */
   private chain(s: StagedEvent): StoredEvent {
-    const { log, now } = this.context;
-    const header = {
-      log,
-      seq: this.head.seq + 1,
-      kind: s.kind,
-      entity: s.entity,
-      actor: s.actor,
-      at: now,
-      payload_hash: s.payloadHash,
-      prev_hash: this.head.hash,
-    };
-    const event: StoredEvent = { ...header, payload: s.canonicalPayload, hash: eventHashOf(header) };
+    const event = chainEvent(this.context.log, this.context.now, this.head, s);
     this.head = { seq: event.seq, hash: event.hash };
     return event;
   }
@@ -313,9 +318,9 @@ class ClaimTaken extends Error {
 }
 
 /**
- * Insert a wave's events, then its record rows: one statement per table, the tables in an
- * order every work item agrees with, so a row's reference to a row its work staged before
- * points backwards (foreign keys are checked at the end of each statement).
+ * Insert a wave's events and its record rows in one statement (see `insertTables`). The
+ * foreign keys (a row to its event, a record to a record its work staged before) are checked
+ * once every row is in, so the order of the tables does not matter.
  */
 async function insertStaged(
   database: Database,
@@ -323,16 +328,17 @@ async function insertStaged(
   events: readonly StoredEvent[],
   rowsByItem: readonly (readonly RowToInsert[])[],
 ): Promise<void> {
-  if (events.length > 0) await insertEvents(database, db, events);
-  const order = mergeOrders(rowsByItem.map((rows) => rows.map((r) => r.table)));
-  if (!order) {
-    for (const rows of rowsByItem) for (const r of rows) await insertRows(database, db, r.table, [r.values]);
-    return;
-  }
-  for (const table of order) {
-    const values = rowsByItem.flatMap((rows) => rows.filter((r) => r.table === table).map((r) => r.values));
-    await insertRows(database, db, table, values);
-  }
+  const byTable = new Map<PgTable, Record<string, unknown>[]>();
+  for (const rows of rowsByItem)
+    for (const r of rows) {
+      const values = byTable.get(r.table);
+      if (values) values.push(r.values);
+      else byTable.set(r.table, [r.values]);
+    }
+  await insertTables(database, db, [
+    { table: auditEvents, rows: eventRows(events) },
+    ...[...byTable].map(([table, rows]) => ({ table, rows })),
+  ]);
 }
 
 /** SQLSTATE class 23: the database refused a row (unique, foreign key, check). */

@@ -20,6 +20,12 @@ function layoutOf(table: PgTable): Layout {
   return layout;
 }
 
+/** One table's rows to insert (drizzle property names, as `table.$inferInsert`). */
+export interface TableRows {
+  table: PgTable;
+  rows: readonly Record<string, unknown>[];
+}
+
 /**
  * Insert rows (drizzle property names, as `table.$inferInsert`) in one statement: one array
  * parameter per column, unnested into rows. The statement text is the same for 1 row or
@@ -33,7 +39,30 @@ export async function insertRows(
   table: PgTable,
   rows: readonly Record<string, unknown>[],
 ): Promise<void> {
-  if (rows.length === 0) return;
+  await insertTables(database, db, [{ table, rows }]);
+}
+
+/**
+ * Insert the rows of several tables in ONE statement (each table's insert a data-modifying
+ * `WITH` clause, as {@link insertRows} builds it): one round trip whatever the number of
+ * tables. Foreign keys are checked at the end of the statement, once every row is in, so
+ * rows may point at rows of any other table in it, in any order.
+ */
+export async function insertTables(database: Database, db: Db, inserts: readonly TableRows[]): Promise<void> {
+  const statements = inserts.filter((i) => i.rows.length > 0).map((i) => insertStatement(i.table, i.rows));
+  if (statements.length === 0) return;
+  const last = statements.pop()!;
+  const query =
+    statements.length === 0
+      ? last
+      : sql`with ${sql.join(
+          statements.map((s, i) => sql`${sql.raw(`w${i}`)} as (${s})`),
+          sql`, `,
+        )} ${last}`;
+  await database.rows(query, db);
+}
+
+function insertStatement(table: PgTable, rows: readonly Record<string, unknown>[]): SQL {
   const columns = layoutOf(table);
   const present = columns.filter(({ property }) => rows.some((row) => row[property] !== undefined));
   const names: SQL[] = [];
@@ -53,10 +82,7 @@ export async function insertRows(
         : sql`${sql.param(values)}::text[]::${sql.raw(type)}[]`,
     );
   }
-  await database.rows(
-    sql`insert into ${sql.identifier(getTableName(table))} (${sql.join(names, sql`, `)}) select * from unnest(${sql.join(arrays, sql`, `)})`,
-    db,
-  );
+  return sql`insert into ${sql.identifier(getTableName(table))} (${sql.join(names, sql`, `)}) select * from unnest(${sql.join(arrays, sql`, `)})`;
 }
 
 /**

@@ -57,23 +57,23 @@ export async function* eventPagesOfKinds(
 
 /** Insert already-chained events in one statement (see {@link insertRows}). */
 export function insertEvents(database: Database, tx: Db, events: readonly StoredEvent[]): Promise<void> {
-  return insertRows(
-    database,
-    tx,
-    auditEvents,
-    events.map((e) => ({
-      logId: e.log,
-      seq: e.seq,
-      kind: e.kind,
-      entityId: e.entity,
-      actor: e.actor,
-      recordedAt: e.at,
-      payload: e.payload,
-      payloadHash: e.payload_hash,
-      prevHash: e.prev_hash,
-      hash: e.hash,
-    })),
-  );
+  return insertRows(database, tx, auditEvents, eventRows(events));
+}
+
+/** Already-chained events as rows of `audit_events` (see `insertTables`). */
+export function eventRows(events: readonly StoredEvent[]): Array<typeof auditEvents.$inferInsert> {
+  return events.map((e) => ({
+    logId: e.log,
+    seq: e.seq,
+    kind: e.kind,
+    entityId: e.entity,
+    actor: e.actor,
+    recordedAt: e.at,
+    payload: e.payload,
+    payloadHash: e.payload_hash,
+    prevHash: e.prev_hash,
+    hash: e.hash,
+  }));
 }
 
 /** The last event's seq and hash, or null for an empty log. */

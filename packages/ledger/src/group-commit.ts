@@ -1,11 +1,14 @@
+import type { ChainHead, StoredEvent } from '@vouch/audit';
 import { raiseOnChainConflict, toStorageError } from './append-errors';
-import { BatchRun, type Pending } from './batch-run';
-import type { Database, Db } from './database';
+import { BatchRun, type Pending, type StagedEvent } from './batch-run';
+import { type Database, type Db, sqlStateOf } from './database';
 import { LedgerError } from './errors';
 import type { EventLimits } from './event-input';
 import type { IntegrityAlarm } from './integrity-alarm';
 import type { AppendHook } from './ledger';
 import { lockLogAndReadHead, refreshStatistics, YOUNG_LOG_EVENTS } from './log-lock';
+import type { MerkleFrontiers } from './merkle/merkle-frontiers';
+import { commitInOneStatement } from './one-statement-batch';
 
 export interface GroupCommitOptions {
   database: Database;
@@ -16,7 +19,16 @@ export interface GroupCommitOptions {
   integrityAlarm: IntegrityAlarm;
   /** Run in each batch transaction after its events are inserted, in order. */
   hooks: readonly AppendHook[];
+  /**
+   * Set when a batch of plain appends may run as one statement (see `commitInOneStatement`):
+   * the hooks are only the Merkle tree (kept through `frontiers`, null when there is no
+   * tree) and `notifiers`, which are called after such a batch instead.
+   */
+  oneStatement: { frontiers: MerkleFrontiers | null; notifiers: readonly AppendHook[] } | null;
 }
+
+/** Batches that take the locked path after a one-statement batch found the log moved on. */
+const LOCKED_AFTER_LOST_RACE = 16;
 
 interface LogQueue {
   pending: Pending[];
@@ -34,8 +46,13 @@ interface LogQueue {
  */
 export class GroupCommit {
   private readonly queues = new Map<string, LogQueue>();
-  /** The last head seq this process committed per log: a performance hint only (see `YOUNG_LOG_EVENTS`). */
-  private readonly knownHeads = new Map<string, number>();
+  /**
+   * The last head this process committed per log: a hint only, never trusted (see
+   * `YOUNG_LOG_EVENTS` and `commitInOneStatement`, where the database checks it).
+   */
+  private readonly knownHeads = new Map<string, ChainHead>();
+  /** Per log, how many batches still take the locked path after a one-statement batch lost a race. */
+  private readonly lockedOnly = new Map<string, number>();
   /** ANALYZE runs in flight (see `refreshStatistics`): `close` waits for them. */
   private readonly maintenance = new Set<Promise<void>>();
   private closed = false;
@@ -78,10 +95,67 @@ export class GroupCommit {
       // each query synchronously, and without this turn its batches would hold one request.
       await new Promise<void>((resolve) => setImmediate(resolve));
       if (maxWaitMs > 0 && queue.pending.length < maxBatch && !this.closed) await this.fill(queue);
+      if (await this.commitInOneStatement(log, queue)) continue;
       await this.commitBatch(log, () => queue.pending.splice(0, maxBatch), false);
     }
     queue.flushing = null;
     if (queue.pending.length === 0) this.queues.delete(log);
+  }
+
+  /**
+   * The plain appends at the head of the queue as one statement on the head this process
+   * last committed (see `commitInOneStatement`), when it knows that head, the log is past
+   * its young phase and the tree's frontier at that head is at hand. Resolves true when it
+   * answered them; false when the locked path must run (the appends are back in the queue).
+   */
+  private async commitInOneStatement(log: string, queue: LogQueue): Promise<boolean> {
+    const oneStatement = this.options.oneStatement;
+    const head = this.knownHeads.get(log);
+    if (!oneStatement || !head || head.seq < YOUNG_LOG_EVENTS || queue.pending[0]?.type !== 'event')
+      return false;
+    const lockedOnly = this.lockedOnly.get(log) ?? 0;
+    if (lockedOnly > 0) {
+      this.lockedOnly.set(log, lockedOnly - 1);
+      return false;
+    }
+    const range = oneStatement.frontiers ? oneStatement.frontiers.at(log, head) : null;
+    if (range === undefined) return false;
+    let count = 0;
+    while (count < this.options.maxBatch && queue.pending[count]?.type === 'event') count++;
+    const items = queue.pending.splice(0, count) as Array<Extract<Pending, { type: 'event' }>>;
+    const staged: StagedEvent[] = items.map((item) => item.staged);
+    let events: StoredEvent[];
+    try {
+      const done = await commitInOneStatement({
+        database: this.options.database,
+        log,
+        now: this.options.clock().toISOString(),
+        known: { head, range },
+        staged,
+      });
+      events = done.events;
+      this.knownHeads.set(log, done.head.head);
+      if (oneStatement.frontiers && done.head.range)
+        oneStatement.frontiers.remember(log, done.head.head, done.head.range);
+    } catch (cause) {
+      if (sqlStateOf(cause)?.startsWith('23')) {
+        // Another process appended since (or the head is not what it was): nothing was
+        // written. The locked path reads the real head; a few batches go that way, so two
+        // processes appending to one log do not each lose a statement per batch.
+        this.knownHeads.delete(log);
+        this.lockedOnly.set(log, LOCKED_AFTER_LOST_RACE);
+        queue.pending.unshift(...items);
+        return false;
+      }
+      this.rejectAll(log, items, cause);
+      return true;
+    }
+    items.forEach((item, i) => {
+      item.resolve(events[i]);
+    });
+    for (const notify of oneStatement.notifiers)
+      void notify(this.options.database.db, log, events, this.options.database).catch(() => {});
+    return true;
   }
 
   /** Resolves after `maxWaitMs`, or as soon as the queue holds a full batch. */
@@ -127,7 +201,7 @@ export class GroupCommit {
   /** Lock the log, read its head, and take the batch: everything queued until now joins it. */
   private async openRun(tx: Db, log: string, take: () => Pending[]): Promise<BatchRun> {
     const { database, limits, clock } = this.options;
-    const young = (this.knownHeads.get(log) ?? 0) < YOUNG_LOG_EVENTS;
+    const young = (this.knownHeads.get(log)?.seq ?? 0) < YOUNG_LOG_EVENTS;
     const head = await lockLogAndReadHead(database, tx, log, young);
     const items = take();
     return new BatchRun({ database, tx, log, limits, now: clock().toISOString(), head }, items);
@@ -142,8 +216,8 @@ export class GroupCommit {
 
   /** The batch committed: answer every caller with its own outcome. */
   private settle(log: string, run: BatchRun): void {
-    const before = this.knownHeads.get(log) ?? 0;
-    this.knownHeads.set(log, run.headSeq);
+    const before = this.knownHeads.get(log)?.seq ?? 0;
+    this.knownHeads.set(log, run.headAfter);
     run.items.forEach((item, i) => {
       const outcome = run.outcomes[i]!;
       if (outcome.ok) item.resolve(outcome.value);
@@ -152,7 +226,7 @@ export class GroupCommit {
         item.reject(outcome.error);
       }
     });
-    if (before < YOUNG_LOG_EVENTS && run.headSeq >= YOUNG_LOG_EVENTS) this.refreshStatistics();
+    if (before < YOUNG_LOG_EVENTS && run.headAfter.seq >= YOUNG_LOG_EVENTS) this.refreshStatistics();
   }
 
   /**

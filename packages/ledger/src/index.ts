@@ -43,6 +43,11 @@ export type { FoundApiKey, IssueApiKeyInput } from './keys/api-keys';
 export { countApiKeys, findApiKeysByHash, issueApiKey, listApiKeys, revokeApiKey } from './keys/api-keys';
 export type { ApiKeyFailure, CheckApiKeyTablesOptions } from './keys/check-api-key-tables';
 export { checkApiKeyTables } from './keys/check-api-key-tables';
+export {
+  KEY_REVOKED_CHANNEL,
+  type KeyRevocationHandlers,
+  watchKeyRevocations,
+} from './keys/key-revocation-feed';
 export type {
   AppendHook,
   EventLink,

@@ -1,5 +1,6 @@
 import type { ChainHead, StoredEvent } from '@vouch/audit';
 import type { PgTable } from 'drizzle-orm/pg-core';
+import { isNotifyingHook } from './append-hooks';
 import type { ConflictKeys } from './batch-plan';
 import { type Pending, type Settle, stageEvent } from './batch-run';
 import type { Database, Db } from './database';
@@ -7,7 +8,8 @@ import { type AppendInput, assertLogId, DEFAULT_EVENT_LIMITS, type EventLimits }
 import { readEvents, readHead, streamEvents } from './event-store';
 import { GroupCommit } from './group-commit';
 import { createIntegrityAlarm, type IntegrityAlarm } from './integrity-alarm';
-import { merkleAppendHook } from './merkle/merkle-append-hook';
+import { createMerkleAppendHook, merkleAppendHook } from './merkle/merkle-append-hook';
+import { MerkleFrontiers } from './merkle/merkle-frontiers';
 import { type LogVerificationReport, type VerifyChainOptions, verifyChain } from './verify-chain';
 
 /** Where a staged record row points: the event staged with it, once that event has its seq. */
@@ -72,7 +74,11 @@ export interface LedgerOptions {
   maxWaitMs?: number;
   /** Clock, for tests. */
   now?: () => Date;
-  /** Hooks run in each batch transaction after its events are inserted (after the Merkle hook). */
+  /**
+   * Hooks run in each batch transaction after its events are inserted (after the Merkle
+   * hook). A hook made by `notifyingHook` only takes note, and may run after a batch that
+   * needed no transaction; any other hook makes every batch take one.
+   */
   afterAppend?: AppendHook[];
   /**
    * Store the Merkle tree in the append transaction (default true). Off only for benchmarks
@@ -133,6 +139,8 @@ export interface Ledger {
 export function createLedger(database: Database, options: LedgerOptions = {}): Ledger {
   const limits: EventLimits = { ...DEFAULT_EVENT_LIMITS, ...options.limits };
   const integrityAlarm = options.integrityAlarm ?? createIntegrityAlarm();
+  const frontiers = options.merkle === false ? null : new MerkleFrontiers();
+  const afterAppend = options.afterAppend ?? [];
   const commits = new GroupCommit({
     database,
     limits,
@@ -141,7 +149,12 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     clock: options.now ?? (() => new Date()),
     integrityAlarm,
     // The Merkle tree is stored in the same transaction as the events it covers, always.
-    hooks: [...(options.merkle === false ? [] : [merkleAppendHook]), ...(options.afterAppend ?? [])],
+    hooks: [...(frontiers ? [createMerkleAppendHook(frontiers)] : []), ...afterAppend],
+    oneStatement: afterAppend.every(
+      (hook) => (hook === merkleAppendHook && frontiers) || isNotifyingHook(hook),
+    )
+      ? { frontiers, notifiers: afterAppend.filter(isNotifyingHook) }
+      : null,
   });
   /** A promise settled by the batch that runs the item `build` makes for a log; what `build` throws rejects it. */
   const queued = <T>(build: (settle: Settle) => readonly [log: string, item: Pending]) =>

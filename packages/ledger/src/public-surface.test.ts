@@ -21,6 +21,9 @@ describe('@vouch/ledger', () => {
       'logReads',
       'anyOf',
       'insertRows',
+      'insertTables',
+      'commitInOneStatement',
+      'MerkleFrontiers',
       'selectRows',
     ];
     expect(Object.keys(ledger).filter((name) => internals.includes(name))).toEqual([]);

@@ -9,10 +9,12 @@ import {
   listApiKeys,
   revokeApiKey,
   SYSTEM_LOG,
+  watchKeyRevocations,
 } from '@vouch/ledger';
 import DataLoader from 'dataloader';
 import { ApiError } from '../errors';
 import { generateApiKey, hashApiKey, MIN_SUPPLIED_KEY_LENGTH, newKeyId } from './api-key';
+import { KeyCache, type KeyCacheOptions } from './key-cache';
 import { isRole, type Role } from './roles';
 
 export { SYSTEM_LOG };
@@ -63,6 +65,19 @@ export interface KeyStore {
    * system log's lock, so two instances starting together issue one key, not two.
    */
   bootstrapAdmin(options?: { secret?: string }): Promise<{ key: StoredApiKey; secret: string } | null>;
+  /** True once authenticated keys are remembered (the revocation feed listens); false when they never will be. */
+  readonly caching: Promise<boolean>;
+  /** Stop following revocations (see `cache`). Before the database closes. */
+  close(): Promise<void>;
+}
+
+export interface KeyStoreOptions {
+  /**
+   * Remember authenticated keys (see `KeyCache`), so a request whose key was seen recently
+   * costs no lookup. Only while this store follows the database's revocation feed: every
+   * revocation any process commits evicts the key here at its commit. Off by default.
+   */
+  cache?: boolean | KeyCacheOptions;
 }
 
 function toStored({ revokedBy: _, ...record }: ApiKeyRecord): StoredApiKey {
@@ -73,10 +88,10 @@ function toStored({ revokedBy: _, ...record }: ApiKeyRecord): StoredApiKey {
  * The key store over the ledger's key tables (`@vouch/ledger`'s keys module): this side
  * makes the secrets and maps the ledger's answers to HTTP errors.
  */
-export function createKeyStore(ledger: Ledger): KeyStore {
+export function createKeyStore(ledger: Ledger, options: KeyStoreOptions = {}): KeyStore {
   const database = ledger.database;
-  // Every request looks its key up: the lookups of requests that arrive together go out as
-  // one query. Nothing is cached (`cache: false`), so a revocation counts from the next request.
+  // The lookups of requests that arrive together go out as one query. DataLoader's own
+  // cache stays off: what is remembered is remembered by `cache`, which revocations evict.
   const byHash = new DataLoader<string, FoundApiKey | null>(
     async (hashes) => {
       const found = await findApiKeysByHash(database, hashes, ledger.integrityAlarm);
@@ -84,6 +99,17 @@ export function createKeyStore(ledger: Ledger): KeyStore {
     },
     { cache: false },
   );
+  const remembered = followRevocations(ledger, options.cache);
+  const lookUp = async (hash: string) => {
+    const cached = remembered.get(hash);
+    if (cached) return cached;
+    // A revocation seen while this lookup was out may have come after its read: then what
+    // it found is not remembered.
+    const seen = remembered.revocations();
+    const found = await byHash.load(hash);
+    if (found && remembered.revocations() === seen) remembered.remember(hash, found);
+    return found;
+  };
 
   const issue = async (input: NewApiKey, secretOverride?: string, onlyIfNone = false) => {
     const generated = generateApiKey();
@@ -107,7 +133,7 @@ export function createKeyStore(ledger: Ledger): KeyStore {
 
   return {
     async findByHash(hash) {
-      const found = await byHash.load(hash);
+      const found = await lookUp(hash);
       if (!found || found.key.revokedAt !== null) return null;
       if (found.proof !== 'proven' && found.proof !== 'unproven') {
         return { status: 'refused', keyId: found.key.id, proof: found.proof };
@@ -122,6 +148,8 @@ export function createKeyStore(ledger: Ledger): KeyStore {
     },
     async revoke(id, by) {
       const record = await revokeApiKey(ledger, id, by);
+      // This process at once; the others when the database's notification reaches them.
+      if (record) remembered.revoked(id);
       if (!record) throw new ApiError('KEY_NOT_FOUND', `no API key with id ${id}`, { details: { id } });
       return toStored(record);
     },
@@ -139,6 +167,43 @@ export function createKeyStore(ledger: Ledger): KeyStore {
         options.secret,
         true,
       );
+    },
+    caching: remembered.caching,
+    close: () => remembered.close(),
+  };
+}
+
+/** The key cache of a store, live only while the revocation feed is (see `KeyStoreOptions.cache`). */
+function followRevocations(ledger: Ledger, options: KeyStoreOptions['cache']) {
+  const cache = new KeyCache(typeof options === 'object' ? options : {});
+  let listening = false;
+  let revocations = 0;
+  const revoked = (keyId: string) => {
+    revocations++;
+    cache.forgetKey(keyId);
+  };
+  const feed = options
+    ? watchKeyRevocations(ledger.database, {
+        revoked,
+        listening: () => {
+          revocations++;
+          cache.forgetAll();
+          listening = true;
+        },
+      }).catch(() => null)
+    : Promise.resolve(null);
+  return {
+    get: (hash: string) => (listening ? cache.get(hash) : undefined),
+    remember: (hash: string, found: FoundApiKey) => {
+      if (listening) cache.remember(hash, found);
+    },
+    revocations: () => revocations,
+    revoked,
+    caching: feed.then((listened) => listened !== null),
+    close: async () => {
+      listening = false;
+      cache.forgetAll();
+      await (await feed)?.close();
     },
   };
 }

@@ -1,3 +1,4 @@
+import { notifyingHook } from '../append-hooks';
 import type { Database } from '../database';
 import { LedgerError } from '../errors';
 import { createIntegrityAlarm, type IntegrityAlarm, type IntegrityAlarmCode } from '../integrity-alarm';
@@ -176,7 +177,7 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
   };
 
   return {
-    afterAppend: async (_tx, log) => notify(log),
+    afterAppend: notifyingHook((log) => notify(log)),
     notify,
     catchUp,
     flush,

@@ -4,6 +4,7 @@ import { sql } from 'drizzle-orm';
 import type { Database, Db } from '../database';
 import { LedgerError } from '../errors';
 import type { AppendHook } from '../ledger';
+import type { MerkleFrontiers } from './merkle-frontiers';
 import { insertSubtreeHashes, readSubtreeHashes, storedPairedLeaves } from './merkle-node-store';
 
 const seenBatches = new WeakSet<readonly StoredEvent[]>();
@@ -27,13 +28,40 @@ const CATCH_UP_PAGE = 5_000;
  * @example
  * const ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
  */
-export const merkleAppendHook: AppendHook = async (tx, log, events, database) => {
-  // The ledger hands every hook the same batch array: a hook listed twice (a default plus
-  // an explicit one) must not insert the batch's nodes twice.
-  if (events.length === 0 || seenBatches.has(events)) return;
-  seenBatches.add(events);
-  const size = events[0]!.seq - 1;
-  const range = await loadFrontier(database, tx, log, size);
+export const merkleAppendHook: AppendHook = createMerkleAppendHook();
+
+/**
+ * {@link merkleAppendHook}, remembering each log's frontier in `frontiers` (see
+ * `MerkleFrontiers`): a batch that builds on the head this process last appended skips the
+ * frontier read. What the ledger installs by default.
+ */
+export function createMerkleAppendHook(frontiers?: MerkleFrontiers): AppendHook {
+  return async (tx, log, events, database) => {
+    // The ledger hands every hook the same batch array: a hook listed twice (a default plus
+    // an explicit one) must not insert the batch's nodes twice.
+    if (events.length === 0 || seenBatches.has(events)) return;
+    seenBatches.add(events);
+    const first = events[0]!;
+    const size = first.seq - 1;
+    const range =
+      frontiers?.at(log, { seq: size, hash: first.prev_hash }) ??
+      (await loadFrontier(database, tx, log, size));
+    const rows = appendLeaves(log, range, events);
+    await insertSubtreeHashes(database, tx, log, rows);
+    const last = events[events.length - 1]!;
+    frontiers?.remember(log, { seq: last.seq, hash: last.hash }, range);
+  };
+}
+
+/**
+ * Append the leaves of `events` (one contiguous run in seq order, starting right after the
+ * range) to `range`; returns the subtrees they complete.
+ */
+export function appendLeaves(
+  log: string,
+  range: CompactRange,
+  events: readonly StoredEvent[],
+): SubtreeHash[] {
   const rows: SubtreeHash[] = [];
   for (const event of events) {
     if (event.seq !== range.size + 1) {
@@ -44,8 +72,8 @@ export const merkleAppendHook: AppendHook = async (tx, log, events, database) =>
     }
     rows.push(...range.append(eventLeafHash(event.hash)));
   }
-  await insertSubtreeHashes(database, tx, log, rows);
-};
+  return rows;
+}
 
 /** The compact range at `size` from stored nodes, building any missing ones from the events. */
 async function loadFrontier(database: Database, tx: Db, log: string, size: number): Promise<CompactRange> {

@@ -61,20 +61,21 @@ export async function insertSubtreeHashes(
   log: string,
   completed: readonly SubtreeHash[],
 ): Promise<void> {
-  const nodes = completed.filter((n) => n.level > 0);
-  for (let start = 0; start < nodes.length; start += INSERT_CHUNK) {
-    await insertRows(
-      database,
-      executor,
-      merkleNodes,
-      nodes.slice(start, start + INSERT_CHUNK).map((n) => ({
-        logId: log,
-        level: n.level,
-        idx: n.index,
-        hash: Buffer.from(n.hash).toString('hex'),
-      })),
-    );
-  }
+  const rows = subtreeRows(log, completed);
+  for (let start = 0; start < rows.length; start += INSERT_CHUNK)
+    await insertRows(database, executor, merkleNodes, rows.slice(start, start + INSERT_CHUNK));
+}
+
+/** The interior subtrees among `completed` as rows of `merkle_nodes`; leaves are not stored. */
+export function subtreeRows(
+  log: string,
+  completed: readonly SubtreeHash[],
+): Array<typeof merkleNodes.$inferInsert> {
+  const rows: Array<typeof merkleNodes.$inferInsert> = [];
+  for (const n of completed)
+    if (n.level > 0)
+      rows.push({ logId: log, level: n.level, idx: n.index, hash: Buffer.from(n.hash).toString('hex') });
+  return rows;
 }
 
 /**

@@ -108,7 +108,7 @@ export const proposals = pgTable(
     unique('proposals_idempotency_key').on(t.logId, t.idempotencyKey),
     eventLink('proposals', t),
     check('proposals_side_effect', inList(t.sideEffect, SIDE_EFFECTS)),
-    check('proposals_payload_hash_hex', sql`${t.payloadHash} ~ '^[0-9a-f]{64}$'`),
+    check('proposals_payload_hash_length', sql`octet_length(${t.payloadHash}) = 64`),
   ],
 );
 

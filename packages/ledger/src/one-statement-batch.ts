@@ -1,0 +1,55 @@
+import type { ChainHead, StoredEvent } from '@vouch/audit';
+import type { CompactRange } from '@vouch/audit/merkle';
+import { chainEvent, type StagedEvent } from './batch-run';
+import { insertTables } from './batched-sql';
+import type { Database } from './database';
+import { eventRows } from './event-store';
+import { appendLeaves } from './merkle/merkle-append-hook';
+import { subtreeRows } from './merkle/merkle-node-store';
+import { auditEvents, merkleNodes } from './schema/core';
+
+/** What {@link commitInOneStatement} builds on: the log's head as this process last committed it. */
+export interface KnownHead {
+  head: ChainHead;
+  /** The Merkle tree at that head; null when the ledger keeps no tree. */
+  range: CompactRange | null;
+}
+
+/**
+ * Commit a batch of plain appends as ONE statement outside any transaction: the events, and
+ * the Merkle nodes they complete, inserted together (see `insertTables`) on the head this
+ * process last committed. One round trip, where the locked path needs a transaction, the
+ * lock, a head read and a frontier read first.
+ *
+ * Why it cannot fork the chain: the head is not read, it is assumed, and the database
+ * checks the assumption. Each row must link to the row before it by seq and hash (the
+ * `audit_events_prev_link` foreign key) and take a seq no other row has (the primary key),
+ * so if any process appended since, the statement fails on one of them (class 23) and
+ * nothing of it is written; the caller then runs the batch on the locked path. A statement
+ * is atomic and, under `synchronous_commit = on`, durable when the server answers.
+ *
+ * Resolves with the events as stored and the tree after them.
+ */
+export async function commitInOneStatement(options: {
+  database: Database;
+  log: string;
+  now: string;
+  known: KnownHead;
+  staged: readonly StagedEvent[];
+}): Promise<{ events: StoredEvent[]; head: KnownHead }> {
+  const { database, log, now, known, staged } = options;
+  const events: StoredEvent[] = [];
+  let head = known.head;
+  for (const s of staged) {
+    const event = chainEvent(log, now, head, s);
+    events.push(event);
+    head = { seq: event.seq, hash: event.hash };
+  }
+  const range = known.range;
+  const nodes = range ? subtreeRows(log, appendLeaves(log, range, events)) : [];
+  await insertTables(database, database.db, [
+    { table: auditEvents, rows: eventRows(events) },
+    { table: merkleNodes, rows: nodes },
+  ]);
+  return { events, head: { head, range } };
+}
