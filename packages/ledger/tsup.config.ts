@@ -9,4 +9,7 @@ export default defineConfig({
   clean: true,
   sourcemap: true,
   target: 'node20',
+  // tsup leaves dependencies and peers out of the bundle, not optional dependencies: PGlite must
+  // stay an import, loaded from node_modules only when used (and reported missing by name).
+  external: ['@electric-sql/pglite'],
 });
