@@ -1,9 +1,11 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts'],
+  entry: ['src/index.ts', 'src/cli.ts'],
   format: ['esm'],
-  dts: true,
+  // Declarations of other @vouch packages come from their built dist/ (turbo builds them first),
+  // not from their sources: each package's types are checked once, not once per dependant.
+  dts: { compilerOptions: { customConditions: [] } },
   clean: true,
   sourcemap: true,
   target: 'node20',

@@ -3,8 +3,13 @@ import { defineConfig } from 'tsup';
 export default defineConfig({
   entry: ['src/index.ts', 'src/testing.ts', 'src/internal/benchmark.ts'],
   format: ['esm'],
-  dts: true,
+  // Declarations of other @vouch packages come from their built dist/ (turbo builds them first),
+  // not from their sources: each package's types are checked once, not once per dependant.
+  dts: { compilerOptions: { customConditions: [] } },
   clean: true,
   sourcemap: true,
   target: 'node20',
+  // tsup leaves dependencies and peers out of the bundle, not optional dependencies: PGlite must
+  // stay an import, loaded from node_modules only when used (and reported missing by name).
+  external: ['@electric-sql/pglite'],
 });

@@ -51,9 +51,11 @@ export async function startVouchServer(options: {
   cwd: string;
   adminKey?: string;
   env?: Record<string, string>;
+  /** The `vouch` launcher to run (default: this repository's, {@link VOUCH_BIN}). */
+  bin?: string;
 }): Promise<VouchServer> {
   const adminKey = options.adminKey ?? newAdminKey();
-  const child = spawn(process.execPath, [VOUCH_BIN, 'serve'], {
+  const child = spawn(process.execPath, [options.bin ?? VOUCH_BIN, 'serve'], {
     cwd: options.cwd,
     env: {
       ...baseEnv(options.storage),
@@ -122,22 +124,27 @@ export function runVouch(
   return spawnVouch(args, baseEnv(options.storage), options.cwd);
 }
 
-/** Run a `vouch` command to completion with exactly this environment (plus PATH and HOME). */
+/**
+ * Run a `vouch` command to completion with exactly this environment (plus PATH and HOME); `bin`
+ * is the launcher to run (default: this repository's).
+ */
 export function runVouchWithEnv(
   args: string[],
   env: NodeJS.ProcessEnv,
   cwd: string,
+  bin: string = VOUCH_BIN,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return spawnVouch(args, { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, cwd);
+  return spawnVouch(args, { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, cwd, bin);
 }
 
 function spawnVouch(
   args: string[],
   env: NodeJS.ProcessEnv,
   cwd: string,
+  bin: string = VOUCH_BIN,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [VOUCH_BIN, ...args], {
+    const child = spawn(process.execPath, [bin, ...args], {
       cwd,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

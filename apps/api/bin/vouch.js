@@ -1,16 +1,9 @@
 #!/usr/bin/env node
-// The `vouch` CLI. Inside the repository it runs the TypeScript sources directly
-// (tsx + the "@vouch/source" export condition), so `npx vouch` works right after
-// `npm ci` with no build step; a published install without src/ runs dist/.
+// The `vouch` command. Installed from a package it runs the build (dist/cli.js). In the
+// repository, where src/ sits beside bin/, the shared scripts/run-source.js runs the TypeScript
+// sources instead, so `npx vouch` works right after `npm ci` with no build step.
 import { existsSync } from 'node:fs';
-import { register } from 'node:module';
 
 const source = new URL('../src/cli.ts', import.meta.url);
-if (existsSync(source)) {
-  register('./source-condition.js', import.meta.url);
-  const { register: registerTsx } = await import('tsx/esm/api');
-  registerTsx();
-  await import(source.href);
-} else {
-  await import(new URL('../dist/cli.js', import.meta.url).href);
-}
+if (existsSync(source)) await (await import('../../../scripts/run-source.js')).runSource(source);
+else await import('../dist/cli.js');

@@ -2,8 +2,8 @@ import type { PGlite } from '@electric-sql/pglite';
 import { type SQL, sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import type postgres from 'postgres';
-import { openPglite } from './database-pglite';
 import { openPostgres } from './database-postgres';
+import { LedgerError } from './errors';
 import type * as schema from './schema/index';
 
 export { constraintTableOf, isDatabaseUnavailable, sqlStateOf } from './database-errors';
@@ -73,7 +73,33 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
       statementTimeoutMs: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
     });
   }
+  const { openPglite } = await importPglite();
   return openPglite(options.dataDir);
+}
+
+/** The optional package that embeds PGlite; Postgres deployments may install without it. */
+const PGLITE_PACKAGE = '@electric-sql/pglite';
+
+/**
+ * The PGlite driver, loaded only when it is used: `@electric-sql/pglite` is an optional
+ * dependency, so a Postgres deployment installed without it still starts.
+ */
+async function importPglite(): Promise<typeof import('./database-pglite')> {
+  try {
+    return await import('./database-pglite');
+  } catch (cause) {
+    if (!isMissingPackage(cause, PGLITE_PACKAGE)) throw cause;
+    throw new LedgerError(
+      'DATABASE_UNAVAILABLE',
+      `no database: DATABASE_URL is not set, and the embedded PGlite needs the optional package ${PGLITE_PACKAGE}, which is not installed: set DATABASE_URL=postgres://…, or \`npm install ${PGLITE_PACKAGE}\``,
+      { cause, details: { package: PGLITE_PACKAGE } },
+    );
+  }
+}
+
+function isMissingPackage(error: unknown, name: string): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return code === 'ERR_MODULE_NOT_FOUND' && typeof message === 'string' && message.includes(`'${name}'`);
 }
 
 /** `select 1`, for readiness checks. */

@@ -135,7 +135,7 @@ async function checkpointToExport(
   const latest = await latestCheckpoint(database, log);
   if (latest === null) {
     throw new CliError(
-      `log ${log} has no signed checkpoint and no log signing key is configured: set VOUCH_LOG_SIGNING_KEY`,
+      `log ${log} has no signed checkpoint, and no log signing key is configured to sign one (the default on Postgres): make a key with \`vouch keys log-new\`, set it as VOUCH_LOG_SIGNING_KEY for both \`vouch serve\` and \`vouch export\`, and give auditors its verifier key (\`vouch keys log-public\`)`,
     );
   }
   io.err(

@@ -138,6 +138,18 @@ describe.each(storages)('vouch export and vouch verify --bundle on $name', (stor
     await drop?.();
   });
 
+  describe('when no signing key is configured and the log has no checkpoint', () => {
+    // Runs first: the exports below store checkpoints of this log.
+    // PGlite makes a key in its data directory; only Postgres has no key by default.
+    it.runIf(storage.name === 'postgres')('exits 2 and says how to make and set a key', async () => {
+      const { VOUCH_LOG_SIGNING_KEY: _key, ...withoutKey } = env;
+      const { code, err } = await run(['export', '--log', 'orders'], withoutKey);
+      expect(code).toBe(2);
+      expect(err).toContain('vouch keys log-new');
+      expect(err).toContain('VOUCH_LOG_SIGNING_KEY');
+    });
+  });
+
   describe('when a log is exported', () => {
     it('writes a bundle that verifies offline with the public key, and reports progress on stderr', async () => {
       const exported = await run(['export', '--log', 'orders'], env);
