@@ -27,6 +27,8 @@ export interface Figure {
   /** Whether the target holds, when there is one. */
   holds?: boolean;
   extra?: Record<string, unknown>;
+  /** The machine's 1-minute load average when the scenario's step ended (`os.loadavg`). */
+  load?: number;
 }
 
 export function figure(input: Omit<Figure, 'ratio' | 'holds'>): Figure {
@@ -62,7 +64,7 @@ function targetText(f: Figure): string {
 
 /** A plain-text table, one figure per line, grouped by scenario and backend. */
 export function formatTable(figures: readonly Figure[]): string {
-  const header = ['scenario', 'backend', 'point', 'metric', 'value', 'baseline', 'ratio', 'target'];
+  const header = ['scenario', 'backend', 'point', 'metric', 'value', 'baseline', 'ratio', 'load', 'target'];
   const rows = figures.map((f) => [
     f.scenario,
     f.backend,
@@ -71,6 +73,7 @@ export function formatTable(figures: readonly Figure[]): string {
     fmt(f.value),
     `${fmt(f.baseline.value)} ${f.baseline.name}`,
     f.ratio.toFixed(2),
+    f.load === undefined ? '' : f.load.toFixed(1),
     targetText(f),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

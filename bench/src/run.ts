@@ -1,5 +1,5 @@
 // `npm run bench`: every figure beside a baseline measured in the same run. See BENCHMARKS.md.
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { type BenchDatabase, openBenchDatabase, serverFacts } from './backends';
 import { helpText, parseOptions } from './options';
 import { type Figure, formatTable, writeResults } from './report';
@@ -27,7 +27,9 @@ const step = async (label: string, work: () => Promise<Figure[]>) => {
   const t = Date.now();
   process.stdout.write(`${label}… `);
   const result = await work();
-  figures.push(...result);
+  // What else ran beside it: the 1-minute load average as the step ends, beside each figure.
+  const load = loadavg()[0]!;
+  figures.push(...result.map((f) => ({ ...f, load })));
   console.log(`${((Date.now() - t) / 1000).toFixed(0)} s`);
 };
 
