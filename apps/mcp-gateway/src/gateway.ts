@@ -9,6 +9,7 @@ import type { ToolSettings } from './action-of-call';
 import { createCallKeys } from './call-keys';
 import { handleToolCall } from './call-tool';
 import { type Logger, silentLogger } from './logger';
+import { agentCapabilitiesOf, passThrough } from './pass-through';
 import { createToolRegistry } from './tool-registry';
 import type { Upstream } from './upstream-call';
 
@@ -33,6 +34,8 @@ export interface GatewayOptions {
    * Set it to keep waiting on approvals across gateway restarts.
    */
   session?: string;
+  /** Time limit of a passed-through request (resources, prompts, sampling, …; default 60 000 ms). */
+  requestTimeoutMs?: number;
   /** Shown to the agent's client as the server name (default `vouch-mcp-gateway`). */
   name?: string;
   version?: string;
@@ -73,8 +76,15 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   const server = new Server(
     { name: options.name ?? 'vouch-mcp-gateway', version: options.version ?? '0.1.0' },
-    { capabilities: { tools: { listChanged: true } } },
+    {
+      capabilities: agentCapabilitiesOf(upstream.client.getServerCapabilities()),
+      ...(upstream.client.getInstructions() ? { instructions: upstream.client.getInstructions() } : {}),
+    },
   );
+  // Created with the upstream's logging capability, the SDK answers logging/setLevel itself;
+  // the level is the upstream's to apply, so that request passes through like the rest.
+  server.removeRequestHandler('logging/setLevel');
+  passThrough({ server, upstream: upstream.client, timeoutMs: options.requestTimeoutMs ?? 60_000, logger });
 
   const listAll = async () => {
     const tools = [];
@@ -107,8 +117,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         invokeTimeoutMs: options.invokeTimeoutMs ?? 60_000,
         logger,
       },
-      request.params,
-      extra.signal,
+      request,
+      extra,
     ),
   );
 
