@@ -55,6 +55,7 @@ export type ConformanceResults = Map<string, { id: string; status: string; error
 
 /** Run every active server scenario of the suite against `url`; results are read from `outputDir`. */
 export async function runConformanceSuite(url: string, outputDir: string): Promise<ConformanceResults> {
+  // One run for all scenarios: the CLI takes seconds just to load.
   const child = spawn(
     process.execPath,
     ['--import', NODE20_PRELOAD, SUITE_CLI, 'server', '--url', url, '--output-dir', outputDir],

@@ -18,6 +18,8 @@ export interface GatewayAgent {
   agent: Client;
   /** What the gateway wrote to stderr (its JSON log lines), for failure messages. */
   stderr(): string;
+  /** The gateway process's id (to signal it). */
+  pid: number;
   close(): Promise<void>;
 }
 
@@ -46,7 +48,7 @@ export async function startGatewayAgent(options: {
   } catch (error) {
     throw new Error(`the gateway did not start: ${String(error)}\n${stderr}`);
   }
-  return { agent, stderr: () => stderr, close: () => agent.close() };
+  return { agent, stderr: () => stderr, pid: transport.pid!, close: () => agent.close() };
 }
 
 /** A `vouch-mcp-gateway` process serving agents over Streamable HTTP. */

@@ -98,7 +98,11 @@ describe('serveAgentsOverHttp', () => {
   describe('when the token is missing or wrong', () => {
     it('answers 401 with a machine-readable code and opens no session', async () => {
       const { post, opened } = await setup();
-      for (const headers of [{}, { authorization: 'Bearer not-a-token' }, { authorization: TOKENS.alice }]) {
+      for (const headers of [
+        {} as Record<string, string>,
+        { authorization: 'Bearer not-a-token' },
+        { authorization: TOKENS.alice },
+      ]) {
         const response = await post(headers);
         expect(response.status).toBe(401);
         expect(response.headers.get('www-authenticate')).toBe('Bearer');

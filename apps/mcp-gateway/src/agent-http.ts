@@ -21,6 +21,8 @@ export interface AgentHttpOptions {
   agents: readonly HttpAgent[];
   /** Host names accepted in `Host`/`Origin`; default: the loopback names when bound to loopback, else any. */
   allowedHosts?: readonly string[];
+  /** After an agent disconnects, how long its running calls may finish (default 10 000 ms). */
+  drainTimeoutMs?: number;
   /** Open the gateway for one agent session, once its `initialize` (and capabilities) arrived. */
   openSession: (agent: HttpAgent, initialize: InitializeRequest['params']) => Promise<Gateway>;
   logger: Logger;
@@ -110,7 +112,11 @@ export async function serveAgentsOverHttp(options: AgentHttpOptions): Promise<Ag
     });
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
-      void gateway.close().catch(() => {});
+      // The agent went away: its running calls still finish and are recorded.
+      void gateway
+        .drain(options.drainTimeoutMs ?? 10_000)
+        .then(() => gateway.close())
+        .catch(() => {});
     };
     await gateway.server.connect(transport);
     await transport.handleRequest(req, res, body);

@@ -31,7 +31,10 @@ try {
 
   if (config.agentServer) {
     const server = await startHttpGateway({ config, agentApiKeys, logger });
-    close = () => server.close();
+    close = async () => {
+      await Promise.all(server.sessions().map((gateway) => gateway.drain(config.drainTimeoutMs)));
+      await server.close();
+    };
   } else {
     // The agent closing stdin ends the session.
     process.stdin.once('end', () => void stop('stdin closed'));
@@ -46,7 +49,11 @@ try {
         void stop('upstream closed', 1);
       },
     });
-    close = () => gateway.close();
+    close = async () => {
+      // Running calls finish (within the bound) and their outcomes are recorded before exit.
+      await gateway.drain(config.drainTimeoutMs);
+      await gateway.close();
+    };
   }
 } catch (error) {
   logger.error('gateway failed to start', {

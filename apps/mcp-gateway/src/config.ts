@@ -83,6 +83,8 @@ export const gatewayConfigSchema = z.strictObject({
   session: name.optional(),
   /** Time limit of a passed-through request (resources, prompts, sampling, …). */
   requestTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
+  /** On SIGTERM, SIGINT or agent disconnect: how long running calls may finish before they are stopped. */
+  drainTimeoutMs: z.number().int().min(0).max(3_600_000).default(10_000),
   /** Serve agents over Streamable HTTP (default: one agent on stdio). */
   agentServer: agentServer.optional(),
 });

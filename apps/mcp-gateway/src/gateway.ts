@@ -1,7 +1,9 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
+  ErrorCode,
   ListToolsRequestSchema,
+  McpError,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { VouchClient, WaitOptions } from '@vouch/client';
@@ -48,6 +50,13 @@ export interface Gateway {
   server: Server;
   /** List the upstream's tools and register unknown ones with Vouch (also done on every `tools/list`). */
   discover(): Promise<void>;
+  /** How many `tools/call` are running now. */
+  inFlight(): number;
+  /**
+   * Stop taking new calls and let running ones finish and record their outcomes, for at
+   * most `graceMs`; past it they are stopped, and `execute` records them `unknown`.
+   */
+  drain(graceMs: number): Promise<void>;
   /** Close the agent-facing server and the upstream connection. */
   close(): Promise<void>;
 }
@@ -103,8 +112,16 @@ export function createGateway(options: GatewayOptions): Gateway {
     return { tools };
   });
 
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    handleToolCall(
+  // Calls in flight, so stopping can let them finish and record their outcomes (drain).
+  const inFlight = new Set<Promise<unknown>>();
+  const stopping = new AbortController();
+  let draining = false;
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+    if (stopping.signal.aborted || draining) {
+      throw new McpError(ErrorCode.InvalidRequest, 'the gateway is stopping; call again later');
+    }
+    const signal = callSignal(extra.signal, stopping.signal, () => server.transport === undefined);
+    const call = handleToolCall(
       {
         upstream,
         vouch,
@@ -118,10 +135,15 @@ export function createGateway(options: GatewayOptions): Gateway {
         logger,
       },
       request,
-      extra,
-    ),
-  );
-
+      { ...extra, signal },
+    );
+    inFlight.add(call);
+    void call.then(
+      () => inFlight.delete(call),
+      () => inFlight.delete(call),
+    );
+    return call;
+  });
   // The upstream may change its tools; tell the agent, which lists again (and so rediscovers).
   upstream.client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
     await server.sendToolListChanged().catch((error: unknown) => {
@@ -132,9 +154,41 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     server,
     discover: async () => registry.discover(await listAll()),
+    inFlight: () => inFlight.size,
+    drain: async (graceMs) => {
+      draining = true;
+      const settled = () => Promise.allSettled([...inFlight]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([settled(), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+      clearTimeout(timer);
+      if (inFlight.size === 0) return;
+      logger.warn('calls still running after the drain bound; stopping them, recorded as unknown', {
+        calls: inFlight.size,
+      });
+      // `execute` records an interrupted call as `unknown` before it returns.
+      stopping.abort(new Error('the gateway is stopping'));
+      await settled();
+    },
     close: async () => {
       await server.close();
       await upstream.client.close();
     },
   };
+}
+
+/**
+ * The signal a call runs under. The agent cancelling it (`notifications/cancelled`) stops it
+ * at once; the agent disconnecting does not (the SDK aborts every handler then, which would
+ * lose the call's outcome): the call goes on until it finishes or the gateway's drain ends it.
+ */
+function callSignal(request: AbortSignal, stopping: AbortSignal, disconnected: () => boolean): AbortSignal {
+  const controller = new AbortController();
+  stopping.addEventListener('abort', () => controller.abort(stopping.reason), { once: true });
+  request.addEventListener(
+    'abort',
+    // The SDK aborts handlers just before it drops the transport; look once that is done.
+    () => setImmediate(() => disconnected() || controller.abort(request.reason)),
+    { once: true },
+  );
+  return controller.signal;
 }

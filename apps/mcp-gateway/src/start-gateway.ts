@@ -123,6 +123,7 @@ export async function startHttpGateway(
   if (!settings) throw new GatewayError('CONFIG_INVALID', 'agentServer is not configured');
   const server = await serveAgentsOverHttp({
     ...settings,
+    drainTimeoutMs: options.config.drainTimeoutMs,
     logger: options.logger,
     openSession: (agent, initialize) =>
       openGateway({
