@@ -2,7 +2,10 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
+  CallToolRequestSchema,
   type ClientCapabilities,
+  ErrorCode,
+  McpError,
   type Notification,
   type Progress,
   type RequestId,
@@ -92,6 +95,10 @@ export function passThrough(options: {
   const { server, upstream, timeoutMs, logger } = options;
 
   server.fallbackRequestHandler = async (request, extra) => {
+    // Tool calls have their own governed handler; never forward one by another road.
+    if (request.method === CallToolRequestSchema.shape.method.value) {
+      throw new McpError(ErrorCode.InvalidRequest, 'tool calls go through Vouch only');
+    }
     const governed = options.governed?.(request, extra);
     if (governed) return (await governed) as never;
     return upstream.request(request, ResultSchema, forwardingOptions(request, extra, timeoutMs));
