@@ -229,6 +229,8 @@ describe('vouch-mcp-gateway in front of a real MCP server', () => {
         .catch((error: unknown) => error);
       await vi.waitFor(() => expect(callsTo('get_balance')).toHaveLength(before + 1), { timeout: 30_000 });
       process.kill(held.pid, 'SIGTERM');
+      // Only once the gateway is draining does the upstream answer: the call outlives the signal.
+      await vi.waitFor(() => expect(held.stderr()).toContain('"draining"'), { timeout: 30_000 });
       writeFileSync(release, '');
       await running;
       await vi.waitFor(

@@ -157,6 +157,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     inFlight: () => inFlight.size,
     drain: async (graceMs) => {
       draining = true;
+      if (inFlight.size > 0) logger.info('draining', { calls: inFlight.size, bound_ms: graceMs });
       const settled = () => Promise.allSettled([...inFlight]);
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([settled(), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
