@@ -23,6 +23,15 @@ const as = {} as Record<'admin' | 'gatewayKey' | 'alice' | 'auditor', VouchClien
 const metaOf = (result: CallToolResult) => result._meta?.[META_KEY] as ExecutionMeta;
 const callsTo = (tool: string) => readBooks(booksPath).calls.filter((c) => c.tool === tool);
 
+/** The gateway's upstream setting for the bank server, over stdio. */
+function bankUpstream(env: Record<string, string> = {}) {
+  return {
+    command: process.execPath,
+    args: ['--import', 'tsx', BANK_UPSTREAM],
+    env: { BANK_BOOKS: booksPath, PATH: process.env.PATH ?? '', ...env },
+  };
+}
+
 async function call(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
   return (await gateway.agent.callTool({ name, arguments: args })) as CallToolResult;
 }
@@ -84,11 +93,7 @@ beforeAll(async () => {
   writeFileSync(
     configPath,
     JSON.stringify({
-      upstream: {
-        command: process.execPath,
-        args: ['--import', 'tsx', BANK_UPSTREAM],
-        env: { BANK_BOOKS: booksPath, PATH: process.env.PATH ?? '' },
-      },
+      upstream: bankUpstream(),
       vouch: { url: server.url },
       serverId: 'bank',
       environment: 'production',
@@ -211,11 +216,7 @@ describe('vouch-mcp-gateway in front of a real MCP server', () => {
       writeFileSync(
         configPath,
         JSON.stringify({
-          upstream: {
-            command: process.execPath,
-            args: ['--import', 'tsx', BANK_UPSTREAM],
-            env: { BANK_BOOKS: booksPath, BANK_HOLD_UNTIL: release, PATH: process.env.PATH ?? '' },
-          },
+          upstream: bankUpstream({ BANK_HOLD_UNTIL: release }),
           vouch: { url: server.url },
           serverId: 'bank',
           environment: 'production',
