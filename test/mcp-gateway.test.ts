@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createVouchClient, type Role, type VouchClient } from '@vouch/client';
 import { type ExecutionMeta, META_KEY } from '@vouch/mcp-gateway';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { accountsDir, type BankBooks, readBooks, writeBooks } from './helpers/mcp-bank-upstream';
 import { BANK_UPSTREAM, type GatewayAgent, startGatewayAgent } from './helpers/mcp-gateway-process';
 import { startVouchServer, type VouchServer } from './helpers/server';
@@ -17,10 +17,20 @@ let dir: string;
 let server: VouchServer;
 let gateway: GatewayAgent;
 let booksPath: string;
+let gatewaySecret = '';
 const as = {} as Record<'admin' | 'gatewayKey' | 'alice' | 'auditor', VouchClient>;
 
 const metaOf = (result: CallToolResult) => result._meta?.[META_KEY] as ExecutionMeta;
 const callsTo = (tool: string) => readBooks(booksPath).calls.filter((c) => c.tool === tool);
+
+/** The gateway's upstream setting for the bank server, over stdio. */
+function bankUpstream(env: Record<string, string> = {}) {
+  return {
+    command: process.execPath,
+    args: ['--import', 'tsx', BANK_UPSTREAM],
+    env: { BANK_BOOKS: booksPath, PATH: process.env.PATH ?? '', ...env },
+  };
+}
 
 async function call(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
   return (await gateway.agent.callTool({ name, arguments: args })) as CallToolResult;
@@ -62,7 +72,6 @@ beforeAll(async () => {
   server = await startVouchServer({ storage: { VOUCH_DATA_DIR: join(dir, 'data') }, cwd: dir });
   const clientFor = (apiKey: string) => createVouchClient({ baseUrl: server.url, apiKey });
   as.admin = clientFor(server.adminKey);
-  let gatewaySecret = '';
   const issue = async (identity: string, roles: Role[], extra = {}) => {
     const { secret } = await as.admin.keys.create({ identity, roles, ...extra });
     if (roles.includes('gateway')) gatewaySecret = secret;
@@ -84,11 +93,7 @@ beforeAll(async () => {
   writeFileSync(
     configPath,
     JSON.stringify({
-      upstream: {
-        command: process.execPath,
-        args: ['--import', 'tsx', BANK_UPSTREAM],
-        env: { BANK_BOOKS: booksPath, PATH: process.env.PATH ?? '' },
-      },
+      upstream: bankUpstream(),
       vouch: { url: server.url },
       serverId: 'bank',
       environment: 'production',
@@ -202,6 +207,45 @@ describe('vouch-mcp-gateway in front of a real MCP server', () => {
       expect(meta.approval?.request_id).not.toBe(requestId);
       expect(callsTo('close_account')).toHaveLength(1);
     });
+  });
+
+  describe('when the gateway gets SIGTERM during a call', () => {
+    it('lets the call finish, records its outcome, then exits', async () => {
+      const release = join(dir, 'release');
+      const configPath = join(dir, 'gateway-hold.json');
+      writeFileSync(
+        configPath,
+        JSON.stringify({
+          upstream: bankUpstream({ BANK_HOLD_UNTIL: release }),
+          vouch: { url: server.url },
+          serverId: 'bank',
+          environment: 'production',
+          drainTimeoutMs: 600_000,
+        }),
+      );
+      const held = await startGatewayAgent({ configPath, apiKey: gatewaySecret });
+      const before = callsTo('get_balance').length;
+      const running = held.agent
+        .callTool({ name: 'get_balance', arguments: { account: 'acct-1' } })
+        .catch((error: unknown) => error);
+      await vi.waitFor(() => expect(callsTo('get_balance')).toHaveLength(before + 1), { timeout: 30_000 });
+      process.kill(held.pid, 'SIGTERM');
+      // Only once the gateway is draining does the upstream answer: the call outlives the signal.
+      await vi.waitFor(() => expect(held.stderr()).toContain('"draining"'), { timeout: 30_000 });
+      writeFileSync(release, '');
+      await running;
+      await vi.waitFor(
+        () => {
+          expect(() => process.kill(held.pid, 0)).toThrow();
+        },
+        { timeout: 30_000 },
+      );
+      const { events } = await as.auditor.audit.events('default', { limit: 1000 });
+      const proposed = events.filter((e) => e.kind === 'proposal').at(-1)!;
+      const story = await as.auditor.proposals.get(proposed.entity);
+      expect(story.proposal).toMatchObject({ tool_name: 'get_balance', arguments: { account: 'acct-1' } });
+      expect(story.observation).toMatchObject({ outcome: 'succeeded' });
+    }, 120_000);
   });
 
   describe('when the auditor verifies the chain afterwards', () => {

@@ -3,7 +3,7 @@
 // It keeps its state in the BANK_BOOKS file, so the test can read what really happened
 // (every call that reached a tool) without asking the gateway or Vouch: the books are the
 // independent source.
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -72,9 +72,14 @@ async function main(path: string): Promise<void> {
     ],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
-    const books = readBooks(path);
     const args = (request.params.arguments ?? {}) as Record<string, unknown>;
-    books.calls.push({ tool: request.params.name, arguments: args });
+    const arrived = readBooks(path);
+    arrived.calls.push({ tool: request.params.name, arguments: args });
+    writeBooks(path, arrived);
+    // BANK_HOLD_UNTIL=<file>: a call stays in flight until that file exists (tests of stopping mid-call).
+    const hold = process.env.BANK_HOLD_UNTIL;
+    while (hold && !existsSync(hold)) await new Promise((resolve) => setTimeout(resolve, 20));
+    const books = readBooks(path);
     const name = String(args.account);
     let result: CallToolResult;
     if (!(name in books.accounts)) {

@@ -1,5 +1,6 @@
 // End-to-end support: run the real `vouch-mcp-gateway` bin as a child process and talk to it
-// as an agent does, with the MCP SDK's own client over stdio.
+// as an agent does, with the MCP SDK's own client over stdio, or serving agents over HTTP.
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -17,6 +18,8 @@ export interface GatewayAgent {
   agent: Client;
   /** What the gateway wrote to stderr (its JSON log lines), for failure messages. */
   stderr(): string;
+  /** The gateway process's id (to signal it). */
+  pid: number;
   close(): Promise<void>;
 }
 
@@ -45,5 +48,46 @@ export async function startGatewayAgent(options: {
   } catch (error) {
     throw new Error(`the gateway did not start: ${String(error)}\n${stderr}`);
   }
-  return { agent, stderr: () => stderr, close: () => agent.close() };
+  return { agent, stderr: () => stderr, pid: transport.pid!, close: () => agent.close() };
+}
+
+/** A `vouch-mcp-gateway` process serving agents over Streamable HTTP. */
+export interface HttpGatewayProcess {
+  url: string;
+  stderr(): string;
+  /** SIGTERM, then wait for the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Start `vouch-mcp-gateway --config <configPath>` whose configuration has `agentServer`, with
+ * `env` holding the agents' Vouch keys, and resolve with its URL once it logs `gateway listening`.
+ */
+export async function startHttpGatewayProcess(options: {
+  configPath: string;
+  env: Record<string, string>;
+}): Promise<HttpGatewayProcess> {
+  const child = spawn(process.execPath, [GATEWAY_BIN, '--config', options.configPath], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let stderr = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+      for (const line of stderr.split('\n')) {
+        if (line.includes('"gateway listening"')) resolve(String((JSON.parse(line) as { url: string }).url));
+      }
+    });
+    void exited.then((code) => reject(new Error(`the gateway exited with ${code}:\n${stderr}`)));
+  });
+  return {
+    url,
+    stderr: () => stderr,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
 }

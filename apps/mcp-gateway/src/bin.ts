@@ -1,46 +1,60 @@
 #!/usr/bin/env node
-// `vouch-mcp-gateway`: an MCP server on stdio that proxies one upstream MCP server through Vouch.
+// `vouch-mcp-gateway`: an MCP server (stdio, or Streamable HTTP with `agentServer`) that
+// proxies one upstream MCP server through Vouch.
 // stdout carries the MCP protocol; everything for people goes to stderr as JSON lines.
 import { readFile } from 'node:fs/promises';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { loadConfig } from './config';
 import { isGatewayError } from './errors';
-import type { Gateway } from './gateway';
 import { jsonLineLogger } from './logger';
-import { startGateway } from './start-gateway';
+import { startGateway, startHttpGateway } from './start-gateway';
 
 const logger = jsonLineLogger((line) => process.stderr.write(line));
 
 try {
-  const { config, apiKey } = await loadConfig({
+  const { config, apiKey, agentApiKeys } = await loadConfig({
     argv: process.argv.slice(2),
     env: process.env,
     readFile: (path) => readFile(path, 'utf8'),
   });
-  let gateway: Gateway | undefined;
+  let close: (() => Promise<void>) | undefined;
   let stopping = false;
   const stop = async (reason: string, code = 0) => {
     if (stopping) return;
     stopping = true;
     logger.info('stopping', { reason });
-    await gateway?.close().catch(() => {});
+    await close?.().catch(() => {});
     process.exit(code);
   };
-  gateway = await startGateway({
-    config,
-    apiKey,
-    agentTransport: new StdioServerTransport(),
-    logger,
-    onUpstreamClose: () => {
-      if (stopping) return; // our own close() closes the upstream too
-      logger.error('the upstream MCP server closed the connection');
-      void stop('upstream closed', 1);
-    },
-  });
   process.once('SIGINT', () => void stop('SIGINT'));
   process.once('SIGTERM', () => void stop('SIGTERM'));
-  // The agent closing stdin ends the session.
-  process.stdin.once('end', () => void stop('stdin closed'));
+
+  if (config.agentServer) {
+    const server = await startHttpGateway({ config, agentApiKeys, logger });
+    close = async () => {
+      await Promise.all(server.sessions().map((gateway) => gateway.drain(config.drainTimeoutMs)));
+      await server.close();
+    };
+  } else {
+    // The agent closing stdin ends the session.
+    process.stdin.once('end', () => void stop('stdin closed'));
+    const gateway = await startGateway({
+      config,
+      apiKey: apiKey!,
+      agentTransport: new StdioServerTransport(),
+      logger,
+      onUpstreamClose: () => {
+        if (stopping) return; // our own close() closes the upstream too
+        logger.error('the upstream MCP server closed the connection');
+        void stop('upstream closed', 1);
+      },
+    });
+    close = async () => {
+      // Running calls finish (within the bound) and their outcomes are recorded before exit.
+      await gateway.drain(config.drainTimeoutMs);
+      await gateway.close();
+    };
+  }
 } catch (error) {
   logger.error('gateway failed to start', {
     code: isGatewayError(error) ? error.code : 'UNEXPECTED',

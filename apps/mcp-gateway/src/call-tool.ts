@@ -1,4 +1,9 @@
-import { type CallToolResult, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type CallToolRequest,
+  type CallToolResult,
+  ErrorCode,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
 import {
   type ExecuteResult,
   isVouchClientError,
@@ -9,6 +14,7 @@ import {
 import { actionOfCall, type ToolSettings } from './action-of-call';
 import type { CallKeys } from './call-keys';
 import type { Logger } from './logger';
+import { type ForwardingExtra, forwardingOptions } from './pass-through';
 import type { ToolRegistry } from './tool-registry';
 import {
   deniedResult,
@@ -44,9 +50,11 @@ export interface CallToolDeps {
  */
 export async function handleToolCall(
   deps: CallToolDeps,
-  params: { name: string; arguments?: Record<string, unknown> },
-  signal: AbortSignal,
+  request: CallToolRequest,
+  extra: ForwardingExtra,
 ): Promise<CallToolResult> {
+  const { params } = request;
+  const { signal } = extra;
   const toolName = params.name;
   const action = actionOfCall({
     serverId: deps.serverId,
@@ -60,13 +68,18 @@ export async function handleToolCall(
 
   let result: ExecuteResult<UpstreamOutcome>;
   try {
-    result = await deps.vouch.execute(action, (context) => callUpstreamTool(deps.upstream, context), {
-      idempotencyKey: key,
-      signal,
-      wait: deps.approvalWait,
-      invokeTimeoutMs: deps.invokeTimeoutMs,
-      observe: observedOf,
-    });
+    result = await deps.vouch.execute(
+      action,
+      (context) =>
+        callUpstreamTool(deps.upstream, context, forwardingOptions(request, extra, deps.invokeTimeoutMs)),
+      {
+        idempotencyKey: key,
+        signal,
+        wait: deps.approvalWait,
+        invokeTimeoutMs: deps.invokeTimeoutMs,
+        observe: observedOf,
+      },
+    );
   } catch (error) {
     settle(false);
     if (!isVouchClientError(error)) throw error;

@@ -37,6 +37,32 @@ const upstream = z.union([
   z.strictObject({ url: z.url() }),
 ]);
 
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name');
+
+/**
+ * Serve agents over Streamable HTTP instead of stdio. Each agent presents its own bearer
+ * token; the gateway keeps only the token's SHA-256 and acts for that agent with the agent's
+ * own Vouch key (read from the named environment variable), so the ledger's requester is the
+ * agent and Vouch's rules (roles, environments, no self-approval) apply to it unchanged.
+ */
+const agentServer = z.strictObject({
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.number().int().min(0).max(65_535),
+  path: z.string().startsWith('/').default('/mcp'),
+  /** Host names accepted in `Host` and `Origin` (default: loopback names when bound to loopback). */
+  allowedHosts: z.array(z.string().min(1)).optional(),
+  agents: z
+    .array(
+      z.strictObject({
+        /** A label for logs; the identity Vouch records is the key's. */
+        name,
+        tokenSha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be a lowercase hex SHA-256'),
+        apiKeyEnv: envName,
+      }),
+    )
+    .min(1),
+});
+
 /**
  * The gateway's configuration. The API key is not part of it: it comes from `VOUCH_API_KEY`
  * only, so a configuration file can be committed and shared without a secret in it.
@@ -55,6 +81,12 @@ export const gatewayConfigSchema = z.strictObject({
   invokeTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
   /** Keep approval waits across gateway restarts by fixing the session (default: random per process). */
   session: name.optional(),
+  /** Time limit of a passed-through request (resources, prompts, sampling, …). */
+  requestTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
+  /** On SIGTERM, SIGINT or agent disconnect: how long running calls may finish before they are stopped. */
+  drainTimeoutMs: z.number().int().min(0).max(3_600_000).default(10_000),
+  /** Serve agents over Streamable HTTP (default: one agent on stdio). */
+  agentServer: agentServer.optional(),
 });
 
 /** The parsed configuration. */
@@ -73,7 +105,7 @@ export interface ConfigSources {
  * `VOUCH_URL`, `VOUCH_SERVER_ID`, `VOUCH_ENVIRONMENT`, `VOUCH_UPSTREAM_COMMAND`,
  * `VOUCH_UPSTREAM_ARGS` (a JSON array), `VOUCH_UPSTREAM_URL`. `VOUCH_API_KEY` is required.
  */
-export async function loadConfig(sources: ConfigSources): Promise<{ config: GatewayConfig; apiKey: string }> {
+export async function loadConfig(sources: ConfigSources): Promise<LoadedConfig> {
   const { argv, env } = sources;
   const flag = argv.indexOf('--config');
   const path = flag >= 0 ? argv[flag + 1] : env.VOUCH_MCP_CONFIG;
@@ -117,10 +149,34 @@ export async function loadConfig(sources: ConfigSources): Promise<{ config: Gate
       },
     );
   }
+  const config = parsed.data;
+  if (config.agentServer) {
+    const agentApiKeys: Record<string, string> = {};
+    for (const agent of config.agentServer.agents) {
+      const key = env[agent.apiKeyEnv];
+      if (!key) {
+        throw new GatewayError(
+          'CONFIG_INVALID',
+          `${agent.apiKeyEnv} is not set (the Vouch key of agent ${agent.name})`,
+        );
+      }
+      agentApiKeys[agent.name] = key;
+    }
+    return { config, apiKey: undefined, agentApiKeys };
+  }
   const apiKey = env.VOUCH_API_KEY;
   if (!apiKey)
     throw new GatewayError('CONFIG_INVALID', 'VOUCH_API_KEY is not set (a key with the gateway role)');
-  return { config: parsed.data, apiKey };
+  return { config, apiKey, agentApiKeys: {} };
+}
+
+/** The configuration and the secrets read from the environment for it. */
+export interface LoadedConfig {
+  config: GatewayConfig;
+  /** The gateway's Vouch key on stdio (`VOUCH_API_KEY`); unset when serving agents over HTTP. */
+  apiKey: string | undefined;
+  /** Over HTTP: each agent's own Vouch key, by agent name. */
+  agentApiKeys: Record<string, string>;
 }
 
 function parseArgs(text: string | undefined): string[] {

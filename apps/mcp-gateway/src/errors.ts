@@ -6,6 +6,8 @@ export const GATEWAY_ERROR_CODES = [
   'CONFIG_INVALID',
   /** The upstream MCP server could not be started or connected. */
   'UPSTREAM_UNAVAILABLE',
+  /** The agent went away before the MCP handshake finished. */
+  'AGENT_DISCONNECTED',
 ] as const;
 
 /** A stable, machine-readable reason the gateway could not start or run. */

@@ -3,7 +3,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { type CallToolResult, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { createVouchClient, type Verdict } from '@vouch/client';
 import { createFakeVouch } from '@vouch/client/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createGateway, type GatewayOptions } from './gateway';
 import { createExampleUpstream } from './testing/example-upstream';
 import { type ExecutionMeta, META_KEY } from './tool-results';
@@ -227,6 +227,43 @@ describe('createGateway', () => {
       expect(second).toBeInstanceOf(McpError);
       expect(upstream.calls).toHaveLength(1);
       expect(vouch.observations.map((o) => o.outcome)).toEqual(['unknown']);
+    });
+  });
+
+  describe('when the gateway drains before stopping', () => {
+    it('lets a running call finish and record its outcome, and refuses new calls meanwhile', async () => {
+      const { call, gateway, upstream, vouch } = await setup();
+      const running = call('slow_tool');
+      await vi.waitFor(() => expect(upstream.calls.map((c) => c.tool)).toEqual(['slow_tool']));
+      const drained = gateway.drain(600_000);
+      const refused = await call('get_balance', { account: 'acct-1' }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(McpError);
+      upstream.releaseSlow();
+      await drained;
+      expect((await running).content[0]).toMatchObject({ text: 'slow and done' });
+      expect(vouch.observations.map((o) => o.outcome)).toEqual(['succeeded']);
+      expect(vouch.proposals.size).toBe(1);
+    });
+
+    it('stops a call still running past the bound and records it unknown', async () => {
+      const { call, gateway, upstream, vouch } = await setup();
+      const running = call('slow_tool').catch((e: unknown) => e);
+      await vi.waitFor(() => expect(upstream.calls).toHaveLength(1));
+      await gateway.drain(0);
+      expect(await running).toBeInstanceOf(McpError);
+      expect(vouch.observations.map((o) => o.outcome)).toEqual(['unknown']);
+    });
+  });
+
+  describe('when the agent disconnects mid-call', () => {
+    it('lets the call finish and records its real outcome', async () => {
+      const { call, agent, upstream, vouch } = await setup();
+      const running = call('slow_tool').catch((e: unknown) => e);
+      await vi.waitFor(() => expect(upstream.calls).toHaveLength(1));
+      await agent.close();
+      await running;
+      upstream.releaseSlow();
+      await vi.waitFor(() => expect(vouch.observations.map((o) => o.outcome)).toEqual(['succeeded']));
     });
   });
 

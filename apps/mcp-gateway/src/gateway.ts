@@ -1,7 +1,9 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
+  ErrorCode,
   ListToolsRequestSchema,
+  McpError,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { VouchClient, WaitOptions } from '@vouch/client';
@@ -9,6 +11,7 @@ import type { ToolSettings } from './action-of-call';
 import { createCallKeys } from './call-keys';
 import { handleToolCall } from './call-tool';
 import { type Logger, silentLogger } from './logger';
+import { agentCapabilitiesOf, passThrough } from './pass-through';
 import { createToolRegistry } from './tool-registry';
 import type { Upstream } from './upstream-call';
 
@@ -33,6 +36,8 @@ export interface GatewayOptions {
    * Set it to keep waiting on approvals across gateway restarts.
    */
   session?: string;
+  /** Time limit of a passed-through request (resources, prompts, sampling, …; default 60 000 ms). */
+  requestTimeoutMs?: number;
   /** Shown to the agent's client as the server name (default `vouch-mcp-gateway`). */
   name?: string;
   version?: string;
@@ -45,6 +50,13 @@ export interface Gateway {
   server: Server;
   /** List the upstream's tools and register unknown ones with Vouch (also done on every `tools/list`). */
   discover(): Promise<void>;
+  /** How many `tools/call` are running now. */
+  inFlight(): number;
+  /**
+   * Stop taking new calls and let running ones finish and record their outcomes, for at
+   * most `graceMs`; past it they are stopped, and `execute` records them `unknown`.
+   */
+  drain(graceMs: number): Promise<void>;
   /** Close the agent-facing server and the upstream connection. */
   close(): Promise<void>;
 }
@@ -73,8 +85,15 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   const server = new Server(
     { name: options.name ?? 'vouch-mcp-gateway', version: options.version ?? '0.1.0' },
-    { capabilities: { tools: { listChanged: true } } },
+    {
+      capabilities: agentCapabilitiesOf(upstream.client.getServerCapabilities()),
+      ...(upstream.client.getInstructions() ? { instructions: upstream.client.getInstructions() } : {}),
+    },
   );
+  // Created with the upstream's logging capability, the SDK answers logging/setLevel itself;
+  // the level is the upstream's to apply, so that request passes through like the rest.
+  server.removeRequestHandler('logging/setLevel');
+  passThrough({ server, upstream: upstream.client, timeoutMs: options.requestTimeoutMs ?? 60_000, logger });
 
   const listAll = async () => {
     const tools = [];
@@ -93,8 +112,16 @@ export function createGateway(options: GatewayOptions): Gateway {
     return { tools };
   });
 
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    handleToolCall(
+  // Calls in flight, so stopping can let them finish and record their outcomes (drain).
+  const inFlight = new Set<Promise<unknown>>();
+  const stopping = new AbortController();
+  let draining = false;
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+    if (stopping.signal.aborted || draining) {
+      throw new McpError(ErrorCode.InvalidRequest, 'the gateway is stopping; call again later');
+    }
+    const signal = callSignal(extra.signal, stopping.signal, () => server.transport === undefined);
+    const call = handleToolCall(
       {
         upstream,
         vouch,
@@ -107,11 +134,16 @@ export function createGateway(options: GatewayOptions): Gateway {
         invokeTimeoutMs: options.invokeTimeoutMs ?? 60_000,
         logger,
       },
-      request.params,
-      extra.signal,
-    ),
-  );
-
+      request,
+      { ...extra, signal },
+    );
+    inFlight.add(call);
+    void call.then(
+      () => inFlight.delete(call),
+      () => inFlight.delete(call),
+    );
+    return call;
+  });
   // The upstream may change its tools; tell the agent, which lists again (and so rediscovers).
   upstream.client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
     await server.sendToolListChanged().catch((error: unknown) => {
@@ -122,9 +154,42 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     server,
     discover: async () => registry.discover(await listAll()),
+    inFlight: () => inFlight.size,
+    drain: async (graceMs) => {
+      draining = true;
+      if (inFlight.size > 0) logger.info('draining', { calls: inFlight.size, bound_ms: graceMs });
+      const settled = () => Promise.allSettled([...inFlight]);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([settled(), new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+      clearTimeout(timer);
+      if (inFlight.size === 0) return;
+      logger.warn('calls still running after the drain bound; stopping them, recorded as unknown', {
+        calls: inFlight.size,
+      });
+      // `execute` records an interrupted call as `unknown` before it returns.
+      stopping.abort(new Error('the gateway is stopping'));
+      await settled();
+    },
     close: async () => {
       await server.close();
       await upstream.client.close();
     },
   };
+}
+
+/**
+ * The signal a call runs under. The agent cancelling it (`notifications/cancelled`) stops it
+ * at once; the agent disconnecting does not (the SDK aborts every handler then, which would
+ * lose the call's outcome): the call goes on until it finishes or the gateway's drain ends it.
+ */
+function callSignal(request: AbortSignal, stopping: AbortSignal, disconnected: () => boolean): AbortSignal {
+  const controller = new AbortController();
+  stopping.addEventListener('abort', () => controller.abort(stopping.reason), { once: true });
+  request.addEventListener(
+    'abort',
+    // The SDK aborts handlers just before it drops the transport; look once that is done.
+    () => setImmediate(() => disconnected() || controller.abort(request.reason)),
+    { once: true },
+  );
+  return controller.signal;
 }

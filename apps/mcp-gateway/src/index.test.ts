@@ -11,6 +11,7 @@ describe('@vouch/mcp-gateway', () => {
         'GatewayError',
         'META_KEY',
         'actionOfCall',
+        'agentCapabilitiesOf',
         'connectUpstream',
         'createGateway',
         'gatewayConfigSchema',
@@ -18,8 +19,12 @@ describe('@vouch/mcp-gateway', () => {
         'jsonLineLogger',
         'loadConfig',
         'observedOf',
+        'openGateway',
+        'serveAgentsOverHttp',
         'silentLogger',
         'startGateway',
+        'startHttpGateway',
+        'upstreamCapabilitiesOf',
       ]);
     });
   });

@@ -1,8 +1,11 @@
 /** How calls to one upstream tool are described to Vouch (action, target, class, conditions). */
 export type { ToolSettings } from './action-of-call';
 export { actionOfCall } from './action-of-call';
+/** The Streamable HTTP agent server (per-agent bearer tokens). */
+export type { AgentHttpServer, HttpAgent } from './agent-http';
+export { serveAgentsOverHttp } from './agent-http';
 /** The configuration of the `vouch-mcp-gateway` bin: JSON file and environment. */
-export type { ConfigSources, GatewayConfig } from './config';
+export type { ConfigSources, GatewayConfig, LoadedConfig } from './config';
 export { gatewayConfigSchema, loadConfig } from './config';
 /** The one error class of the gateway and its codes. */
 export type { GatewayErrorCode } from './errors';
@@ -13,8 +16,10 @@ export { createGateway } from './gateway';
 /** Injected logging (the bin writes JSON lines to stderr; stdout is the MCP channel). */
 export type { Logger } from './logger';
 export { jsonLineLogger, silentLogger } from './logger';
+/** Capabilities offered to each side. */
+export { agentCapabilitiesOf, upstreamCapabilitiesOf } from './pass-through';
 /** Connect an upstream and start a gateway from a configuration, as the bin does. */
-export { connectUpstream, startGateway } from './start-gateway';
+export { connectUpstream, openGateway, startGateway, startHttpGateway } from './start-gateway';
 /** The `_meta` key and shape on every tool result the gateway returns. */
 export type { ExecutionMeta } from './tool-results';
 export { META_KEY } from './tool-results';

@@ -8,21 +8,24 @@ const jsonBlocks = [...readme.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JS
 
 describe('the gateway README', () => {
   describe('when its gateway.json example is parsed', () => {
-    it('is a valid configuration', () => {
-      const config = jsonBlocks.find((block) => (block as { upstream?: unknown }).upstream !== undefined);
-      expect(gatewayConfigSchema.safeParse(config).success).toBe(true);
+    it('is a valid configuration, and so is the HTTP one', () => {
+      const configs = jsonBlocks.filter((block) => (block as { upstream?: unknown }).upstream !== undefined);
+      expect(configs.map((config) => gatewayConfigSchema.safeParse(config).success)).toEqual([true, true]);
+      expect(configs.some((config) => (config as { agentServer?: unknown }).agentServer)).toBe(true);
     });
   });
 
   describe('when its MCP client example is read', () => {
-    it('starts the bin with --config and passes the key only through the environment', () => {
+    it('starts the bin by its absolute path (no name a registry could serve) and passes the key only through the environment', () => {
       const client = jsonBlocks.find(
         (block) => (block as { mcpServers?: unknown }).mcpServers !== undefined,
       ) as {
-        mcpServers: Record<string, { args: string[]; env: Record<string, string> }>;
+        mcpServers: Record<string, { command: string; args: string[]; env: Record<string, string> }>;
       };
       const server = Object.values(client.mcpServers)[0]!;
-      expect(server.args).toEqual(['vouch-mcp-gateway', '--config', 'gateway.json']);
+      expect(server.command).toBe('node');
+      expect(server.args[0]).toMatch(/^\/.*\/apps\/mcp-gateway\/bin\/vouch-mcp-gateway\.js$/);
+      expect(server.args.slice(1)).toEqual(['--config', 'gateway.json']);
       expect(Object.keys(server.env)).toEqual(['VOUCH_API_KEY']);
     });
   });

@@ -2,16 +2,29 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { createVouchClient } from '@vouch/client';
+import { type AgentHttpServer, serveAgentsOverHttp } from './agent-http';
+import { awaitInitialize } from './await-initialize';
 import type { GatewayConfig } from './config';
 import { GatewayError } from './errors';
 import { createGateway, type Gateway } from './gateway';
 import type { Logger } from './logger';
+import { upstreamCapabilitiesOf } from './pass-through';
 import type { Upstream } from './upstream-call';
 
-/** Connect to the configured upstream MCP server. */
-export async function connectUpstream(config: GatewayConfig['upstream']): Promise<Upstream> {
-  const client = new Client({ name: 'vouch-mcp-gateway', version: '0.1.0' });
+/**
+ * Connect to the configured upstream MCP server, declaring the agent's client capabilities
+ * (sampling, elicitation, roots) as the gateway's own, since it forwards those requests.
+ */
+export async function connectUpstream(
+  config: GatewayConfig['upstream'],
+  agentCapabilities?: ClientCapabilities,
+): Promise<Upstream> {
+  const client = new Client(
+    { name: 'vouch-mcp-gateway', version: '0.1.0' },
+    { capabilities: upstreamCapabilitiesOf(agentCapabilities) },
+  );
   const http = 'url' in config;
   const transport = http
     ? new StreamableHTTPClientTransport(new URL(config.url))
@@ -37,21 +50,24 @@ export async function connectUpstream(config: GatewayConfig['upstream']): Promis
   return { client, transport: http ? 'http' : 'stdio' };
 }
 
-/**
- * Start a gateway from its configuration: connect the upstream, register its tools with
- * Vouch, and serve the agent on `agentTransport` (stdio for the bin).
- */
-export async function startGateway(options: {
+/** What starting a gateway needs besides the agent side. */
+interface StartOptions {
   config: GatewayConfig;
-  apiKey: string;
-  agentTransport: Transport;
   logger: Logger;
   fetch?: typeof fetch;
-  /** Called when the upstream connection closes (its process exited): the bin stops then. */
+  /** Called when an upstream connection closes (its process exited). */
   onUpstreamClose?: () => void;
-}): Promise<Gateway> {
+}
+
+/**
+ * Open the gateway for one agent: connect the upstream with the agent's capabilities,
+ * register its tools with Vouch, and act with `apiKey` (the agent's or the gateway's).
+ */
+export async function openGateway(
+  options: StartOptions & { apiKey: string; agentCapabilities?: ClientCapabilities },
+): Promise<Gateway> {
   const { config, logger } = options;
-  const upstream = await connectUpstream(config.upstream);
+  const upstream = await connectUpstream(config.upstream, options.agentCapabilities);
   // Without an upstream every call would fail in the transport layer and be recorded as
   // `unknown`; stopping says what happened instead.
   if (options.onUpstreamClose) upstream.client.onclose = options.onUpstreamClose;
@@ -67,6 +83,7 @@ export async function startGateway(options: {
     tools: config.tools,
     approvalWait: { timeoutMs: config.approvalWaitMs },
     invokeTimeoutMs: config.invokeTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
     ...(config.session ? { session: config.session } : {}),
     logger,
   });
@@ -75,7 +92,48 @@ export async function startGateway(options: {
   await gateway
     .discover()
     .catch((error: unknown) => logger.warn('discovery failed', { error: String(error) }));
-  await gateway.server.connect(options.agentTransport);
-  logger.info('gateway started', { server_id: config.serverId, environment: config.environment });
   return gateway;
+}
+
+/**
+ * Start a gateway for one agent on `agentTransport` (stdio for the bin): wait for the
+ * agent's `initialize`, connect the upstream with the agent's capabilities, then answer.
+ */
+export async function startGateway(
+  options: StartOptions & { apiKey: string; agentTransport: Transport },
+): Promise<Gateway> {
+  const { params, transport } = await awaitInitialize(options.agentTransport);
+  const gateway = await openGateway({ ...options, agentCapabilities: params.capabilities });
+  await gateway.server.connect(transport);
+  options.logger.info('gateway started', {
+    server_id: options.config.serverId,
+    environment: options.config.environment,
+  });
+  return gateway;
+}
+
+/**
+ * Serve agents over Streamable HTTP (`agentServer` in the configuration): one gateway per
+ * agent session, acting with that agent's own Vouch key.
+ */
+export async function startHttpGateway(
+  options: StartOptions & { agentApiKeys: Readonly<Record<string, string>> },
+): Promise<AgentHttpServer> {
+  const settings = options.config.agentServer;
+  if (!settings) throw new GatewayError('CONFIG_INVALID', 'agentServer is not configured');
+  const server = await serveAgentsOverHttp({
+    ...settings,
+    drainTimeoutMs: options.config.drainTimeoutMs,
+    logger: options.logger,
+    openSession: (agent, initialize) =>
+      openGateway({
+        config: options.config,
+        logger: options.logger,
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+        apiKey: options.agentApiKeys[agent.name]!,
+        agentCapabilities: initialize.capabilities,
+      }),
+  });
+  options.logger.info('gateway listening', { url: server.url, server_id: options.config.serverId });
+  return server;
 }

@@ -1,5 +1,6 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { CallToolResultSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { InvokeContext, JsonValue } from '@vouch/client';
 import type { UpstreamOutcome, UpstreamTransportKind } from './upstream-outcome';
@@ -26,7 +27,12 @@ const LOCAL_FAILURES = new Set<number>([ErrorCode.RequestTimeout, ErrorCode.Conn
  * not what the agent sent, so an approval covers exactly the call that is made. It never
  * throws for an upstream failure: it reports which layer failed.
  */
-export async function callUpstreamTool(upstream: Upstream, context: InvokeContext): Promise<UpstreamOutcome> {
+export async function callUpstreamTool(
+  upstream: Upstream,
+  context: InvokeContext,
+  /** Progress forwarding to the agent (its `onprogress`); signal and timeout are the gateway's. */
+  forwarding: Pick<RequestOptions, 'onprogress'> = {},
+): Promise<UpstreamOutcome> {
   const { proposal, signal } = context;
   const answered = upstream.transport === 'http' ? 200 : null;
   try {
@@ -37,7 +43,7 @@ export async function callUpstreamTool(upstream: Upstream, context: InvokeContex
       { method: 'tools/call', params: { name: proposal.tool_name, arguments: proposal.arguments } },
       CallToolResultSchema,
       // The gateway's invoke timeout governs (it aborts `signal`); the SDK's must not fire first.
-      { signal, timeout: 2_147_483_647 },
+      { onprogress: forwarding.onprogress, signal, timeout: 2_147_483_647 },
     );
     return { layer: 'tool_result', transportStatus: answered, result };
   } catch (error) {

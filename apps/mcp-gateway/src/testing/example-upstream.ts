@@ -21,6 +21,8 @@ export interface ExampleUpstream {
   readonly calls: UpstreamCall[];
   /** Account balances; `close_account` really removes one. */
   readonly accounts: Map<string, number>;
+  /** Let every waiting `slow_tool` call answer. */
+  releaseSlow(): void;
 }
 
 const account: Tool['inputSchema'] = {
@@ -53,6 +55,11 @@ export const EXAMPLE_TOOLS: Tool[] = [
   },
   { name: 'rpc_error_tool', description: 'Answers with a JSON-RPC error.', inputSchema: { type: 'object' } },
   { name: 'hang_tool', description: 'Never answers.', inputSchema: { type: 'object' } },
+  {
+    name: 'slow_tool',
+    description: 'Answers once the test calls `releaseSlow()`.',
+    inputSchema: { type: 'object' },
+  },
 ];
 
 /**
@@ -65,6 +72,7 @@ export function createExampleUpstream(): ExampleUpstream {
     ['acct-1', 100],
     ['acct-2', 250],
   ]);
+  const waiting: (() => void)[] = [];
   const server = new Server({ name: 'example-bank', version: '1.0.0' }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: EXAMPLE_TOOLS }));
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
@@ -92,9 +100,19 @@ export function createExampleUpstream(): ExampleUpstream {
         throw new McpError(ErrorCode.InvalidParams, 'bad params from upstream', { field: 'x' });
       case 'hang_tool':
         return new Promise<never>(() => {});
+      case 'slow_tool':
+        await new Promise<void>((resolve) => waiting.push(resolve));
+        return { content: [{ type: 'text', text: 'slow and done' }] };
       default:
         throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
     }
   });
-  return { server, calls, accounts };
+  return {
+    server,
+    calls,
+    accounts,
+    releaseSlow: () => {
+      for (const release of waiting.splice(0)) release();
+    },
+  };
 }

@@ -1,0 +1,185 @@
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { type InitializeRequest, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Gateway } from './gateway';
+import type { Logger } from './logger';
+
+/** One agent allowed to use the HTTP gateway. */
+export interface HttpAgent {
+  name: string;
+  /** SHA-256 (lowercase hex) of the agent's bearer token; the token itself is never stored. */
+  tokenSha256: string;
+}
+
+/** Options of {@link serveAgentsOverHttp}. */
+export interface AgentHttpOptions {
+  host: string;
+  port: number;
+  path: string;
+  agents: readonly HttpAgent[];
+  /** Host names accepted in `Host`/`Origin`; default: the loopback names when bound to loopback, else any. */
+  allowedHosts?: readonly string[];
+  /** After an agent disconnects, how long its running calls may finish (default 10 000 ms). */
+  drainTimeoutMs?: number;
+  /** Open the gateway for one agent session, once its `initialize` (and capabilities) arrived. */
+  openSession: (agent: HttpAgent, initialize: InitializeRequest['params']) => Promise<Gateway>;
+  logger: Logger;
+}
+
+/** A running HTTP gateway. */
+export interface AgentHttpServer {
+  url: string;
+  /** The open agent sessions, each with its gateway. */
+  sessions(): Gateway[];
+  /** Stop accepting connections and close every session. */
+  close(): Promise<void>;
+}
+
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]', '::1'];
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+interface Session {
+  agent: HttpAgent;
+  gateway: Gateway;
+  transport: StreamableHTTPServerTransport;
+}
+
+/**
+ * Serve agents over MCP Streamable HTTP. Every request carries `Authorization: Bearer
+ * <token>`; the token's hash is compared in constant time with each agent's, and a session
+ * belongs to the agent that opened it. Each session has its own gateway (and upstream
+ * connection), so server-to-client requests reach the right agent and every call is
+ * proposed with that agent's Vouch key.
+ */
+export async function serveAgentsOverHttp(options: AgentHttpOptions): Promise<AgentHttpServer> {
+  const sessions = new Map<string, Session>();
+  const allowedHosts =
+    options.allowedHosts ?? (LOOPBACK_NAMES.includes(options.host) ? LOOPBACK_NAMES : undefined);
+  const hashes = options.agents.map((agent) => ({ agent, hash: Buffer.from(agent.tokenSha256, 'hex') }));
+
+  const agentOf = (req: IncomingMessage): HttpAgent | undefined => {
+    const header = req.headers.authorization ?? '';
+    const match = /^Bearer (\S+)$/i.exec(header);
+    if (!match) return undefined;
+    const presented = createHash('sha256').update(match[1]!).digest();
+    let found: HttpAgent | undefined;
+    // Compare with every agent, so the time taken does not say which one matched.
+    for (const { agent, hash } of hashes) {
+      if (timingSafeEqual(presented, hash) && !found) found = agent;
+    }
+    return found;
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    if (url.pathname !== options.path) return refuse(res, 404, 'NOT_FOUND', 'no MCP endpoint here');
+    if (allowedHosts && !hostAllowed(req, allowedHosts)) {
+      return refuse(res, 403, 'HOST_NOT_ALLOWED', 'the Host or Origin header is not one this gateway serves');
+    }
+    const agent = agentOf(req);
+    if (!agent) {
+      res.setHeader('WWW-Authenticate', 'Bearer');
+      return refuse(res, 401, 'UNAUTHENTICATED', 'a valid agent bearer token is required');
+    }
+    const body = req.method === 'POST' ? await readJson(req) : undefined;
+    if (body instanceof Error) return refuse(res, 400, 'INVALID_BODY', body.message);
+
+    const sessionId = req.headers['mcp-session-id'];
+    if (typeof sessionId === 'string') {
+      const session = sessions.get(sessionId);
+      // Another agent's session is reported exactly like an unknown one.
+      if (!session || session.agent !== agent)
+        return refuse(res, 404, 'SESSION_NOT_FOUND', 'unknown session');
+      return session.transport.handleRequest(req, res, body);
+    }
+    if (req.method !== 'POST' || !isInitializeRequest(body)) {
+      return refuse(
+        res,
+        400,
+        'SESSION_REQUIRED',
+        'send initialize first, then the Mcp-Session-Id it returns',
+      );
+    }
+    const gateway = await options.openSession(agent, body.params);
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, { agent, gateway, transport });
+        options.logger.info('agent session opened', { agent: agent.name });
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) sessions.delete(transport.sessionId);
+      // The agent went away: its running calls still finish and are recorded.
+      void gateway
+        .drain(options.drainTimeoutMs ?? 10_000)
+        .then(() => gateway.close())
+        .catch(() => {});
+    };
+    await gateway.server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      options.logger.error('agent request failed', { error: String(error) });
+      if (!res.headersSent)
+        refuse(res, 502, 'UPSTREAM_UNAVAILABLE', 'the gateway could not serve this request');
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  return {
+    url: `http://${host}:${port}${options.path}`,
+    sessions: () => [...sessions.values()].map((s) => s.gateway),
+    close: async () => {
+      await Promise.all([...sessions.values()].map((s) => s.transport.close().catch(() => {})));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function hostAllowed(req: IncomingMessage, allowed: readonly string[]): boolean {
+  const hostname = (value: string) => {
+    try {
+      return new URL(value.includes('://') ? value : `http://${value}`).hostname;
+    } catch {
+      return undefined;
+    }
+  };
+  const host = req.headers.host === undefined ? undefined : hostname(req.headers.host);
+  if (host === undefined || !allowed.includes(host)) return false;
+  const origin = req.headers.origin;
+  if (origin === undefined) return true;
+  const originHost = hostname(origin);
+  return originHost !== undefined && allowed.includes(originHost);
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) return new Error('the request body is too large');
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+  } catch {
+    return new Error('the request body is not JSON');
+  }
+}
+
+/** A JSON-RPC error body with the gateway's code in `data`, as MCP clients expect. */
+function refuse(res: ServerResponse, status: number, code: string, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32_000, message, data: { code } } }));
+}
