@@ -102,34 +102,58 @@ export async function verifyBundle(
   lines: AsyncIterable<string> | Iterable<string>,
   options: VerifyBundleOptions,
 ): Promise<BundleReport> {
-  checkBundleOptions(options);
-  const failures = new FailureList<BundleFailure>(maxFailuresOf(options));
-  let started: BundleStart | undefined;
-  let scan: BundleScan<BundleFailure> | undefined;
-  let lineCount = 0;
+  const verification = new BundleVerification(options);
   for await (const line of lines) {
     options.signal?.throwIfAborted();
-    lineCount++;
-    if (scan !== undefined) {
-      scan.line(line);
-      continue;
-    }
-    started = startBundle(line, options, failures);
-    if (started === undefined) break;
-    scan = new BundleScan(AFTER_HEADER, scanOptions(started.log, options, failures));
+    if (!verification.line(line)) break;
   }
-  return finishBundle(
-    {
-      start: started,
-      lineCount,
-      failures,
-      chain: scan?.chain.finish(),
-      state: scan?.state(),
-      root: scan?.merkle.root(),
-      trustedRoot: scan?.trustedRoot,
-    },
-    options,
-  );
+  return verification.report();
+}
+
+/** {@link verifyBundle} a line at a time, for a caller that reads the lines itself. */
+export class BundleVerification {
+  /** The bundle's failures (the chain checker keeps its own). */
+  readonly failures: FailureList<BundleFailure>;
+  /** What the header said, once line 1 was read and was a header. */
+  start: BundleStart | undefined;
+  #scan: BundleScan<BundleFailure> | undefined;
+  #lineCount = 0;
+
+  /** Throws `AuditError` `MALFORMED_CHECKPOINT` for a `trusted` state that does not parse. */
+  constructor(readonly options: VerifyBundleOptions) {
+    checkBundleOptions(options);
+    this.failures = new FailureList(maxFailuresOf(options));
+  }
+
+  /** The next line; false when the rest need not be read (line 1 is not a header). */
+  line(line: string): boolean {
+    this.#lineCount++;
+    if (this.#scan !== undefined) {
+      this.#scan.line(line);
+      return true;
+    }
+    if (this.#lineCount > 1) return false;
+    this.start = startBundle(line, this.options, this.failures);
+    if (this.start === undefined) return false;
+    this.#scan = new BundleScan(AFTER_HEADER, scanOptions(this.start.log, this.options, this.failures));
+    return true;
+  }
+
+  report(): BundleReport {
+    const scan = this.#scan;
+    return finishBundle(
+      {
+        start: this.start,
+        lineCount: this.#lineCount,
+        failures: this.failures,
+        chain: scan?.chain.finish(),
+        state: scan?.state(),
+        root: scan?.merkle.root(),
+        trustedRoot: scan?.trustedRoot,
+      },
+      this.options,
+    );
+  }
 }
 
 /** What the header line says, once it is one. */
