@@ -28,6 +28,8 @@ export interface VerifyBundleFileOptions extends VerifyBundleOptions {
    * leave their worker); without it, every event comes back. Events still come in file order.
    */
   onEventKinds?: readonly string[];
+  /** Bytes per part verified on a worker (default 4 MiB); files under two parts stay on this thread. */
+  partBytes?: number;
 }
 
 /** Parts of about this many bytes: each is one message to a worker and back. */
@@ -62,7 +64,8 @@ export async function verifyBundleFile(
     const { size } = await handle.stat();
     const header =
       threads > 1 && !options.trusted && !options.expectHead ? await readHeader(handle) : undefined;
-    if (header === undefined || size - header.end < 2 * PART_BYTES) {
+    const partBytes = options.partBytes ?? PART_BYTES;
+    if (header === undefined || size - header.end < 2 * partBytes) {
       await forEachLine(handle, { start: 0, end: size }, (line) => {
         options.signal?.throwIfAborted();
         return verification.line(line);
@@ -70,7 +73,7 @@ export async function verifyBundleFile(
       return verification.report();
     }
     if (!verification.line(header.line)) return verification.report();
-    const ranges = await lineRanges(handle, { start: header.end, end: size }, PART_BYTES);
+    const ranges = await lineRanges(handle, { start: header.end, end: size }, partBytes);
     return await joinParts(verification, options, ranges, path, threads);
   } finally {
     await handle.close();

@@ -68,7 +68,14 @@ export async function verifyPart(task: PartTask): Promise<PartResult> {
     await handle.close();
   }
   if (scan === undefined) {
-    return { start: null, end: null, chain: { kept: [], count: 0 }, failures, events, subtrees: [] };
+    return {
+      start: null,
+      end: null,
+      chain: { kept: [], count: 0 },
+      failures: { kept: [], count: 0 },
+      events,
+      subtrees: [],
+    };
   }
   const chain = scan.chain.finish();
   return {
