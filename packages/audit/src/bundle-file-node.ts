@@ -134,7 +134,7 @@ async function joinParts(
         part = await partPool.run(task(index, state));
       }
       for (const failure of part.chain.kept) chainFailures.add(failure);
-      chainFailures.count += part.chain.count - part.chain.kept.length;
+      chainFailures.countOmitted(part.chain.count - part.chain.kept.length);
       // Malformed lines and what onEvent reports, in line order, as one pass would add them.
       let next = 0;
       for (const { event, failuresBefore } of part.events) {
@@ -142,7 +142,7 @@ async function joinParts(
         options.onEvent?.(event, failures.add);
       }
       while (next < part.failures.kept.length) failures.add(part.failures.kept[next++]!);
-      failures.count += part.failures.count - part.failures.kept.length;
+      failures.countOmitted(part.failures.count - part.failures.kept.length);
       for (const subtree of part.subtrees) merkle.push(subtree);
       state = part.end!;
       options.onProgress?.(state.events);

@@ -18,14 +18,23 @@ export interface ScanFailure {
 /** Keeps the first `max` failures in order and counts the rest. */
 export class FailureList<F> {
   readonly kept: F[] = [];
-  count = 0;
+  #count = 0;
 
   constructor(readonly max: number) {}
 
+  get count(): number {
+    return this.#count;
+  }
+
   readonly add = (failure: F): void => {
-    this.count++;
+    this.#count++;
     if (this.kept.length < this.max) this.kept.push(failure);
   };
+
+  /** Count `n` more failures that were not kept (capped elsewhere). */
+  countOmitted(n: number): void {
+    this.#count += n;
+  }
 
   get omitted(): number {
     return this.count - this.kept.length;
