@@ -6,6 +6,9 @@ export default defineConfig({
     'src/merkle-entry.ts',
     'src/transport-entry.ts',
     'src/witness-entry.ts',
+    'src/node-entry.ts',
+    // Started as a worker thread by node-entry (verifyBundleFile), by its file name.
+    'src/bundle-worker-node.ts',
     'src/sha256-node.ts',
     'src/sha256-portable.ts',
   ],

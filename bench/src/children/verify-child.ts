@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { verifyBundle } from '@vouch/audit';
+import { verifyBundleFile } from '@vouch/audit/node';
 import { createLedger, openDatabase } from '@vouch/ledger';
 import postgres from 'postgres';
 import { bundleLines } from '../bundle-file';
@@ -18,6 +19,7 @@ const { values } = parseArgs({
     'early-at': { type: 'string' },
     'half-at': { type: 'string' },
     'page-size': { type: 'string' },
+    threads: { type: 'string' },
   },
 });
 const earlyAt = Number(values['early-at'] ?? 100_000);
@@ -46,6 +48,17 @@ switch (values.mode) {
       verifiers: [values.verifier!],
       onProgress,
       progressEvery: 10_000,
+    });
+    if (!report.ok) throw new Error(`bundle does not verify: ${JSON.stringify(report.failures.slice(0, 3))}`);
+    checked = report.checked;
+    break;
+  }
+  case 'bundle-file': {
+    // As `vouch verify --bundle` does: parts of the file on worker threads.
+    const report = await verifyBundleFile(values.path!, {
+      verifiers: [values.verifier!],
+      threads: Number(values.threads ?? 2),
+      onProgress,
     });
     if (!report.ok) throw new Error(`bundle does not verify: ${JSON.stringify(report.failures.slice(0, 3))}`);
     checked = report.checked;

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -84,6 +84,12 @@ export async function verifyMemory(
         verify: ['--mode', 'bundle', '--path', path, '--verifier', keys.verifierKey],
         read: ['--mode', 'bundle-sha256', '--path', path],
       },
+      {
+        // verifyBundleFile on two worker threads, as `vouch verify --bundle` runs.
+        backend: 'file, 2 threads',
+        verify: ['--mode', 'bundle-file', '--threads', '2', '--path', path, '--verifier', keys.verifierKey],
+        read: ['--mode', 'bundle-sha256', '--path', path],
+      },
     ];
     if (postgres) {
       sources.push({
@@ -102,7 +108,7 @@ export async function verifyMemory(
       ]);
       const read = await runChild(source.read);
       if (verified.checked !== count) throw new Error(`child verified ${verified.checked} of ${count}`);
-      const point = `${count} events, 300 B${source.backend === 'file' ? ` (${(written.bytes / 2 ** 20).toFixed(0)} MiB)` : ''}`;
+      const point = `${count} events, 300 B${source.backend.startsWith('file') ? ` (${(written.bytes / 2 ** 20).toFixed(0)} MiB)` : ''}, load ${loadavg()[0]!.toFixed(1)}`;
       const extra = {
         events: count,
         verifySeconds: verified.seconds,
@@ -110,7 +116,7 @@ export async function verifyMemory(
       };
       // The same two processes timed: a verifier runs as its own process (vouch verify), with
       // none of the benchmark's heap around it.
-      const file = source.backend === 'file';
+      const file = source.backend.startsWith('file');
       figures.push(
         figure({
           scenario: 'verify-memory',
@@ -135,7 +141,7 @@ export async function verifyMemory(
           unit: 'MiB',
           value: verified.maxRssMiB,
           baseline: {
-            name: source.backend === 'file' ? 'peak RSS, SHA-256 of the file' : 'peak RSS, plain read',
+            name: file ? 'peak RSS, SHA-256 of the file' : 'peak RSS, plain read',
             value: read.maxRssMiB,
           },
           better: 'lower',

@@ -1,17 +1,19 @@
 import { bytesToHex } from '@noble/hashes/utils.js';
-import { BUNDLE_EVENT_FIELDS, BUNDLE_FORMAT, type BundleHeader } from './bundle-format';
+import { BUNDLE_FORMAT, type BundleHeader } from './bundle-format';
+import {
+  AFTER_HEADER,
+  BundleScan,
+  type BundleScanOptions,
+  FailureList,
+  parseHeader,
+  type ScanState,
+} from './bundle-scan';
 import { openCheckpoint } from './checkpoint';
 import { AuditError } from './errors';
 import type { StoredEvent } from './event-hash';
-import { CompactRange } from './merkle-compact-range';
-import { bytesEqual, EMPTY_TREE_ROOT, eventLeafHash, MERKLE_HASH_SIZE } from './merkle-hash';
+import { bytesEqual, EMPTY_TREE_ROOT, MERKLE_HASH_SIZE } from './merkle-hash';
 import type { NoteVerifier } from './note-keys';
-import {
-  type ChainChecker,
-  type ChainFailureCode,
-  type ChainHead,
-  createChainChecker,
-} from './verify-events';
+import type { ChainFailureCode, ChainHead, ChainReport } from './verify-events';
 
 /** Why a bundle failed: every chain failure code, plus what only a bundle can get wrong. */
 export type BundleFailureCode =
@@ -79,19 +81,18 @@ export interface VerifyBundleOptions {
   onEvent?: (event: StoredEvent, fail: (failure: BundleFailure) => void) => void;
 }
 
-const HEX64 = /^[0-9a-f]{64}$/;
-const LONE_SURROGATE = /\p{Surrogate}/u;
-
 /**
  * Verify a vouch-bundle/1 (see `BUNDLE_FORMAT`) from its lines, in one pass with memory
  * independent of the log's length: every payload hash, event hash and chain link (through
- * the same checker as `verifyEvents`), the Merkle root over the event hashes rebuilt with a
- * `CompactRange`, and the signed checkpoint: a trusted signature, the expected origin, a
+ * the same checker as `verifyEvents`), the Merkle root over the event hashes rebuilt from
+ * the leaves, and the signed checkpoint: a trusted signature, the expected origin, a
  * tree size equal to the number of events and a root equal to the rebuilt one.
  *
  * Like the chain check it keeps going after a failure and reports all of them. It throws
  * only for the auditor's own bad configuration (a `verifiers` key text or a `trusted` state
  * that does not parse: `AuditError` `MALFORMED_CHECKPOINT`) or an aborted `signal`.
+ * Under Node, `verifyBundleFile` (`@vouch/audit/node`) verifies a file with the same
+ * verdict, faster, on worker threads.
  *
  * @example
  * const report = await verifyBundle(splitLines(file), { verifiers: ['vouch.example/log/a+1a2b3c4d+AQ...'] });
@@ -101,92 +102,159 @@ export async function verifyBundle(
   lines: AsyncIterable<string> | Iterable<string>,
   options: VerifyBundleOptions,
 ): Promise<BundleReport> {
-  const maxFailures = options.maxFailures ?? 10_000;
-  const failures: BundleFailure[] = [];
-  let failureCount = 0;
-  const fail = (failure: BundleFailure) => {
-    failureCount++;
-    if (failures.length < maxFailures) failures.push(failure);
+  const verification = new BundleVerification(options);
+  for await (const line of lines) {
+    options.signal?.throwIfAborted();
+    if (!verification.line(line)) break;
+  }
+  return verification.report();
+}
+
+/** {@link verifyBundle} a line at a time, for a caller that reads the lines itself. */
+export class BundleVerification {
+  /** The bundle's failures (the chain checker keeps its own). */
+  readonly failures: FailureList<BundleFailure>;
+  /** What the header said, once line 1 was read and was a header. */
+  start: BundleStart | undefined;
+  #scan: BundleScan<BundleFailure> | undefined;
+  #lineCount = 0;
+
+  /** Throws `AuditError` `MALFORMED_CHECKPOINT` for a `trusted` state that does not parse. */
+  constructor(readonly options: VerifyBundleOptions) {
+    checkBundleOptions(options);
+    this.failures = new FailureList(maxFailuresOf(options));
+  }
+
+  /** The next line; false when the rest need not be read (line 1 is not a header). */
+  line(line: string): boolean {
+    this.#lineCount++;
+    if (this.#scan !== undefined) {
+      this.#scan.line(line);
+      return true;
+    }
+    if (this.#lineCount > 1) return false;
+    this.start = startBundle(line, this.options, this.failures);
+    if (this.start === undefined) return false;
+    this.#scan = new BundleScan(AFTER_HEADER, scanOptions(this.start.log, this.options, this.failures));
+    return true;
+  }
+
+  report(): BundleReport {
+    const scan = this.#scan;
+    return finishBundle(
+      {
+        start: this.start,
+        lineCount: this.#lineCount,
+        failures: this.failures,
+        chain: scan?.chain.finish(),
+        state: scan?.state(),
+        root: scan?.merkle.root(),
+        trustedRoot: scan?.trustedRoot,
+      },
+      this.options,
+    );
+  }
+}
+
+/** What the header line says, once it is one. */
+export interface BundleStart {
+  header: BundleHeader;
+  /** The log the events must belong to: the auditor's, or else the header's. */
+  log: string;
+}
+
+/**
+ * Read the header line: undefined (and a failure) when it is not a vouch-bundle/1 header;
+ * a failure when it names another log than the auditor expects.
+ */
+export function startBundle(
+  line: string,
+  options: VerifyBundleOptions,
+  failures: FailureList<BundleFailure>,
+): BundleStart | undefined {
+  const header = parseHeader(line);
+  if (header === undefined) {
+    failures.add({
+      seq: 0,
+      code: 'BUNDLE_MALFORMED',
+      message: `line 1 is not a ${BUNDLE_FORMAT} header`,
+      line: 1,
+    });
+    return undefined;
+  }
+  const log = options.log ?? header.log;
+  if (header.log !== log) {
+    failures.add({
+      seq: 0,
+      code: 'LOG_MISMATCH',
+      message: `bundle is of log ${header.log}, not ${log}`,
+      line: 1,
+    });
+  }
+  return { header, log };
+}
+
+/** The options of the scan over the lines after the header. */
+export function scanOptions(
+  log: string,
+  options: VerifyBundleOptions,
+  failures: FailureList<BundleFailure>,
+): BundleScanOptions<BundleFailure> {
+  return {
+    log,
+    maxFailures: maxFailuresOf(options),
+    failures,
+    expectHead: options.expectHead,
+    onProgress: options.onProgress,
+    progressEvery: options.progressEvery,
+    onEvent: options.onEvent,
+    trustedSize: options.trusted?.treeSize,
   };
-  const trusted = options.trusted;
-  if (trusted !== undefined && !isTrustedState(trusted)) {
+}
+
+/** Throws `AuditError` `MALFORMED_CHECKPOINT` for a `trusted` state that does not parse. */
+export function checkBundleOptions(options: VerifyBundleOptions): void {
+  if (options.trusted !== undefined && !isTrustedState(options.trusted)) {
     // The auditor's own configuration: refuse loudly rather than verify against nothing.
     throw new AuditError('MALFORMED_CHECKPOINT', 'trusted state needs a safe tree size and a 32-byte root');
   }
+}
 
-  let lineNumber = 0;
-  let header: BundleHeader | undefined;
-  let checker: ChainChecker | undefined;
-  let checkpointNote: string | undefined;
-  const range = new CompactRange();
-  let trustedRoot = trusted?.treeSize === 0 ? EMPTY_TREE_ROOT : undefined;
-  let log = options.log ?? '';
+export function maxFailuresOf(options: VerifyBundleOptions): number {
+  return options.maxFailures ?? 10_000;
+}
 
-  for await (const line of lines) {
-    options.signal?.throwIfAborted();
-    lineNumber++;
-    const malformed = (message: string) =>
-      fail({ seq: checker!.checked + 1, code: 'BUNDLE_MALFORMED', message, line: lineNumber });
+/** Everything the lines left, to check against the header and the checkpoint. */
+export interface BundleEnding {
+  /** Undefined when line 1 was not a header (or there was no line). */
+  start: BundleStart | undefined;
+  lineCount: number;
+  /** The bundle's failures so far (not the chain's). */
+  failures: FailureList<BundleFailure>;
+  /** The chain checker's report over every event line. */
+  chain: ChainReport | undefined;
+  state: ScanState | undefined;
+  /** The Merkle root over every event line. */
+  root: Uint8Array | undefined;
+  /** The Merkle root over the first `trusted.treeSize` event lines, when there were that many. */
+  trustedRoot: Uint8Array | undefined;
+}
 
-    if (header === undefined) {
-      header = parseHeader(line);
-      if (header === undefined) {
-        fail({
-          seq: 0,
-          code: 'BUNDLE_MALFORMED',
-          message: `line 1 is not a ${BUNDLE_FORMAT} header`,
-          line: 1,
-        });
-        break;
-      }
-      log = options.log ?? header.log;
-      if (header.log !== log) {
-        fail({
-          seq: 0,
-          code: 'LOG_MISMATCH',
-          message: `bundle is of log ${header.log}, not ${log}`,
-          line: 1,
-        });
-      }
-      checker = createChainChecker({
-        log,
-        expectHead: options.expectHead,
-        onProgress: options.onProgress,
-        progressEvery: options.progressEvery,
-        maxFailures,
-      });
-      continue;
-    }
-    if (checkpointNote !== undefined) {
-      // Splitting a text that ends in a newline leaves an empty last line: allowed.
-      if (line !== '') malformed(`line ${lineNumber} follows the checkpoint line`);
-      continue;
-    }
-    const parsed = parseLine(line);
-    if (parsed.kind === 'checkpoint') {
-      checkpointNote = parsed.note;
-    } else if (parsed.kind === 'malformed') {
-      malformed(`line ${lineNumber}: ${parsed.reason}`);
-    } else {
-      checker!.check(parsed.event);
-      options.onEvent?.(parsed.event, fail);
-      // The leaf is the stored hash as it is: if the event's fields do not hash to it, the
-      // chain check says so; the Merkle check says whether this is what was checkpointed.
-      range.append(eventLeafHash(parsed.event.hash));
-      if (range.size === trusted?.treeSize) trustedRoot = range.root();
-    }
-  }
-
-  const root = range.root();
+/** The checks after the last line (header, trusted state, checkpoint) and the report. */
+export function finishBundle(ending: BundleEnding, options: VerifyBundleOptions): BundleReport {
+  const maxFailures = maxFailuresOf(options);
+  const { failures, chain, start } = ending;
+  const fail = failures.add;
+  const root = ending.root ?? EMPTY_TREE_ROOT;
+  const size = ending.state?.events ?? 0;
   const report = (checkpoint: BundleReport['checkpoint']): BundleReport => {
-    const chain = checker?.finish();
     // Each list was capped on its own; cap the merged list again so the total stays bounded.
-    const all = [...(chain?.failures ?? []), ...failures].sort((a, b) => a.seq - b.seq);
+    const all = [...(chain?.failures ?? []), ...failures.kept].sort((a, b) => a.seq - b.seq);
     const kept = all.slice(0, maxFailures);
-    const omitted = (chain?.failuresOmitted ?? 0) + failureCount - failures.length + all.length - kept.length;
+    const omitted = (chain?.failuresOmitted ?? 0) + failures.omitted + all.length - kept.length;
     return {
-      ok: chain?.ok === true && failureCount === 0,
-      log,
+      ok: chain?.ok === true && failures.count === 0,
+      log: start?.log ?? options.log ?? '',
       checked: chain?.checked ?? 0,
       head: chain?.head ?? null,
       failures: kept,
@@ -195,24 +263,27 @@ export async function verifyBundle(
       root: bytesToHex(root),
     };
   };
-  if (header === undefined) {
-    if (lineNumber === 0) fail({ seq: 0, code: 'BUNDLE_MALFORMED', message: 'the bundle is empty' });
+  if (start === undefined) {
+    if (ending.lineCount === 0) fail({ seq: 0, code: 'BUNDLE_MALFORMED', message: 'the bundle is empty' });
     return report(null);
   }
+  const { header } = start;
 
-  if (header.treeSize !== range.size) {
+  if (header.treeSize !== size) {
     fail({
       seq: 0,
       code: 'BUNDLE_MALFORMED',
-      message: `header promises ${header.treeSize} events, the bundle holds ${range.size}`,
+      message: `header promises ${header.treeSize} events, the bundle holds ${size}`,
     });
   }
+  const trusted = options.trusted;
   if (trusted !== undefined) {
+    const trustedRoot = trusted.treeSize === 0 ? EMPTY_TREE_ROOT : ending.trustedRoot;
     if (trustedRoot === undefined) {
       fail({
-        seq: range.size + 1,
+        seq: size + 1,
         code: 'TRUNCATED',
-        message: `bundle ends at ${range.size} events, before the trusted tree size ${trusted.treeSize}`,
+        message: `bundle ends at ${size} events, before the trusted tree size ${trusted.treeSize}`,
       });
     } else if (!bytesEqual(trustedRoot, trusted.rootHash)) {
       fail({
@@ -225,6 +296,7 @@ export async function verifyBundle(
     }
   }
 
+  const checkpointNote = ending.state?.checkpointNote;
   if (checkpointNote === undefined) {
     fail({
       seq: 0,
@@ -243,13 +315,13 @@ export async function verifyBundle(
     return report(null);
   }
   const { checkpoint } = opened;
-  if (checkpoint.treeSize > range.size) {
+  if (checkpoint.treeSize > size) {
     fail({
-      seq: range.size + 1,
+      seq: size + 1,
       code: 'TRUNCATED',
-      message: `the checkpoint covers ${checkpoint.treeSize} events, the bundle holds ${range.size}`,
+      message: `the checkpoint covers ${checkpoint.treeSize} events, the bundle holds ${size}`,
     });
-  } else if (checkpoint.treeSize < range.size) {
+  } else if (checkpoint.treeSize < size) {
     fail({
       seq: checkpoint.treeSize + 1,
       code: 'BUNDLE_MALFORMED',
@@ -279,72 +351,4 @@ function isTrustedState(trusted: { treeSize: number; rootHash: Uint8Array }): bo
     trusted.rootHash instanceof Uint8Array &&
     trusted.rootHash.length === MERKLE_HASH_SIZE
   );
-}
-
-function parseHeader(line: string): BundleHeader | undefined {
-  const value = parseJson(line);
-  if (!isObject(value)) return undefined;
-  const { format, log, origin, treeSize } = value;
-  if (format !== BUNDLE_FORMAT || !isNonEmptyString(log) || !isNonEmptyString(origin)) return undefined;
-  if (typeof treeSize !== 'number' || !Number.isSafeInteger(treeSize) || treeSize < 0) return undefined;
-  return value as BundleHeader;
-}
-
-type ParsedLine =
-  | { kind: 'event'; event: StoredEvent }
-  | { kind: 'checkpoint'; note: string }
-  | { kind: 'malformed'; reason: string };
-
-function parseLine(line: string): ParsedLine {
-  const value = parseJson(line);
-  if (!isObject(value)) return { kind: 'malformed', reason: 'not a JSON object' };
-  const keys = Object.keys(value);
-  if (keys.length === 1 && keys[0] === 'checkpoint') {
-    return typeof value.checkpoint === 'string'
-      ? { kind: 'checkpoint', note: value.checkpoint }
-      : { kind: 'malformed', reason: 'checkpoint must be the note text' };
-  }
-  if (
-    keys.length !== BUNDLE_EVENT_FIELDS.length ||
-    !BUNDLE_EVENT_FIELDS.every((f) => Object.hasOwn(value, f))
-  ) {
-    return {
-      kind: 'malformed',
-      reason: `an event line has exactly the members ${BUNDLE_EVENT_FIELDS.join(', ')}`,
-    };
-  }
-  const { seq } = value;
-  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) {
-    return { kind: 'malformed', reason: 'seq must be a positive integer' };
-  }
-  for (const field of ['log', 'kind', 'entity', 'actor', 'at', 'payload'] as const) {
-    const text = value[field];
-    // A lone surrogate (from a \ud800 escape) is not text the ledger could have hashed.
-    if (typeof text !== 'string' || LONE_SURROGATE.test(text)) {
-      return { kind: 'malformed', reason: `${field} must be a string of Unicode text` };
-    }
-  }
-  for (const field of ['payload_hash', 'prev_hash', 'hash'] as const) {
-    const hash = value[field];
-    if (typeof hash !== 'string' || !HEX64.test(hash)) {
-      return { kind: 'malformed', reason: `${field} must be 64 lowercase hex digits` };
-    }
-  }
-  return { kind: 'event', event: value as unknown as StoredEvent };
-}
-
-function parseJson(line: string): unknown {
-  try {
-    return JSON.parse(line);
-  } catch {
-    return undefined;
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function isNonEmptyString(value: unknown): value is string {
-  return typeof value === 'string' && value !== '';
 }

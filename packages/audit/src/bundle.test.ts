@@ -4,80 +4,21 @@ import { describe, expect, it, vi } from 'vitest';
 import { encodeBundle, splitLines } from './bundle-format';
 import { type BundleReport, type VerifyBundleOptions, verifyBundle } from './bundle-verify';
 import { canonicalJson } from './canonical-json';
-import { signCheckpoint } from './checkpoint';
 import { isAuditError } from './errors';
-import { eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from './event-hash';
-import { CompactRange } from './merkle-compact-range';
-import { EMPTY_TREE_ROOT, eventLeafHash } from './merkle-hash';
+import {
+  chain,
+  checkpointFor,
+  LOG,
+  linesOf,
+  ORIGIN,
+  rootOf,
+  sealed,
+  signer,
+  verifiers,
+} from './fixtures/bundles';
+import { EMPTY_TREE_ROOT } from './merkle-hash';
 import { signNote } from './note';
 import { generateNoteKeys, parseSignerKey } from './note-keys';
-
-const LOG = 'tenant-a';
-const ORIGIN = 'vouch.example/log/tenant-a';
-const keys = generateNoteKeys(ORIGIN);
-const signer = parseSignerKey(keys.signerKey);
-const verifiers = [keys.verifierKey];
-
-/** A correctly chained log of `count` events, built with the same functions the ledger uses. */
-function chain(count: number, log = LOG): StoredEvent[] {
-  const events: StoredEvent[] = [];
-  for (let seq = 1; seq <= count; seq++) {
-    events.push(
-      sealed({
-        log,
-        seq,
-        kind: 'proposal.created',
-        entity: `p-${seq}`,
-        actor: 'gateway',
-        at: new Date(Date.UTC(2026, 10, 30, 5, 0, seq)).toISOString(),
-        payload: canonicalJson({ n: seq, note: 'é\u2028' }),
-        payload_hash: '',
-        prev_hash: events[seq - 2]?.hash ?? GENESIS_PREV_HASH,
-        hash: '',
-      }),
-    );
-  }
-  return events;
-}
-
-/** Recompute payload_hash and hash, as a forger with write access to the database would. */
-function sealed(event: StoredEvent): StoredEvent {
-  const withPayloadHash = { ...event, payload_hash: payloadHashOf(event.payload) };
-  return { ...withPayloadHash, hash: eventHashOf(withPayloadHash) };
-}
-
-function rootOf(events: readonly StoredEvent[]): Uint8Array {
-  const range = new CompactRange();
-  for (const event of events) range.append(eventLeafHash(event.hash));
-  return range.root();
-}
-
-function checkpointFor(
-  events: readonly StoredEvent[],
-  options?: { origin?: string; signers?: (typeof signer)[] },
-) {
-  return signCheckpoint(
-    { origin: options?.origin ?? ORIGIN, treeSize: events.length, rootHash: rootOf(events) },
-    options?.signers ?? [signer],
-  );
-}
-
-async function linesOf(
-  events: readonly StoredEvent[],
-  checkpoint = checkpointFor(events),
-): Promise<string[]> {
-  const lines: string[] = [];
-  for await (const line of encodeBundle({
-    log: LOG,
-    origin: ORIGIN,
-    treeSize: events.length,
-    checkpoint,
-    events,
-  })) {
-    lines.push(line);
-  }
-  return lines;
-}
 
 async function verify(
   lines: Iterable<string>,

@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import * as audit from './index';
 import * as merkle from './merkle-entry';
+import * as node from './node-entry';
 import * as transport from './transport-entry';
 import * as witness from './witness-entry';
 
@@ -44,8 +46,9 @@ describe('@vouch/audit public surface', () => {
     `);
   });
 
-  it('exports these from @vouch/audit/merkle, /witness and /transport', () => {
+  it('exports these from @vouch/audit/merkle, /witness, /transport and /node', () => {
     expect({
+      node: Object.keys(node).sort(),
       merkle: Object.keys(merkle).sort(),
       witness: Object.keys(witness).sort(),
       transport: Object.keys(transport).sort(),
@@ -69,6 +72,9 @@ describe('@vouch/audit public surface', () => {
           "subtreesCompletedBy",
           "treeRoot",
         ],
+        "node": [
+          "verifyBundleFile",
+        ],
         "transport": [
           "createHttpTransport",
           "readErrorEnvelope",
@@ -82,5 +88,28 @@ describe('@vouch/audit public surface', () => {
         ],
       }
     `);
+  });
+
+  it('imports nothing from node: in the entries a browser loads, and needs node: only in /node', () => {
+    const reached = (entry: string) => {
+      const seen = new Set<string>();
+      const visit = (file: string) => {
+        if (seen.has(file)) return;
+        seen.add(file);
+        const source = readFileSync(new URL(file, import.meta.url), 'utf8');
+        for (const [, specifier] of source.matchAll(/^(?:import|export)\s[^;]*?from '([^']+)'/gm)) {
+          // #sha256 resolves to the portable file outside Node.
+          if (specifier === '#sha256') visit('./sha256-portable.ts');
+          else if (specifier!.startsWith('./')) visit(`${specifier}.ts`);
+          else seen.add(specifier!);
+        }
+      };
+      visit(entry);
+      return [...seen];
+    };
+    for (const entry of ['./index.ts', './merkle-entry.ts', './witness-entry.ts', './transport-entry.ts']) {
+      expect(reached(entry).filter((s) => s.startsWith('node:'))).toEqual([]);
+    }
+    expect(reached('./node-entry.ts')).toContain('node:worker_threads');
   });
 });

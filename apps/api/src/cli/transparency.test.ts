@@ -217,6 +217,34 @@ describe.each(storages)('vouch export and vouch verify --bundle on $name', (stor
     });
   });
 
+  describe('when the number of threads is chosen', () => {
+    it.each(['1', '2', '3'])('gives the same report with --threads %s', async (threads) => {
+      const path = file('forged.jsonl', (await run(['export', '--log', 'forged'], env)).out);
+      const args = ['verify', '--bundle', path, '--public-key', keys.verifierKey, '--json'];
+      const [chosen, fallback] = await Promise.all([run([...args, '--threads', threads]), run(args)]);
+      expect(chosen.code).toBe(1);
+      expect(JSON.parse(chosen.out)).toEqual(JSON.parse(fallback.out));
+      expect(JSON.parse(chosen.out).failures).toEqual([
+        expect.objectContaining({ code: 'RECORD_RULE_VIOLATION', rule: 'SELF_APPROVAL' }),
+      ]);
+    });
+
+    it.each(['0', 'two', '1.5'])('exits 2 naming --threads for --threads %s', async (threads) => {
+      const path = file('bundle.jsonl', bundle);
+      const { code, err } = await run([
+        'verify',
+        '--bundle',
+        path,
+        '--public-key',
+        keys.verifierKey,
+        '--threads',
+        threads,
+      ]);
+      expect(code).toBe(2);
+      expect(err).toContain(`--threads ${threads}`);
+    });
+  });
+
   describe('when the auditor trusts another key', () => {
     it('exits 1 with NO_TRUSTED_SIGNATURE', async () => {
       const path = file('other.jsonl', bundle);

@@ -1,0 +1,252 @@
+import { BUNDLE_EVENT_FIELDS, BUNDLE_FORMAT, type BundleHeader } from './bundle-format';
+import type { StoredEvent } from './event-hash';
+import { SubtreeStack } from './merkle-subtree-stack';
+import { type ChainChecker, type ChainHead, createChainChecker } from './verify-events';
+
+// The loop inside `verifyBundle`: every line after the header, one at a time, with the state
+// that carries from line to line made explicit, so that a part of a bundle can be checked on
+// its own (a worker thread) from the state the lines before it leave.
+
+/** One failure of a bundle (see `BundleFailureCode` in bundle-verify). */
+export interface ScanFailure {
+  seq: number;
+  code: string;
+  message: string;
+  [detail: string]: unknown;
+}
+
+/** Keeps the first `max` failures in order and counts the rest. */
+export class FailureList<F> {
+  readonly kept: F[] = [];
+  #count = 0;
+
+  constructor(readonly max: number) {}
+
+  get count(): number {
+    return this.#count;
+  }
+
+  readonly add = (failure: F): void => {
+    this.#count++;
+    if (this.kept.length < this.max) this.kept.push(failure);
+  };
+
+  /** Count `n` more failures that were not kept (capped elsewhere). */
+  countOmitted(n: number): void {
+    this.#count += n;
+  }
+
+  get omitted(): number {
+    return this.count - this.kept.length;
+  }
+}
+
+/** What the lines read so far leave for the next one. */
+export interface ScanState {
+  /** The number of the last line read (the header is line 1). */
+  lineNumber: number;
+  /** Event lines read. */
+  events: number;
+  /** The last event line's seq and hash. */
+  previous: ChainHead | null;
+  /** The checkpoint line's note, once read: every later line must be empty. */
+  checkpointNote: string | undefined;
+}
+
+/** The state right after the header line. */
+export const AFTER_HEADER: ScanState = {
+  lineNumber: 1,
+  events: 0,
+  previous: null,
+  checkpointNote: undefined,
+};
+
+export function sameScanState(a: ScanState, b: ScanState): boolean {
+  return (
+    a.lineNumber === b.lineNumber &&
+    a.events === b.events &&
+    a.checkpointNote === b.checkpointNote &&
+    a.previous?.seq === b.previous?.seq &&
+    a.previous?.hash === b.previous?.hash
+  );
+}
+
+export interface BundleScanOptions<F extends ScanFailure> {
+  /** The log every event must belong to. */
+  log: string;
+  maxFailures: number;
+  /** Where malformed lines (and what `onEvent` reports) go; the chain checker keeps its own. */
+  failures: FailureList<F>;
+  expectHead?: ChainHead;
+  onProgress?: (checked: number) => void;
+  progressEvery?: number;
+  onEvent?: (event: StoredEvent, fail: (failure: F) => void) => void;
+  /** Keep the Merkle root at this many events (`trustedRoot`); only for a scan from the header. */
+  trustedSize?: number;
+}
+
+/** The lines after a bundle's header, checked one at a time from `start`. */
+export class BundleScan<F extends ScanFailure = ScanFailure> {
+  readonly chain: ChainChecker;
+  readonly merkle: SubtreeStack;
+  /** The Merkle root over the first `trustedSize` events, once read. */
+  trustedRoot: Uint8Array | undefined;
+  readonly #options: BundleScanOptions<F>;
+  #lineNumber: number;
+  #events: number;
+  #previous: ChainHead | null;
+  #checkpointNote: string | undefined;
+
+  constructor(start: ScanState, options: BundleScanOptions<F>) {
+    this.#options = options;
+    this.#lineNumber = start.lineNumber;
+    this.#events = start.events;
+    this.#previous = start.previous;
+    this.#checkpointNote = start.checkpointNote;
+    this.merkle = new SubtreeStack(start.events);
+    this.chain = createChainChecker({
+      log: options.log,
+      after: start.previous ?? undefined,
+      expectHead: options.expectHead,
+      onProgress: options.onProgress,
+      progressEvery: options.progressEvery,
+      maxFailures: options.maxFailures,
+    });
+  }
+
+  state(): ScanState {
+    return {
+      lineNumber: this.#lineNumber,
+      events: this.#events,
+      previous: this.#previous,
+      checkpointNote: this.#checkpointNote,
+    };
+  }
+
+  line(line: string): void {
+    const lineNumber = ++this.#lineNumber;
+    if (this.#checkpointNote !== undefined) {
+      // Splitting a text that ends in a newline leaves an empty last line: allowed.
+      if (line !== '') this.#malformed(`line ${lineNumber} follows the checkpoint line`);
+      return;
+    }
+    const parsed = parseLine(line);
+    if (parsed.kind === 'checkpoint') {
+      this.#checkpointNote = parsed.note;
+    } else if (parsed.kind === 'malformed') {
+      this.#malformed(`line ${lineNumber}: ${parsed.reason}`);
+    } else {
+      const { event } = parsed;
+      this.chain.check(event);
+      this.#options.onEvent?.(event, this.#options.failures.add);
+      this.#events++;
+      this.#previous = { seq: event.seq, hash: event.hash };
+      // The leaf is the stored hash as it is: if the event's fields do not hash to it, the
+      // chain check says so; the Merkle check says whether this is what was checkpointed.
+      this.merkle.appendEventHash(event.hash);
+      if (this.#events === this.#options.trustedSize) this.trustedRoot = this.merkle.root();
+    }
+  }
+
+  #malformed(message: string): void {
+    const failure: ScanFailure = {
+      seq: this.#events + 1,
+      code: 'BUNDLE_MALFORMED',
+      message,
+      line: this.#lineNumber,
+    };
+    this.#options.failures.add(failure as F);
+  }
+}
+
+/** The header line, or undefined when it is not a vouch-bundle/1 header. */
+export function parseHeader(line: string): BundleHeader | undefined {
+  const value = parseJson(line);
+  if (!isObject(value)) return undefined;
+  const { format, log, origin, treeSize } = value;
+  if (format !== BUNDLE_FORMAT || !isNonEmptyString(log) || !isNonEmptyString(origin)) return undefined;
+  if (typeof treeSize !== 'number' || !Number.isSafeInteger(treeSize) || treeSize < 0) return undefined;
+  return value as BundleHeader;
+}
+
+export type ParsedLine =
+  | { kind: 'event'; event: StoredEvent }
+  | { kind: 'checkpoint'; note: string }
+  | { kind: 'malformed'; reason: string };
+
+const TEXT_FIELDS = ['log', 'kind', 'entity', 'actor', 'at', 'payload'] as const;
+const HASH_FIELDS = ['payload_hash', 'prev_hash', 'hash'] as const;
+const HEX64 = /^[0-9a-f]{64}$/;
+const LONE_SURROGATE = /\p{Surrogate}/u;
+/** `isWellFormed` (ES2024, Node 20) where the runtime has it: a scan, not a regex match. */
+const isUnicodeText: (text: string) => boolean =
+  typeof (String.prototype as Partial<WellFormed>).isWellFormed === 'function'
+    ? (text) => (text as unknown as WellFormed).isWellFormed()
+    : (text) => !LONE_SURROGATE.test(text);
+interface WellFormed {
+  isWellFormed(): boolean;
+}
+
+export function parseLine(line: string): ParsedLine {
+  const value = parseJson(line);
+  if (!isObject(value)) return { kind: 'malformed', reason: 'not a JSON object' };
+  if (!Object.hasOwn(value, 'seq')) {
+    const keys = Object.keys(value);
+    if (keys.length === 1 && keys[0] === 'checkpoint') {
+      return typeof value.checkpoint === 'string'
+        ? { kind: 'checkpoint', note: value.checkpoint }
+        : { kind: 'malformed', reason: 'checkpoint must be the note text' };
+    }
+  }
+  if (!hasExactlyEventFields(value)) {
+    return {
+      kind: 'malformed',
+      reason: `an event line has exactly the members ${BUNDLE_EVENT_FIELDS.join(', ')}`,
+    };
+  }
+  const { seq } = value;
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) {
+    return { kind: 'malformed', reason: 'seq must be a positive integer' };
+  }
+  for (const field of TEXT_FIELDS) {
+    const text = value[field];
+    // A lone surrogate (from a \ud800 escape) is not text the ledger could have hashed.
+    if (typeof text !== 'string' || !isUnicodeText(text)) {
+      return { kind: 'malformed', reason: `${field} must be a string of Unicode text` };
+    }
+  }
+  for (const field of HASH_FIELDS) {
+    const hash = value[field];
+    if (typeof hash !== 'string' || !HEX64.test(hash)) {
+      return { kind: 'malformed', reason: `${field} must be 64 lowercase hex digits` };
+    }
+  }
+  return { kind: 'event', event: value as unknown as StoredEvent };
+}
+
+function hasExactlyEventFields(value: Record<string, unknown>): boolean {
+  let count = 0;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    count++;
+  }
+  if (count !== BUNDLE_EVENT_FIELDS.length) return false;
+  for (const field of BUNDLE_EVENT_FIELDS) if (!Object.hasOwn(value, field)) return false;
+  return true;
+}
+
+function parseJson(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isNonEmptyString(value: unknown): value is string {
+  return typeof value === 'string' && value !== '';
+}
