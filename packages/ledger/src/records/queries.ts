@@ -6,6 +6,8 @@ import {
   approvalRequests,
   approvalResolutions,
   approvalUses,
+  executionClaims,
+  observations,
   refusedExecutions,
   tools,
   verifications,
@@ -195,4 +197,29 @@ export async function listRequests(
     request: approvalRequestCodec.toRecord(row.request),
     resolution: row.resolution ? approvalResolutionCodec.toRecord(row.resolution) : null,
   }));
+}
+
+/**
+ * Execution claims past their deadline with no observation, oldest deadline first, in every
+ * log (`log` given: in that one): what the claim sweep records as `unknown`. Only narrows
+ * the search; the sweep re-reads each under its log's lock before it writes.
+ */
+export async function lapsedClaims(
+  db: Db,
+  options: { now: string; limit: number; log?: string | undefined },
+): Promise<Array<{ log: string; proposalId: string }>> {
+  const unobserved = sql`not exists (select 1 from ${observations} where ${observations.logId} = ${executionClaims.logId} and ${observations.proposalId} = ${executionClaims.proposalId})`;
+  return db
+    .select({ log: executionClaims.logId, proposalId: executionClaims.proposalId })
+    .from(executionClaims)
+    .where(
+      and(
+        // ISO 8601 UTC text (toISOString) orders as time does.
+        sql`${executionClaims.deadline} <= ${options.now}`,
+        options.log === undefined ? undefined : eq(executionClaims.logId, options.log),
+        unobserved,
+      ),
+    )
+    .orderBy(asc(executionClaims.deadline))
+    .limit(options.limit);
 }
