@@ -114,7 +114,7 @@ describe('vouch-mcp-gateway in front of a real MCP server', () => {
   describe('when the agent lists tools', () => {
     it('serves the upstream tools and registers the unknown one as discovered and irreversible', async () => {
       const { tools } = await gateway.agent.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['close_account', 'get_balance']);
+      expect(tools.map((t) => t.name).sort()).toEqual(['close_account', 'get_balance', 'wire_transfer']);
       const registry = await as.auditor.tools.list();
       expect(registry.find((t) => t.tool_name === 'close_account')).toMatchObject({
         side_effect: 'irreversible',

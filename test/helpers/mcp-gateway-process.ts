@@ -15,6 +15,8 @@ export const BANK_UPSTREAM = fileURLToPath(new URL('./mcp-bank-upstream.ts', imp
 /** An agent connected to a running gateway process. */
 export interface GatewayAgent {
   agent: Client;
+  /** The gateway process's id. */
+  pid: number;
   /** What the gateway wrote to stderr (its JSON log lines), for failure messages. */
   stderr(): string;
   close(): Promise<void>;
@@ -45,5 +47,5 @@ export async function startGatewayAgent(options: {
   } catch (error) {
     throw new Error(`the gateway did not start: ${String(error)}\n${stderr}`);
   }
-  return { agent, stderr: () => stderr, close: () => agent.close() };
+  return { agent, pid: transport.pid!, stderr: () => stderr, close: () => agent.close() };
 }

@@ -1341,6 +1341,6 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         );
         expect({ log, broken }).toEqual({ log, broken: [] });
       }
-    });
+    }, 180_000);
   });
 });
