@@ -483,6 +483,34 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         expect(listed.approvals[0]!.proposal.arguments).toEqual({ amount: 5, currency: 'EUR' });
       });
 
+      it('lets an approved, unused single-use approval cover the next identical proposal, once', async () => {
+        // The gateway that asked restarted: its next identical call is a new proposal.
+        const { agent, alice, log } = await setupIrreversible();
+        const first = await records.propose(agent, refund('k1'));
+        await records.approve(alice, { request_id: first.approval!.id, validity: 'once' });
+        const again = await records.propose(agent, refund('k2'));
+        expect(again.approval?.id).toBe(first.approval!.id);
+        expect(again.decision).toMatchObject({
+          verdict: 'require_approval',
+          approval_request_id: first.approval!.id,
+        });
+        const { approval_use } = await records.authorize(agent, { proposal_id: again.proposal.id });
+        expect(approval_use).toMatchObject({
+          proposal_id: again.proposal.id,
+          request_id: first.approval!.id,
+        });
+        // Used: the orphaned proposal may not run under it, and a third identical call asks anew.
+        expect(await codeOf(records.authorize(agent, { proposal_id: first.proposal.id }))).toBe(
+          'APPROVAL_CONSUMED',
+        );
+        const third = await records.propose(agent, refund('k3'));
+        expect(third.approval?.id).not.toBe(first.approval!.id);
+        expect(await count('approval_requests', log)).toBe(2);
+        // Another payload never takes it.
+        const other = await records.propose(agent, refund('k4', { arguments: { amount: 6 } }));
+        expect(other.approval?.id).not.toBe(first.approval!.id);
+      });
+
       it('opens one request when identical proposals arrive together', async () => {
         const { agent, log } = await setupIrreversible();
         const results = await Promise.all(

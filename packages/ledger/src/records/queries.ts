@@ -47,7 +47,7 @@ export async function listLatestTools(db: Db, log: string): Promise<ToolRecord[]
 
 /**
  * Approval requests that a new proposal with this payload, requester, server and tool could
- * wait on (pending, or approved for a window still open), newest first. The caller re-checks
+ * wait on (pending, approved for a window still open, or approved once and unused), newest first. The caller re-checks
  * each with `isReusableRequest`: this query only narrows the search.
  */
 export async function reusableRequestCandidates(
@@ -55,9 +55,15 @@ export async function reusableRequestCandidates(
   log: string,
   scope: { requester: string; server_id: string; tool_name: string; payload_hash: string },
   now: string,
-): Promise<Array<{ request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null }>> {
+): Promise<
+  Array<{ request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null; used: boolean }>
+> {
   const rows = await db
-    .select({ request: approvalRequests, resolution: approvalResolutions })
+    .select({
+      request: approvalRequests,
+      resolution: approvalResolutions,
+      used: sql<boolean>`exists (select 1 from ${approvalUses} where ${approvalUses.logId} = ${approvalRequests.logId} and ${approvalUses.requestId} = ${approvalRequests.id})`,
+    })
     .from(approvalRequests)
     .leftJoin(
       approvalResolutions,
@@ -77,7 +83,7 @@ export async function reusableRequestCandidates(
           and(isNull(approvalResolutions.id), gt(approvalRequests.expiresAt, now)),
           and(
             eq(approvalResolutions.resolution, 'approved'),
-            eq(approvalResolutions.validity, 'window'),
+            or(eq(approvalResolutions.validity, 'window'), sql`not ${usedOnce}`),
             gt(approvalResolutions.validUntil, now),
           ),
         ),
@@ -88,6 +94,7 @@ export async function reusableRequestCandidates(
   return rows.map((row) => ({
     request: approvalRequestCodec.toRecord(row.request),
     resolution: row.resolution ? approvalResolutionCodec.toRecord(row.resolution) : null,
+    used: Boolean(row.used),
   }));
 }
 
