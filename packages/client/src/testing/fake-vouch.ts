@@ -369,7 +369,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       if (claimed instanceof Response) return claimed;
       const decision = decisions.get(proposal.id)!;
       const claim = claims.get(proposal.id) ?? {
-        id: id('clm'),
+        id: `clm_${proposal.id}`,
         proposal_id: proposal.id,
         decision_id: decision.id,
         approval_use_id: claimed?.id ?? null,
