@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { createVouchClient, type VouchClient } from '@vouch/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BankBooks, readBooks, writeBooks } from './helpers/mcp-bank-upstream';
-import { BANK_UPSTREAM, type GatewayAgent, startGatewayAgent } from './helpers/mcp-gateway-process';
+import { bankUpstream, type GatewayAgent, startGatewayAgent } from './helpers/mcp-gateway-process';
 import { runVouch, startVouchServer, type VouchServer } from './helpers/server';
 
 type ProposalStory = Awaited<ReturnType<VouchClient['proposals']['get']>>;
@@ -72,12 +72,12 @@ async function sweptStory(account: string): Promise<ProposalStory> {
   return story;
 }
 
-const alive = (pid: number) => {
+/** SIGKILL `pid` if it still runs (the upstream usually stops with its gateway). */
+const killIfAlive = (pid: number) => {
   try {
-    process.kill(pid, 0);
-    return true;
+    process.kill(pid, 'SIGKILL');
   } catch {
-    return false;
+    // already gone
   }
 };
 
@@ -111,11 +111,7 @@ beforeAll(async () => {
   writeFileSync(
     configPath,
     JSON.stringify({
-      upstream: {
-        command: process.execPath,
-        args: ['--import', 'tsx', BANK_UPSTREAM],
-        env: { BANK_BOOKS: booksPath, PATH: process.env.PATH ?? '' },
-      },
+      upstream: bankUpstream(booksPath),
       vouch: { url: server.url },
       serverId: 'bank',
       environment: 'production',
@@ -138,7 +134,7 @@ describe('a governed call in flight when a process stops', { timeout: 180_000 },
       await sweptStory('acct-1');
       // The bank took the call once; nothing ran it a second time.
       expect(readBooks(booksPath).calls.filter((c) => c.arguments.account === 'acct-1')).toHaveLength(1);
-      if (alive(upstreamPid)) process.kill(upstreamPid, 'SIGKILL');
+      killIfAlive(upstreamPid);
     });
   });
 
@@ -166,7 +162,7 @@ describe('a governed call in flight when a process stops', { timeout: 180_000 },
         return found?.observation ? found : undefined;
       });
       expect(story.observation!.outcome).not.toBe('succeeded');
-      if (alive(upstreamPid)) process.kill(upstreamPid, 'SIGKILL');
+      killIfAlive(upstreamPid);
     });
   });
 

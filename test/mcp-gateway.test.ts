@@ -10,7 +10,7 @@ import { createVouchClient, type Role, type VouchClient } from '@vouch/client';
 import { type ExecutionMeta, META_KEY } from '@vouch/mcp-gateway';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accountsDir, type BankBooks, readBooks, writeBooks } from './helpers/mcp-bank-upstream';
-import { BANK_UPSTREAM, type GatewayAgent, startGatewayAgent } from './helpers/mcp-gateway-process';
+import { bankUpstream, type GatewayAgent, startGatewayAgent } from './helpers/mcp-gateway-process';
 import { startVouchServer, type VouchServer } from './helpers/server';
 
 let dir: string;
@@ -84,11 +84,7 @@ beforeAll(async () => {
   writeFileSync(
     configPath,
     JSON.stringify({
-      upstream: {
-        command: process.execPath,
-        args: ['--import', 'tsx', BANK_UPSTREAM],
-        env: { BANK_BOOKS: booksPath, PATH: process.env.PATH ?? '' },
-      },
+      upstream: bankUpstream(booksPath),
       vouch: { url: server.url },
       serverId: 'bank',
       environment: 'production',

@@ -12,6 +12,15 @@ export const GATEWAY_BIN = fileURLToPath(
 /** The bank upstream script (run with tsx). */
 export const BANK_UPSTREAM = fileURLToPath(new URL('./mcp-bank-upstream.ts', import.meta.url));
 
+/** The gateway config's `upstream`: the bank over stdio, keeping its books at `booksPath`. */
+export function bankUpstream(booksPath: string) {
+  return {
+    command: process.execPath,
+    args: ['--import', 'tsx', BANK_UPSTREAM],
+    env: { BANK_BOOKS: booksPath, PATH: process.env.PATH ?? '' },
+  };
+}
+
 /** An agent connected to a running gateway process. */
 export interface GatewayAgent {
   agent: Client;
