@@ -197,7 +197,8 @@ export type ApprovalUseRecord = z.output<typeof approvalUseRecordSchema>;
 
 /**
  * The identity the server records a lapsed execution claim's `unknown` observation under
- * (`executed_by`): it did not execute anything, it says nobody reported what happened.
+ * (`executed_by`): it did not execute anything, it says nobody reported what happened. No API
+ * key can act as it: key identities are `agent:…`, `service:…` or `user:…` (`identityInput`, keys.ts).
  */
 export const CLAIM_SWEEPER_IDENTITY = 'vouch:claim-sweeper';
 
