@@ -10,7 +10,7 @@ import { createVouchClient, type Role, type VouchClient } from '@vouch/client';
 import { type ExecutionMeta, META_KEY } from '@vouch/mcp-gateway';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { accountsDir, type BankBooks, readBooks, writeBooks } from './helpers/mcp-bank-upstream';
-import { BANK_UPSTREAM, type GatewayAgent, startGatewayAgent } from './helpers/mcp-gateway-process';
+import { bankUpstream, type GatewayAgent, startGatewayAgent } from './helpers/mcp-gateway-process';
 import { startVouchServer, type VouchServer } from './helpers/server';
 
 let dir: string;
@@ -22,15 +22,6 @@ const as = {} as Record<'admin' | 'gatewayKey' | 'alice' | 'auditor', VouchClien
 
 const metaOf = (result: CallToolResult) => result._meta?.[META_KEY] as ExecutionMeta;
 const callsTo = (tool: string) => readBooks(booksPath).calls.filter((c) => c.tool === tool);
-
-/** The gateway's upstream setting for the bank server, over stdio. */
-function bankUpstream(env: Record<string, string> = {}) {
-  return {
-    command: process.execPath,
-    args: ['--import', 'tsx', BANK_UPSTREAM],
-    env: { BANK_BOOKS: booksPath, PATH: process.env.PATH ?? '', ...env },
-  };
-}
 
 async function call(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
   return (await gateway.agent.callTool({ name, arguments: args })) as CallToolResult;
@@ -93,7 +84,7 @@ beforeAll(async () => {
   writeFileSync(
     configPath,
     JSON.stringify({
-      upstream: bankUpstream(),
+      upstream: bankUpstream(booksPath),
       vouch: { url: server.url },
       serverId: 'bank',
       environment: 'production',
@@ -119,7 +110,7 @@ describe('vouch-mcp-gateway in front of a real MCP server', () => {
   describe('when the agent lists tools', () => {
     it('serves the upstream tools and registers the unknown one as discovered and irreversible', async () => {
       const { tools } = await gateway.agent.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['close_account', 'get_balance']);
+      expect(tools.map((t) => t.name).sort()).toEqual(['close_account', 'get_balance', 'wire_transfer']);
       const registry = await as.auditor.tools.list();
       expect(registry.find((t) => t.tool_name === 'close_account')).toMatchObject({
         side_effect: 'irreversible',
@@ -216,7 +207,7 @@ describe('vouch-mcp-gateway in front of a real MCP server', () => {
       writeFileSync(
         configPath,
         JSON.stringify({
-          upstream: bankUpstream({ BANK_HOLD_UNTIL: release }),
+          upstream: bankUpstream(booksPath, { BANK_HOLD_UNTIL: release }),
           vouch: { url: server.url },
           serverId: 'bank',
           environment: 'production',

@@ -16,8 +16,8 @@ import {
 /** What the books file holds. */
 export interface BankBooks {
   accounts: Record<string, number>;
-  /** Every tool call that reached this server, in order. */
-  calls: { tool: string; arguments: Record<string, unknown> }[];
+  /** Every tool call that reached this server, in order (`pid`: the server process that took it). */
+  calls: { tool: string; arguments: Record<string, unknown>; pid?: number }[];
 }
 
 /** Where the bank keeps one file per open account (`<name>.json`: `{ balance }`), beside the books. */
@@ -69,10 +69,22 @@ async function main(path: string): Promise<void> {
         inputSchema: account,
         annotations: { destructiveHint: true },
       },
+      {
+        name: 'wire_transfer',
+        description: 'Send a wire from an account. Takes the call, writes it down, and never answers.',
+        inputSchema: account,
+      },
     ],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
     const args = (request.params.arguments ?? {}) as Record<string, unknown>;
+    if (request.params.name === 'wire_transfer') {
+      // A call that is in flight for good: the crash tests stop a process while it waits here.
+      const books = readBooks(path);
+      books.calls.push({ tool: request.params.name, arguments: args, pid: process.pid });
+      writeBooks(path, books);
+      return new Promise<CallToolResult>(() => {});
+    }
     const arrived = readBooks(path);
     arrived.calls.push({ tool: request.params.name, arguments: args });
     writeBooks(path, arrived);

@@ -13,6 +13,15 @@ export const GATEWAY_BIN = fileURLToPath(
 /** The bank upstream script (run with tsx). */
 export const BANK_UPSTREAM = fileURLToPath(new URL('./mcp-bank-upstream.ts', import.meta.url));
 
+/** The gateway config's `upstream`: the bank over stdio, keeping its books at `booksPath`, with `env` added. */
+export function bankUpstream(booksPath: string, env: Record<string, string> = {}) {
+  return {
+    command: process.execPath,
+    args: ['--import', 'tsx', BANK_UPSTREAM],
+    env: { BANK_BOOKS: booksPath, PATH: process.env.PATH ?? '', ...env },
+  };
+}
+
 /** An agent connected to a running gateway process. */
 export interface GatewayAgent {
   agent: Client;

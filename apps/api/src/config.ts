@@ -67,6 +67,13 @@ export interface ServeConfig {
    * docs/verification.md).
    */
   unknownOutcomeSettleSeconds: number;
+  /**
+   * How long an execution claim waits for its observation, and the longest a gateway may ask
+   * for (`VOUCH_EXECUTION_CLAIM_SECONDS`, default 600); after it the sweep records `unknown`.
+   */
+  executionClaimSeconds: number;
+  /** How often `serve` sweeps lapsed claims (`VOUCH_CLAIM_SWEEP_INTERVAL_MS`, default 5000; 0: never). */
+  claimSweepIntervalMs: number;
   /** Which setting accepted the owner role, for the log line that says so. */
   allowOwnerRoleBy?: 'VOUCH_ALLOW_OWNER_ROLE' | '--allow-owner-role';
   /** Postgres only: apply migrations before serving (`VOUCH_MIGRATE=1`, `--migrate`); needs the owner role. */
@@ -96,6 +103,8 @@ export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
     adminKey: adminKey(env),
     shutdownGraceMs: integer(env, 'VOUCH_SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     unknownOutcomeSettleSeconds: integer(env, 'VOUCH_UNKNOWN_OUTCOME_SETTLE_SECONDS', 900, 0, 30 * 86_400),
+    executionClaimSeconds: integer(env, 'VOUCH_EXECUTION_CLAIM_SECONDS', 600, 1, 86_400),
+    claimSweepIntervalMs: integer(env, 'VOUCH_CLAIM_SWEEP_INTERVAL_MS', 5_000, 0, 3_600_000),
     verifierConfig: verifierConfigPath(env, cwd),
     transparency: transparencyConfig(env),
     ...(flag(env, 'VOUCH_ALLOW_OWNER_ROLE')

@@ -93,6 +93,7 @@ export const STATUS_BY_CODE = {
   APPROVAL_PAYLOAD_MISMATCH: 409,
   OBSERVATION_EXISTS: 409,
   OBSERVATION_CONFLICT: 409,
+  EXECUTION_CLAIM_LAPSED: 409,
   VERIFICATION_INVALID: 422,
   // A record the server would act on no longer matches the chain (edited in the database):
   // this server cannot be trusted to answer until an operator looks; nothing was written.

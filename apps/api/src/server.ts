@@ -4,6 +4,7 @@ import { createIntegrityAlarm, createLedger, createRecords, type Database, type 
 import { createApp } from './app';
 import { prepareDatabase } from './auth/database-role';
 import { createKeyStore } from './auth/key-store';
+import { startClaimSweeper } from './claim-sweeper';
 import { describeTarget, type ServeConfig } from './config';
 import type { Logger } from './logger';
 import { openTarget } from './open-target';
@@ -90,9 +91,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const keys = createKeyStore(ledger, { cache: true });
     keyStore = keys;
     let draining = false;
+    const records = createRecords(ledger, {
+      unknownOutcomeSettleSeconds: config.unknownOutcomeSettleSeconds,
+      executionClaimSeconds: config.executionClaimSeconds,
+    });
     const app = createApp({
       ledger,
-      records: createRecords(ledger, { unknownOutcomeSettleSeconds: config.unknownOutcomeSettleSeconds }),
+      records,
       keys,
       logger,
       draining: () => draining,
@@ -125,6 +130,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const url = `http://${host}:${address.port}`;
     logger.info('listening', { url, database: database.kind, location: describeTarget(config.database) });
 
+    // A gateway that stopped between authorize and observe leaves a claim: recorded `unknown` once it lapses.
+    const sweeper = startClaimSweeper({ records, intervalMs: config.claimSweepIntervalMs, logger });
     const openLedger = ledger;
     const openVerification = verification;
     let closing: Promise<void> | undefined;
@@ -145,6 +152,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           // Keep-alive connections with no request in flight would hold close() open.
           if ('closeIdleConnections' in server) server.closeIdleConnections();
         });
+        await sweeper.close();
         await openLedger.close();
         await openVerification.close?.();
         await checkpoints.close();

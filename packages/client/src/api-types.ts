@@ -37,6 +37,7 @@ export type {
   DecisionResult as DecideResponse,
   EffectiveVerification,
   EventPage,
+  ExecutionClaimRecord,
   HostCheck,
   JsonObject,
   JsonValue,

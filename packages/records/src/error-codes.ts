@@ -69,6 +69,7 @@ export const LEDGER_ERROR_CODES = [
   'APPROVAL_SCOPE_MISMATCH',
   'OBSERVATION_EXISTS',
   'OBSERVATION_CONFLICT',
+  'EXECUTION_CLAIM_LAPSED',
   'VERIFICATION_INVALID',
   // integrity: a record row the server was about to act on disagrees with its event
   'RECORD_INTEGRITY_VIOLATION',

@@ -187,6 +187,11 @@ export const authorizeInputSchema = z.strictObject({
   proposal_id: nameInput,
   approval_request_id: nameInput.optional(),
   payload_hash: hashSchema.optional(),
+  /**
+   * How long the gateway expects the call to take, in seconds: after that, with no
+   * observation, the outcome is recorded `unknown`. At most the server's limit (default: it).
+   */
+  claim_seconds: z.number().int().min(1).max(86_400).optional(),
 });
 /** What a gateway posts before it executes. */
 export type AuthorizeInput = z.input<typeof authorizeInputSchema>;

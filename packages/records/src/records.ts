@@ -195,6 +195,31 @@ export const approvalUseRecordSchema = z.object({
 });
 export type ApprovalUseRecord = z.output<typeof approvalUseRecordSchema>;
 
+/**
+ * The identity the server records a lapsed execution claim's `unknown` observation under
+ * (`executed_by`): it did not execute anything, it says nobody reported what happened. No API
+ * key can act as it: key identities are `agent:…`, `service:…` or `user:…` (`identityInput`, keys.ts).
+ */
+export const CLAIM_SWEEPER_IDENTITY = 'vouch:claim-sweeper';
+
+/**
+ * Written by `authorize`: who is about to execute the proposal, under which decision and
+ * approval use, and until when an observation is expected. A claim with no observation after
+ * its deadline is swept into an observation with outcome `unknown` by
+ * {@link CLAIM_SWEEPER_IDENTITY}: the gateway may have crashed before or after the tool acted.
+ */
+export const executionClaimRecordSchema = z.object({
+  id: z.string(),
+  proposal_id: z.string(),
+  decision_id: z.string(),
+  approval_use_id: z.string().nullable(),
+  claimed_by: z.string(),
+  claimed_at: timeSchema,
+  /** After this time, with no observation, the outcome is recorded as `unknown` and never retried. */
+  deadline: timeSchema,
+});
+export type ExecutionClaimRecord = z.output<typeof executionClaimRecordSchema>;
+
 /** What the tool really returned. A tool's output is not verified truth. */
 export const observationRecordSchema = z.object({
   id: z.string(),
@@ -326,6 +351,7 @@ export const RECORD_KINDS = [
   'approval_request',
   'approval_resolution',
   'approval_use',
+  'execution_claim',
   'observation',
   'execution_refused',
   'verification',

@@ -12,6 +12,7 @@ import {
   approvalResolutionRecordSchema,
   approvalUseRecordSchema,
   decisionRecordSchema,
+  executionClaimRecordSchema,
   hostCheckSchema,
   observationRecordSchema,
   proposalPayloadSchema,
@@ -102,6 +103,8 @@ export const authorizationSchema = z.object({
   decision: decisionRecordSchema,
   /** The approval use claimed for this execution, for `require_approval`. */
   approval_use: approvalUseRecordSchema.nullable(),
+  /** The execution claim: who executes, and until when an observation is expected before the outcome is recorded `unknown`. */
+  claim: executionClaimRecordSchema,
   /** The precondition checks, when the proposal has preconditions. */
   preconditions: z
     .object({ status: verificationStatusSchema, checks: z.array(hostCheckSchema) })
@@ -123,6 +126,8 @@ export const proposalStorySchema = z.object({
   proposal: proposalRecordSchema,
   decision: decisionRecordSchema.nullable(),
   approval: approvalViewSchema.nullable(),
+  /** The execution claim `authorize` recorded, if any; a lapsed one is swept into an `unknown` observation. */
+  claim: executionClaimRecordSchema.nullable(),
   observation: observationRecordSchema.nullable(),
   /** Executions the ledger refused; each attempt is kept as evidence. */
   refusals: z.array(refusedExecutionRecordSchema),

@@ -154,7 +154,8 @@ export const keysCommand = defineGroup({
   commands: [createCommand, listCommand, revokeCommand, keysLogPublicCommand, keysLogNewCommand],
 });
 
-async function withStore(io: CliIo, use: (store: Store) => Promise<number>): Promise<number> {
+/** Open the database (refused without a schema), run `use`, close. */
+export async function withStore(io: CliIo, use: (store: Store) => Promise<number>): Promise<number> {
   const store = await openStore(io);
   try {
     return await use(store);

@@ -27,6 +27,11 @@ export const vouchCommand = defineGroup({
       load: async () => (await import('./keys')).keysCommand,
     },
     {
+      name: 'vouch sweep',
+      summary: 'record lapsed execution claims as unknown outcomes, once',
+      load: async () => (await import('./sweep')).sweepCommand,
+    },
+    {
       name: 'vouch export',
       summary: 'write a self-contained, signed audit bundle of a log',
       load: async () => (await import('./export')).exportCommand,

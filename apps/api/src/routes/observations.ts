@@ -24,7 +24,7 @@ const observe = createRoute({
   path: '/v1/observations',
   tags: ['observations'],
   summary: 'Record what the tool really returned',
-  description: `A tool's output is not verified truth. Refused unless the proposal was allowed (or approved) and the caller is the authorized identity; the refused attempt is itself recorded. One proposal, one observation: the same post again, from the identity that executed, replays it (200, \`replayed: true\`); the body is compared as canonical JSON, so key order and omitted defaults do not matter. Any other account of the execution (another outcome, result, status or timing, another identity, a payload hash or approval request it was not recorded under) is refused with \`OBSERVATION_CONFLICT\` and kept as a refused execution that names the observation. ${rolesNote(ACCESS.observe)}`,
+  description: `A tool's output is not verified truth. Refused unless the proposal was allowed (or approved) and the caller is the authorized identity; the refused attempt is itself recorded. One proposal, one observation: the same post again, from the identity that executed, replays it (200, \`replayed: true\`); the body is compared as canonical JSON, so key order and omitted defaults do not matter. Any other account of the execution (another outcome, result, status or timing, another identity, a payload hash or approval request it was not recorded under) is refused with \`OBSERVATION_CONFLICT\` and kept as a refused execution that names the observation. After the server recorded a lapsed execution claim as \`unknown\` (no observation before the claim’s deadline), a late account is refused with \`EXECUTION_CLAIM_LAPSED\` and kept the same way. ${rolesNote(ACCESS.observe)}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.observe), jsonBody({ required: true })] as const,
   request: { query: LogQuerySchema, body: { required: true, content: json(ObservationInputSchema) } },
@@ -42,7 +42,7 @@ const observe = createRoute({
     403: errorResponseSpec('`EXECUTION_NOT_AUTHORIZED` or `IDENTITY_MISMATCH` (the attempt is recorded)'),
     404: errorResponseSpec('No such proposal (`NOT_FOUND`)'),
     409: errorResponseSpec(
-      '`OBSERVATION_CONFLICT` (another account of a recorded execution; the attempt is recorded), `APPROVAL_EXPIRED`, `APPROVAL_CONSUMED`, `APPROVAL_PAYLOAD_MISMATCH`',
+      '`OBSERVATION_CONFLICT` (another account of a recorded execution; the attempt is recorded), `EXECUTION_CLAIM_LAPSED` (the claim lapsed and its outcome was recorded as unknown; the attempt is recorded), `APPROVAL_EXPIRED`, `APPROVAL_CONSUMED`, `APPROVAL_PAYLOAD_MISMATCH`',
     ),
   },
 });

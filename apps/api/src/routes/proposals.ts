@@ -92,7 +92,7 @@ const authorize = createRoute({
   path: '/v1/proposals/{id}/authorize',
   tags: ['proposals'],
   summary: 'Before executing: check the decision, run the preconditions, claim the approval',
-  description: `Call right before the tool call. Preconditions are checked first (a failed one is \`PRECONDITION_FAILED\` and claims nothing); then the decision and approval are checked and a single-use approval is claimed, so a second executor is refused up front. ${rolesNote(ACCESS.authorize)}`,
+  description: `Call right before the tool call. Preconditions are checked first (a failed one is \`PRECONDITION_FAILED\` and claims nothing); then the decision and approval are checked and a single-use approval is claimed, so a second executor is refused up front, and an execution claim is recorded with a deadline (\`claim_seconds\`, at most the server’s \`VOUCH_EXECUTION_CLAIM_SECONDS\`, default 600): if no observation arrives by then, the server records the outcome as \`unknown\` and the proposal never runs again. Authorizing again before the deadline answers the same claim; after it, \`EXECUTION_CLAIM_LAPSED\`. ${rolesNote(ACCESS.authorize)}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.authorize), jsonBody({ required: false })] as const,
   request: {
@@ -108,7 +108,7 @@ const authorize = createRoute({
       'Not authorized: `EXECUTION_NOT_AUTHORIZED`, `IDENTITY_MISMATCH`, `APPROVAL_SCOPE_MISMATCH`, or the key’s role',
     ),
     409: errorResponseSpec(
-      '`APPROVAL_EXPIRED`, `APPROVAL_CONSUMED`, `APPROVAL_PAYLOAD_MISMATCH`, `OBSERVATION_EXISTS`',
+      '`APPROVAL_EXPIRED`, `APPROVAL_CONSUMED`, `APPROVAL_PAYLOAD_MISMATCH`, `OBSERVATION_EXISTS`, `EXECUTION_CLAIM_LAPSED`',
     ),
     412: errorResponseSpec('A precondition check failed (`PRECONDITION_FAILED`); details carry the checks'),
   },

@@ -14,6 +14,7 @@ import {
   decisionResultSchema,
   denyInputSchema,
   effectiveVerificationSchema,
+  executionClaimRecordSchema,
   hostCheckSchema,
   observationInputSchema,
   observationRecordSchema,
@@ -142,6 +143,7 @@ export const DecisionSchema = component(decisionRecordSchema, 'Decision');
 export const ApprovalRequestSchema = component(approvalRequestRecordSchema, 'ApprovalRequest');
 component(approvalResolutionRecordSchema, 'ApprovalResolution');
 component(approvalUseRecordSchema, 'ApprovalUse');
+component(executionClaimRecordSchema, 'ExecutionClaim');
 export const ApprovalSchema = component(approvalDetailSchema, 'Approval');
 export const ApprovalPageSchema = approvalPageSchema;
 export const ObservationSchema = component(observationRecordSchema, 'Observation');

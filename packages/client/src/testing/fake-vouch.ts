@@ -8,6 +8,7 @@ import type {
   Authorization,
   DecisionRecord,
   EffectiveVerification,
+  ExecutionClaimRecord,
   ObservationRecord,
   ObserveResponse,
   PolicyReason,
@@ -90,6 +91,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
   const resolutions = new Map<string, ApprovalResolutionRecord>();
   const uses: ApprovalUseRecord[] = [];
   const observations: ObservationRecord[] = [];
+  const claims = new Map<string, ExecutionClaimRecord>();
   const verifications: VerificationRecord[] = [];
   const tools = new Map<string, ToolRecord>();
   let counter = 0;
@@ -227,6 +229,7 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
         status: approval.status,
         proposal: approval.proposal,
       },
+      claim: claims.get(proposal.id) ?? null,
       observation,
       refusals: [],
       verifications: proposalVerifications,
@@ -364,10 +367,22 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       if (observed) return error(409, 'OBSERVATION_EXISTS', 'already executed');
       const claimed = authorize(proposal, (body ?? {}) as { payload_hash?: string });
       if (claimed instanceof Response) return claimed;
+      const decision = decisions.get(proposal.id)!;
+      const claim = claims.get(proposal.id) ?? {
+        id: `clm_${proposal.id}`,
+        proposal_id: proposal.id,
+        decision_id: decision.id,
+        approval_use_id: claimed?.id ?? null,
+        claimed_by: identity,
+        claimed_at: now(),
+        deadline: new Date(Date.parse(now()) + 600_000).toISOString(),
+      };
+      claims.set(proposal.id, claim);
       return json(200, {
         proposal,
-        decision: decisions.get(proposal.id)!,
+        decision,
         approval_use: claimed,
+        claim,
         preconditions: null,
       } satisfies Authorization);
     }

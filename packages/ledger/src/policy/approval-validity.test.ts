@@ -158,7 +158,7 @@ describe('checkApproval', () => {
 
 describe('isReusableRequest', () => {
   const reusable = (over: Partial<Parameters<typeof isReusableRequest>[0]> = {}) =>
-    isReusableRequest({ request, resolution: null, proposal, now: at(10), ...over });
+    isReusableRequest({ request, resolution: null, used: false, proposal, now: at(10), ...over });
 
   describe('when the request is pending', () => {
     it('is reused for the same payload, requester, server and tool', () => {
@@ -185,11 +185,16 @@ describe('isReusableRequest', () => {
       expect(reusable({ resolution: approved({ validity: 'window' }), now: at(700) })).toBe(false);
     });
 
-    it('is never reused after a denial or a single-use approval', () => {
+    it('is never reused after a denial, or a single-use approval once used', () => {
       expect(
         reusable({ resolution: approved({ resolution: 'denied', validity: null, valid_until: null }) }),
       ).toBe(false);
-      expect(reusable({ resolution: approved() })).toBe(false);
+      expect(reusable({ resolution: approved(), used: true })).toBe(false);
+    });
+
+    it('is reused while a single-use approval is unused and open, so it survives the gateway that asked', () => {
+      expect(reusable({ resolution: approved() })).toBe(true);
+      expect(reusable({ resolution: approved(), now: at(700) })).toBe(false);
     });
   });
 });

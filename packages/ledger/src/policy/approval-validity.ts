@@ -108,17 +108,20 @@ export function checkApproval(input: {
 
 /**
  * Whether a new proposal with the same payload, requester, server and tool may wait on this
- * request instead of opening another: while it is pending, or approved for a window that is
- * still open. A denied or single-use request is never reused: a denial answers only that
- * request, and a single-use approval was given for one execution.
+ * request instead of opening another: while it is pending, approved for a window that is
+ * still open, or approved once and not used yet (so an approval survives the gateway that
+ * asked for it: the next identical call, from any process, takes it). A denied request is
+ * never reused (a denial answers only that request), nor a single-use approval already used.
  */
 export function isReusableRequest(input: {
   request: ApprovalRequestRecord;
   resolution: ApprovalResolutionRecord | null;
+  /** Whether any execution used the request's approval. */
+  used: boolean;
   proposal: Pick<ProposalRecord, 'requester' | 'server_id' | 'tool_name' | 'payload_hash'>;
   now: string;
 }): boolean {
-  const { request, resolution, proposal, now } = input;
+  const { request, resolution, used, proposal, now } = input;
   if (
     !sameIdentity(request.requester, proposal.requester) ||
     request.server_id !== proposal.server_id ||
@@ -130,7 +133,7 @@ export function isReusableRequest(input: {
   if (resolution === null) return !isPast(request.expires_at, now);
   return (
     resolution.resolution === 'approved' &&
-    resolution.validity === 'window' &&
+    (resolution.validity === 'window' || !used) &&
     resolution.valid_until !== null &&
     !isPast(resolution.valid_until, now)
   );

@@ -5,6 +5,7 @@ import {
   approvalResolutions,
   approvalUses,
   decisions,
+  executionClaims,
   observations,
   proposals,
   refusedExecutions,
@@ -16,6 +17,7 @@ import type {
   ApprovalResolutionRecord,
   ApprovalUseRecord,
   DecisionRecord,
+  ExecutionClaimRecord,
   JsonValue,
   ObservationRecord,
   ProposalRecord,
@@ -225,6 +227,28 @@ export const approvalUseCodec = {
   }),
 };
 
+export const executionClaimCodec = {
+  toRow: (link: EventLink, r: ExecutionClaimRecord): Row<typeof executionClaims> => ({
+    ...link,
+    id: r.id,
+    proposalId: r.proposal_id,
+    decisionId: r.decision_id,
+    approvalUseId: r.approval_use_id,
+    claimedBy: r.claimed_by,
+    claimedAt: r.claimed_at,
+    deadline: r.deadline,
+  }),
+  toRecord: (row: Row<typeof executionClaims>): ExecutionClaimRecord => ({
+    id: row.id,
+    proposal_id: row.proposalId,
+    decision_id: row.decisionId,
+    approval_use_id: row.approvalUseId,
+    claimed_by: row.claimedBy,
+    claimed_at: row.claimedAt,
+    deadline: row.deadline,
+  }),
+};
+
 export const observationCodec = {
   toRow: (link: EventLink, r: ObservationRecord): Row<typeof observations> => ({
     ...link,
@@ -323,6 +347,7 @@ export const RECORD_TABLES = [
   { kind: 'approval_request', table: approvalRequests, toRecord: approvalRequestCodec.toRecord },
   { kind: 'approval_resolution', table: approvalResolutions, toRecord: approvalResolutionCodec.toRecord },
   { kind: 'approval_use', table: approvalUses, toRecord: approvalUseCodec.toRecord },
+  { kind: 'execution_claim', table: executionClaims, toRecord: executionClaimCodec.toRecord },
   { kind: 'observation', table: observations, toRecord: observationCodec.toRecord },
   { kind: 'execution_refused', table: refusedExecutions, toRecord: refusedExecutionCodec.toRecord },
   { kind: 'verification', table: verifications, toRecord: verificationCodec.toRecord },

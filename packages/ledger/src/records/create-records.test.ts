@@ -1,3 +1,4 @@
+import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../database';
@@ -19,6 +20,7 @@ const RECORD_TABLE_NAMES = [
   'approval_requests',
   'approval_resolutions',
   'approval_uses',
+  'execution_claims',
   'observations',
   'refused_executions',
   'verifications',
@@ -479,6 +481,34 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         const listed = await records.listApprovals(log, { status: 'pending' });
         expect(listed.approvals.map((a) => a.request.id)).toEqual([first.approval!.id, other.approval!.id]);
         expect(listed.approvals[0]!.proposal.arguments).toEqual({ amount: 5, currency: 'EUR' });
+      });
+
+      it('lets an approved, unused single-use approval cover the next identical proposal, once', async () => {
+        // The gateway that asked restarted: its next identical call is a new proposal.
+        const { agent, alice, log } = await setupIrreversible();
+        const first = await records.propose(agent, refund('k1'));
+        await records.approve(alice, { request_id: first.approval!.id, validity: 'once' });
+        const again = await records.propose(agent, refund('k2'));
+        expect(again.approval?.id).toBe(first.approval!.id);
+        expect(again.decision).toMatchObject({
+          verdict: 'require_approval',
+          approval_request_id: first.approval!.id,
+        });
+        const { approval_use } = await records.authorize(agent, { proposal_id: again.proposal.id });
+        expect(approval_use).toMatchObject({
+          proposal_id: again.proposal.id,
+          request_id: first.approval!.id,
+        });
+        // Used: the orphaned proposal may not run under it, and a third identical call asks anew.
+        expect(await codeOf(records.authorize(agent, { proposal_id: first.proposal.id }))).toBe(
+          'APPROVAL_CONSUMED',
+        );
+        const third = await records.propose(agent, refund('k3'));
+        expect(third.approval?.id).not.toBe(first.approval!.id);
+        expect(await count('approval_requests', log)).toBe(2);
+        // Another payload never takes it.
+        const other = await records.propose(agent, refund('k4', { arguments: { amount: 6 } }));
+        expect(other.approval?.id).not.toBe(first.approval!.id);
       });
 
       it('opens one request when identical proposals arrive together', async () => {
@@ -1074,6 +1104,131 @@ describe.each(testBackends())('records on $name', ({ open }) => {
     });
   });
 
+  describe('execution claims', () => {
+    /** Run `work` with the clock `seconds` later, then put it back. */
+    const later = async <T>(seconds: number, work: () => Promise<T>): Promise<T> => {
+      clock = T0 + seconds * 1000;
+      try {
+        return await work();
+      } finally {
+        clock = T0;
+      }
+    };
+
+    describe('when a gateway authorizes', () => {
+      it('records a claim with a deadline, and answers the same claim when asked again', async () => {
+        const { agent, log } = await setup();
+        const { proposal } = await records.propose(agent, refund('k1'));
+        const first = await records.authorize(agent, { proposal_id: proposal.id });
+        expect(first.claim).toMatchObject({
+          proposal_id: proposal.id,
+          decision_id: first.decision.id,
+          approval_use_id: null,
+          claimed_by: 'agent:billing',
+          claimed_at: new Date(T0).toISOString(),
+          deadline: new Date(T0 + 600_000).toISOString(),
+        });
+        const before = await counts(log);
+        expect((await records.authorize(agent, { proposal_id: proposal.id })).claim).toEqual(first.claim);
+        expect(await counts(log)).toEqual(before);
+        expect((await records.story(log, proposal.id)).claim).toEqual(first.claim);
+      });
+
+      it('takes a shorter deadline the gateway asks for, and never a longer one than the server allows', async () => {
+        const { agent } = await setup();
+        const short = await records.propose(agent, refund('k1'));
+        const long = await records.propose(agent, refund('k2'));
+        expect(
+          (await records.authorize(agent, { proposal_id: short.proposal.id, claim_seconds: 5 })).claim
+            .deadline,
+        ).toBe(new Date(T0 + 5_000).toISOString());
+        expect(
+          (await records.authorize(agent, { proposal_id: long.proposal.id, claim_seconds: 86_400 })).claim
+            .deadline,
+        ).toBe(new Date(T0 + 600_000).toISOString());
+        expect(
+          await codeOf(records.authorize(agent, { proposal_id: long.proposal.id, claim_seconds: 0 })),
+        ).toBe('VALIDATION_FAILED');
+      });
+    });
+
+    describe('when the gateway posts no observation before the deadline', () => {
+      it('the sweep records the outcome as unknown, by the server, once, and it never runs again', async () => {
+        const { agent, alice, log } = await setup({ side_effect: 'irreversible' });
+        const { proposal, approval } = await records.propose(agent, refund('k1'));
+        await records.approve(alice, { request_id: approval!.id, validity: 'once' });
+        const { claim, approval_use } = await records.authorize(agent, {
+          proposal_id: proposal.id,
+          claim_seconds: 30,
+        });
+        expect(await records.sweepLapsedClaims({ log })).toEqual([]);
+        const swept = await later(31, () => records.sweepLapsedClaims({ log }));
+        expect(swept).toMatchObject([
+          {
+            proposal_id: proposal.id,
+            approval_use_id: approval_use!.id,
+            executed_by: CLAIM_SWEEPER_IDENTITY,
+            outcome: 'unknown',
+            result: { reason: 'EXECUTION_CLAIM_LAPSED', claim_id: claim.id, claimed_by: 'agent:billing' },
+          },
+        ]);
+        expect(await later(60, () => records.sweepLapsedClaims({ log }))).toEqual([]);
+        const story = await records.story(log, proposal.id);
+        expect(story).toMatchObject({ stage: 'executed', outcome: 'awaiting_resolution', claim });
+        expect(story.events.map((e) => e.kind)).toContain('execution_claim');
+
+        // The gateway comes back: its late account is refused and kept; it may not run it again.
+        const late = { proposal_id: proposal.id, outcome: 'succeeded' };
+        expect(await codeOf(records.observe(agent, late))).toBe('EXECUTION_CLAIM_LAPSED');
+        expect(await codeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe(
+          'EXECUTION_CLAIM_LAPSED',
+        );
+        expect((await records.story(log, proposal.id)).refusals).toMatchObject([
+          { code: 'EXECUTION_CLAIM_LAPSED', attempted: late },
+        ]);
+        expect(await count('observations', log)).toBe(1);
+      });
+
+      it('refuses to authorize again once the deadline passed, even before the sweep', async () => {
+        const { agent } = await setup();
+        const { proposal } = await records.propose(agent, refund('k1'));
+        await records.authorize(agent, { proposal_id: proposal.id, claim_seconds: 10 });
+        expect(await later(10, () => codeOf(records.authorize(agent, { proposal_id: proposal.id })))).toBe(
+          'EXECUTION_CLAIM_LAPSED',
+        );
+      });
+
+      it('takes a late observation that arrives before the sweep, and the sweep then writes nothing', async () => {
+        const { agent, log } = await setup();
+        const { proposal } = await records.propose(agent, refund('k1'));
+        await records.authorize(agent, { proposal_id: proposal.id, claim_seconds: 10 });
+        const { observation } = await later(20, () =>
+          records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' }),
+        );
+        expect(observation.executed_by).toBe('agent:billing');
+        expect(await later(20, () => records.sweepLapsedClaims({ log }))).toEqual([]);
+      });
+    });
+
+    describe('when two server processes sweep at once', () => {
+      it('records one outcome per lapsed claim', async () => {
+        const { agent, log } = await setup();
+        const other = createRecords(createLedger(database), { now: () => new Date(clock) });
+        const ids: string[] = [];
+        for (const key of ['k1', 'k2', 'k3']) {
+          const { proposal } = await records.propose(agent, refund(key));
+          await records.authorize(agent, { proposal_id: proposal.id, claim_seconds: 1 });
+          ids.push(proposal.id);
+        }
+        const [a, b] = await later(2, () =>
+          Promise.all([records.sweepLapsedClaims({ log }), other.sweepLapsedClaims({ log })]),
+        );
+        expect([...a, ...b].map((o) => o.proposal_id).sort()).toEqual([...ids].sort());
+        expect(await count('observations', log)).toBe(3);
+      });
+    });
+  });
+
   describe('record tables', () => {
     describe('when anyone tries to change a record', () => {
       it.each([
@@ -1214,6 +1369,6 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         );
         expect({ log, broken }).toEqual({ log, broken: [] });
       }
-    });
+    }, 180_000);
   });
 });

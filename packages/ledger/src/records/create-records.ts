@@ -1,6 +1,6 @@
 import type { Ledger } from '../ledger';
 import { type ApprovalView, approve, deny, getApproval, listApprovals } from './approvals';
-import { type Authorization, authorize, getObservation, observe } from './executions';
+import { type Authorization, authorize, getObservation, observe, sweepLapsedClaims } from './executions';
 import { DEFAULT_MAX_INPUT_BYTES } from './inputs';
 import { decide, type ProposalResult, propose } from './proposals';
 import type { ApprovalStatus } from './queries';
@@ -48,6 +48,11 @@ export interface RecordsOptions {
    * its verification stays held at inconclusive (`OUTCOME_UNKNOWN`), in seconds (default 15 min).
    */
   unknownOutcomeSettleSeconds?: number;
+  /**
+   * How long an execution claim waits for its observation, in seconds (default 10 min), and
+   * the longest a gateway may ask for (`claim_seconds`). After it the sweep records `unknown`.
+   */
+  executionClaimSeconds?: number;
 }
 
 /** The records service: every write appends its record's audit event in the same transaction. */
@@ -75,8 +80,13 @@ export interface Records {
   approve(ctx: RecordContext, input: unknown): Promise<ApprovalView>;
   /** Deny a request (not one's own); it answers only that request. */
   deny(ctx: RecordContext, input: unknown): Promise<ApprovalView>;
-  /** Before executing: check the decision and claim the approval use, so a second executor is refused up front. */
+  /** Before executing: check the decision, claim the approval use and record the execution claim. */
   authorize(ctx: RecordContext, input: unknown): Promise<Authorization>;
+  /**
+   * Record an `unknown` observation for every execution claim past its deadline with no
+   * observation (in every log, or `log`); never retried. Safe to run in several processes at once.
+   */
+  sweepLapsedClaims(options?: { log?: string; limit?: number }): Promise<ObservationRecord[]>;
   /** Record what the tool returned; refused executions are appended as evidence and thrown. */
   observe(ctx: RecordContext, input: unknown): Promise<{ observation: ObservationRecord; replayed: boolean }>;
   /**
@@ -120,6 +130,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       approvalRequestTtlSeconds: options.approvalRequestTtlSeconds ?? 24 * 3600,
       maxApprovalWindowSeconds: options.maxApprovalWindowSeconds ?? 3600,
       unknownOutcomeSettleSeconds: options.unknownOutcomeSettleSeconds ?? 900,
+      executionClaimSeconds: options.executionClaimSeconds ?? 600,
     },
     options.now,
   );
@@ -136,6 +147,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     deny: (ctx, body) => deny(runtime, ctx, body),
     authorize: (ctx, body) => authorize(runtime, ctx, body),
     observe: (ctx, body) => observe(runtime, ctx, body),
+    sweepLapsedClaims: (opts = {}) => sweepLapsedClaims(runtime, opts),
     recordVerification: (ctx, body, opts = {}) => recordVerification(runtime, ctx, body, opts),
     story: (log, proposalId) => story(runtime, log, proposalId),
   };

@@ -1,6 +1,7 @@
 import { sameIdentity } from '@vouch/audit';
+import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { LedgerError, type LedgerErrorCode } from '../errors';
-import { checkApproval } from '../policy/approval-validity';
+import { addSeconds, checkApproval, isPast } from '../policy/approval-validity';
 import { authorizeInputSchema, observationInputSchema, parseInput } from './inputs';
 import { isObservationReplay } from './observation-replay';
 import type { RecordContext } from './record-context';
@@ -11,16 +12,18 @@ import type {
   ApprovalUseRecord,
   Caller,
   DecisionRecord,
+  ExecutionClaimRecord,
   JsonValue,
   ObservationRecord,
   ProposalRecord,
 } from './types';
 
-/** What `authorize` returns: the decision and, when approval-gated, the use it claimed. */
+/** What `authorize` returns: the decision, the use it claimed when approval-gated, and the execution claim. */
 export interface Authorization {
   proposal: ProposalRecord;
   decision: DecisionRecord;
   approval_use: ApprovalUseRecord | null;
+  claim: ExecutionClaimRecord;
 }
 
 type Check =
@@ -44,7 +47,12 @@ export async function getObservation(
   return observation;
 }
 
-/** Before executing: check the decision and claim the approval use, so a second executor is refused up front. */
+/**
+ * Before executing: check the decision, claim the approval use, so a second executor is
+ * refused up front, and record the execution claim (who executes, until when an observation
+ * is expected). Authorizing again before the deadline answers the same claim; after it, the
+ * outcome is unknown and the proposal never runs again (`EXECUTION_CLAIM_LAPSED`).
+ */
 export async function authorize(
   runtime: RecordsRuntime,
   ctx: RecordContext,
@@ -55,19 +63,114 @@ export async function authorize(
     maxBytes: runtime.settings.maxInputBytes,
   });
   const checked = await runtime.run(ctx.log, recordKeys.execute(input.proposal_id), async (tx) => {
+    const now = tx.time();
     const proposal = await mustGetProposal(tx.reads, input.proposal_id);
-    const observed = await tx.reads.observationOf(proposal.id);
+    const [observed, claimed] = await Promise.all([
+      tx.reads.observationOf(proposal.id),
+      tx.reads.claimOf(proposal.id),
+    ]);
     // An execution is recorded once; `unknown` included: it is never retried automatically.
+    if (observed && isClaimSweep(observed)) throw claimLapsed(proposal.id, observed.id);
     if (observed) {
       throw new LedgerError('OBSERVATION_EXISTS', `proposal ${proposal.id} has already been executed`, {
         details: { observation_id: observed.id, outcome: observed.outcome },
       });
     }
-    return checkExecution(tx, ctx.caller, proposal, input, tx.time());
+    // Past its deadline the call may have run: its outcome is unknown, not a reason to run it again.
+    if (claimed && isPast(claimed.deadline, now)) throw claimLapsed(proposal.id, null);
+    const check = await checkExecution(tx, ctx.caller, proposal, input, now);
+    if (!check.ok) return check;
+    const seconds = Math.min(
+      input.claim_seconds ?? runtime.settings.executionClaimSeconds,
+      runtime.settings.executionClaimSeconds,
+    );
+    const claim =
+      claimed ??
+      tx.write('execution_claim', ctx.caller.identity, {
+        id: newId('clm'),
+        proposal_id: proposal.id,
+        decision_id: check.decision.id,
+        approval_use_id: check.use?.id ?? null,
+        claimed_by: ctx.caller.identity,
+        claimed_at: now,
+        deadline: addSeconds(now, seconds),
+      });
+    return { ...check, claim };
   });
   if (!checked.ok)
     throw new LedgerError(checked.code, checked.message, { details: { proposal_id: input.proposal_id } });
-  return { proposal: checked.proposal, decision: checked.decision, approval_use: checked.use };
+  return {
+    proposal: checked.proposal,
+    decision: checked.decision,
+    approval_use: checked.use,
+    claim: checked.claim,
+  };
+}
+
+/** Is this the server's `unknown` observation of a lapsed claim (see {@link sweepLapsedClaims})? */
+export const isClaimSweep = (observation: ObservationRecord): boolean =>
+  sameIdentity(observation.executed_by, CLAIM_SWEEPER_IDENTITY);
+
+function claimLapsed(proposalId: string, observationId: string | null): LedgerError {
+  return new LedgerError(
+    'EXECUTION_CLAIM_LAPSED',
+    `the execution claim of proposal ${proposalId} lapsed with no observation: its outcome is unknown and it is never run again`,
+    { details: { proposal_id: proposalId, ...(observationId ? { observation_id: observationId } : {}) } },
+  );
+}
+
+/**
+ * Record an `unknown` observation, by {@link CLAIM_SWEEPER_IDENTITY}, for every execution
+ * claim past its deadline with no observation (at most `limit` per run, oldest first): the
+ * gateway stopped before it said what happened, so nobody knows, and the proposal is never
+ * run again. Each is re-read under its log's lock, so sweeps running at once in several
+ * server processes record one observation per claim. Returns the observations written.
+ */
+export async function sweepLapsedClaims(
+  runtime: RecordsRuntime,
+  options: { log?: string; limit?: number } = {},
+): Promise<ObservationRecord[]> {
+  const lapsed = await runtime.lapsedClaims({
+    now: runtime.wallNow(),
+    limit: options.limit ?? 500,
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
+  const swept = await Promise.all(
+    lapsed.map(({ log, proposalId }) =>
+      runtime.run(log, recordKeys.execute(proposalId), async (tx) => {
+        const now = tx.time();
+        const [proposal, claim, observed] = await Promise.all([
+          tx.reads.proposalById(proposalId),
+          tx.reads.claimOf(proposalId),
+          tx.reads.observationOf(proposalId),
+        ]);
+        if (!proposal || !claim || observed || !isPast(claim.deadline, now)) return null;
+        return tx.write('observation', CLAIM_SWEEPER_IDENTITY, {
+          id: newId('obs'),
+          proposal_id: proposal.id,
+          decision_id: claim.decision_id,
+          approval_use_id: claim.approval_use_id,
+          server_id: proposal.server_id,
+          tool_name: proposal.tool_name,
+          executed_by: CLAIM_SWEEPER_IDENTITY,
+          outcome: 'unknown',
+          result: {
+            reason: 'EXECUTION_CLAIM_LAPSED',
+            claim_id: claim.id,
+            claimed_by: claim.claimed_by,
+            deadline: claim.deadline,
+            message: `${claim.claimed_by} claimed this execution and posted no observation before ${claim.deadline}: the tool may or may not have acted. It is never run again.`,
+          },
+          transport_status: null,
+          tool_error: null,
+          started_at: claim.claimed_at,
+          finished_at: null,
+          observed_at: now,
+        });
+      }),
+    ),
+  );
+  return swept.filter((o): o is ObservationRecord => o !== null);
 }
 
 /** Record what the tool returned; refused executions are appended as evidence and thrown. */
@@ -104,6 +207,15 @@ export async function observe(
       };
     };
     const first = await tx.reads.observationOf(proposal.id);
+    if (first && isClaimSweep(first)) {
+      // The server already recorded that nobody knows what happened: a late account does
+      // not replace that record, and is kept as evidence beside it.
+      return refuse(
+        'EXECUTION_CLAIM_LAPSED',
+        `the execution claim of proposal ${proposal.id} lapsed and was recorded as unknown (${first.id}); a later observation is refused`,
+        { observation_id: first.id },
+      );
+    }
     if (first) {
       const replay = { recorded: first, proposal, caller: ctx.caller, attempt: input };
       if (await isObservationReplay(tx.reads, replay)) {

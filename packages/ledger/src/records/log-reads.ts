@@ -34,7 +34,9 @@ export interface LogReads extends RecordReads {
   reusableRequests(
     scope: { requester: string; server_id: string; tool_name: string; payload_hash: string },
     now: string,
-  ): Promise<Array<{ request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null }>>;
+  ): Promise<
+    Array<{ request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null; used: boolean }>
+  >;
   /** The latest registration of every tool, by server then tool name. */
   latestTools(): Promise<ToolRecord[]>;
   /** Approval requests, oldest first, optionally of one status; keyset-paged by event seq. */

@@ -6,6 +6,8 @@ import {
   approvalRequests,
   approvalResolutions,
   approvalUses,
+  executionClaims,
+  observations,
   refusedExecutions,
   tools,
   verifications,
@@ -45,7 +47,7 @@ export async function listLatestTools(db: Db, log: string): Promise<ToolRecord[]
 
 /**
  * Approval requests that a new proposal with this payload, requester, server and tool could
- * wait on (pending, or approved for a window still open), newest first. The caller re-checks
+ * wait on (pending, approved for a window still open, or approved once and unused), newest first. The caller re-checks
  * each with `isReusableRequest`: this query only narrows the search.
  */
 export async function reusableRequestCandidates(
@@ -53,9 +55,15 @@ export async function reusableRequestCandidates(
   log: string,
   scope: { requester: string; server_id: string; tool_name: string; payload_hash: string },
   now: string,
-): Promise<Array<{ request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null }>> {
+): Promise<
+  Array<{ request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null; used: boolean }>
+> {
   const rows = await db
-    .select({ request: approvalRequests, resolution: approvalResolutions })
+    .select({
+      request: approvalRequests,
+      resolution: approvalResolutions,
+      used: sql<boolean>`exists (select 1 from ${approvalUses} where ${approvalUses.logId} = ${approvalRequests.logId} and ${approvalUses.requestId} = ${approvalRequests.id})`,
+    })
     .from(approvalRequests)
     .leftJoin(
       approvalResolutions,
@@ -75,7 +83,7 @@ export async function reusableRequestCandidates(
           and(isNull(approvalResolutions.id), gt(approvalRequests.expiresAt, now)),
           and(
             eq(approvalResolutions.resolution, 'approved'),
-            eq(approvalResolutions.validity, 'window'),
+            or(eq(approvalResolutions.validity, 'window'), sql`not ${usedOnce}`),
             gt(approvalResolutions.validUntil, now),
           ),
         ),
@@ -86,6 +94,7 @@ export async function reusableRequestCandidates(
   return rows.map((row) => ({
     request: approvalRequestCodec.toRecord(row.request),
     resolution: row.resolution ? approvalResolutionCodec.toRecord(row.resolution) : null,
+    used: Boolean(row.used),
   }));
 }
 
@@ -195,4 +204,29 @@ export async function listRequests(
     request: approvalRequestCodec.toRecord(row.request),
     resolution: row.resolution ? approvalResolutionCodec.toRecord(row.resolution) : null,
   }));
+}
+
+/**
+ * Execution claims past their deadline with no observation, oldest deadline first, in every
+ * log (`log` given: in that one): what the claim sweep records as `unknown`. Only narrows
+ * the search; the sweep re-reads each under its log's lock before it writes.
+ */
+export async function lapsedClaims(
+  db: Db,
+  options: { now: string; limit: number; log?: string | undefined },
+): Promise<Array<{ log: string; proposalId: string }>> {
+  const unobserved = sql`not exists (select 1 from ${observations} where ${observations.logId} = ${executionClaims.logId} and ${observations.proposalId} = ${executionClaims.proposalId})`;
+  return db
+    .select({ log: executionClaims.logId, proposalId: executionClaims.proposalId })
+    .from(executionClaims)
+    .where(
+      and(
+        // ISO 8601 UTC text (toISOString) orders as time does.
+        sql`${executionClaims.deadline} <= ${options.now}`,
+        options.log === undefined ? undefined : eq(executionClaims.logId, options.log),
+        unobserved,
+      ),
+    )
+    .orderBy(asc(executionClaims.deadline))
+    .limit(options.limit);
 }

@@ -15,6 +15,7 @@ import {
   approvalResolutions,
   approvalUses,
   decisions,
+  executionClaims,
   observations,
   proposals,
   tools,
@@ -24,6 +25,7 @@ import {
   approvalResolutionCodec,
   approvalUseCodec,
   decisionCodec,
+  executionClaimCodec,
   observationCodec,
   proposalCodec,
   RECORD_TABLES,
@@ -35,6 +37,7 @@ import type {
   ApprovalResolutionRecord,
   ApprovalUseRecord,
   DecisionRecord,
+  ExecutionClaimRecord,
   ObservationRecord,
   ProposalRecord,
   ToolRecord,
@@ -50,6 +53,7 @@ export interface RecordReads {
   resolutionOf(requestId: string): Promise<ApprovalResolutionRecord | null>;
   usesOf(requestId: string): Promise<ApprovalUseRecord[]>;
   observationOf(proposalId: string): Promise<ObservationRecord | null>;
+  claimOf(proposalId: string): Promise<ExecutionClaimRecord | null>;
   observationById(id: string): Promise<ObservationRecord | null>;
 }
 
@@ -230,6 +234,7 @@ function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordR
   );
   const observationsByProposal = by(observations, 'proposalId', observationCodec.toRecord);
   const observationsById = by(observations, 'id', observationCodec.toRecord);
+  const claimsByProposal = by(executionClaims, 'proposalId', executionClaimCodec.toRecord);
   const toolKey = (serverId: string, toolName: string) => JSON.stringify([serverId, toolName]);
   const checkTool = checker(tools, toolCodec.toRecord);
   const latestTools = recordsLoader(
@@ -260,5 +265,6 @@ function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordR
     usesOf: (requestId) => usesByRequest.load(requestId),
     observationOf: (proposalId) => one(observationsByProposal.load(proposalId)),
     observationById: (id) => one(observationsById.load(id)),
+    claimOf: (proposalId) => one(claimsByProposal.load(proposalId)),
   };
 }

@@ -1,4 +1,5 @@
 import type { ChainFailure, StoredEvent } from '@vouch/audit';
+import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../database';
 import { openDatabase } from '../database';
@@ -88,6 +89,7 @@ describe('the record rules over the chain', () => {
       'decision',
       'approval_resolution',
       'approval_use',
+      'execution_claim',
       'observation',
       'verification',
       'verification',
@@ -129,17 +131,75 @@ describe('the record rules over the chain', () => {
     const decision = of('decision');
     expect(broken(replaced(decision, forged(decision, { authorized_identity: 'agent:executor' })))).toEqual([
       ['IDENTITY_MISMATCH', 'approval_uses'],
+      ['IDENTITY_MISMATCH', 'execution_claims'],
       ['IDENTITY_MISMATCH', 'observations'],
     ]);
   });
 
   it('report an execution without the approval being used for it (EXECUTION_NOT_AUTHORIZED)', () => {
     const use = of('approval_use');
+    const claim = of('execution_claim');
     const observation = of('observation');
-    const events = replaced(observation, forged(observation, { approval_use_id: null })).filter(
-      (e) => e !== use,
-    );
-    expect(broken(events)).toEqual([['EXECUTION_NOT_AUTHORIZED', 'observations']]);
+    const events = replaced(observation, forged(observation, { approval_use_id: null }))
+      .map((e) => (e === claim ? forged(claim, { approval_use_id: null }) : e))
+      .filter((e) => e !== use);
+    expect(broken(events)).toEqual([
+      ['EXECUTION_NOT_AUTHORIZED', 'execution_claims'],
+      ['EXECUTION_NOT_AUTHORIZED', 'observations'],
+    ]);
+  });
+
+  it('report a second execution claim of one proposal (EXECUTION_CLAIM_EXISTS)', () => {
+    const claim = of('execution_claim');
+    const again = forged(claim, { id: 'clm_2' });
+    expect(broken(withExtra(claim, { ...again, entity: 'clm_2' }))).toEqual([
+      ['EXECUTION_CLAIM_EXISTS', 'execution_claims'],
+    ]);
+  });
+
+  describe('when the server records a lapsed claim as unknown', () => {
+    const claim = () => payloadOf(of('execution_claim'));
+    /** The sweeper's observation in place of the gateway's, `change`d. */
+    const swept = (change: Record<string, unknown> = {}) => {
+      const observation = of('observation');
+      const deadline = String(claim().deadline);
+      return replaced(
+        observation,
+        forged(
+          observation,
+          {
+            executed_by: CLAIM_SWEEPER_IDENTITY,
+            outcome: 'unknown',
+            result: { reason: 'EXECUTION_CLAIM_LAPSED', claim_id: claim().id },
+            observed_at: deadline,
+            ...change,
+          },
+          CLAIM_SWEEPER_IDENTITY,
+        ),
+      ).filter((e) => e.kind !== 'verification');
+    };
+
+    it('finds nothing when the claim had lapsed', () => {
+      expect(broken(swept())).toEqual([]);
+    });
+
+    it('reports a sweep before the deadline, of another claim, or with an outcome (EXECUTION_CLAIM_LAPSED)', () => {
+      const early = new Date(Date.parse(String(claim().deadline)) - 1).toISOString();
+      for (const change of [
+        { observed_at: early },
+        { result: { claim_id: 'clm_other' } },
+        { outcome: 'succeeded' },
+      ]) {
+        expect(broken(swept(change))).toEqual([['EXECUTION_CLAIM_LAPSED', 'observations']]);
+      }
+    });
+
+    it('reports a sweep of a proposal nobody claimed (EXECUTION_CLAIM_LAPSED)', () => {
+      const claimEvent = of('execution_claim');
+      expect(broken(swept().filter((e) => e !== claimEvent))).toEqual([
+        ['EXECUTION_CLAIM_LAPSED', 'observations'],
+      ]);
+    });
   });
 
   it('report an execution by another identity than the authorized one (IDENTITY_MISMATCH)', () => {

@@ -1,4 +1,5 @@
 import { type ChainFailure, type StoredEvent, sameIdentity } from '@vouch/audit';
+import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { getTableName } from 'drizzle-orm';
 import { RECORD_TABLES } from './codec';
 import type {
@@ -6,6 +7,7 @@ import type {
   ApprovalResolutionRecord,
   ApprovalUseRecord,
   DecisionRecord,
+  ExecutionClaimRecord,
   ObservationRecord,
   ProposalRecord,
   VerificationRecord,
@@ -32,6 +34,10 @@ export type RecordRule =
   | 'APPROVAL_CONSUMED'
   | 'EXECUTION_NOT_AUTHORIZED'
   | 'OBSERVATION_EXISTS'
+  /** A second execution claim of one proposal (`authorize` answers the first one again). */
+  | 'EXECUTION_CLAIM_EXISTS'
+  /** An `unknown` observation by the claim sweeper that no lapsed claim accounts for. */
+  | 'EXECUTION_CLAIM_LAPSED'
   | 'STATUS_NOT_DERIVED'
   | 'SUPERSESSION_FORBIDDEN'
   | 'SUPERSESSION_INVALID';
@@ -50,6 +56,7 @@ interface ProposalState {
   /** Ids of the approval uses recorded for this proposal. */
   uses: string[];
   observation?: { id: string; executedBy: string };
+  claim?: { id: string; deadline: string };
   /** Verification ids of its observation, with whether each was definitive and who superseded it. */
   verifications: Map<string, { definitive: boolean; supersededBy?: string }>;
 }
@@ -104,12 +111,36 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
     }
   };
 
+  /** An execution (claimed or observed) only under an allow or an approval used for it, by the authorized identity. */
+  const mayExecute = (
+    event: StoredEvent,
+    proposal: ProposalState & { id: string },
+    useId: string | null,
+    by: string,
+  ) => {
+    const decision = proposal.decision;
+    const approved =
+      decision?.verdict === 'require_approval' && useId !== null && proposal.uses.includes(useId);
+    if (!decision || !(decision.verdict === 'allow' || approved)) {
+      report(
+        event,
+        'EXECUTION_NOT_AUTHORIZED',
+        decision
+          ? `executes proposal ${proposal.id} under a ${decision.verdict} decision${decision.verdict === 'require_approval' ? ' without an approval used for it' : ''}`
+          : `executes proposal ${proposal.id}, which has no decision`,
+      );
+    } else if (decision.authorized === null || !sameIdentity(by, decision.authorized)) {
+      report(event, 'IDENTITY_MISMATCH', `executed by ${by}, authorized ${decision.authorized ?? 'nobody'}`);
+    }
+  };
+
   const rules: {
     proposal(event: StoredEvent, r: ProposalRecord): void;
     decision(event: StoredEvent, r: DecisionRecord): void;
     approval_request(event: StoredEvent, r: ApprovalRequestRecord): void;
     approval_resolution(event: StoredEvent, r: ApprovalResolutionRecord): void;
     approval_use(event: StoredEvent, r: ApprovalUseRecord): void;
+    execution_claim(event: StoredEvent, r: ExecutionClaimRecord): void;
     observation(event: StoredEvent, r: ObservationRecord): void;
     verification(event: StoredEvent, r: VerificationRecord): void;
   } = {
@@ -247,31 +278,41 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
       resolution.uses++;
       useProposal.set(r.id, r.proposal_id);
     },
+    execution_claim(event, r: ExecutionClaimRecord) {
+      actorIs(event, r.claimed_by, 'claimant');
+      const proposal = proposalOf(event, r.proposal_id);
+      if (!proposal) return;
+      if (proposal.claim)
+        report(event, 'EXECUTION_CLAIM_EXISTS', `proposal ${r.proposal_id} was already claimed`);
+      if (proposal.observation)
+        report(event, 'OBSERVATION_EXISTS', `proposal ${r.proposal_id} was already observed`);
+      mayExecute(event, { ...proposal, id: r.proposal_id }, r.approval_use_id, r.claimed_by);
+      proposal.claim ??= { id: r.id, deadline: r.deadline };
+    },
     observation(event, r: ObservationRecord) {
       actorIs(event, r.executed_by, 'executing identity');
       const proposal = proposalOf(event, r.proposal_id);
       if (!proposal) return;
       if (proposal.observation)
         report(event, 'OBSERVATION_EXISTS', `proposal ${r.proposal_id} was already observed`);
-      const decision = proposal.decision;
-      const approved =
-        decision?.verdict === 'require_approval' &&
-        r.approval_use_id !== null &&
-        proposal.uses.includes(r.approval_use_id);
-      if (!decision || !(decision.verdict === 'allow' || approved)) {
-        report(
-          event,
-          'EXECUTION_NOT_AUTHORIZED',
-          decision
-            ? `executes proposal ${r.proposal_id} under a ${decision.verdict} decision${decision.verdict === 'require_approval' ? ' without an approval used for it' : ''}`
-            : `executes proposal ${r.proposal_id}, which has no decision`,
-        );
-      } else if (decision.authorized === null || !sameIdentity(r.executed_by, decision.authorized)) {
-        report(
-          event,
-          'IDENTITY_MISMATCH',
-          `executed by ${r.executed_by}, authorized ${decision.authorized ?? 'nobody'}`,
-        );
+      if (sameIdentity(r.executed_by, CLAIM_SWEEPER_IDENTITY)) {
+        // The server's record that a claim lapsed: only for a claim past its deadline, as unknown.
+        const claim = proposal.claim;
+        const result = r.result as { claim_id?: unknown } | null;
+        if (
+          !claim ||
+          r.outcome !== 'unknown' ||
+          result?.claim_id !== claim.id ||
+          Date.parse(r.observed_at) < Date.parse(claim.deadline)
+        ) {
+          report(
+            event,
+            'EXECUTION_CLAIM_LAPSED',
+            `records proposal ${r.proposal_id} as swept, but no claim of it had lapsed unobserved`,
+          );
+        }
+      } else {
+        mayExecute(event, { ...proposal, id: r.proposal_id }, r.approval_use_id, r.executed_by);
       }
       proposal.observation ??= { id: r.id, executedBy: r.executed_by };
     },

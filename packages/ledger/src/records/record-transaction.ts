@@ -6,6 +6,7 @@ import {
   approvalResolutionCodec,
   approvalUseCodec,
   decisionCodec,
+  executionClaimCodec,
   observationCodec,
   proposalCodec,
   RECORD_TABLES,
@@ -19,6 +20,7 @@ import type {
   ApprovalResolutionRecord,
   ApprovalUseRecord,
   DecisionRecord,
+  ExecutionClaimRecord,
   ObservationRecord,
   ProposalRecord,
   RecordKind,
@@ -35,6 +37,7 @@ interface RecordOfKind {
   approval_request: ApprovalRequestRecord;
   approval_resolution: ApprovalResolutionRecord;
   approval_use: ApprovalUseRecord;
+  execution_claim: ExecutionClaimRecord;
   observation: ObservationRecord;
   execution_refused: RefusedExecutionRecord;
   verification: VerificationRecord;
@@ -50,6 +53,7 @@ const TO_ROW: { [K in RecordKind]: ToRow<K> } = {
   approval_request: approvalRequestCodec.toRow,
   approval_resolution: approvalResolutionCodec.toRow,
   approval_use: approvalUseCodec.toRow,
+  execution_claim: executionClaimCodec.toRow,
   observation: observationCodec.toRow,
   execution_refused: refusedExecutionCodec.toRow,
   verification: verificationCodec.toRow,

@@ -2,6 +2,7 @@ import type { ConflictKeys } from '../batch-plan';
 import { LedgerError } from '../errors';
 import type { Ledger } from '../ledger';
 import { type LogReads, logReads } from './log-reads';
+import { lapsedClaims } from './queries';
 import { type RecordTransaction, recordTransaction } from './record-transaction';
 import type { ProposalRecord } from './types';
 
@@ -12,6 +13,7 @@ export interface RecordsSettings {
   approvalRequestTtlSeconds: number;
   maxApprovalWindowSeconds: number;
   unknownOutcomeSettleSeconds: number;
+  executionClaimSeconds: number;
 }
 
 /** What every records operation needs: where it runs, how it reads, and the service's settings. */
@@ -26,6 +28,12 @@ export interface RecordsRuntime {
   reads(log: string): LogReads;
   /** The current time, for reads outside a batch. */
   wallNow(): string;
+  /** Claims past their deadline with no observation, in every log or one (see `lapsedClaims`). */
+  lapsedClaims(options: {
+    now: string;
+    limit: number;
+    log?: string;
+  }): Promise<Array<{ log: string; proposalId: string }>>;
 }
 
 export function recordsRuntime(
@@ -43,6 +51,7 @@ export function recordsRuntime(
       ),
     reads: (log) => logReads(ledger.database.db, log, alarm),
     wallNow: () => (clock ?? (() => new Date()))().toISOString(),
+    lapsedClaims: (options) => lapsedClaims(ledger.database.db, options),
   };
 }
 

@@ -4,6 +4,7 @@ import { deriveOutcome, deriveStage, type ProposalStage } from './outcome';
 import { mustGetProposal, type RecordsRuntime } from './records-runtime';
 import type {
   DecisionRecord,
+  ExecutionClaimRecord,
   ObservationRecord,
   ProposalOutcome,
   ProposalRecord,
@@ -17,6 +18,8 @@ export interface ProposalStory {
   proposal: ProposalRecord;
   decision: DecisionRecord | null;
   approval: ApprovalView | null;
+  /** The execution claim `authorize` recorded, if any. */
+  claim: ExecutionClaimRecord | null;
   observation: ObservationRecord | null;
   refusals: RefusedExecutionRecord[];
   /** Every verification record, superseded ones included, in chain order. */
@@ -38,8 +41,9 @@ export async function story(
 ): Promise<ProposalStory> {
   const reads = runtime.reads(log);
   const proposal = await mustGetProposal(reads, proposalId);
-  const [decision, observation, refusals, verificationList] = await Promise.all([
+  const [decision, claim, observation, refusals, verificationList] = await Promise.all([
     reads.decisionOf(proposal.id),
+    reads.claimOf(proposal.id),
     reads.observationOf(proposal.id),
     reads.refusalsOf(proposal.id),
     reads.verificationsOf(proposal.id),
@@ -68,6 +72,7 @@ export async function story(
     request?.id,
     approval?.resolution?.id,
     ...(approval?.uses.filter((u) => u.proposal_id === proposal.id).map((u) => u.id) ?? []),
+    claim?.id,
     observation?.id,
     ...refusals.map((r) => r.id),
     ...verificationList.map((v) => v.id),
@@ -77,6 +82,7 @@ export async function story(
     proposal,
     decision,
     approval,
+    claim,
     observation,
     refusals,
     verifications: verificationList,

@@ -15,6 +15,7 @@ export type {
   ApprovalValidity,
   Condition,
   DecisionRecord,
+  ExecutionClaimRecord,
   JsonObject,
   JsonValue,
   ObservationOutcome,

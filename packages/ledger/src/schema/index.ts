@@ -4,6 +4,7 @@ export {
   approvalResolutions,
   approvalUses,
   decisions,
+  executionClaims,
   observations,
   proposals,
   refusedExecutions,

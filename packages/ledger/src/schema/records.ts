@@ -226,6 +226,36 @@ export const approvalUses = pgTable(
   ],
 );
 
+/**
+ * Execution claims, written by `authorize`: one per proposal. A claim with no observation
+ * after its deadline is swept into an `unknown` observation (`deadline` is ISO 8601 UTC text,
+ * so it orders as a string; the index serves the sweep's scan).
+ */
+export const executionClaims = pgTable(
+  'execution_claims',
+  {
+    ...recordColumns(),
+    proposalId: text('proposal_id').notNull(),
+    decisionId: text('decision_id').notNull(),
+    approvalUseId: text('approval_use_id'),
+    claimedBy: text('claimed_by').notNull(),
+    claimedAt: text('claimed_at').notNull(),
+    deadline: text('deadline').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'execution_claims_pk', columns: [t.logId, t.id] }),
+    unique('execution_claims_event').on(t.logId, t.eventSeq),
+    unique('execution_claims_one_per_proposal').on(t.logId, t.proposalId),
+    eventLink('execution_claims', t),
+    foreignKey({
+      name: 'execution_claims_decision',
+      columns: [t.logId, t.decisionId],
+      foreignColumns: [decisions.logId, decisions.id],
+    }),
+    index('execution_claims_deadline').on(t.deadline),
+  ],
+);
+
 /** What the tool returned; one per proposal, so an execution is never recorded twice. */
 export const observations = pgTable(
   'observations',
