@@ -30,7 +30,7 @@ export type WebhookSignatureCheck =
 
 const encoder = new TextEncoder();
 
-function hmacKey(secret: string, usage: 'sign' | 'verify'): Promise<CryptoKey> {
+function hmacKey(secret: string, usage: 'sign' | 'verify'): ReturnType<typeof crypto.subtle.importKey> {
   return crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
     usage,
   ]);
