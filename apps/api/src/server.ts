@@ -11,6 +11,7 @@ import { checkpointKeysFor } from './transparency/checkpoint-keys';
 import { transparencyConfig } from './transparency/config';
 import { startCheckpoints } from './transparency/start-checkpoints';
 import { emptyVerificationHost, loadVerificationHost, type VerificationHost } from './verification';
+import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/webhook-dispatcher';
 
 /** A running `vouch serve`. */
 export interface RunningServer {
@@ -53,6 +54,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   let verification: VerificationHost | undefined;
   let listening: ServerType | undefined;
   let checkpointer: { close(): Promise<void> } | undefined;
+  let webhooks: WebhookDispatcher | undefined;
   try {
     await prepareDatabase(database, config, logger);
     verification = config.verifierConfig
@@ -64,10 +66,16 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         verifiers: verification.registry.entries.map((e) => e.name),
       });
     }
+    webhooks = config.webhooks
+      ? createWebhookDispatcher({ database, config: config.webhooks, logger })
+      : undefined;
+    const dispatcher = webhooks;
+    await dispatcher?.prepare();
     // One alarm per process: the ledger, the checkpointer and whatever else checks rows
     // against the chain raise it; /readyz reports it; this line is what an operator greps for.
     const integrityAlarm = createIntegrityAlarm({
-      onRaise: (alarm) =>
+      onRaise: (alarm) => {
+        dispatcher?.notifyAlarm(alarm);
         logger.error('integrity alarm', {
           code: 'INTEGRITY_ALARM',
           alarm: alarm.code,
@@ -75,7 +83,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           ...(alarm.seq === undefined ? {} : { seq: alarm.seq }),
           ...(alarm.table === undefined ? {} : { table: alarm.table }),
           reason: alarm.message,
-        }),
+        });
+      },
     });
     const checkpoints = startCheckpoints({
       database,
@@ -122,6 +131,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     const url = `http://${host}:${address.port}`;
     logger.info('listening', { url, database: database.kind, location: describeTarget(config.database) });
+    webhooks?.start(url);
 
     const openLedger = ledger;
     const openVerification = verification;
@@ -143,6 +153,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           // Keep-alive connections with no request in flight would hold close() open.
           if ('closeIdleConnections' in server) server.closeIdleConnections();
         });
+        await dispatcher?.close();
         await openLedger.close();
         await openVerification.close?.();
         await checkpoints.close();
@@ -159,6 +170,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       if ('closeAllConnections' in open) open.closeAllConnections();
       await closed;
     }
+    await webhooks?.close().catch(() => {});
     await ledger?.close().catch(() => {});
     await verification?.close?.().catch(() => {});
     await checkpointer?.close().catch(() => {});

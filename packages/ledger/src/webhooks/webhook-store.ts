@@ -1,3 +1,4 @@
+import type { WebhookEvent } from '@vouch/records';
 import { type SQL, sql } from 'drizzle-orm';
 import type { Database, Db } from '../database';
 import { listLogs } from '../log-exists';
@@ -23,7 +24,7 @@ export interface WebhookSourceEvent {
 export interface NewWebhookDelivery {
   id: string;
   target: string;
-  event: string;
+  event: WebhookEvent;
   log: string;
   seq: number | null;
   subject: string;
@@ -35,7 +36,7 @@ export interface NewWebhookDelivery {
 export interface ClaimedWebhookDelivery {
   id: string;
   target: string;
-  event: string;
+  event: WebhookEvent;
   log: string;
   seq: number | null;
   subject: string;
@@ -65,7 +66,7 @@ export type WebhookDeliveryStatus = 'pending' | 'sending' | 'retrying' | 'delive
 export interface WebhookDeliveryView {
   id: string;
   target: string;
-  event: string;
+  event: WebhookEvent;
   log: string;
   seq: number | null;
   subject: string;
@@ -296,7 +297,7 @@ export function createWebhookStore(database: Database): WebhookStore {
       const found = await rows<{
         id: string;
         target: string;
-        event: string;
+        event: WebhookEvent;
         log_id: string;
         seq: string | number | null;
         subject: string;
