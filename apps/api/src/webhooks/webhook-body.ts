@@ -38,40 +38,40 @@ const str = (value: unknown) =>
   typeof value === 'string' || typeof value === 'number' ? String(value) : '?';
 
 // Slack mrkdwn: &, < and > are control characters; everything else is shown as written.
-const escape = (text: string) =>
+const mrkdwn = (text: string) =>
   text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 
 function slackText(notice: WebhookNotice): string {
   const d = notice.data;
-  const tool = `*${escape(str(d.tool_name))}*`;
+  const tool = `*${mrkdwn(str(d.tool_name))}*`;
   const summary = (() => {
     switch (notice.event) {
       case 'approval.requested':
-        return `Approval requested: ${tool} on ${escape(str(d.server_id))} by ${escape(str(d.requester))}${
-          d.environment ? ` in ${escape(str(d.environment))}` : ''
-        }, expires ${escape(str(d.expires_at))}`;
+        return `Approval requested: ${tool} on ${mrkdwn(str(d.server_id))} by ${mrkdwn(str(d.requester))}${
+          d.environment ? ` in ${mrkdwn(str(d.environment))}` : ''
+        }, expires ${mrkdwn(str(d.expires_at))}`;
       case 'approval.expiring':
-        return `Approval expiring: ${tool} requested by ${escape(str(d.requester))} expires ${escape(str(d.expires_at))} and is still unanswered`;
+        return `Approval expiring: ${tool} requested by ${mrkdwn(str(d.requester))} expires ${mrkdwn(str(d.expires_at))} and is still unanswered`;
       case 'approval.resolved':
-        return `Approval ${escape(str(d.resolution))} by ${escape(str(d.resolver))}${
-          d.comment ? `: "${escape(str(d.comment))}"` : ''
+        return `Approval ${mrkdwn(str(d.resolution))} by ${mrkdwn(str(d.resolver))}${
+          d.comment ? `: "${mrkdwn(str(d.comment))}"` : ''
         }`;
       case 'verification.failed':
-        return `Verification failed for proposal ${escape(str(d.proposal_id))}: ${
+        return `Verification failed for proposal ${mrkdwn(str(d.proposal_id))}: ${
           Array.isArray(d.checks)
             ? d.checks
                 .filter((c) => (c as { status?: unknown }).status === 'fail')
-                .map((c) => escape(str((c as { name?: unknown }).name)))
+                .map((c) => mrkdwn(str((c as { name?: unknown }).name)))
                 .join(', ')
             : ''
         } did not hold`;
       case 'outcome.unknown':
-        return `Outcome unknown: ${tool} on ${escape(str(d.server_id))} (proposal ${escape(str(d.proposal_id))}) may or may not have acted; it is not retried automatically`;
+        return `Outcome unknown: ${tool} on ${mrkdwn(str(d.server_id))} (proposal ${mrkdwn(str(d.proposal_id))}) may or may not have acted; it is not retried automatically`;
       case 'integrity.alarm':
-        return `:rotating_light: Integrity alarm ${escape(str(d.code))} on log ${escape(notice.log)}: ${escape(str(d.message))}`;
+        return `:rotating_light: Integrity alarm ${mrkdwn(str(d.code))} on log ${mrkdwn(notice.log)}: ${mrkdwn(str(d.message))}`;
     }
   })();
-  return `${summary} (log ${escape(notice.log)}${notice.seq === null ? '' : `, seq ${notice.seq}`})${
+  return `${summary} (log ${mrkdwn(notice.log)}${notice.seq === null ? '' : `, seq ${notice.seq}`})${
     notice.link ? ` <${notice.link}|open>` : ''
   }`;
 }
