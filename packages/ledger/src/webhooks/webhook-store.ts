@@ -1,4 +1,4 @@
-import type { WebhookEvent } from '@vouch/records';
+import type { WebhookDelivery, WebhookEvent } from '@vouch/records';
 import { type SQL, sql } from 'drizzle-orm';
 import type { Database, Db } from '../database';
 import { listLogs } from '../log-exists';
@@ -60,30 +60,10 @@ export interface WebhookAttemptResult {
 }
 
 /** Where a delivery stands, derived from its last attempt. */
-export type WebhookDeliveryStatus = 'pending' | 'sending' | 'retrying' | 'delivered' | 'failed' | 'cancelled';
+export type WebhookDeliveryStatus = WebhookDelivery['status'];
 
 /** A delivery with every attempt, for the delivery log (no body: it may carry record content). */
-export interface WebhookDeliveryView {
-  id: string;
-  target: string;
-  event: WebhookEvent;
-  log: string;
-  seq: number | null;
-  subject: string;
-  status: WebhookDeliveryStatus;
-  created_at: string;
-  due_at: string;
-  attempts: Array<{
-    attempt: number;
-    claimed_at: string;
-    finished_at: string | null;
-    outcome: WebhookAttemptOutcome | null;
-    status_code: number | null;
-    error_code: string | null;
-    duration_ms: number | null;
-    next_attempt_at: string | null;
-  }>;
-}
+export type WebhookDeliveryView = WebhookDelivery;
 
 /** Filters of {@link WebhookStore.listDeliveries}. */
 export interface ListWebhookDeliveriesOptions {
@@ -326,17 +306,7 @@ export function createWebhookStore(database: Database): WebhookStore {
       const attempts =
         ids.length === 0
           ? []
-          : await rows<{
-              delivery_id: string;
-              attempt: number;
-              claimed_at: string;
-              finished_at: string | null;
-              outcome: WebhookAttemptOutcome | null;
-              status_code: number | null;
-              error_code: string | null;
-              duration_ms: number | null;
-              next_attempt_at: string | null;
-            }>(sql`
+          : await rows<WebhookDelivery['attempts'][number] & { delivery_id: string }>(sql`
               select a.delivery_id, a.attempt, a.claimed_at, r.finished_at, r.outcome, r.status_code,
                      r.error_code, r.duration_ms, r.next_attempt_at
               from webhook_attempts a
