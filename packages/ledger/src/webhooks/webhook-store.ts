@@ -33,14 +33,7 @@ export interface NewWebhookDelivery {
 }
 
 /** A delivery whose next attempt this process has claimed. */
-export interface ClaimedWebhookDelivery {
-  id: string;
-  target: string;
-  event: WebhookEvent;
-  log: string;
-  seq: number | null;
-  subject: string;
-  body: string;
+export interface ClaimedWebhookDelivery extends Omit<NewWebhookDelivery, 'dueAt'> {
   /** The attempt this process claimed (1 for the first). */
   attempt: number;
 }
