@@ -19,6 +19,7 @@ import { registerObservationRoutes } from './routes/observations';
 import { registerProposalRoutes } from './routes/proposals';
 import { registerToolRoutes } from './routes/tools';
 import { registerTransparencyRoutes } from './routes/transparency';
+import { registerWebhookRoutes } from './routes/webhooks';
 import { emptyVerificationHost, type VerificationHost } from './verification';
 
 /** Everything the HTTP app needs, injected so tests can run it with `app.request()` and no socket. */
@@ -110,6 +111,7 @@ export function createApp(options: AppOptions): VouchApp {
     ...(options.checkpointKeys ? { checkpointKeys: options.checkpointKeys } : {}),
   });
   registerTransparencyRoutes(app, { ledger: options.ledger });
+  registerWebhookRoutes(app, { database: options.ledger.database });
 
   app.notFound((c) =>
     errorResponse(c, {

@@ -4,6 +4,7 @@ import { redactUrl } from '@vouch/ledger';
 import { MIN_SUPPLIED_KEY_LENGTH } from './auth/api-key';
 import { ConfigError } from './config-error';
 import { type TransparencyConfig, transparencyConfig } from './transparency/config';
+import { type WebhookConfig, webhookConfig } from './webhooks/webhook-config';
 
 export { ConfigError };
 
@@ -80,6 +81,8 @@ export interface ServeConfig {
   migrate?: boolean;
   /** Signed checkpoints: VOUCH_LOG_SIGNING_KEY, VOUCH_LOG_ORIGIN, VOUCH_CHECKPOINT_INTERVAL_MS (docs/transparency.md). */
   transparency?: TransparencyConfig;
+  /** Outbound webhooks: the `webhooks` section of the JSON configuration file (docs/webhooks.md). */
+  webhooks?: WebhookConfig;
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -94,6 +97,8 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
 
 /** Read `PORT` (default 8787; 0 picks a free port), `HOST` (default 127.0.0.1) and the rest. */
 export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
+  const configFile = verifierConfigPath(env, cwd);
+  const webhooks = webhookConfig(env, configFile);
   return {
     database: databaseTarget(env, cwd),
     port: integer(env, 'PORT', 8787, 0, 65_535),
@@ -105,8 +110,9 @@ export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
     unknownOutcomeSettleSeconds: integer(env, 'VOUCH_UNKNOWN_OUTCOME_SETTLE_SECONDS', 900, 0, 30 * 86_400),
     executionClaimSeconds: integer(env, 'VOUCH_EXECUTION_CLAIM_SECONDS', 600, 1, 86_400),
     claimSweepIntervalMs: integer(env, 'VOUCH_CLAIM_SWEEP_INTERVAL_MS', 5_000, 0, 3_600_000),
-    verifierConfig: verifierConfigPath(env, cwd),
+    verifierConfig: configFile,
     transparency: transparencyConfig(env),
+    ...(webhooks ? { webhooks } : {}),
     ...(flag(env, 'VOUCH_ALLOW_OWNER_ROLE')
       ? { allowOwnerRole: true, allowOwnerRoleBy: 'VOUCH_ALLOW_OWNER_ROLE' as const }
       : { allowOwnerRole: false }),

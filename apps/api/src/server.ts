@@ -12,6 +12,7 @@ import { checkpointKeysFor } from './transparency/checkpoint-keys';
 import { transparencyConfig } from './transparency/config';
 import { startCheckpoints } from './transparency/start-checkpoints';
 import { emptyVerificationHost, loadVerificationHost, type VerificationHost } from './verification';
+import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/webhook-dispatcher';
 
 /** A running `vouch serve`. */
 export interface RunningServer {
@@ -55,6 +56,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   let listening: ServerType | undefined;
   let checkpointer: { close(): Promise<void> } | undefined;
   let keyStore: { close(): Promise<void> } | undefined;
+  let webhooks: WebhookDispatcher | undefined;
   try {
     await prepareDatabase(database, config, logger);
     verification = config.verifierConfig
@@ -66,10 +68,16 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         verifiers: verification.registry.entries.map((e) => e.name),
       });
     }
+    webhooks = config.webhooks
+      ? createWebhookDispatcher({ database, config: config.webhooks, logger })
+      : undefined;
+    const dispatcher = webhooks;
+    await dispatcher?.prepare();
     // One alarm per process: the ledger, the checkpointer and whatever else checks rows
     // against the chain raise it; /readyz reports it; this line is what an operator greps for.
     const integrityAlarm = createIntegrityAlarm({
-      onRaise: (alarm) =>
+      onRaise: (alarm) => {
+        dispatcher?.notifyAlarm(alarm);
         logger.error('integrity alarm', {
           code: 'INTEGRITY_ALARM',
           alarm: alarm.code,
@@ -77,7 +85,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           ...(alarm.seq === undefined ? {} : { seq: alarm.seq }),
           ...(alarm.table === undefined ? {} : { table: alarm.table }),
           reason: alarm.message,
-        }),
+        });
+      },
     });
     const checkpoints = startCheckpoints({
       database,
@@ -129,6 +138,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     const url = `http://${host}:${address.port}`;
     logger.info('listening', { url, database: database.kind, location: describeTarget(config.database) });
+    webhooks?.start(url);
 
     // A gateway that stopped between authorize and observe leaves a claim: recorded `unknown` once it lapses.
     const sweeper = startClaimSweeper({ records, intervalMs: config.claimSweepIntervalMs, logger });
@@ -153,6 +163,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           if ('closeIdleConnections' in server) server.closeIdleConnections();
         });
         await sweeper.close();
+        await dispatcher?.close();
         await openLedger.close();
         await openVerification.close?.();
         await checkpoints.close();
@@ -170,6 +181,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       if ('closeAllConnections' in open) open.closeAllConnections();
       await closed;
     }
+    await webhooks?.close().catch(() => {});
     await ledger?.close().catch(() => {});
     await verification?.close?.().catch(() => {});
     await checkpointer?.close().catch(() => {});

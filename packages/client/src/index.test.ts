@@ -8,14 +8,18 @@ describe('@vouch/client', () => {
     it('exports exactly these values', () => {
       expect(Object.keys(client).sort()).toEqual([
         'CLIENT_ERROR_CODES',
+        'DEFAULT_WEBHOOK_TOLERANCE_SECONDS',
         'SERVER_ERROR_CODES',
         'VouchClientError',
+        'WEBHOOK_SIGNATURE_HEADER',
         'createVouchClient',
         'deriveIdempotencyKey',
         'isServerErrorCode',
         'isVouchClientError',
         'payloadHashOf',
         'proposalPayloadOf',
+        'signWebhook',
+        'verifyWebhookSignature',
       ]);
     });
   });

@@ -54,3 +54,11 @@ export type {
 export type { HttpOptions, RetryOptions, RetryPolicy } from './http';
 /** Payload hashing and deterministic idempotency keys, computed like the server computes them. */
 export { deriveIdempotencyKey, payloadHashOf, proposalPayloadOf } from './idempotency-key';
+/** Webhooks: check a delivery's `Vouch-Signature` (and the server's signer, so both agree). */
+export type { WebhookSignatureCheck, WebhookSignatureFailure } from './webhook-signature';
+export {
+  DEFAULT_WEBHOOK_TOLERANCE_SECONDS,
+  signWebhook,
+  verifyWebhookSignature,
+  WEBHOOK_SIGNATURE_HEADER,
+} from './webhook-signature';

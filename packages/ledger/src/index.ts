@@ -148,3 +148,16 @@ export {
 export type { LogVerificationReport, TableCheck, VerifyChainOptions } from './verify-chain';
 export { verifyChain } from './verify-chain';
 export type { CheckpointKeys } from './verify-checkpoints';
+// Outbound webhooks: the dispatcher's cursors, deliveries and attempts (operational data, not the chain).
+export type {
+  ClaimedWebhookDelivery,
+  ListWebhookDeliveriesOptions,
+  NewWebhookDelivery,
+  WebhookAttemptOutcome,
+  WebhookAttemptResult,
+  WebhookDeliveryStatus,
+  WebhookDeliveryView,
+  WebhookSourceEvent,
+  WebhookStore,
+} from './webhooks/webhook-store';
+export { createWebhookStore } from './webhooks/webhook-store';

@@ -15,3 +15,4 @@ export * from './records';
 export * from './transparency';
 export * from './verification-status';
 export * from './views';
+export * from './webhooks';

@@ -13,7 +13,9 @@ describe('@vouch/verifiers', () => {
         'defineVerifierConfig',
         'fileVerifier',
         'httpJsonVerifier',
+        'isAllowListEntry',
         'loadVerifierConfig',
+        'resolvePinnedAddress',
         'sqlVerifier',
       ]);
     });

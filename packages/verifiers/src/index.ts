@@ -10,9 +10,9 @@ export type { HttpJsonOptions } from './http-json/http-json-options';
 export { httpJsonVerifier } from './http-json/http-json-verifier';
 /** The SSRF policy and the guarded fetch every HTTP verifier should be granted. */
 export type { AddressPolicy, AddressVerdict } from './net/address-policy';
-export { checkAddress } from './net/address-policy';
+export { checkAddress, isAllowListEntry } from './net/address-policy';
 export type { GuardedFetchOptions, ResolveHost } from './net/guarded-fetch';
-export { createGuardedFetch } from './net/guarded-fetch';
+export { createGuardedFetch, resolvePinnedAddress } from './net/guarded-fetch';
 /** A read-only Postgres grant for `sql` (and any verifier that reads a database). */
 export type { PostgresSqlGrant, PostgresSqlGrantOptions } from './sql/postgres-sql-grant';
 export { createPostgresSqlGrant } from './sql/postgres-sql-grant';

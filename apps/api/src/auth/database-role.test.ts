@@ -1,5 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { type Database, grantRuntimeRole, migrate, openDatabase, roleStatus } from '@vouch/ledger';
+import {
+  createWebhookStore,
+  type Database,
+  grantRuntimeRole,
+  migrate,
+  openDatabase,
+  roleStatus,
+} from '@vouch/ledger';
 import { createTestDatabase } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
@@ -187,6 +194,42 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
       const revoked = await call('POST', `/v1/keys/${await keyIdOf('user:audrey')}/revoke`, admin);
       expect(revoked.status).toBe(200);
       expect((await h.call('GET', '/v1/logs/system/verify', { key: auditor })).status).toBe(401);
+    });
+
+    it('runs the webhook dispatcher’s store with SELECT and INSERT alone (its tables are append-only too)', async () => {
+      const store = createWebhookStore(h.database);
+      const now = new Date().toISOString();
+      await store.start(now);
+      // The first start reads every existing log from its head: nothing to notify yet.
+      expect(await store.readAfterCursors({ kinds: ['approval_request'], limit: 10 })).toEqual([]);
+      await store.advance({
+        log: 'default',
+        throughSeq: 1,
+        now,
+        deliveries: [
+          {
+            id: 'whd_role',
+            target: 'ops',
+            event: 'approval.requested',
+            log: 'default',
+            seq: 1,
+            subject: 's',
+            body: '{}',
+            dueAt: now,
+          },
+        ],
+      });
+      const [claimed] = await store.claimDue({ now, leaseUntil: now, limit: 10 });
+      expect(claimed).toMatchObject({ id: 'whd_role', attempt: 1 });
+      await store.finish('whd_role', 1, {
+        outcome: 'delivered',
+        statusCode: 204,
+        errorCode: null,
+        durationMs: 1,
+        finishedAt: now,
+        nextAttemptAt: null,
+      });
+      expect((await store.listDeliveries({ logs: null, limit: 10 })).deliveries[0]?.status).toBe('delivered');
     });
 
     const keyIdOf = async (identity: string) => {

@@ -154,6 +154,14 @@ export const keysCommand = defineGroup({
   commands: [createCommand, listCommand, revokeCommand, keysLogPublicCommand, keysLogNewCommand],
 });
 
+/** Run `use` on the database the environment names (migrated), and close it. */
+export async function withDatabase(
+  io: CliIo,
+  use: (database: Store['database']) => Promise<number>,
+): Promise<number> {
+  return withStore(io, (store) => use(store.database));
+}
+
 /** Open the database (refused without a schema), run `use`, close. */
 export async function withStore(io: CliIo, use: (store: Store) => Promise<number>): Promise<number> {
   const store = await openStore(io);

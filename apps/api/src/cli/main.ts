@@ -32,6 +32,11 @@ export const vouchCommand = defineGroup({
       load: async () => (await import('./sweep')).sweepCommand,
     },
     {
+      name: 'vouch webhooks',
+      summary: 'the webhook delivery log',
+      load: async () => (await import('./webhooks')).webhooksCommand,
+    },
+    {
       name: 'vouch export',
       summary: 'write a self-contained, signed audit bundle of a log',
       load: async () => (await import('./export')).exportCommand,

@@ -29,6 +29,7 @@ const EXPECTED: Record<string, readonly Role[]> = {
   'GET /v1/logs/{log}/checkpoints/{tree_size}': ['auditor'],
   'GET /v1/logs/{log}/proofs/inclusion': ['auditor'],
   'GET /v1/logs/{log}/proofs/consistency': ['auditor'],
+  'GET /v1/webhooks/deliveries': ['admin', 'auditor'],
 };
 
 let h: Harness;

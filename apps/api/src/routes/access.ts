@@ -19,6 +19,8 @@ export const ACCESS = {
   observe: ['gateway'],
   runVerifiers: ['verifier', 'gateway'],
   postVerification: ['verifier'],
+  // Operators (admin) run the targets; auditors read what was notified. Neither sees a secret.
+  listWebhookDeliveries: ['admin', 'auditor'],
 } as const satisfies Record<string, readonly Role[]>;
 
 /** "Roles: a, b." for an OpenAPI description. */

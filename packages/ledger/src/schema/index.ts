@@ -11,3 +11,4 @@ export {
   tools,
   verifications,
 } from './records';
+export { webhookAttemptResults, webhookAttempts, webhookCursors, webhookDeliveries } from './webhooks';

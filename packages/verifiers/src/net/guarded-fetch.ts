@@ -92,20 +92,44 @@ interface RequestInput {
   options: GuardedFetchOptions;
 }
 
-async function requestOnce(url: URL, input: RequestInput): Promise<Response> {
+/**
+ * The address a request to `url` may connect to under the policy, checked as
+ * {@link createGuardedFetch} checks it (scheme, no credentials in the URL, every address the
+ * host resolves to), with a `lookup` that pins the connection to it. For senders that are not
+ * verifiers (webhooks POST): the same SSRF policy, one implementation. Throws
+ * `SOURCE_FORBIDDEN` for an address the policy refuses, `SOURCE_UNAVAILABLE` when the host
+ * does not resolve.
+ */
+export async function resolvePinnedAddress(
+  url: URL,
+  options: AddressPolicy & { resolveHost?: ResolveHost; signal?: AbortSignal },
+): Promise<{ address: string; lookup: LookupFunction }> {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw sourceForbidden(`scheme ${url.protocol} is not allowed`, { evidence: { scheme: url.protocol } });
   }
   if (url.username !== '' || url.password !== '') {
     throw sourceForbidden('URLs with credentials are not allowed; configure a header instead');
   }
-  const address = await pickAddress(url.hostname.replace(/^\[|\]$/g, ''), input);
+  const address = await pickAddress(url.hostname.replace(/^\[|\]$/g, ''), {
+    resolveHost: options.resolveHost ?? systemResolve,
+    options,
+    signal: options.signal,
+  });
   // Connect only to the address that was checked, whatever DNS says now.
-  const pinned: LookupFunction = (_hostname, lookupOptions, callback) => {
+  const lookup: LookupFunction = (_hostname, lookupOptions, callback) => {
     const family = isIP(address);
     if (lookupOptions.all) callback(null, [{ address, family }]);
     else callback(null, address, family);
   };
+  return { address, lookup };
+}
+
+async function requestOnce(url: URL, input: RequestInput): Promise<Response> {
+  const { lookup: pinned } = await resolvePinnedAddress(url, {
+    ...input.options,
+    resolveHost: input.resolveHost,
+    ...(input.signal ? { signal: input.signal } : {}),
+  });
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise<Response>((resolve, reject) => {
     const request = transport.request(url, {
@@ -153,7 +177,10 @@ async function requestOnce(url: URL, input: RequestInput): Promise<Response> {
   });
 }
 
-async function pickAddress(hostname: string, input: RequestInput): Promise<string> {
+async function pickAddress(
+  hostname: string,
+  input: Pick<RequestInput, 'resolveHost' | 'signal'> & { options: AddressPolicy },
+): Promise<string> {
   const policy = input.options;
   const hostAllowed = isAllowedHostname(hostname, policy);
   let addresses: readonly string[];

@@ -1,0 +1,317 @@
+import { createHash } from 'node:crypto';
+import {
+  type ClaimedWebhookDelivery,
+  createWebhookStore,
+  type Database,
+  type NewWebhookDelivery,
+  type RaisedIntegrityAlarm,
+  type WebhookAttemptResult,
+  type WebhookSourceEvent,
+} from '@vouch/ledger';
+import type { ResolveHost } from '@vouch/verifiers';
+import { type Logger, summarizeError } from '../logger';
+import { sendWebhook, type WebhookSendResult } from './send-webhook';
+import { type WebhookNotice, webhookBody } from './webhook-body';
+import type { WebhookConfig, WebhookTarget } from './webhook-config';
+import type { WebhookEvent } from './webhook-events';
+
+/** The ledger event kinds notifications are derived from. */
+const SOURCE_KINDS = ['approval_request', 'approval_resolution', 'verification', 'observation'];
+/** Events read per log per pass, and deliveries claimed per pass. */
+const READ_LIMIT = 500;
+const CLAIM_LIMIT = 20;
+/** A claim outlives its attempt by this much before another process may take the delivery over. */
+const LEASE_MARGIN_MS = 30_000;
+
+/** The running dispatcher of `vouch serve`. */
+export interface WebhookDispatcher {
+  /**
+   * Mark where reading begins, the first time webhooks run on this database (every log that
+   * exists is read from its head: history is not replayed). Before the server takes requests,
+   * so no event of a log created meanwhile can be skipped.
+   */
+  prepare(): Promise<void>;
+  /** Begin polling; `baseUrl` is this server's address, for links when `publicUrl` is not set. */
+  start(baseUrl: string): void;
+  /** Write an integrity alarm as deliveries (it has no ledger event to be derived from). */
+  notifyAlarm(alarm: RaisedIntegrityAlarm): void;
+  /** One pass now: derive, then send what is due. For tests; the poll calls the same. */
+  runOnce(): Promise<void>;
+  /** Stop polling and wait for the pass in flight. */
+  close(): Promise<void>;
+}
+
+export interface WebhookDispatcherOptions {
+  database: Database;
+  config: WebhookConfig;
+  logger: Logger;
+  /** Milliseconds since the epoch; injected by tests. */
+  now?: () => number;
+  /** A number in [0, 1) for jitter; injected by tests. */
+  random?: () => number;
+  resolveHost?: ResolveHost;
+}
+
+/** `whd_` and 32 hex digits of SHA-256 over what makes the delivery unique: every process derives the same id. */
+function deliveryId(...parts: Array<string | number | null>): string {
+  return `whd_${createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 32)}`;
+}
+
+/**
+ * The delay before attempt `attempt + 1`: `retryBaseMs · 2^(attempt-1)`, capped at
+ * `retryMaxMs`, then "equal jitter" (half fixed, half random) so receivers that came back
+ * are not hit by every delivery at once.
+ */
+export function retryDelayMs(
+  config: Pick<WebhookConfig, 'retryBaseMs' | 'retryMaxMs'>,
+  attempt: number,
+  random: number,
+): number {
+  const capped = Math.min(config.retryMaxMs, config.retryBaseMs * 2 ** (attempt - 1));
+  return Math.round(capped / 2 + (capped / 2) * random);
+}
+
+/**
+ * Outbound webhooks. Each pass reads every log's events after the stored cursor, writes the
+ * deliveries they call for and moves the cursor in one transaction (so nothing is missed
+ * across restarts), then claims the deliveries that are due (the claim is a row: one process
+ * per attempt) and sends them, retrying with backoff up to `maxAttempts`.
+ */
+export function createWebhookDispatcher(options: WebhookDispatcherOptions): WebhookDispatcher {
+  const { config, logger } = options;
+  const store = createWebhookStore(options.database);
+  const now = options.now ?? Date.now;
+  const random = options.random ?? Math.random;
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const targets = new Map(config.targets.map((t) => [t.name, t]));
+  let baseUrl: string | undefined = config.publicUrl;
+  let timer: NodeJS.Timeout | undefined;
+  let pass: Promise<void> | undefined;
+  let closed = false;
+
+  const link = (path: string) => (baseUrl === undefined ? null : `${baseUrl}${path}`);
+
+  const deliveriesFor = (notice: Omit<WebhookNotice, 'id'>, dueAt: string): NewWebhookDelivery[] =>
+    config.targets
+      .filter((target) => target.events.has(notice.event))
+      .map((target) => {
+        const id = deliveryId(
+          target.name,
+          notice.log,
+          notice.seq,
+          notice.event,
+          notice.subject,
+          notice.occurredAt,
+        );
+        return {
+          id,
+          target: target.name,
+          event: notice.event,
+          log: notice.log,
+          seq: notice.seq,
+          subject: notice.subject,
+          body: webhookBody({ ...notice, id }, target.format),
+          dueAt,
+        };
+      });
+
+  const derive = (event: WebhookSourceEvent): NewWebhookDelivery[] => {
+    if (event.payload === null) return [];
+    const data = JSON.parse(event.payload) as Record<string, unknown>;
+    const notice = (kind: WebhookEvent, subject: string, path: string) => ({
+      event: kind,
+      log: event.log,
+      seq: event.seq,
+      subject,
+      occurredAt: event.at,
+      link: link(path),
+      data,
+    });
+    const at = event.at;
+    switch (event.kind) {
+      case 'approval_request': {
+        const path = `/v1/approvals/${encodeURIComponent(event.entity)}`;
+        const expires = Date.parse(String(data.expires_at));
+        const remindAt = Math.max(expires - config.expiringLeadSeconds * 1000, Date.parse(at));
+        return [
+          ...deliveriesFor(notice('approval.requested', event.entity, path), at),
+          ...(Number.isFinite(expires)
+            ? deliveriesFor(notice('approval.expiring', event.entity, path), iso(remindAt))
+            : []),
+        ];
+      }
+      case 'approval_resolution': {
+        const request = String(data.request_id);
+        return deliveriesFor(
+          notice('approval.resolved', request, `/v1/approvals/${encodeURIComponent(request)}`),
+          at,
+        );
+      }
+      case 'verification':
+        return data.status === 'failed'
+          ? deliveriesFor(
+              notice(
+                'verification.failed',
+                event.entity,
+                `/v1/proposals/${encodeURIComponent(String(data.proposal_id))}`,
+              ),
+              at,
+            )
+          : [];
+      case 'observation':
+        return data.outcome === 'unknown'
+          ? deliveriesFor(
+              notice(
+                'outcome.unknown',
+                event.entity,
+                `/v1/proposals/${encodeURIComponent(String(data.proposal_id))}`,
+              ),
+              at,
+            )
+          : [];
+      default:
+        return [];
+    }
+  };
+
+  const deriveNew = async () => {
+    for (const events of await store.readAfterCursors({ kinds: SOURCE_KINDS, limit: READ_LIMIT })) {
+      await store.advance({
+        log: events[0]!.log,
+        throughSeq: events.at(-1)!.seq,
+        deliveries: events.flatMap(derive),
+        now: iso(now()),
+      });
+    }
+  };
+
+  /** A delivery that needs no request: its target is gone, or its reminder is moot. */
+  const mootReason = async (delivery: ClaimedWebhookDelivery): Promise<string | null> => {
+    if (!targets.has(delivery.target)) return 'TARGET_REMOVED';
+    if (delivery.event !== 'approval.expiring') return null;
+    if (await store.approvalAnswered(delivery.log, delivery.subject)) return 'APPROVAL_ANSWERED';
+    const expires = Date.parse(
+      String((JSON.parse(delivery.body) as { data?: { expires_at?: unknown } }).data?.expires_at),
+    );
+    return Number.isFinite(expires) && now() >= expires ? 'APPROVAL_EXPIRED' : null;
+  };
+
+  const attemptResult = (delivery: ClaimedWebhookDelivery, sent: WebhookSendResult): WebhookAttemptResult => {
+    const finishedAt = iso(now());
+    const base = {
+      statusCode: sent.statusCode,
+      errorCode: sent.errorCode,
+      durationMs: sent.durationMs,
+      finishedAt,
+    };
+    if (sent.delivered) return { ...base, outcome: 'delivered', nextAttemptAt: null };
+    // A refused address is the policy's answer, not a passing fault: retrying cannot change it.
+    if (sent.errorCode === 'TARGET_FORBIDDEN' || delivery.attempt >= config.maxAttempts) {
+      return { ...base, outcome: 'failed', nextAttemptAt: null };
+    }
+    return {
+      ...base,
+      outcome: 'retry',
+      nextAttemptAt: iso(now() + retryDelayMs(config, delivery.attempt, random())),
+    };
+  };
+
+  const deliver = async (delivery: ClaimedWebhookDelivery) => {
+    const fields = {
+      delivery: delivery.id,
+      target: delivery.target,
+      event: delivery.event,
+      attempt: delivery.attempt,
+    };
+    const moot = await mootReason(delivery);
+    if (moot !== null) {
+      await store.finish(delivery.id, delivery.attempt, {
+        outcome: 'cancelled',
+        statusCode: null,
+        errorCode: moot,
+        durationMs: 0,
+        finishedAt: iso(now()),
+        nextAttemptAt: null,
+      });
+      logger.info('webhook cancelled', { ...fields, code: moot });
+      return;
+    }
+    const target = targets.get(delivery.target) as WebhookTarget;
+    const sent = await sendWebhook({
+      target,
+      body: delivery.body,
+      deliveryId: delivery.id,
+      event: delivery.event,
+      timeoutMs: config.timeoutMs,
+      now,
+      ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
+    });
+    const result = attemptResult(delivery, sent);
+    await store.finish(delivery.id, delivery.attempt, result);
+    // The target's name only: its URL may itself be a secret (Slack's are).
+    const logged = {
+      ...fields,
+      outcome: result.outcome,
+      status: result.statusCode,
+      duration_ms: result.durationMs,
+      ...(result.errorCode ? { code: result.errorCode } : {}),
+      ...(result.nextAttemptAt ? { next_attempt_at: result.nextAttemptAt } : {}),
+    };
+    if (result.outcome === 'delivered') logger.info('webhook delivered', logged);
+    else if (result.outcome === 'retry') logger.warn('webhook attempt failed', logged);
+    else logger.error('webhook delivery failed', logged);
+  };
+
+  const runOnce = async () => {
+    await deriveNew();
+    const at = now();
+    const claimed = await store.claimDue({
+      now: iso(at),
+      leaseUntil: iso(at + config.timeoutMs + LEASE_MARGIN_MS),
+      limit: CLAIM_LIMIT,
+    });
+    await Promise.all(claimed.map(deliver));
+  };
+
+  const schedule = () => {
+    if (closed) return;
+    timer = setTimeout(() => {
+      pass = runOnce()
+        .catch((error) => logger.warn('webhook dispatch pass failed', { error: summarizeError(error) }))
+        .finally(schedule);
+    }, config.pollIntervalMs);
+  };
+
+  return {
+    prepare: () => store.start(iso(now())),
+    start(url) {
+      baseUrl ??= url;
+      logger.info('webhooks enabled', {
+        targets: config.targets.map((t) => ({ name: t.name, format: t.format, events: [...t.events] })),
+      });
+      schedule();
+    },
+    notifyAlarm(alarm) {
+      const notice = {
+        event: 'integrity.alarm' as const,
+        log: alarm.log,
+        seq: null,
+        subject: alarm.code,
+        occurredAt: alarm.raisedAt,
+        link: link('/readyz'),
+        data: { ...alarm },
+      };
+      store
+        .insert(deliveriesFor(notice, alarm.raisedAt), iso(now()))
+        .catch((error) =>
+          logger.error('integrity alarm not written as a webhook delivery', { error: summarizeError(error) }),
+        );
+    },
+    runOnce,
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      await pass;
+    },
+  };
+}

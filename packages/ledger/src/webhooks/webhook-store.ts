@@ -1,0 +1,328 @@
+import type { WebhookDelivery, WebhookEvent } from '@vouch/records';
+import { type SQL, sql } from 'drizzle-orm';
+import type { Database, Db } from '../database';
+import { listLogs } from '../log-exists';
+
+// The webhook dispatcher's tables (schema/webhooks.ts): operational data beside the ledger.
+// Everything here is an INSERT or a SELECT; a state change is a new row.
+
+/** The empty log id marks, in `webhook_cursors`, that the dispatcher has started once. */
+const STARTED = '';
+
+/** A ledger event the dispatcher reads: the payload only for the kinds it asked for. */
+export interface WebhookSourceEvent {
+  log: string;
+  seq: number;
+  kind: string;
+  entity: string;
+  at: string;
+  /** The canonical JSON payload, for an event of a kind asked for; null otherwise. */
+  payload: string | null;
+}
+
+/** A delivery to write: derived from an event (or an alarm), for one target. */
+export interface NewWebhookDelivery {
+  id: string;
+  target: string;
+  event: WebhookEvent;
+  log: string;
+  seq: number | null;
+  subject: string;
+  body: string;
+  dueAt: string;
+}
+
+/** A delivery whose next attempt this process has claimed. */
+export interface ClaimedWebhookDelivery extends Omit<NewWebhookDelivery, 'dueAt'> {
+  /** The attempt this process claimed (1 for the first). */
+  attempt: number;
+}
+
+/** How an attempt ended. */
+export type WebhookAttemptOutcome = 'delivered' | 'retry' | 'failed' | 'cancelled';
+
+/** What an attempt got, as logged. Never the secret, the signature or the response body. */
+export interface WebhookAttemptResult {
+  outcome: WebhookAttemptOutcome;
+  statusCode: number | null;
+  errorCode: string | null;
+  durationMs: number;
+  finishedAt: string;
+  /** Exactly when `outcome` is `retry`. */
+  nextAttemptAt: string | null;
+}
+
+/** Where a delivery stands, derived from its last attempt. */
+export type WebhookDeliveryStatus = WebhookDelivery['status'];
+
+/** A delivery with every attempt, for the delivery log (no body: it may carry record content). */
+export type WebhookDeliveryView = WebhookDelivery;
+
+/** Filters of {@link WebhookStore.listDeliveries}. */
+export interface ListWebhookDeliveriesOptions {
+  /** Only these logs (an API key limited to some logs); null for every log. */
+  logs: readonly string[] | null;
+  status?: WebhookDeliveryStatus;
+  target?: string;
+  event?: string;
+  /** The id of the last delivery of the previous page. */
+  after?: string;
+  limit: number;
+}
+
+/** The dispatcher's reads and writes. */
+export interface WebhookStore {
+  /**
+   * The first time the dispatcher ever runs on this database, start every existing log at its
+   * head (history is not replayed as notifications); later logs are read from their start.
+   */
+  start(now: string): Promise<void>;
+  /** For each log, up to `limit` events after its cursor (payloads for `kinds` only). */
+  readAfterCursors(options: { kinds: readonly string[]; limit: number }): Promise<WebhookSourceEvent[][]>;
+  /** Write the deliveries derived from a log's events and move its cursor, in one transaction. */
+  advance(options: {
+    log: string;
+    throughSeq: number;
+    deliveries: readonly NewWebhookDelivery[];
+    now: string;
+  }): Promise<void>;
+  /** Write deliveries with no ledger event behind them (an integrity alarm). */
+  insert(deliveries: readonly NewWebhookDelivery[], now: string): Promise<void>;
+  /**
+   * Claim the next attempt of up to `limit` deliveries that are due: never sent, due again
+   * after a retry, or claimed by a process whose lease ran out. Only the claims won are returned.
+   */
+  claimDue(options: { now: string; leaseUntil: string; limit: number }): Promise<ClaimedWebhookDelivery[]>;
+  /** Record how a claimed attempt ended. */
+  finish(deliveryId: string, attempt: number, result: WebhookAttemptResult): Promise<void>;
+  /** True once the approval request has an answer (its expiring reminder is then moot). */
+  approvalAnswered(log: string, requestId: string): Promise<boolean>;
+  /** The delivery log, oldest first. */
+  listDeliveries(
+    options: ListWebhookDeliveriesOptions,
+  ): Promise<{ deliveries: WebhookDeliveryView[]; next: string | null }>;
+}
+
+/**
+ * The webhook store over `database`.
+ *
+ * @example
+ * const store = createWebhookStore(database);
+ * const claimed = await store.claimDue({ now, leaseUntil, limit: 10 });
+ */
+export function createWebhookStore(database: Database): WebhookStore {
+  const rows = <T>(query: SQL, executor?: Db) => database.rows<T>(query, executor);
+
+  const insertDeliveries = async (deliveries: readonly NewWebhookDelivery[], now: string, executor?: Db) => {
+    if (deliveries.length === 0) return;
+    const values = sql.join(
+      deliveries.map(
+        (d) =>
+          sql`(${d.id}, ${d.target}, ${d.event}, ${d.log}, ${d.seq}, ${d.subject}, ${d.body}, ${now}, ${d.dueAt})`,
+      ),
+      sql`, `,
+    );
+    // The id is derived from target and source: a second process deriving the same delivery writes nothing.
+    await rows(
+      sql`insert into webhook_deliveries (id, target, event, log_id, seq, subject, body, created_at, due_at)
+          values ${values} on conflict (id) do nothing`,
+      executor,
+    );
+  };
+
+  return {
+    async start(now) {
+      await database.db.transaction(async (tx) => {
+        const [started] = await rows<{ found: boolean }>(
+          sql`select exists(select 1 from webhook_cursors where log_id = ${STARTED}) as found`,
+          tx,
+        );
+        if (started?.found) return;
+        for (const log of await listLogs(database, tx)) {
+          await rows(
+            sql`insert into webhook_cursors (log_id, seq, read_at)
+                select ${log}, coalesce(max(seq), 0), ${now} from audit_events where log_id = ${log}
+                on conflict do nothing`,
+            tx,
+          );
+        }
+        await rows(
+          sql`insert into webhook_cursors (log_id, seq, read_at) values (${STARTED}, 0, ${now}) on conflict do nothing`,
+          tx,
+        );
+      });
+    },
+
+    async readAfterCursors({ kinds, limit }) {
+      const kindList = sql`${sql.param([...kinds])}::text[]`;
+      const batches: WebhookSourceEvent[][] = [];
+      for (const log of await listLogs(database)) {
+        const events = await rows<{
+          seq: string | number;
+          kind: string;
+          entity_id: string;
+          recorded_at: string;
+          payload: string | null;
+        }>(sql`
+          select seq, kind, entity_id, recorded_at, case when kind = any(${kindList}) then payload end as payload
+          from audit_events
+          where log_id = ${log}
+            and seq > coalesce((select max(seq) from webhook_cursors where log_id = ${log}), 0)
+          order by seq limit ${limit}`);
+        if (events.length === 0) continue;
+        batches.push(
+          events.map((e) => ({
+            log,
+            seq: Number(e.seq),
+            kind: e.kind,
+            entity: e.entity_id,
+            at: e.recorded_at,
+            payload: e.payload,
+          })),
+        );
+      }
+      return batches;
+    },
+
+    async advance({ log, throughSeq, deliveries, now }) {
+      await database.db.transaction(async (tx) => {
+        await insertDeliveries(deliveries, now, tx);
+        await rows(
+          sql`insert into webhook_cursors (log_id, seq, read_at) values (${log}, ${throughSeq}, ${now}) on conflict do nothing`,
+          tx,
+        );
+      });
+    },
+
+    insert: (deliveries, now) => insertDeliveries(deliveries, now),
+
+    async claimDue({ now, leaseUntil, limit }) {
+      const due = await rows<
+        Omit<ClaimedWebhookDelivery, 'attempt' | 'seq'> & {
+          seq: string | number | null;
+          last: number;
+          log_id: string;
+        }
+      >(sql`
+        select d.id, d.target, d.event, d.log_id, d.seq, d.subject, d.body, coalesce(a.attempt, 0) as last
+        from webhook_deliveries d
+        left join lateral (
+          select attempt, lease_until from webhook_attempts x where x.delivery_id = d.id order by attempt desc limit 1
+        ) a on true
+        left join webhook_attempt_results r on r.delivery_id = d.id and r.attempt = a.attempt
+        where d.due_at <= ${now}
+          and (a.attempt is null
+               or (r.outcome = 'retry' and r.next_attempt_at <= ${now})
+               or (r.outcome is null and a.lease_until <= ${now}))
+        order by d.due_at, d.id
+        limit ${limit}`);
+      const claimed: ClaimedWebhookDelivery[] = [];
+      for (const d of due) {
+        const attempt = Number(d.last) + 1;
+        // The primary key is the claim: of two processes inserting attempt n, one wins.
+        const won = await rows<{ attempt: number }>(sql`
+          insert into webhook_attempts (delivery_id, attempt, claimed_at, lease_until)
+          values (${d.id}, ${attempt}, ${now}, ${leaseUntil})
+          on conflict do nothing returning attempt`);
+        if (won.length === 0) continue;
+        claimed.push({
+          id: d.id,
+          target: d.target,
+          event: d.event,
+          log: d.log_id,
+          seq: d.seq === null ? null : Number(d.seq),
+          subject: d.subject,
+          body: d.body,
+          attempt,
+        });
+      }
+      return claimed;
+    },
+
+    async finish(deliveryId, attempt, result) {
+      await rows(sql`
+        insert into webhook_attempt_results
+          (delivery_id, attempt, finished_at, outcome, status_code, error_code, duration_ms, next_attempt_at)
+        values (${deliveryId}, ${attempt}, ${result.finishedAt}, ${result.outcome}, ${result.statusCode},
+                ${result.errorCode}, ${Math.round(result.durationMs)}, ${result.nextAttemptAt})
+        on conflict do nothing`);
+    },
+
+    async approvalAnswered(log, requestId) {
+      const [row] = await rows<{ found: boolean }>(
+        sql`select exists(select 1 from approval_resolutions where log_id = ${log} and request_id = ${requestId}) as found`,
+      );
+      return row?.found === true;
+    },
+
+    async listDeliveries(options) {
+      const filters: SQL[] = [];
+      if (options.logs !== null) filters.push(sql`d.log_id = any(${sql.param([...options.logs])}::text[])`);
+      if (options.target !== undefined) filters.push(sql`d.target = ${options.target}`);
+      if (options.event !== undefined) filters.push(sql`d.event = ${options.event}`);
+      if (options.after !== undefined) {
+        filters.push(
+          sql`(d.created_at, d.id) > (select created_at, id from webhook_deliveries where id = ${options.after})`,
+        );
+      }
+      const where = filters.length === 0 ? sql`true` : sql.join(filters, sql` and `);
+      const status = options.status === undefined ? sql`true` : sql`status = ${options.status}`;
+      const found = await rows<{
+        id: string;
+        target: string;
+        event: WebhookEvent;
+        log_id: string;
+        seq: string | number | null;
+        subject: string;
+        created_at: string;
+        due_at: string;
+        status: WebhookDeliveryStatus;
+      }>(sql`
+        select * from (
+          select d.id, d.target, d.event, d.log_id, d.seq, d.subject, d.created_at, d.due_at,
+                 case when a.attempt is null then 'pending'
+                      when r.outcome is null then 'sending'
+                      when r.outcome = 'retry' then 'retrying'
+                      else r.outcome end as status
+          from webhook_deliveries d
+          left join lateral (
+            select attempt from webhook_attempts x where x.delivery_id = d.id order by attempt desc limit 1
+          ) a on true
+          left join webhook_attempt_results r on r.delivery_id = d.id and r.attempt = a.attempt
+          where ${where}
+        ) s
+        where ${status}
+        order by created_at, id
+        limit ${options.limit + 1}`);
+      const page = found.slice(0, options.limit);
+      const ids = page.map((d) => d.id);
+      const attempts =
+        ids.length === 0
+          ? []
+          : await rows<WebhookDelivery['attempts'][number] & { delivery_id: string }>(sql`
+              select a.delivery_id, a.attempt, a.claimed_at, r.finished_at, r.outcome, r.status_code,
+                     r.error_code, r.duration_ms, r.next_attempt_at
+              from webhook_attempts a
+              left join webhook_attempt_results r on r.delivery_id = a.delivery_id and r.attempt = a.attempt
+              where a.delivery_id = any(${sql.param(ids)}::text[])
+              order by a.delivery_id, a.attempt`);
+      return {
+        deliveries: page.map((d) => ({
+          id: d.id,
+          target: d.target,
+          event: d.event,
+          log: d.log_id,
+          seq: d.seq === null ? null : Number(d.seq),
+          subject: d.subject,
+          status: d.status,
+          created_at: d.created_at,
+          due_at: d.due_at,
+          attempts: attempts
+            .filter((a) => a.delivery_id === d.id)
+            .map(({ delivery_id: _, ...a }) => ({ ...a, attempt: Number(a.attempt) })),
+        })),
+        next: found.length > options.limit ? (page.at(-1)?.id ?? null) : null,
+      };
+    },
+  };
+}
