@@ -11,10 +11,12 @@ import { validationHook } from './http/validation-hook';
 import { type Limits, resolveLimits } from './limits';
 import { type Logger, silentLogger } from './logger';
 import { registerOpenApiRoutes } from './openapi/routes';
+import { type ApprovalEventsOptions, registerApprovalEventRoutes } from './routes/approval-events';
 import { registerApprovalRoutes } from './routes/approvals';
 import { registerAuditRoutes } from './routes/audit';
 import { databaseReadiness, type Readiness, registerHealthRoutes, withIntegrity } from './routes/health';
 import { registerKeyRoutes } from './routes/keys';
+import { registerLogRoutes } from './routes/logs';
 import { registerObservationRoutes } from './routes/observations';
 import { registerProposalRoutes } from './routes/proposals';
 import { registerToolRoutes } from './routes/tools';
@@ -43,6 +45,8 @@ export interface AppOptions {
   draining?: () => boolean;
   /** This server's log key(s) per log: chain verification then checks checkpoint signatures too. */
   checkpointKeys?: (log: string) => CheckpointKeys;
+  /** How `GET /v1/approvals/events` polls the log. */
+  approvalEvents?: ApprovalEventsOptions;
 }
 
 /** The hono app type, for composing and for `app.request()` in tests. */
@@ -103,6 +107,12 @@ export function createApp(options: AppOptions): VouchApp {
   registerKeyRoutes(app, { keys });
   registerToolRoutes(app, { records });
   registerProposalRoutes(app, { records, verification });
+  // Before the approval routes: `/v1/approvals/events` is not an approval id.
+  registerApprovalEventRoutes(app, {
+    ledger: options.ledger,
+    records,
+    ...(options.approvalEvents ? { options: options.approvalEvents } : {}),
+  });
   registerApprovalRoutes(app, { records });
   registerObservationRoutes(app, { records, verification });
   registerAuditRoutes(app, {
@@ -110,6 +120,7 @@ export function createApp(options: AppOptions): VouchApp {
     ...(options.checkpointKeys ? { checkpointKeys: options.checkpointKeys } : {}),
   });
   registerTransparencyRoutes(app, { ledger: options.ledger });
+  registerLogRoutes(app, { ledger: options.ledger });
 
   app.notFound((c) =>
     errorResponse(c, {
