@@ -7,6 +7,7 @@ import { errorResponse, handleError } from './error-response';
 import { ApiError } from './errors';
 import { accessLog } from './http/access-log';
 import type { AppEnv } from './http/app-env';
+import { registerConsoleAssets } from './http/console-assets';
 import { validationHook } from './http/validation-hook';
 import { type Limits, resolveLimits } from './limits';
 import { type Logger, silentLogger } from './logger';
@@ -17,6 +18,7 @@ import { registerAuditRoutes } from './routes/audit';
 import { databaseReadiness, type Readiness, registerHealthRoutes, withIntegrity } from './routes/health';
 import { registerKeyRoutes } from './routes/keys';
 import { registerLogRoutes } from './routes/logs';
+import { registerMeRoutes } from './routes/me';
 import { registerObservationRoutes } from './routes/observations';
 import { registerProposalRoutes } from './routes/proposals';
 import { registerToolRoutes } from './routes/tools';
@@ -45,6 +47,8 @@ export interface AppOptions {
   draining?: () => boolean;
   /** This server's log key(s) per log: chain verification then checks checkpoint signatures too. */
   checkpointKeys?: (log: string) => CheckpointKeys;
+  /** Serve the built web console from this directory at `/ui/` (none: no console). */
+  consoleDir?: string;
   /** How `GET /v1/approvals/events` polls the log. */
   approvalEvents?: ApprovalEventsOptions;
 }
@@ -103,8 +107,10 @@ export function createApp(options: AppOptions): VouchApp {
   app.use('/v1/*', authenticate(keys));
 
   registerHealthRoutes(app, { readiness });
+  if (options.consoleDir !== undefined) registerConsoleAssets(app, { dir: options.consoleDir });
   registerOpenApiRoutes(app, { version: options.version ?? '0.1.0' });
   registerKeyRoutes(app, { keys });
+  registerMeRoutes(app);
   registerToolRoutes(app, { records });
   registerProposalRoutes(app, { records, verification });
   // Before the approval routes: `/v1/approvals/events` is not an approval id.

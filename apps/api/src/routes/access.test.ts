@@ -8,6 +8,7 @@ const EXPECTED: Record<string, readonly Role[]> = {
   'POST /v1/keys': ['admin'],
   'GET /v1/keys': ['admin'],
   'POST /v1/keys/{id}/revoke': ['admin'],
+  'GET /v1/me': ['gateway', 'policy', 'approver', 'verifier', 'auditor', 'admin'],
   'POST /v1/tools': ['admin', 'gateway'],
   'GET /v1/tools': ['admin', 'gateway', 'auditor'],
   'POST /v1/proposals': ['gateway'],

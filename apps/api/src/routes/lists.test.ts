@@ -183,6 +183,17 @@ describe('GET /v1/approvals?status=pending', () => {
   });
 });
 
+describe('GET /v1/me', () => {
+  it('says who the key is and what it may do, without its secret', async () => {
+    const me = await get('/v1/me', k.sam);
+    expect(me).toMatchObject({
+      status: 200,
+      body: { identity: 'user:sam', roles: ['approver'], environments: ['staging'], logs: null },
+    });
+    expect(JSON.stringify(me.body)).not.toContain(k.sam);
+  });
+});
+
 describe('GET /v1/logs', () => {
   it('lists the logs the key may use', async () => {
     const all = await get('/v1/logs', k.auditor);
