@@ -66,7 +66,10 @@ module.exports = {
       comment:
         '@vouch/audit, @vouch/records, @vouch/client and the console run in browsers: no Node built-in outside a *-node.ts entry.',
       severity: 'error',
-      from: { path: '^(packages/(audit|records|client)|apps/console)/src/', pathNot: `(-node\\.ts$|${NOT_SHIPPED})` },
+      from: {
+        path: '^(packages/(audit|records|client)|apps/console)/src/',
+        pathNot: `(-node\\.ts$|${NOT_SHIPPED})`,
+      },
       to: { dependencyTypes: ['core'] },
     },
     {
