@@ -64,9 +64,12 @@ module.exports = {
     {
       name: 'browser-safe',
       comment:
-        '@vouch/audit, @vouch/records and @vouch/client run in browsers: no Node built-in outside a *-node.ts entry.',
+        '@vouch/audit, @vouch/records, @vouch/client and the console run in browsers: no Node built-in outside a *-node.ts entry.',
       severity: 'error',
-      from: { path: '^packages/(audit|records|client)/src/', pathNot: `(-node\\.ts$|${NOT_SHIPPED})` },
+      from: {
+        path: '^(packages/(audit|records|client)|apps/console)/src/',
+        pathNot: `(-node\\.ts$|${NOT_SHIPPED})`,
+      },
       to: { dependencyTypes: ['core'] },
     },
     {
@@ -94,7 +97,7 @@ module.exports = {
       conditionNames: ['@vouch/source', 'node', 'import', 'types', 'default'],
       exportsFields: ['exports'],
       mainFields: ['module', 'main', 'types'],
-      extensions: ['.ts', '.js', '.mjs', '.cjs', '.json'],
+      extensions: ['.ts', '.tsx', '.js', '.mjs', '.cjs', '.json'],
     },
     reporterOptions: { text: { highlightFocused: true } },
   },

@@ -7,14 +7,18 @@ import { errorResponse, handleError } from './error-response';
 import { ApiError } from './errors';
 import { accessLog } from './http/access-log';
 import type { AppEnv } from './http/app-env';
+import { registerConsoleAssets } from './http/console-assets';
 import { validationHook } from './http/validation-hook';
 import { type Limits, resolveLimits } from './limits';
 import { type Logger, silentLogger } from './logger';
 import { registerOpenApiRoutes } from './openapi/routes';
+import { type ApprovalEventsOptions, registerApprovalEventRoutes } from './routes/approval-events';
 import { registerApprovalRoutes } from './routes/approvals';
 import { registerAuditRoutes } from './routes/audit';
 import { databaseReadiness, type Readiness, registerHealthRoutes, withIntegrity } from './routes/health';
 import { registerKeyRoutes } from './routes/keys';
+import { registerLogRoutes } from './routes/logs';
+import { registerMeRoutes } from './routes/me';
 import { registerObservationRoutes } from './routes/observations';
 import { registerProposalRoutes } from './routes/proposals';
 import { registerToolRoutes } from './routes/tools';
@@ -44,6 +48,10 @@ export interface AppOptions {
   draining?: () => boolean;
   /** This server's log key(s) per log: chain verification then checks checkpoint signatures too. */
   checkpointKeys?: (log: string) => CheckpointKeys;
+  /** Serve the built web console from this directory at `/ui/` (none: no console). */
+  consoleDir?: string;
+  /** How `GET /v1/approvals/events` polls the log. */
+  approvalEvents?: ApprovalEventsOptions;
 }
 
 /** The hono app type, for composing and for `app.request()` in tests. */
@@ -100,10 +108,18 @@ export function createApp(options: AppOptions): VouchApp {
   app.use('/v1/*', authenticate(keys));
 
   registerHealthRoutes(app, { readiness });
+  if (options.consoleDir !== undefined) registerConsoleAssets(app, { dir: options.consoleDir });
   registerOpenApiRoutes(app, { version: options.version ?? '0.1.0' });
   registerKeyRoutes(app, { keys });
+  registerMeRoutes(app);
   registerToolRoutes(app, { records });
   registerProposalRoutes(app, { records, verification });
+  // Before the approval routes: `/v1/approvals/events` is not an approval id.
+  registerApprovalEventRoutes(app, {
+    ledger: options.ledger,
+    records,
+    ...(options.approvalEvents ? { options: options.approvalEvents } : {}),
+  });
   registerApprovalRoutes(app, { records });
   registerObservationRoutes(app, { records, verification });
   registerAuditRoutes(app, {
@@ -112,6 +128,7 @@ export function createApp(options: AppOptions): VouchApp {
   });
   registerTransparencyRoutes(app, { ledger: options.ledger });
   registerWebhookRoutes(app, { database: options.ledger.database });
+  registerLogRoutes(app, { ledger: options.ledger });
 
   app.notFound((c) =>
     errorResponse(c, {

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { redactUrl } from '@vouch/ledger';
 import { MIN_SUPPLIED_KEY_LENGTH } from './auth/api-key';
 import { ConfigError } from './config-error';
+import { DEFAULT_CONSOLE_DIR } from './http/console-assets';
 import { type TransparencyConfig, transparencyConfig } from './transparency/config';
 import { type WebhookConfig, webhookConfig } from './webhooks/webhook-config';
 
@@ -83,6 +84,8 @@ export interface ServeConfig {
   transparency?: TransparencyConfig;
   /** Outbound webhooks: the `webhooks` section of the JSON configuration file (docs/webhooks.md). */
   webhooks?: WebhookConfig;
+  /** The built web console served at `/ui/` (`VOUCH_CONSOLE_DIR`, default apps/console/dist); `VOUCH_CONSOLE=0` turns it off. */
+  consoleDir?: string;
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -117,6 +120,13 @@ export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
       ? { allowOwnerRole: true, allowOwnerRoleBy: 'VOUCH_ALLOW_OWNER_ROLE' as const }
       : { allowOwnerRole: false }),
     migrate: flag(env, 'VOUCH_MIGRATE'),
+    ...(env.VOUCH_CONSOLE?.trim() === '0'
+      ? {}
+      : {
+          consoleDir: env.VOUCH_CONSOLE_DIR?.trim()
+            ? resolve(cwd, env.VOUCH_CONSOLE_DIR.trim())
+            : DEFAULT_CONSOLE_DIR,
+        }),
   };
 }
 

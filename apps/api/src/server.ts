@@ -113,6 +113,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       verification,
       ...(checkpoints.keys ? { checkpointKeys: checkpointKeysFor(checkpoints.keys) } : {}),
       ...(options.version ? { version: options.version } : {}),
+      ...(config.consoleDir ? { consoleDir: config.consoleDir } : {}),
     });
     const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host });
     listening = server;

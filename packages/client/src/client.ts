@@ -14,16 +14,21 @@ import type {
   DecideResponse,
   DenyBody,
   EventPage,
+  LogList,
   ObserveBody,
   ObserveResponse,
   PostVerificationBody,
+  ProposalPage,
   ProposalStory,
+  ProposalSummary,
   ProposeBody,
   ProposeResponse,
   RecordedVerification,
   RegisterToolBody,
   RegisterToolResponse,
   ToolRecord,
+  VerificationPage,
+  VerificationStatus,
 } from './api-types';
 import { VouchClientError } from './errors';
 import {
@@ -66,6 +71,8 @@ export interface VouchClient {
     create(body: ProposeBody, options?: CallOptions): Promise<ProposeResponse>;
     /** The whole story of one proposal. */
     get(id: string, options?: CallOptions): Promise<ProposalStory>;
+    /** Proposals in chain order, filtered (roles `approver`, `verifier`, `auditor`); pass `next` as `after`. */
+    list(query?: ProposalListQuery, options?: CallOptions): Promise<ProposalPage>;
     /** Record an external policy engine's decision (role `policy`). */
     decide(id: string, body: DecideBody, options?: CallOptions): Promise<DecideResponse>;
     /**
@@ -94,8 +101,15 @@ export interface VouchClient {
   verifications: {
     /** Post checks from an external verifier (role `verifier`); the status is derived by the server. */
     create(body: PostVerificationBody, options?: CallOptions): Promise<RecordedVerification>;
+    /** Verification records in chain order, e.g. `{ status: 'failed' }`; pass `next` as `after`. */
+    list(
+      query?: { status?: VerificationStatus; after?: number; limit?: number },
+      options?: CallOptions,
+    ): Promise<VerificationPage>;
   };
   audit: {
+    /** The logs this key may use. */
+    logs(options?: CallOptions): Promise<string[]>;
     events(
       log: string,
       query?: { after?: number; limit?: number },
@@ -120,6 +134,22 @@ export interface VouchClient {
     invoke: Invoke<T>,
     options?: ExecuteOptions<T>,
   ): Promise<ExecuteResult<T>>;
+}
+
+/** The filters of `proposals.list`; `outcome` and `stage` are derived, as in a story. */
+export interface ProposalListQuery {
+  outcome?: ProposalSummary['outcome'];
+  stage?: ProposalSummary['stage'];
+  tool?: string;
+  server?: string;
+  requester?: string;
+  environment?: string;
+  /** ISO 8601: proposed at or after. */
+  since?: string;
+  /** ISO 8601: proposed before. */
+  until?: string;
+  after?: number;
+  limit?: number;
 }
 
 const seg = encodeURIComponent;
@@ -168,6 +198,14 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
           path: `/v1/proposals/${seg(id)}/decision`,
           body,
           retry: 'never',
+          ...o,
+        }),
+      list: (query, o) =>
+        record<ProposalPage>({
+          method: 'GET',
+          path: '/v1/proposals',
+          query: { ...query },
+          retry: 'safe',
           ...o,
         }),
       authorize: (id, body, o) =>
@@ -229,8 +267,18 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
           retry: 'never',
           ...o,
         }),
+      list: (query, o) =>
+        record<VerificationPage>({
+          method: 'GET',
+          path: '/v1/verifications',
+          query: { status: query?.status, after: query?.after, limit: query?.limit },
+          retry: 'safe',
+          ...o,
+        }),
     },
     audit: {
+      logs: async (o) =>
+        (await http.json<LogList>({ method: 'GET', path: '/v1/logs', retry: 'safe', ...o })).logs,
       events: (log, query, o) =>
         http.json<EventPage>({
           method: 'GET',

@@ -148,3 +148,49 @@ export const proposalStorySchema = z.object({
   events: z.array(auditEventSchema),
 });
 export type ProposalStory = z.output<typeof proposalStorySchema>;
+
+/** The cursor of a keyset-paged list: the seq of the last item's event. */
+const nextCursorSchema = z
+  .number()
+  .int()
+  .nullable()
+  .meta({ description: 'Pass as `after` for the next page; null at the end' });
+
+/** A proposal in a list: the record, where it stands and what is known of its result. */
+export const proposalSummarySchema = z.object({
+  /** The seq of the proposal's event: the list's order. */
+  seq: z.number().int(),
+  proposal: proposalRecordSchema,
+  stage: z.enum(keysOf(PROPOSAL_STAGES)),
+  outcome: z.enum(keysOf(PROPOSAL_OUTCOMES)),
+  verification_status: verificationStatusSchema,
+});
+export type ProposalSummary = z.output<typeof proposalSummarySchema>;
+
+/** `GET /v1/proposals`. */
+export const proposalPageSchema = z.object({
+  proposals: z.array(proposalSummarySchema),
+  next: nextCursorSchema,
+});
+export type ProposalPage = z.output<typeof proposalPageSchema>;
+
+/** `GET /v1/verifications`. */
+export const verificationPageSchema = z.object({
+  verifications: z.array(z.object({ seq: z.number().int(), verification: verificationRecordSchema })),
+  next: nextCursorSchema,
+});
+export type VerificationPage = z.output<typeof verificationPageSchema>;
+
+/** `GET /v1/logs`: the logs this key may read. */
+export const logListSchema = z.object({ logs: z.array(z.string()) });
+export type LogList = z.output<typeof logListSchema>;
+
+/** One server-sent event of `GET /v1/approvals/events`: a request opened or answered. */
+export const approvalEventSchema = z.object({
+  /** The seq of the event that recorded it: pass the last one seen as `Last-Event-ID` to resume. */
+  seq: z.number().int(),
+  kind: z.enum(['approval_request', 'approval_resolution']),
+  request_id: z.string(),
+  log: z.string(),
+});
+export type ApprovalEvent = z.output<typeof approvalEventSchema>;

@@ -57,3 +57,10 @@ export function assertLog(principal: Principal, log: string): void {
 export function mayUseLog(principal: Principal, log: string): boolean {
   return principal.logs === null || principal.logs.includes(log);
 }
+
+/** True when the key may act in `environment` (for filtering lists instead of refusing them). */
+export function mayActIn(principal: Principal, environment: string | null): boolean {
+  return (
+    principal.environments === null || (environment !== null && principal.environments.includes(environment))
+  );
+}

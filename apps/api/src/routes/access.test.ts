@@ -8,19 +8,24 @@ const EXPECTED: Record<string, readonly Role[]> = {
   'POST /v1/keys': ['admin'],
   'GET /v1/keys': ['admin'],
   'POST /v1/keys/{id}/revoke': ['admin'],
+  'GET /v1/me': ['gateway', 'policy', 'approver', 'verifier', 'auditor', 'admin'],
   'POST /v1/tools': ['admin', 'gateway'],
   'GET /v1/tools': ['admin', 'gateway', 'auditor'],
   'POST /v1/proposals': ['gateway'],
+  'GET /v1/proposals': ['approver', 'verifier', 'auditor'],
   'GET /v1/proposals/{id}': ['gateway', 'policy', 'approver', 'verifier', 'auditor'],
   'POST /v1/proposals/{id}/decision': ['policy'],
   'POST /v1/proposals/{id}/authorize': ['gateway'],
   'GET /v1/approvals': ['approver', 'auditor'],
+  'GET /v1/approvals/events': ['approver', 'auditor'],
   'GET /v1/approvals/{id}': ['approver', 'auditor', 'gateway'],
   'POST /v1/approvals/{id}/approve': ['approver'],
   'POST /v1/approvals/{id}/deny': ['approver'],
   'POST /v1/observations': ['gateway'],
   'POST /v1/observations/{id}/verify': ['verifier', 'gateway'],
   'POST /v1/verifications': ['verifier'],
+  'GET /v1/verifications': ['approver', 'verifier', 'auditor'],
+  'GET /v1/logs': ['approver', 'verifier', 'auditor'],
   'GET /v1/logs/{log}/events': ['auditor'],
   'GET /v1/logs/{log}/head': ['auditor'],
   'GET /v1/logs/{log}/verify': ['auditor'],
@@ -67,7 +72,12 @@ async function callAs(route: string, role: Role) {
     key: keyOf[role],
     ...(method === 'POST' ? { body: {} } : {}),
   });
-  const body = (await response.json().catch(() => null)) as { error?: { code: string } } | null;
+  // An event stream does not end: its first bytes say the role check passed.
+  const streaming = response.headers.get('content-type')?.startsWith('text/event-stream');
+  if (streaming) await response.body?.cancel();
+  const body = streaming
+    ? null
+    : ((await response.json().catch(() => null)) as { error?: { code: string } } | null);
   return {
     status: response.status,
     code: body?.error?.code,

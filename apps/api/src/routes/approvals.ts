@@ -2,8 +2,7 @@ import { createRoute, type z } from '@hono/zod-openapi';
 import { canonicalJson } from '@vouch/audit';
 import { type ApprovalView, proposalPayloadOf, type Records } from '@vouch/ledger';
 import type { VouchApp } from '../app';
-import { assertEnvironment, requireRole } from '../auth/authorize';
-import type { Principal } from '../auth/principal';
+import { assertEnvironment, mayActIn, requireRole } from '../auth/authorize';
 import { jsonBody } from '../http/json-body';
 import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
 import {
@@ -89,12 +88,6 @@ function resolveRoute(kind: 'approve' | 'deny') {
 export function approvalView(view: ApprovalView) {
   const payload = proposalPayloadOf(view.proposal);
   return { ...view, payload, canonical_payload: canonicalJson(payload) };
-}
-
-function mayActIn(principal: Principal, environment: string | null): boolean {
-  return (
-    principal.environments === null || (environment !== null && principal.environments.includes(environment))
-  );
 }
 
 /** `/v1/approvals`: humans approve or deny the exact payload that will run. */

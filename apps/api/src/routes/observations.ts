@@ -1,7 +1,7 @@
 import { createRoute, type z } from '@hono/zod-openapi';
 import type { RecordedVerification, Records } from '@vouch/ledger';
 import type { VouchApp } from '../app';
-import { requireRole } from '../auth/authorize';
+import { mayActIn, requireRole } from '../auth/authorize';
 import { jsonBody } from '../http/json-body';
 import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
 import {
@@ -12,10 +12,12 @@ import {
   RecordedVerificationSchema,
   ReverificationInputSchema,
   VerificationInputSchema,
+  VerificationListQuerySchema,
+  VerificationPageSchema,
 } from '../schemas/records';
 import { assertMaySupersede, runPhase, type VerificationHost } from '../verification';
 import { ACCESS, rolesNote } from './access';
-import { logOf, rawBody, recordContext } from './record-context';
+import { definedOnly, logOf, rawBody, recordContext } from './record-context';
 
 const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
 
@@ -100,6 +102,24 @@ const postVerification = createRoute({
   },
 });
 
+const listVerifications = createRoute({
+  method: 'get',
+  path: '/v1/verifications',
+  tags: ['observations'],
+  summary: 'Verification records in chain order (e.g. `?status=failed`)',
+  description: `Each record with the status it was given when recorded; a later re-verification may supersede it (the story says which count). Keyset-paged by event seq. A key limited to environments sees only records of proposals in them. ${rolesNote(ACCESS.listVerifications)}`,
+  security: bearerSecurity,
+  middleware: [requireRole(...ACCESS.listVerifications)] as const,
+  request: { query: VerificationListQuerySchema },
+  responses: {
+    ...commonErrors,
+    200: {
+      description: 'One page; pass `next` as `after` for the next',
+      content: json(VerificationPageSchema),
+    },
+  },
+});
+
 /** `/v1/observations` and `/v1/verifications`: what happened, and whether it is true. */
 export function registerObservationRoutes(
   app: VouchApp,
@@ -137,6 +157,22 @@ export function registerObservationRoutes(
       { checksRunByServer: true },
     );
     return c.json(asResponse(recorded), 201);
+  });
+
+  app.openapi(listVerifications, async (c) => {
+    const log = logOf(c);
+    const { status, after, limit } = c.req.valid('query');
+    const page = await records.listVerifications(log, definedOnly({ status, after, limit }));
+    const principal = c.get('principal');
+    const visible = [];
+    for (const item of page.items) {
+      if (principal.environments !== null) {
+        const proposal = await records.getProposal(log, item.verification.proposal_id);
+        if (!mayActIn(principal, proposal.target.env)) continue;
+      }
+      visible.push(item);
+    }
+    return c.json({ verifications: visible, next: page.next }, 200);
   });
 
   app.openapi(postVerification, async (c) => {

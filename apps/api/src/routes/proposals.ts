@@ -1,7 +1,7 @@
 import { createRoute, type z } from '@hono/zod-openapi';
 import type { Records } from '@vouch/ledger';
 import type { VouchApp } from '../app';
-import { assertEnvironment, requireRole } from '../auth/authorize';
+import { assertEnvironment, mayActIn, requireRole } from '../auth/authorize';
 import { ApiError } from '../errors';
 import { jsonBody } from '../http/json-body';
 import { OUTCOME_VALUES_TEXT, PROPOSAL_LIFE_DIAGRAM, STAGE_VALUES_TEXT } from '../openapi/proposal-life';
@@ -14,12 +14,14 @@ import {
   LogQuerySchema,
   ProposalIdParamSchema,
   ProposalInputSchema,
+  ProposalListQuerySchema,
+  ProposalPageSchema,
   ProposalResultSchema,
   StorySchema,
 } from '../schemas/records';
 import { runPhase, type VerificationHost } from '../verification';
 import { ACCESS, rolesNote } from './access';
-import { logOf, rawBody, recordContext } from './record-context';
+import { definedOnly, logOf, rawBody, recordContext } from './record-context';
 
 const json = <T extends z.ZodType>(schema: T) => ({ 'application/json': { schema } });
 
@@ -42,6 +44,24 @@ const propose = createRoute({
       content: json(ProposalResultSchema),
     },
     409: errorResponseSpec('The idempotency key was used for another payload (`IDEMPOTENCY_CONFLICT`)'),
+  },
+});
+
+const listProposals = createRoute({
+  method: 'get',
+  path: '/v1/proposals',
+  tags: ['proposals'],
+  summary: 'Proposals in chain order, filtered (e.g. `?outcome=verification_failed`)',
+  description: `Filters combine: \`outcome\` and \`stage\` (derived, as in the story), \`tool\`, \`server\`, \`requester\`, \`environment\`, and \`since\`/\`until\` on the proposal time. Pages are keyset-paged by event seq, so a page never shifts. With \`outcome\` or \`stage\` one page reads at most \`limit × 10\` proposals, so it can hold fewer than \`limit\` and still have a \`next\`. A key limited to environments sees only proposals in them. ${rolesNote(ACCESS.listProposals)}`,
+  security: bearerSecurity,
+  middleware: [requireRole(...ACCESS.listProposals)] as const,
+  request: { query: ProposalListQuerySchema },
+  responses: {
+    ...commonErrors,
+    200: {
+      description: 'One page; pass `next` as `after` for the next',
+      content: json(ProposalPageSchema),
+    },
   },
 });
 
@@ -128,6 +148,29 @@ export function registerProposalRoutes(
     const result = await records.propose(recordContext(c, log), rawBody(c));
     const status = result.replayed ? 200 : result.decision === null ? 202 : 201;
     return c.json(result, status);
+  });
+
+  app.openapi(listProposals, async (c) => {
+    const log = logOf(c);
+    const query = c.req.valid('query');
+    const page = await records.listProposals(log, {
+      ...definedOnly({
+        outcome: query.outcome,
+        stage: query.stage,
+        tool_name: query.tool,
+        server_id: query.server,
+        requester: query.requester,
+        environment: query.environment,
+        after: query.after,
+        limit: query.limit,
+      }),
+      // Stored times are ISO 8601 UTC with milliseconds: compare like with like.
+      ...(query.since !== undefined ? { since: new Date(query.since).toISOString() } : {}),
+      ...(query.until !== undefined ? { until: new Date(query.until).toISOString() } : {}),
+    });
+    const principal = c.get('principal');
+    const proposals = page.items.filter((item) => mayActIn(principal, item.proposal.target.env));
+    return c.json({ proposals, next: page.next }, 200);
   });
 
   app.openapi(getProposal, async (c) => {

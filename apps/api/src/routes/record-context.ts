@@ -29,3 +29,12 @@ export function rawBody(c: Context<AppEnv>): Record<string, unknown> {
     ? (body as Record<string, unknown>)
     : {};
 }
+
+/** The entries of `values` that are not `undefined`, for options that must omit what is not given. */
+export function definedOnly<T extends Record<string, unknown>>(
+  values: T,
+): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>;
+  };
+}

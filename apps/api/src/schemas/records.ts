@@ -2,6 +2,7 @@ import { z } from '@hono/zod-openapi';
 import {
   APPROVAL_STATUSES,
   approvalDetailSchema,
+  approvalEventSchema,
   approvalPageSchema,
   approvalRequestRecordSchema,
   approvalResolutionRecordSchema,
@@ -16,10 +17,14 @@ import {
   effectiveVerificationSchema,
   executionClaimRecordSchema,
   hostCheckSchema,
+  logListSchema,
   observationInputSchema,
   observationRecordSchema,
   observationResultSchema,
+  PROPOSAL_OUTCOMES,
+  PROPOSAL_STAGES,
   proposalInputSchema,
+  proposalPageSchema,
   proposalRecordSchema,
   proposalResultSchema,
   proposalStorySchema,
@@ -31,7 +36,9 @@ import {
   toolRecordSchema,
   verificationCheckSchema,
   verificationInputSchema,
+  verificationPageSchema,
   verificationRecordSchema,
+  verificationStatusSchema,
 } from '@vouch/records';
 import type { Check } from '@vouch/verifier-sdk';
 import { LogIdSchema } from './common';
@@ -119,6 +126,71 @@ export const ApprovalListQuerySchema = LogQuerySchema.extend({
     .openapi({ param: { name: 'limit', in: 'query' } }),
 });
 
+const afterParam = z.coerce
+  .number()
+  .int()
+  .min(0)
+  .optional()
+  .openapi({ param: { name: 'after', in: 'query' }, description: 'The `next` of the previous page' });
+const limitParam = z.coerce
+  .number()
+  .int()
+  .min(1)
+  .max(500)
+  .optional()
+  .openapi({ param: { name: 'limit', in: 'query' }, description: 'Page size (default 50)' });
+const textFilter = (name: string, description: string) =>
+  z
+    .string()
+    .min(1)
+    .max(256)
+    .optional()
+    .openapi({ param: { name, in: 'query' }, description });
+const timeFilter = (name: string, description: string) =>
+  z.iso
+    .datetime({ offset: true })
+    .optional()
+    .openapi({ param: { name, in: 'query' }, description, example: '2026-12-01T00:00:00Z' });
+
+export const ProposalListQuerySchema = LogQuerySchema.extend({
+  outcome: z
+    .enum(Object.keys(PROPOSAL_OUTCOMES) as [keyof typeof PROPOSAL_OUTCOMES])
+    .optional()
+    .openapi({ param: { name: 'outcome', in: 'query' }, description: 'Derived outcome (see the story)' }),
+  stage: z
+    .enum(Object.keys(PROPOSAL_STAGES) as [keyof typeof PROPOSAL_STAGES])
+    .optional()
+    .openapi({ param: { name: 'stage', in: 'query' }, description: 'Derived stage (see the story)' }),
+  tool: textFilter('tool', 'Tool name'),
+  server: textFilter('server', 'Tool server id'),
+  requester: textFilter('requester', 'Identity that proposed, e.g. `agent:billing-bot`'),
+  environment: textFilter('environment', 'Target environment'),
+  since: timeFilter('since', 'Proposed at or after this time (ISO 8601)'),
+  until: timeFilter('until', 'Proposed before this time (ISO 8601)'),
+  after: afterParam,
+  limit: limitParam,
+});
+
+export const VerificationListQuerySchema = LogQuerySchema.extend({
+  status: verificationStatusSchema
+    .optional()
+    .openapi({ param: { name: 'status', in: 'query' }, description: 'The status the record was given' }),
+  after: afterParam,
+  limit: limitParam,
+});
+
+export const ApprovalEventsQuerySchema = LogQuerySchema.extend({
+  after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .openapi({
+      param: { name: 'after', in: 'query' },
+      description: 'Replay from after this seq (else `Last-Event-ID`, else from now)',
+    }),
+});
+
 function idParam(name: string, example: string) {
   return z.object({
     id: z
@@ -160,4 +232,8 @@ export const RecordedVerificationSchema = component(recordedVerificationSchema, 
 export const ProposalResultSchema = component(proposalResultSchema, 'ProposalResult');
 export const DecisionResultSchema = decisionResultSchema;
 export const StorySchema = component(proposalStorySchema, 'Story');
+export const ProposalPageSchema = component(proposalPageSchema, 'ProposalPage');
+export const VerificationPageSchema = component(verificationPageSchema, 'VerificationPage');
+export const LogListSchema = component(logListSchema, 'LogList');
+export const ApprovalEventSchema = component(approvalEventSchema, 'ApprovalEvent');
 export const AuthorizationSchema = component(authorizationSchema, 'Authorization');

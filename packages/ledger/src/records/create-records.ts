@@ -5,6 +5,13 @@ import { DEFAULT_MAX_INPUT_BYTES } from './inputs';
 import { decide, type ProposalResult, propose } from './proposals';
 import type { ApprovalStatus } from './queries';
 import type { RecordContext } from './record-context';
+import {
+  listProposals,
+  listVerifications,
+  type Page,
+  type ProposalListFilter,
+  type ProposalSummary,
+} from './record-lists';
 import { mustGetProposal, recordsRuntime } from './records-runtime';
 import { type ProposalStory, story } from './story';
 import { registerTool } from './tool-registry';
@@ -14,6 +21,7 @@ import type {
   ObservationRecord,
   ProposalRecord,
   ToolRecord,
+  VerificationRecord,
 } from './types';
 import {
   type RecordedVerification,
@@ -101,6 +109,16 @@ export interface Records {
   ): Promise<RecordedVerification>;
   /** The proposal, its decision, approval, observation, verifications, outcome and events. */
   story(log: string, proposalId: string): Promise<ProposalStory>;
+  /** Proposals in chain order, filtered by stored columns and by derived stage and outcome. */
+  listProposals(
+    log: string,
+    options?: ProposalListFilter & { after?: number; limit?: number },
+  ): Promise<Page<ProposalSummary>>;
+  /** Verification records in chain order, optionally of one recorded status. */
+  listVerifications(
+    log: string,
+    options?: { status?: VerificationRecord['status']; after?: number; limit?: number },
+  ): Promise<Page<{ seq: number; verification: VerificationRecord }>>;
 }
 
 /**
@@ -150,5 +168,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     sweepLapsedClaims: (opts = {}) => sweepLapsedClaims(runtime, opts),
     recordVerification: (ctx, body, opts = {}) => recordVerification(runtime, ctx, body, opts),
     story: (log, proposalId) => story(runtime, log, proposalId),
+    listProposals: (log, opts = {}) => listProposals(runtime, log, opts),
+    listVerifications: (log, opts = {}) => listVerifications(runtime, log, opts),
   };
 }

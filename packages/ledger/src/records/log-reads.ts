@@ -5,7 +5,10 @@ import type { IntegrityAlarm } from '../integrity-alarm';
 import {
   type ApprovalStatus,
   listLatestTools,
+  listProposalRows,
   listRequests,
+  listVerificationRecords,
+  type ProposalColumnFilter,
   refusalsOf,
   reusableRequestCandidates,
   verificationsOf,
@@ -14,6 +17,7 @@ import { batchedReads, type RecordReads } from './record-reads';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
+  ProposalRecord,
   RefusedExecutionRecord,
   ToolRecord,
   VerificationRecord,
@@ -48,6 +52,16 @@ export interface LogReads extends RecordReads {
   }): Promise<
     Array<{ seq: number; request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null }>
   >;
+  /** Proposals in chain order after seq `after`, narrowed by their stored columns. */
+  listProposals(
+    options: ProposalColumnFilter & { after: number; limit: number },
+  ): Promise<Array<{ seq: number; proposal: ProposalRecord }>>;
+  /** Verification records in chain order after seq `after`, optionally of one recorded status. */
+  listVerifications(options: {
+    status?: VerificationRecord['status'];
+    after: number;
+    limit: number;
+  }): Promise<Array<{ seq: number; verification: VerificationRecord }>>;
   /** The events of these entities, in chain order. */
   eventsOf(entities: readonly string[]): Promise<StoredEvent[]>;
 }
@@ -61,6 +75,8 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
     reusableRequests: (scope, now) => reusableRequestCandidates(db, log, scope, now),
     latestTools: () => listLatestTools(db, log),
     listRequests: (options) => listRequests(db, log, options),
+    listProposals: (options) => listProposalRows(db, log, options),
+    listVerifications: (options) => listVerificationRecords(db, log, alarm, options),
     eventsOf: (entities) => readEventsOfEntities(db, log, entities),
   };
 }

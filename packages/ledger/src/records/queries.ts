@@ -1,5 +1,6 @@
 import type { ApprovalStatus } from '@vouch/records';
-import { and, asc, desc, eq, gt, isNull, or, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
+import { anyOf } from '../batched-sql';
 import type { Db } from '../database';
 import type { IntegrityAlarm } from '../integrity-alarm';
 import {
@@ -8,6 +9,7 @@ import {
   approvalUses,
   executionClaims,
   observations,
+  proposals,
   refusedExecutions,
   tools,
   verifications,
@@ -15,6 +17,7 @@ import {
 import {
   approvalRequestCodec,
   approvalResolutionCodec,
+  proposalCodec,
   refusedExecutionCodec,
   toolCodec,
   verificationCodec,
@@ -24,6 +27,7 @@ import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
   ApprovalUseRecord,
+  ProposalRecord,
   RefusedExecutionRecord,
   ToolRecord,
   VerificationRecord,
@@ -229,4 +233,84 @@ export async function lapsedClaims(
     )
     .orderBy(asc(executionClaims.deadline))
     .limit(options.limit);
+}
+
+/** What a proposal list can be narrowed to by the stored columns; times are ISO 8601 UTC. */
+export interface ProposalColumnFilter {
+  tool_name?: string;
+  server_id?: string;
+  requester?: string;
+  environment?: string;
+  /** `proposed_at` at or after this time. */
+  since?: string;
+  /** `proposed_at` before this time. */
+  until?: string;
+}
+
+/**
+ * Proposals of a log in chain order after seq `after`, narrowed by their stored columns;
+ * keyset-paged by event seq, so a page never shifts when new proposals arrive.
+ */
+export async function listProposalRows(
+  db: Db,
+  log: string,
+  options: ProposalColumnFilter & { after: number; limit: number },
+): Promise<Array<{ seq: number; proposal: ProposalRecord }>> {
+  const rows = await db
+    .select()
+    .from(proposals)
+    .where(
+      and(
+        eq(proposals.logId, log),
+        gt(proposals.eventSeq, options.after),
+        options.tool_name !== undefined ? eq(proposals.toolName, options.tool_name) : undefined,
+        options.server_id !== undefined ? eq(proposals.serverId, options.server_id) : undefined,
+        options.requester !== undefined ? eq(proposals.requester, options.requester) : undefined,
+        options.environment !== undefined ? eq(proposals.targetEnv, options.environment) : undefined,
+        options.since !== undefined ? gte(proposals.proposedAt, options.since) : undefined,
+        options.until !== undefined ? lt(proposals.proposedAt, options.until) : undefined,
+      ),
+    )
+    .orderBy(asc(proposals.eventSeq))
+    .limit(options.limit);
+  return rows.map((row) => ({ seq: row.eventSeq, proposal: proposalCodec.toRecord(row) }));
+}
+
+/**
+ * Verification records of a log in chain order after seq `after`, optionally of one recorded
+ * status; keyset-paged by event seq, each record checked against its event.
+ */
+export async function listVerificationRecords(
+  db: Db,
+  log: string,
+  alarm: IntegrityAlarm,
+  options: { status?: VerificationRecord['status']; after: number; limit: number },
+): Promise<Array<{ seq: number; verification: VerificationRecord }>> {
+  const page = await db
+    .select({ seq: verifications.eventSeq, id: verifications.id })
+    .from(verifications)
+    .where(
+      and(
+        eq(verifications.logId, log),
+        gt(verifications.eventSeq, options.after),
+        options.status !== undefined ? eq(verifications.status, options.status) : undefined,
+      ),
+    )
+    .orderBy(asc(verifications.eventSeq))
+    .limit(options.limit);
+  if (page.length === 0) return [];
+  const ids = page.map((row) => row.id);
+  const records = await checkedRecords(
+    db,
+    log,
+    alarm,
+    verifications,
+    verificationCodec.toRecord,
+    sql`${verifications.logId} = ${log} and ${anyOf(verifications.id, ids)}`,
+  );
+  const byId = new Map(records.map((record) => [record.id, record]));
+  return page.flatMap((row) => {
+    const verification = byId.get(row.id);
+    return verification ? [{ seq: row.seq, verification }] : [];
+  });
 }
