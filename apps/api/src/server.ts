@@ -6,6 +6,7 @@ import { prepareDatabase } from './auth/database-role';
 import { createKeyStore } from './auth/key-store';
 import { describeTarget, type ServeConfig } from './config';
 import type { Logger } from './logger';
+import { type OpenStandby, openStandby } from './open-standby';
 import { openTarget } from './open-target';
 import { checkpointKeysFor } from './transparency/checkpoint-keys';
 import { transparencyConfig } from './transparency/config';
@@ -17,6 +18,8 @@ export interface RunningServer {
   url: string;
   port: number;
   database: Database;
+  /** The hot standby that serves reads (`DATABASE_READ_URL`), when one is configured. */
+  standby?: Database;
   ledger: Ledger;
   /** The Node HTTP server, for embedding (and for tests that need its events). */
   httpServer: ServerType;
@@ -53,6 +56,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   let verification: VerificationHost | undefined;
   let listening: ServerType | undefined;
   let checkpointer: { close(): Promise<void> } | undefined;
+  let standby: OpenStandby | undefined;
   try {
     await prepareDatabase(database, config, logger);
     verification = config.verifierConfig
@@ -87,9 +91,11 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     checkpointer = checkpoints;
     ledger = createLedger(database, { afterAppend: checkpoints.afterAppend, integrityAlarm });
     const keys = createKeyStore(ledger);
+    standby = await openStandby({ config, primary: { ledger }, logger });
     let draining = false;
     const app = createApp({
       ledger,
+      ...(standby ? { reads: standby.reads } : {}),
       records: createRecords(ledger, { unknownOutcomeSettleSeconds: config.unknownOutcomeSettleSeconds }),
       keys,
       logger,
@@ -125,6 +131,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
 
     const openLedger = ledger;
     const openVerification = verification;
+    const openedStandby = standby;
     let closing: Promise<void> | undefined;
     const close = () => {
       closing ??= (async () => {
@@ -146,12 +153,21 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         await openLedger.close();
         await openVerification.close?.();
         await checkpoints.close();
+        await openedStandby?.database.close();
         await database.close();
         logger.info('stopped', {});
       })();
       return closing;
     };
-    return { url, port: address.port, database, ledger, httpServer: server, close };
+    return {
+      url,
+      port: address.port,
+      database,
+      ...(standby ? { standby: standby.database } : {}),
+      ledger,
+      httpServer: server,
+      close,
+    };
   } catch (error) {
     const open = listening;
     if (open?.listening) {
@@ -162,6 +178,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     await ledger?.close().catch(() => {});
     await verification?.close?.().catch(() => {});
     await checkpointer?.close().catch(() => {});
+    await standby?.database.close().catch(() => {});
     await database.close().catch(() => {});
     throw error;
   }

@@ -104,7 +104,8 @@ export function registerApprovalRoutes(app: VouchApp, deps: { records: Records }
   app.openapi(listApprovals, async (c) => {
     const log = logOf(c);
     const { status, after, limit } = c.req.valid('query');
-    const page = await records.listApprovals(log, {
+    const { records: reads } = await c.get('readSide')();
+    const page = await reads.listApprovals(log, {
       ...(status ? { status } : {}),
       ...(after !== undefined ? { after } : {}),
       ...(limit !== undefined ? { limit } : {}),
@@ -117,7 +118,9 @@ export function registerApprovalRoutes(app: VouchApp, deps: { records: Records }
   });
 
   app.openapi(getApproval, async (c) => {
-    const view = await records.getApproval(logOf(c), c.req.valid('param').id);
+    const log = logOf(c);
+    const { records: reads } = await c.get('readSide')();
+    const view = await reads.getApproval(log, c.req.valid('param').id);
     assertEnvironment(c.get('principal'), view.request.environment);
     return c.json(approvalView(view), 200);
   });

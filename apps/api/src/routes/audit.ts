@@ -120,16 +120,13 @@ function parseHead(text: string | undefined): ChainHead | undefined {
 export function registerAuditRoutes(
   app: VouchApp,
   deps: {
-    ledger: Ledger;
     /** This server's own log key, so verification checks checkpoint signatures too. */
     checkpointKeys?: (log: string) => CheckpointKeys | undefined;
   },
 ): void {
-  const { ledger } = deps;
-  const { database } = ledger;
   /** An empty answer is checked once more: for a log id nothing is stored under it is a typo. */
-  const unlessUnknown = async (log: string, empty: boolean) => {
-    if (empty) await requireLog(database, log);
+  const unlessUnknown = async (ledger: Ledger, log: string, empty: boolean) => {
+    if (empty) await requireLog(ledger.database, log);
   };
 
   app.openapi(listEvents, async (c) => {
@@ -137,8 +134,9 @@ export function registerAuditRoutes(
     assertLog(c.get('principal'), log);
     const { after = 0, limit = 100 } = c.req.valid('query');
     const pageSize = Math.min(limit, c.get('limits').pageSize);
+    const { ledger } = await c.get('readSide')();
     const events = await ledger.events(log, { after, limit: pageSize });
-    await unlessUnknown(log, events.length === 0);
+    await unlessUnknown(ledger, log, events.length === 0);
     const last = events[events.length - 1];
     return c.json({ log, events, next_after: events.length === pageSize && last ? last.seq : null }, 200);
   });
@@ -146,8 +144,9 @@ export function registerAuditRoutes(
   app.openapi(logHead, async (c) => {
     const { log } = c.req.valid('param');
     assertLog(c.get('principal'), log);
+    const { ledger } = await c.get('readSide')();
     const head = await ledger.head(log);
-    await unlessUnknown(log, head === null);
+    await unlessUnknown(ledger, log, head === null);
     return c.json({ log, head }, 200);
   });
 
@@ -157,8 +156,9 @@ export function registerAuditRoutes(
     const expectHead = parseHead(c.req.valid('query').expect_head);
     const signal = c.req.raw.signal;
     const checkpointKeys = deps.checkpointKeys?.(log);
+    const { ledger } = await c.get('readSide')();
     // Before the answer starts: once a stream is under way its status is 200.
-    await requireLog(database, log);
+    await requireLog(ledger.database, log);
     const options = {
       log,
       signal,
@@ -206,7 +206,8 @@ export function registerAuditRoutes(
     const { log } = c.req.valid('param');
     assertLog(c.get('principal'), log);
     const { after } = c.req.valid('query');
-    await requireLog(database, log);
+    const { ledger } = await c.get('readSide')();
+    await requireLog(ledger.database, log);
     const logger = c.get('logger');
     const requestId = c.get('requestId');
     const body = jsonLinesStream(ledger.streamEvents(log, after === undefined ? {} : { after }), {

@@ -131,7 +131,9 @@ export function registerProposalRoutes(
   });
 
   app.openapi(getProposal, async (c) => {
-    const story = await records.story(logOf(c), c.req.valid('param').id);
+    const log = logOf(c);
+    const { records: reads } = await c.get('readSide')();
+    const story = await reads.story(log, c.req.valid('param').id);
     return c.json(story, 200);
   });
 

@@ -75,6 +75,8 @@ export function registerToolRoutes(app: VouchApp, deps: { records: Records }): v
     return c.json({ tool, replayed }, replayed ? 200 : 201);
   });
   app.openapi(listTools, async (c) => {
-    return c.json({ tools: await deps.records.listTools(logOf(c)) }, 200);
+    const log = logOf(c);
+    const { records } = await c.get('readSide')();
+    return c.json({ tools: await records.listTools(log) }, 200);
   });
 }

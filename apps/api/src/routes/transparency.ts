@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import {
   checkpointAt,
-  type Ledger,
+  type Database,
   latestCheckpoint,
   merkleConsistencyProof,
   merkleInclusionProof,
@@ -131,11 +131,9 @@ function answer(c: Context<AppEnv>, checkpoint: StoredCheckpoint) {
 const hex = (proof: Uint8Array[]) => proof.map((node) => Buffer.from(node).toString('hex'));
 
 /** `/v1/logs/{log}/checkpoint(s)` and `/proofs/…`: signed tree heads and Merkle proofs, for auditors. */
-export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger }): void {
-  const { database } = deps.ledger;
-
+export function registerTransparencyRoutes(app: VouchApp): void {
   /** Run `answer`; when it finds nothing, say whether the log itself is unknown (a typo). */
-  const unlessUnknown = async <T>(log: string, answer: () => Promise<T>): Promise<T> => {
+  const unlessUnknown = async <T>(database: Database, log: string, answer: () => Promise<T>): Promise<T> => {
     try {
       return await answer();
     } catch (error) {
@@ -144,7 +142,7 @@ export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger
     }
   };
 
-  const requireLatest = async (log: string) => {
+  const requireLatest = async (database: Database, log: string) => {
     const checkpoint = await latestCheckpoint(database, log);
     if (!checkpoint) {
       await requireLog(database, log);
@@ -156,12 +154,14 @@ export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger
   app.openapi(latest, async (c) => {
     const { log } = c.req.valid('param');
     assertLog(c.get('principal'), log);
-    return answer(c, await requireLatest(log));
+    const { database } = (await c.get('readSide')()).ledger;
+    return answer(c, await requireLatest(database, log));
   });
 
   app.openapi(atSize, async (c) => {
     const { log, tree_size } = c.req.valid('param');
     assertLog(c.get('principal'), log);
+    const { database } = (await c.get('readSide')()).ledger;
     const checkpoint = await checkpointAt(database, log, tree_size);
     if (!checkpoint) {
       await requireLog(database, log);
@@ -176,13 +176,16 @@ export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger
     const { log } = c.req.valid('param');
     assertLog(c.get('principal'), log);
     const { seq } = c.req.valid('query');
-    const treeSize = c.req.valid('query').tree_size ?? (await requireLatest(log)).treeSize;
+    const { database } = (await c.get('readSide')()).ledger;
+    const treeSize = c.req.valid('query').tree_size ?? (await requireLatest(database, log)).treeSize;
     if (seq > treeSize) {
       throw new ApiError('INVALID_REQUEST', `seq ${seq} is not in a tree of ${treeSize} events`, {
         details: { seq, tree_size: treeSize },
       });
     }
-    const proof = await unlessUnknown(log, () => merkleInclusionProof(database, { log, seq, treeSize }));
+    const proof = await unlessUnknown(database, log, () =>
+      merkleInclusionProof(database, { log, seq, treeSize }),
+    );
     return c.json({ log, seq, leaf_index: seq - 1, tree_size: treeSize, proof: hex(proof) }, 200);
   });
 
@@ -190,13 +193,14 @@ export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger
     const { log } = c.req.valid('param');
     assertLog(c.get('principal'), log);
     const { first } = c.req.valid('query');
-    const second = c.req.valid('query').second ?? (await requireLatest(log)).treeSize;
+    const { database } = (await c.get('readSide')()).ledger;
+    const second = c.req.valid('query').second ?? (await requireLatest(database, log)).treeSize;
     if (first > second) {
       throw new ApiError('INVALID_REQUEST', `tree size ${first} cannot grow into ${second}`, {
         details: { first, second },
       });
     }
-    const proof = await unlessUnknown(log, () =>
+    const proof = await unlessUnknown(database, log, () =>
       merkleConsistencyProof(database, { log, size1: first, size2: second }),
     );
     return c.json({ log, first, second, proof: hex(proof) }, 200);
