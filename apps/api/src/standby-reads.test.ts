@@ -14,6 +14,12 @@ import { type StreamingReplica, startStreamingReplica } from './testing/streamin
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely, then pinned with toMatchObject
 type Json = Record<string, any>;
 
+/** A query on a Postgres handle, rows loosely typed. */
+async function query(database: Database, text: string, parameters: string[] = []): Promise<Json[]> {
+  if (database.driver.kind !== 'postgres') throw new Error('a Postgres handle was expected');
+  return [...(await database.driver.client.unsafe(text, parameters))];
+}
+
 const proposal = (n: number) => ({
   idempotency_key: `standby-${n}`,
   action: 'pay.refund',
@@ -58,7 +64,7 @@ describe.skipIf(!process.env.DATABASE_URL)('reads on a hot standby (DATABASE_REA
   const onStandby = async (id: string) => {
     const standby = await openDatabase({ url: replica.standbyUrl.replace(/\/postgres$/, '/vouch') });
     try {
-      const rows = await standby.driver.client.unsafe('select id from proposals where id = $1', [id]);
+      const rows = await query(standby, 'select id from proposals where id = $1', [id]);
       return rows.length;
     } finally {
       await standby.close();
@@ -68,7 +74,7 @@ describe.skipIf(!process.env.DATABASE_URL)('reads on a hot standby (DATABASE_REA
   beforeAll(async () => {
     replica = await startStreamingReplica();
     const admin = await openDatabase({ url: replica.primaryUrl });
-    await admin.driver.client.unsafe('create database vouch');
+    await query(admin, 'create database vouch');
     await admin.close();
     const primaryUrl = replica.primaryUrl.replace(/\/postgres$/, '/vouch');
     primary = await openDatabase({ url: primaryUrl });
@@ -122,7 +128,7 @@ describe.skipIf(!process.env.DATABASE_URL)('reads on a hot standby (DATABASE_REA
       const verified = await call('GET', '/v1/logs/default/verify', k.auditor);
       expect(verified).toMatchObject({ status: 200, source: 'standby', body: { ok: true } });
       // The server's read handle is a standby in recovery, not the primary under another name.
-      const [recovery] = await server.standby!.driver.client.unsafe('select pg_is_in_recovery() as on');
+      const [recovery] = await query(server.standby!, 'select pg_is_in_recovery() as on');
       expect(recovery).toEqual({ on: true });
     });
   });
@@ -144,7 +150,8 @@ describe.skipIf(!process.env.DATABASE_URL)('reads on a hot standby (DATABASE_REA
       await propose();
       const checkpoint = await call('GET', '/v1/logs/default/checkpoint', k.auditor);
       expect(checkpoint.status).toBe(200);
-      const [written] = await primary.driver.client.unsafe(
+      const [written] = await query(
+        primary,
         "select max(seq)::int as seq from audit_events where log_id = 'default'",
       );
       const verified = await call('GET', '/v1/logs/default/verify', k.auditor);

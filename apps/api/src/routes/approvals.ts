@@ -5,7 +5,13 @@ import type { VouchApp } from '../app';
 import { assertEnvironment, requireRole } from '../auth/authorize';
 import type { Principal } from '../auth/principal';
 import { jsonBody } from '../http/json-body';
-import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
+import {
+  bearerSecurity,
+  bodyErrors,
+  commonErrors,
+  errorResponseSpec,
+  STANDBY_READ_NOTE,
+} from '../schemas/common';
 import {
   ApprovalIdParamSchema,
   ApprovalListQuerySchema,
@@ -25,7 +31,7 @@ const listApprovals = createRoute({
   path: '/v1/approvals',
   tags: ['approvals'],
   summary: 'Approval requests, oldest first (e.g. `?status=pending`)',
-  description: `A key limited to environments sees only requests in them. ${rolesNote(ACCESS.listApprovals)}`,
+  description: `A key limited to environments sees only requests in them. ${rolesNote(ACCESS.listApprovals)}\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.listApprovals)] as const,
   request: { query: ApprovalListQuerySchema },
@@ -43,7 +49,7 @@ const getApproval = createRoute({
   path: '/v1/approvals/{id}',
   tags: ['approvals'],
   summary: 'Exactly what will run if this is approved',
-  description: `The canonical payload (its SHA-256 is the approval's \`payload_hash\`), tool, target, environment, side-effect class, impact estimate, requester and expiry. ${rolesNote(ACCESS.getApproval)}`,
+  description: `The canonical payload (its SHA-256 is the approval's \`payload_hash\`), tool, target, environment, side-effect class, impact estimate, requester and expiry. ${rolesNote(ACCESS.getApproval)}\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.getApproval)] as const,
   request: { params: ApprovalIdParamSchema, query: LogQuerySchema },

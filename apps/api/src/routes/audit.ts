@@ -17,7 +17,7 @@ import {
   VerifyProgressLineSchema,
   VerifyQuerySchema,
 } from '../schemas/audit';
-import { bearerSecurity, commonErrors } from '../schemas/common';
+import { bearerSecurity, commonErrors, STANDBY_READ_NOTE } from '../schemas/common';
 
 // Typed `string`, not as literals: @hono/zod-openapi types the answer of a media type it cannot
 // name as a plain `Response`, which is what a stream is. Its JSON answers are checked apart.
@@ -29,6 +29,7 @@ const listEvents = createRoute({
   path: '/v1/logs/{log}/events',
   tags: ['audit'],
   summary: 'Audit events of a log, in pages (auditor)',
+  description: STANDBY_READ_NOTE,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema, query: EventsQuerySchema },
@@ -47,7 +48,7 @@ const logHead = createRoute({
   path: '/v1/logs/{log}/head',
   tags: ['audit'],
   summary: 'The head of a log: last seq and its hash (auditor)',
-  description: 'Keep it: passing it later as `expect_head` detects a log that was cut back.',
+  description: `Keep it: passing it later as \`expect_head\` detects a log that was cut back.\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema },
@@ -68,7 +69,7 @@ const verifyLog = createRoute({
   path: '/v1/logs/{log}/verify',
   tags: ['audit'],
   summary: 'Verify the chain of a log (auditor)',
-  description: `Recomputes every payload hash, event hash and link from the stored bytes; recomputes the Merkle tree from the event hashes and compares every stored node with it; compares every stored checkpoint with the root recomputed at its size, with its own note, and with its signature under this server's log key; cross-checks the record tables. Reports every break with its seq (and table). With \`Accept: ${NDJSON}\` the answer streams: progress lines while it runs, then the report.`,
+  description: `Recomputes every payload hash, event hash and link from the stored bytes; recomputes the Merkle tree from the event hashes and compares every stored node with it; compares every stored checkpoint with the root recomputed at its size, with its own note, and with its signature under this server's log key; cross-checks the record tables. Reports every break with its seq (and table). With \`Accept: ${NDJSON}\` the answer streams: progress lines while it runs, then the report.\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema, query: VerifyQuerySchema },
@@ -90,8 +91,7 @@ const exportLog = createRoute({
   path: '/v1/logs/{log}/export',
   tags: ['audit'],
   summary: 'Export a log as JSON Lines (auditor)',
-  description:
-    'One event per line in seq order, streamed with constant memory. Each line is exactly what was hashed, so the export verifies offline with `verifyEvents` from @vouch/audit.',
+  description: `One event per line in seq order, streamed with constant memory. Each line is exactly what was hashed, so the export verifies offline with \`verifyEvents\` from @vouch/audit.\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema, query: ExportQuerySchema },

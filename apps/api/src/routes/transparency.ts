@@ -14,7 +14,7 @@ import { assertLog, requireRole } from '../auth/authorize';
 import { ApiError } from '../errors';
 import type { AppEnv } from '../http/app-env';
 import { LogParamSchema } from '../schemas/audit';
-import { bearerSecurity, commonErrors, errorResponseSpec } from '../schemas/common';
+import { bearerSecurity, commonErrors, errorResponseSpec, STANDBY_READ_NOTE } from '../schemas/common';
 import {
   CheckpointParamSchema,
   CheckpointSchema,
@@ -38,7 +38,7 @@ const latest = createRoute({
   path: '/v1/logs/{log}/checkpoint',
   tags: ['transparency'],
   summary: 'The latest signed checkpoint of a log (auditor)',
-  description: `The newest c2sp.org/tlog-checkpoint of the log's Merkle tree. With \`Accept: ${TEXT}\` the answer is the signed note alone, as transparency-log witnesses expect it. Keep it: \`vouch verify --since\` proves later that the log only grew from it.`,
+  description: `The newest c2sp.org/tlog-checkpoint of the log's Merkle tree. With \`Accept: ${TEXT}\` the answer is the signed note alone, as transparency-log witnesses expect it. Keep it: \`vouch verify --since\` proves later that the log only grew from it.\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema },
@@ -60,6 +60,7 @@ const atSize = createRoute({
   path: '/v1/logs/{log}/checkpoints/{tree_size}',
   tags: ['transparency'],
   summary: 'The signed checkpoint of a log at one tree size (auditor)',
+  description: STANDBY_READ_NOTE,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: CheckpointParamSchema },
@@ -81,8 +82,7 @@ const inclusion = createRoute({
   path: '/v1/logs/{log}/proofs/inclusion',
   tags: ['transparency'],
   summary: 'Inclusion proof of an event in the Merkle tree (auditor)',
-  description:
-    'Verify it with `verifyInclusion(eventLeafHash(event.hash), seq - 1, tree_size, proof, root)` from @vouch/audit, where `root` comes from a checkpoint at `tree_size` that you verified.',
+  description: `Verify it with \`verifyInclusion(eventLeafHash(event.hash), seq - 1, tree_size, proof, root)\` from @vouch/audit, where \`root\` comes from a checkpoint at \`tree_size\` that you verified.\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema, query: InclusionQuerySchema },
@@ -98,8 +98,7 @@ const consistency = createRoute({
   path: '/v1/logs/{log}/proofs/consistency',
   tags: ['transparency'],
   summary: 'Consistency proof between two tree sizes (auditor)',
-  description:
-    'Proves the tree at `second` extends the tree at `first`: verify it with `verifyConsistency(first, second, proof, root1, root2)` from @vouch/audit.',
+  description: `Proves the tree at \`second\` extends the tree at \`first\`: verify it with \`verifyConsistency(first, second, proof, root1, root2)\` from @vouch/audit.\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema, query: ConsistencyQuerySchema },
