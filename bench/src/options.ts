@@ -28,6 +28,8 @@ export interface BenchOptions {
   outDir: string;
   /** Where the HTTP server process writes its CPU profile (`--cpu-prof`), or null for none. */
   profileDir: string | null;
+  /** http-append on Postgres: also serve with this many node:cluster workers, beside 1 (default 1: not). */
+  workers: number;
 }
 
 export const SCENARIOS = [
@@ -56,6 +58,8 @@ const HELP = `npm run bench -- [options]
   --scenarios <list>      run only these: ${SCENARIOS.join(', ')}
   --out <dir>             JSON results directory (default bench/results)
   --profile <dir>         write a CPU profile of the HTTP server process (http-append) to <dir>
+  --workers <n>           http-append on Postgres: also measure a server of n node:cluster
+                          workers (vouch serve --workers n), beside 1 worker in the same run
 `;
 
 /** The options from `argv` (the root `npm run bench -- …` forwards its flags here). */
@@ -77,6 +81,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       scenarios: { type: 'string' },
       out: { type: 'string' },
       profile: { type: 'string' },
+      workers: { type: 'string' },
     },
     strict: true,
   });
@@ -112,6 +117,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     only,
     outDir: values.out ?? new URL('../results', import.meta.url).pathname,
     profileDir: values.profile ?? null,
+    workers: values.workers ? Number(values.workers) : 1,
   };
 }
 

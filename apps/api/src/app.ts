@@ -12,6 +12,7 @@ import { validationHook } from './http/validation-hook';
 import { type Limits, resolveLimits } from './limits';
 import { type Logger, silentLogger } from './logger';
 import { registerOpenApiRoutes } from './openapi/routes';
+import { primaryReads, type ReadRouter, type ReadSide } from './read-routing';
 import { type ApprovalEventsOptions, registerApprovalEventRoutes } from './routes/approval-events';
 import { registerApprovalRoutes } from './routes/approvals';
 import { registerAuditRoutes } from './routes/audit';
@@ -52,7 +53,15 @@ export interface AppOptions {
   consoleDir?: string;
   /** How `GET /v1/approvals/events` polls the log. */
   approvalEvents?: ApprovalEventsOptions;
+  /**
+   * Where reads that authorize no write run (verification, proofs, checkpoints, exports,
+   * stories, lists): a hot standby with `standbyReads`. Default: the primary.
+   */
+  reads?: ReadRouter;
 }
+
+/** The answer header that says which database served a request's reads (when a standby is configured). */
+export const READ_SOURCE_HEADER = 'Vouch-Read-Source';
 
 /** The hono app type, for composing and for `app.request()` in tests. */
 export type VouchApp = OpenAPIHono<AppEnv>;
@@ -75,6 +84,7 @@ export function createApp(options: AppOptions): VouchApp {
   const records = options.records ?? createRecords(options.ledger);
   const verification = options.verification ?? emptyVerificationHost();
   const draining = options.draining ?? (() => false);
+  const reads = options.reads ?? primaryReads({ ledger: options.ledger, records });
   const baseReadiness = options.readiness ?? (() => databaseReadiness(options.ledger.database));
   const readiness = async (): Promise<Readiness> => {
     const report = withIntegrity(await baseReadiness(), options.ledger.integrityAlarm);
@@ -106,6 +116,18 @@ export function createApp(options: AppOptions): VouchApp {
     if (draining()) c.header('Connection', 'close');
   });
   app.use('/v1/*', authenticate(keys));
+  app.use('/v1/*', async (c, next) => {
+    let chosen: Promise<ReadSide> | undefined;
+    c.set('readSide', () => {
+      chosen ??= reads.choose();
+      return chosen;
+    });
+    await next();
+    if (chosen && reads.hasStandby) {
+      const side = await chosen.catch(() => undefined);
+      if (side) c.res.headers.set(READ_SOURCE_HEADER, side.source);
+    }
+  });
 
   registerHealthRoutes(app, { readiness });
   if (options.consoleDir !== undefined) registerConsoleAssets(app, { dir: options.consoleDir });
@@ -122,11 +144,8 @@ export function createApp(options: AppOptions): VouchApp {
   });
   registerApprovalRoutes(app, { records });
   registerObservationRoutes(app, { records, verification });
-  registerAuditRoutes(app, {
-    ledger: options.ledger,
-    ...(options.checkpointKeys ? { checkpointKeys: options.checkpointKeys } : {}),
-  });
-  registerTransparencyRoutes(app, { ledger: options.ledger });
+  registerAuditRoutes(app, options.checkpointKeys ? { checkpointKeys: options.checkpointKeys } : {});
+  registerTransparencyRoutes(app);
   registerWebhookRoutes(app, { database: options.ledger.database });
   registerLogRoutes(app, { ledger: options.ledger });
 

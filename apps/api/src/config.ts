@@ -86,6 +86,28 @@ export interface ServeConfig {
   webhooks?: WebhookConfig;
   /** The built web console served at `/ui/` (`VOUCH_CONSOLE_DIR`, default apps/console/dist); `VOUCH_CONSOLE=0` turns it off. */
   consoleDir?: string;
+  /** Postgres only: a hot standby for reads (`DATABASE_READ_URL`; docs/scaling.md). */
+  standby?: StandbyConfig;
+}
+
+/** A hot standby that serves reads which authorize no write. */
+export interface StandbyConfig {
+  url: string;
+  /**
+   * How long a read waits for the standby to replay everything the primary had when the
+   * read began, before it reads the primary instead (`VOUCH_READ_MAX_WAIT_MS`, default 250).
+   */
+  maxWaitMs: number;
+}
+
+/** `DATABASE_READ_URL` (Postgres only: PGlite is one process with no standby) and its wait. */
+export function standbyConfig(env: NodeJS.ProcessEnv, database: DatabaseTarget): StandbyConfig | undefined {
+  const url = env.DATABASE_READ_URL?.trim();
+  if (!url) return undefined;
+  if (database.kind !== 'postgres') {
+    throw new ConfigError('DATABASE_READ_URL needs DATABASE_URL: the embedded PGlite has no standby');
+  }
+  return { url, maxWaitMs: integer(env, 'VOUCH_READ_MAX_WAIT_MS', 250, 0, 60_000) };
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
@@ -102,8 +124,11 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
 export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
   const configFile = verifierConfigPath(env, cwd);
   const webhooks = webhookConfig(env, configFile);
+  const database = databaseTarget(env, cwd);
+  const standby = standbyConfig(env, database);
   return {
-    database: databaseTarget(env, cwd),
+    database,
+    ...(standby ? { standby } : {}),
     port: integer(env, 'PORT', 8787, 0, 65_535),
     // Loopback unless told otherwise: a fresh install prints an admin key, and should not be
     // reachable from the network before its operator decides it should be.

@@ -7,6 +7,7 @@ import { createKeyStore } from './auth/key-store';
 import { startClaimSweeper } from './claim-sweeper';
 import { describeTarget, type ServeConfig } from './config';
 import type { Logger } from './logger';
+import { type OpenStandby, openStandby } from './open-standby';
 import { openTarget } from './open-target';
 import { checkpointKeysFor } from './transparency/checkpoint-keys';
 import { transparencyConfig } from './transparency/config';
@@ -19,6 +20,8 @@ export interface RunningServer {
   url: string;
   port: number;
   database: Database;
+  /** The hot standby that serves reads (`DATABASE_READ_URL`), when one is configured. */
+  standby?: Database;
   ledger: Ledger;
   /** The Node HTTP server, for embedding (and for tests that need its events). */
   httpServer: ServerType;
@@ -57,6 +60,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   let checkpointer: { close(): Promise<void> } | undefined;
   let keyStore: { close(): Promise<void> } | undefined;
   let webhooks: WebhookDispatcher | undefined;
+  let standby: OpenStandby | undefined;
   try {
     await prepareDatabase(database, config, logger);
     verification = config.verifierConfig
@@ -99,6 +103,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     ledger = createLedger(database, { afterAppend: checkpoints.afterAppend, integrityAlarm });
     const keys = createKeyStore(ledger, { cache: true });
     keyStore = keys;
+    standby = await openStandby({ config, primary: { ledger }, logger });
     let draining = false;
     const records = createRecords(ledger, {
       unknownOutcomeSettleSeconds: config.unknownOutcomeSettleSeconds,
@@ -106,6 +111,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     });
     const app = createApp({
       ledger,
+      ...(standby ? { reads: standby.reads } : {}),
       records,
       keys,
       logger,
@@ -145,6 +151,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const sweeper = startClaimSweeper({ records, intervalMs: config.claimSweepIntervalMs, logger });
     const openLedger = ledger;
     const openVerification = verification;
+    const openedStandby = standby;
     let closing: Promise<void> | undefined;
     const close = () => {
       closing ??= (async () => {
@@ -169,12 +176,21 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         await openVerification.close?.();
         await checkpoints.close();
         await keys.close();
+        await openedStandby?.database.close();
         await database.close();
         logger.info('stopped', {});
       })();
       return closing;
     };
-    return { url, port: address.port, database, ledger, httpServer: server, close };
+    return {
+      url,
+      port: address.port,
+      database,
+      ...(standby ? { standby: standby.database } : {}),
+      ledger,
+      httpServer: server,
+      close,
+    };
   } catch (error) {
     const open = listening;
     if (open?.listening) {
@@ -187,6 +203,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     await verification?.close?.().catch(() => {});
     await checkpointer?.close().catch(() => {});
     await keyStore?.close().catch(() => {});
+    await standby?.database.close().catch(() => {});
     await database.close().catch(() => {});
     throw error;
   }

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { Agent, request } from 'node:http';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { BenchDatabase } from '../backends';
 import type { BenchOptions } from '../options';
@@ -15,7 +16,9 @@ interface Server {
   gateway: string;
   auditor: string;
   verifier: string;
-  /** CPU time (user + system, ms) the server process has used so far; null off Linux. */
+  /** The server's processes: one, or the cluster primary and its workers. */
+  pids: number[];
+  /** CPU time (user + system, ms) the server's processes have used so far; null off Linux. */
   cpuMs(): number | null;
   stop(): Promise<void>;
 }
@@ -26,6 +29,7 @@ async function startServer(
   url: string | undefined,
   profileDir: string | null,
   logs: readonly string[],
+  workers = 1,
 ): Promise<Server> {
   const proc = spawn(
     process.execPath,
@@ -38,6 +42,8 @@ async function startServer(
       '--logs',
       logs.join(','),
       ...(url ? ['--url', url] : []),
+      '--workers',
+      String(workers),
     ],
     { stdio: ['pipe', 'pipe', 'inherit'] },
   );
@@ -47,10 +53,13 @@ async function startServer(
     buffered += chunk;
     if (buffered.includes('\n')) break;
   }
-  const info = JSON.parse(buffered.split('\n')[0]!) as Omit<Server, 'stop'>;
+  const info = JSON.parse(buffered.split('\n')[0]!) as Omit<Server, 'stop' | 'cpuMs'>;
   return {
     ...info,
-    cpuMs: () => processCpuMs(proc.pid),
+    cpuMs: () => {
+      const each = info.pids.map((pid) => processCpuMs(pid));
+      return each.some((ms) => ms === null) ? null : each.reduce<number>((sum, ms) => sum + ms!, 0);
+    },
     stop: async () => {
       proc.stdin!.end();
       await once(proc, 'close');
@@ -165,6 +174,82 @@ async function gatewayFlows(
   };
 }
 
+/** Proposals from `connections` keep-alive connections, closed loop, into `log`. */
+function proposalLoop(agent: Agent, server: Server, log: string, connections: number, options: BenchOptions) {
+  return closedLoop({
+    workers: connections,
+    warmupMs: options.warmupMs,
+    durationMs: options.durationMs,
+    op: async (w, i) => {
+      const res = await call(agent, server.port, {
+        method: 'POST',
+        path: `/v1/proposals?log=${log}`,
+        key: server.gateway,
+        body: JSON.stringify({
+          idempotency_key: `k-${w}-${i}`,
+          action: 'http.request',
+          server_id: 'bench',
+          tool_name: 'fetch',
+          target: { kind: 'service', id: `svc-${i % 97}`, env: 'prod' },
+          arguments: { method: 'POST', path: `/v1/items/${i}` },
+          side_effect: 'read_only',
+        }),
+      });
+      if (res.status >= 300) throw new Error(`propose: ${res.status} ${res.body.slice(0, 300)}`);
+      return 1;
+    },
+  });
+}
+
+/**
+ * The same proposals against `vouch serve --workers N`'s shape (node:cluster workers on one
+ * port), beside the one-process server's rate from the same run: the gain of using more cores.
+ * The load average is kept with each figure: on a shared machine it says how many cores there
+ * were to gain.
+ */
+async function workersGain(
+  bench: BenchDatabase,
+  options: BenchOptions,
+  connections: number,
+  oneWorker: { perSecond: number; load: number[] },
+): Promise<Figure> {
+  const log = `http-${connections}-w${options.workers}`;
+  const server = await startServer(bench.url, null, [log], options.workers);
+  try {
+    const agent = new Agent({ keepAlive: true, maxSockets: connections });
+    const cpuBefore = server.cpuMs();
+    const startedAt = performance.now();
+    const proposals = await proposalLoop(agent, server, log, connections, options);
+    const cpuAfter = server.cpuMs();
+    const elapsedMs = performance.now() - startedAt;
+    agent.destroy();
+    return figure({
+      scenario: 'http-append',
+      backend: 'postgres',
+      point: `${connections} connections, POST /v1/proposals, ${options.workers} workers`,
+      metric: 'proposals over HTTP',
+      unit: 'requests/s',
+      value: proposals.perSecond,
+      baseline: { name: '1 worker, same run', value: oneWorker.perSecond },
+      better: 'higher',
+      extra: {
+        connections,
+        workers: options.workers,
+        load: loadavg(),
+        baselineLoad: oneWorker.load,
+        ...(cpuBefore === null || cpuAfter === null
+          ? {}
+          : {
+              serverCpuMicrosPerProposal: ((cpuAfter - cpuBefore) * 1000) / Math.max(1, proposals.totalUnits),
+              serverCores: (cpuAfter - cpuBefore) / elapsedMs,
+            }),
+      },
+    });
+  } finally {
+    await server.stop();
+  }
+}
+
 async function headSeq(agent: Agent, server: Server, log: string): Promise<number> {
   const res = await call(agent, server.port, {
     method: 'GET',
@@ -199,29 +284,7 @@ export async function httpAppend(
       const before = await headSeq(agent, server, log);
       const cpuBefore = server.cpuMs();
       const startedAt = performance.now();
-      const proposals = await closedLoop({
-        workers: connections,
-        warmupMs: options.warmupMs,
-        durationMs: options.durationMs,
-        op: async (w, i) => {
-          const res = await call(agent, server.port, {
-            method: 'POST',
-            path: `/v1/proposals?log=${log}`,
-            key: server.gateway,
-            body: JSON.stringify({
-              idempotency_key: `k-${w}-${i}`,
-              action: 'http.request',
-              server_id: 'bench',
-              tool_name: 'fetch',
-              target: { kind: 'service', id: `svc-${i % 97}`, env: 'prod' },
-              arguments: { method: 'POST', path: `/v1/items/${i}` },
-              side_effect: 'read_only',
-            }),
-          });
-          if (res.status >= 300) throw new Error(`propose: ${res.status} ${res.body.slice(0, 300)}`);
-          return 1;
-        },
-      });
+      const proposals = await proposalLoop(agent, server, log, connections, options);
       const cpuAfter = server.cpuMs();
       const elapsedMs = performance.now() - startedAt;
       const events = (await headSeq(agent, server, log)) - before;
@@ -256,8 +319,10 @@ export async function httpAppend(
         proposalCpu === null || cpuBefore === null || cpuAfter === null
           ? {}
           : { serverCpuMicrosPerProposal: proposalCpu, serverCores: (cpuAfter - cpuBefore) / elapsedMs };
+      const load = loadavg();
       const extra = {
         connections,
+        load,
         proposalsPerSecond: proposals.perSecond,
         eventsPerProposal,
         healthzPerSecond: ceiling.perSecond,
@@ -289,6 +354,11 @@ export async function httpAppend(
           extra,
         }),
       );
+      if (options.workers > 1 && bench.url) {
+        figures.push(
+          await workersGain(bench, options, connections, { perSecond: proposals.perSecond, load }),
+        );
+      }
       const flowPoint = `${connections} connections, propose + authorize + observe + verify`;
       figures.push(
         figure({

@@ -11,10 +11,11 @@ const INT8_OID = 20;
 /** A Postgres server at `url`, through a postgres.js pool whose every wait is bounded. */
 export async function openPostgres(
   url: string,
-  limits: { max: number; connectTimeoutMs: number; statementTimeoutMs: number },
+  limits: { max: number; connectTimeoutMs: number; statementTimeoutMs: number; readOnly: boolean },
 ): Promise<Database> {
   const raw = postgres(url, {
     max: limits.max,
+    ...(limits.readOnly ? { connection: { default_transaction_read_only: true } } : {}),
     connect_timeout: limits.connectTimeoutMs / 1000,
     onnotice: () => {},
     types: {

@@ -52,6 +52,11 @@ export interface OpenDatabaseOptions {
    * connection that went silent. Migrations are not bounded by it.
    */
   statementTimeoutMs?: number;
+  /**
+   * Postgres: every transaction read-only (`default_transaction_read_only`), for a handle that
+   * only reads, such as one on a hot standby (`DATABASE_READ_URL`).
+   */
+  readOnly?: boolean;
 }
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
@@ -71,6 +76,7 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
       max: options.maxConnections ?? 10,
       connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
       statementTimeoutMs: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
+      readOnly: options.readOnly ?? false,
     });
   }
   const { openPglite } = await importPglite();

@@ -146,6 +146,8 @@ export {
   postgresReason,
   roleStatus,
 } from './runtime-role';
+// Reads on a hot standby, consistent with what the primary acknowledged.
+export { isHotStandby, primaryWalPosition, standbyReplayedTo } from './standby';
 export type { LogVerificationReport, TableCheck, VerifyChainOptions } from './verify-chain';
 export { verifyChain } from './verify-chain';
 export type { CheckpointKeys } from './verify-checkpoints';

@@ -1,8 +1,10 @@
+import cluster from 'node:cluster';
 import { serveConfig } from '../config';
 import { createJsonLogger } from '../logger';
 import { startServer } from '../server';
 import { defineCommand } from './command';
 import { EXIT } from './io';
+import { superviseWorkers, withFields, workerCount } from './serve-workers';
 
 /** `vouch serve`: resolves when the server has stopped after SIGTERM/SIGINT. */
 export const serveCommand = defineCommand({
@@ -22,6 +24,11 @@ can disable the append-only triggers).`,
       type: 'boolean',
       help: 'Postgres: apply migrations first (VOUCH_MIGRATE=1); needs the owner role',
     },
+    workers: {
+      type: 'string',
+      value: 'N',
+      help: 'Postgres: run N server processes on the one port (VOUCH_WORKERS; default 1),\nto use every core',
+    },
     'allow-owner-role': {
       type: 'boolean',
       help: 'Postgres: serve as a superuser or table owner anyway, and log that\n(VOUCH_ALLOW_OWNER_ROLE=1); for development, not for production',
@@ -32,7 +39,9 @@ used when it exists. Every verifier and its options are validated at startup.
 
 On a fresh install the first admin key is printed once on stderr, or taken from
 VOUCH_ADMIN_KEY. SIGTERM/SIGINT stop gracefully: no new requests, in-flight ones finish,
-pending appends commit, the database closes.`,
+pending appends commit, the database closes. With --workers N, the first process only
+supervises: it stops every worker the same way, replaces one that dies, and exits 1 if a
+worker did not stop cleanly; every log line then carries the pid of the process that wrote it.`,
   async action({ values }, io) {
     const env = {
       ...io.env,
@@ -40,7 +49,9 @@ pending appends commit, the database closes.`,
       ...(values.host === undefined ? {} : { HOST: values.host }),
       ...(values.migrate ? { VOUCH_MIGRATE: '1' } : {}),
     };
-    const logger = createJsonLogger((line) => io.out(line));
+    const workers = workerCount(values.workers ?? io.env.VOUCH_WORKERS);
+    const json = createJsonLogger((line) => io.out(line));
+    const logger = workers > 1 ? withFields(json, { pid: process.pid }) : json;
     let config = serveConfig(env, io.cwd);
     if (values['allow-owner-role'])
       config = { ...config, allowOwnerRole: true, allowOwnerRoleBy: '--allow-owner-role' };
@@ -48,6 +59,14 @@ pending appends commit, the database closes.`,
     // starts (or just after it says "listening") then stops it gracefully once it is up,
     // instead of killing the process with the default action.
     const stopping = io.stopRequested();
+    if (workers > 1 && cluster.isPrimary) {
+      return superviseWorkers({ count: workers, config, logger, stopping });
+    }
+    // A worker: the primary applied the migrations; a worker whose primary is gone stops too.
+    if (cluster.isWorker) config = { ...config, migrate: false };
+    const orphaned = cluster.isWorker
+      ? new Promise<string>((resolve) => process.once('disconnect', () => resolve('disconnect')))
+      : new Promise<string>(() => {});
     const server = await startServer({
       config,
       logger,
@@ -56,7 +75,7 @@ pending appends commit, the database closes.`,
           `\nVouch created the first admin API key. It is shown this once and never logged; store it now:\n\n  ${secret}\n\nUse it as: Authorization: Bearer <key>. Issue more keys with POST /v1/keys.\n\n`,
         ),
     });
-    const signal = await stopping;
+    const signal = await Promise.race([stopping, orphaned]);
     logger.info('signal received', { signal });
     await server.close();
     return EXIT.OK;

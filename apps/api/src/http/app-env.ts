@@ -1,6 +1,7 @@
 import type { Principal } from '../auth/principal';
 import type { Limits } from '../limits';
 import type { Logger } from '../logger';
+import type { ReadSide } from '../read-routing';
 
 /** The hono environment of every Vouch route: what middleware puts on the context. */
 export interface AppEnv {
@@ -12,5 +13,10 @@ export interface AppEnv {
     principal: Principal;
     /** The parsed JSON body (already bounded and checked), when the route takes one. */
     jsonBody: unknown;
+    /**
+     * Where this request's reads run (the standby or the primary), chosen once, when first
+     * asked. Only reads that authorize no write ask for it; everything else uses the primary.
+     */
+    readSide: () => Promise<ReadSide>;
   };
 }

@@ -4,7 +4,13 @@ import { type ApprovalView, proposalPayloadOf, type Records } from '@vouch/ledge
 import type { VouchApp } from '../app';
 import { assertEnvironment, mayActIn, requireRole } from '../auth/authorize';
 import { jsonBody } from '../http/json-body';
-import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
+import {
+  bearerSecurity,
+  bodyErrors,
+  commonErrors,
+  errorResponseSpec,
+  STANDBY_READ_NOTE,
+} from '../schemas/common';
 import {
   ApprovalIdParamSchema,
   ApprovalListQuerySchema,
@@ -24,7 +30,7 @@ const listApprovals = createRoute({
   path: '/v1/approvals',
   tags: ['approvals'],
   summary: 'Approval requests, oldest first (e.g. `?status=pending`)',
-  description: `A key limited to environments sees only requests in them. ${rolesNote(ACCESS.listApprovals)}`,
+  description: `A key limited to environments sees only requests in them. ${rolesNote(ACCESS.listApprovals)}\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.listApprovals)] as const,
   request: { query: ApprovalListQuerySchema },
@@ -42,7 +48,7 @@ const getApproval = createRoute({
   path: '/v1/approvals/{id}',
   tags: ['approvals'],
   summary: 'Exactly what will run if this is approved',
-  description: `The canonical payload (its SHA-256 is the approval's \`payload_hash\`), tool, target, environment, side-effect class, impact estimate, requester and expiry. ${rolesNote(ACCESS.getApproval)}`,
+  description: `The canonical payload (its SHA-256 is the approval's \`payload_hash\`), tool, target, environment, side-effect class, impact estimate, requester and expiry. ${rolesNote(ACCESS.getApproval)}\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.getApproval)] as const,
   request: { params: ApprovalIdParamSchema, query: LogQuerySchema },
@@ -97,7 +103,8 @@ export function registerApprovalRoutes(app: VouchApp, deps: { records: Records }
   app.openapi(listApprovals, async (c) => {
     const log = logOf(c);
     const { status, after, limit } = c.req.valid('query');
-    const page = await records.listApprovals(log, {
+    const { records: reads } = await c.get('readSide')();
+    const page = await reads.listApprovals(log, {
       ...(status ? { status } : {}),
       ...(after !== undefined ? { after } : {}),
       ...(limit !== undefined ? { limit } : {}),
@@ -110,7 +117,9 @@ export function registerApprovalRoutes(app: VouchApp, deps: { records: Records }
   });
 
   app.openapi(getApproval, async (c) => {
-    const view = await records.getApproval(logOf(c), c.req.valid('param').id);
+    const log = logOf(c);
+    const { records: reads } = await c.get('readSide')();
+    const view = await reads.getApproval(log, c.req.valid('param').id);
     assertEnvironment(c.get('principal'), view.request.environment);
     return c.json(approvalView(view), 200);
   });

@@ -17,7 +17,7 @@ import {
   VerifyProgressLineSchema,
   VerifyQuerySchema,
 } from '../schemas/audit';
-import { bearerSecurity, commonErrors } from '../schemas/common';
+import { bearerSecurity, commonErrors, STANDBY_READ_NOTE } from '../schemas/common';
 
 // Typed `string`, not as literals: @hono/zod-openapi types the answer of a media type it cannot
 // name as a plain `Response`, which is what a stream is. Its JSON answers are checked apart.
@@ -29,6 +29,7 @@ const listEvents = createRoute({
   path: '/v1/logs/{log}/events',
   tags: ['audit'],
   summary: 'Audit events of a log, in pages (auditor)',
+  description: STANDBY_READ_NOTE,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema, query: EventsQuerySchema },
@@ -47,7 +48,7 @@ const logHead = createRoute({
   path: '/v1/logs/{log}/head',
   tags: ['audit'],
   summary: 'The head of a log: last seq and its hash (auditor)',
-  description: 'Keep it: passing it later as `expect_head` detects a log that was cut back.',
+  description: `Keep it: passing it later as \`expect_head\` detects a log that was cut back.\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema },
@@ -68,7 +69,7 @@ const verifyLog = createRoute({
   path: '/v1/logs/{log}/verify',
   tags: ['audit'],
   summary: 'Verify the chain of a log (auditor)',
-  description: `Recomputes every payload hash, event hash and link from the stored bytes; recomputes the Merkle tree from the event hashes and compares every stored node with it; compares every stored checkpoint with the root recomputed at its size, with its own note, and with its signature under this server's log key; cross-checks the record tables. Reports every break with its seq (and table). With \`Accept: ${NDJSON}\` the answer streams: progress lines while it runs, then the report.`,
+  description: `Recomputes every payload hash, event hash and link from the stored bytes; recomputes the Merkle tree from the event hashes and compares every stored node with it; compares every stored checkpoint with the root recomputed at its size, with its own note, and with its signature under this server's log key; cross-checks the record tables. Reports every break with its seq (and table). With \`Accept: ${NDJSON}\` the answer streams: progress lines while it runs, then the report.\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema, query: VerifyQuerySchema },
@@ -90,8 +91,7 @@ const exportLog = createRoute({
   path: '/v1/logs/{log}/export',
   tags: ['audit'],
   summary: 'Export a log as JSON Lines (auditor)',
-  description:
-    'One event per line in seq order, streamed with constant memory. Each line is exactly what was hashed, so the export verifies offline with `verifyEvents` from @vouch/audit.',
+  description: `One event per line in seq order, streamed with constant memory. Each line is exactly what was hashed, so the export verifies offline with \`verifyEvents\` from @vouch/audit.\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema, query: ExportQuerySchema },
@@ -120,16 +120,13 @@ function parseHead(text: string | undefined): ChainHead | undefined {
 export function registerAuditRoutes(
   app: VouchApp,
   deps: {
-    ledger: Ledger;
     /** This server's own log key, so verification checks checkpoint signatures too. */
     checkpointKeys?: (log: string) => CheckpointKeys | undefined;
   },
 ): void {
-  const { ledger } = deps;
-  const { database } = ledger;
   /** An empty answer is checked once more: for a log id nothing is stored under it is a typo. */
-  const unlessUnknown = async (log: string, empty: boolean) => {
-    if (empty) await requireLog(database, log);
+  const unlessUnknown = async (ledger: Ledger, log: string, empty: boolean) => {
+    if (empty) await requireLog(ledger.database, log);
   };
 
   app.openapi(listEvents, async (c) => {
@@ -137,8 +134,9 @@ export function registerAuditRoutes(
     assertLog(c.get('principal'), log);
     const { after = 0, limit = 100 } = c.req.valid('query');
     const pageSize = Math.min(limit, c.get('limits').pageSize);
+    const { ledger } = await c.get('readSide')();
     const events = await ledger.events(log, { after, limit: pageSize });
-    await unlessUnknown(log, events.length === 0);
+    await unlessUnknown(ledger, log, events.length === 0);
     const last = events[events.length - 1];
     return c.json({ log, events, next_after: events.length === pageSize && last ? last.seq : null }, 200);
   });
@@ -146,8 +144,9 @@ export function registerAuditRoutes(
   app.openapi(logHead, async (c) => {
     const { log } = c.req.valid('param');
     assertLog(c.get('principal'), log);
+    const { ledger } = await c.get('readSide')();
     const head = await ledger.head(log);
-    await unlessUnknown(log, head === null);
+    await unlessUnknown(ledger, log, head === null);
     return c.json({ log, head }, 200);
   });
 
@@ -157,8 +156,9 @@ export function registerAuditRoutes(
     const expectHead = parseHead(c.req.valid('query').expect_head);
     const signal = c.req.raw.signal;
     const checkpointKeys = deps.checkpointKeys?.(log);
+    const { ledger } = await c.get('readSide')();
     // Before the answer starts: once a stream is under way its status is 200.
-    await requireLog(database, log);
+    await requireLog(ledger.database, log);
     const options = {
       log,
       signal,
@@ -206,7 +206,8 @@ export function registerAuditRoutes(
     const { log } = c.req.valid('param');
     assertLog(c.get('principal'), log);
     const { after } = c.req.valid('query');
-    await requireLog(database, log);
+    const { ledger } = await c.get('readSide')();
+    await requireLog(ledger.database, log);
     const logger = c.get('logger');
     const requestId = c.get('requestId');
     const body = jsonLinesStream(ledger.streamEvents(log, after === undefined ? {} : { after }), {

@@ -5,7 +5,13 @@ import { assertEnvironment, mayActIn, requireRole } from '../auth/authorize';
 import { ApiError } from '../errors';
 import { jsonBody } from '../http/json-body';
 import { OUTCOME_VALUES_TEXT, PROPOSAL_LIFE_DIAGRAM, STAGE_VALUES_TEXT } from '../openapi/proposal-life';
-import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
+import {
+  bearerSecurity,
+  bodyErrors,
+  commonErrors,
+  errorResponseSpec,
+  STANDBY_READ_NOTE,
+} from '../schemas/common';
 import {
   AuthorizationSchema,
   AuthorizeInputSchema,
@@ -70,7 +76,7 @@ const getProposal = createRoute({
   path: '/v1/proposals/{id}',
   tags: ['proposals'],
   summary: 'The whole story of a proposal',
-  description: `Proposal, decision, approval, observation, refused executions, verifications, the derived \`stage\` and \`outcome\`, and the audit events that record them. ${rolesNote(ACCESS.getProposal)}\n\nThe outer states are the \`outcome\`; inside \`not_executed\`, the \`stage\`. These names replace \`completed\`, \`failed\`, \`aborted\`, \`pending\` and the stages \`refused\`, \`verified\` of version 0.1.0 (a breaking rename before 1.0; docs/records.md maps old to new).\n\n\`outcome\`:\n\n${OUTCOME_VALUES_TEXT}\n\n\`stage\`:\n\n${STAGE_VALUES_TEXT}\n\n\`\`\`mermaid\n${PROPOSAL_LIFE_DIAGRAM}\n\`\`\``,
+  description: `Proposal, decision, approval, observation, refused executions, verifications, the derived \`stage\` and \`outcome\`, and the audit events that record them. ${rolesNote(ACCESS.getProposal)}\n\n${STANDBY_READ_NOTE}\n\nThe outer states are the \`outcome\`; inside \`not_executed\`, the \`stage\`. These names replace \`completed\`, \`failed\`, \`aborted\`, \`pending\` and the stages \`refused\`, \`verified\` of version 0.1.0 (a breaking rename before 1.0; docs/records.md maps old to new).\n\n\`outcome\`:\n\n${OUTCOME_VALUES_TEXT}\n\n\`stage\`:\n\n${STAGE_VALUES_TEXT}\n\n\`\`\`mermaid\n${PROPOSAL_LIFE_DIAGRAM}\n\`\`\``,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.getProposal)] as const,
   request: { params: ProposalIdParamSchema, query: LogQuerySchema },
@@ -174,7 +180,9 @@ export function registerProposalRoutes(
   });
 
   app.openapi(getProposal, async (c) => {
-    const story = await records.story(logOf(c), c.req.valid('param').id);
+    const log = logOf(c);
+    const { records: reads } = await c.get('readSide')();
+    const story = await reads.story(log, c.req.valid('param').id);
     return c.json(story, 200);
   });
 

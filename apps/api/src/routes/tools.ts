@@ -4,7 +4,13 @@ import type { VouchApp } from '../app';
 import { hasRole, requireRole } from '../auth/authorize';
 import { ApiError } from '../errors';
 import { jsonBody } from '../http/json-body';
-import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
+import {
+  bearerSecurity,
+  bodyErrors,
+  commonErrors,
+  errorResponseSpec,
+  STANDBY_READ_NOTE,
+} from '../schemas/common';
 import { LogQuerySchema, RegisteredToolSchema, ToolInputSchema, ToolListSchema } from '../schemas/records';
 import { ACCESS, rolesNote } from './access';
 import { logOf, rawBody, recordContext } from './record-context';
@@ -41,7 +47,7 @@ const listTools = createRoute({
   path: '/v1/tools',
   tags: ['tools'],
   summary: 'The latest registration of every tool of a log',
-  description: rolesNote(ACCESS.listTools),
+  description: `${rolesNote(ACCESS.listTools)}\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.listTools)] as const,
   request: { query: LogQuerySchema },
@@ -75,6 +81,8 @@ export function registerToolRoutes(app: VouchApp, deps: { records: Records }): v
     return c.json({ tool, replayed }, replayed ? 200 : 201);
   });
   app.openapi(listTools, async (c) => {
-    return c.json({ tools: await deps.records.listTools(logOf(c)) }, 200);
+    const log = logOf(c);
+    const { records } = await c.get('readSide')();
+    return c.json({ tools: await records.listTools(log) }, 200);
   });
 }

@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import {
   checkpointAt,
-  type Ledger,
+  type Database,
   latestCheckpoint,
   merkleConsistencyProof,
   merkleInclusionProof,
@@ -14,7 +14,7 @@ import { assertLog, requireRole } from '../auth/authorize';
 import { ApiError } from '../errors';
 import type { AppEnv } from '../http/app-env';
 import { LogParamSchema } from '../schemas/audit';
-import { bearerSecurity, commonErrors, errorResponseSpec } from '../schemas/common';
+import { bearerSecurity, commonErrors, errorResponseSpec, STANDBY_READ_NOTE } from '../schemas/common';
 import {
   CheckpointParamSchema,
   CheckpointSchema,
@@ -38,7 +38,7 @@ const latest = createRoute({
   path: '/v1/logs/{log}/checkpoint',
   tags: ['transparency'],
   summary: 'The latest signed checkpoint of a log (auditor)',
-  description: `The newest c2sp.org/tlog-checkpoint of the log's Merkle tree. With \`Accept: ${TEXT}\` the answer is the signed note alone, as transparency-log witnesses expect it. Keep it: \`vouch verify --since\` proves later that the log only grew from it.`,
+  description: `The newest c2sp.org/tlog-checkpoint of the log's Merkle tree. With \`Accept: ${TEXT}\` the answer is the signed note alone, as transparency-log witnesses expect it. Keep it: \`vouch verify --since\` proves later that the log only grew from it.\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema },
@@ -60,6 +60,7 @@ const atSize = createRoute({
   path: '/v1/logs/{log}/checkpoints/{tree_size}',
   tags: ['transparency'],
   summary: 'The signed checkpoint of a log at one tree size (auditor)',
+  description: STANDBY_READ_NOTE,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: CheckpointParamSchema },
@@ -81,8 +82,7 @@ const inclusion = createRoute({
   path: '/v1/logs/{log}/proofs/inclusion',
   tags: ['transparency'],
   summary: 'Inclusion proof of an event in the Merkle tree (auditor)',
-  description:
-    'Verify it with `verifyInclusion(eventLeafHash(event.hash), seq - 1, tree_size, proof, root)` from @vouch/audit, where `root` comes from a checkpoint at `tree_size` that you verified.',
+  description: `Verify it with \`verifyInclusion(eventLeafHash(event.hash), seq - 1, tree_size, proof, root)\` from @vouch/audit, where \`root\` comes from a checkpoint at \`tree_size\` that you verified.\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema, query: InclusionQuerySchema },
@@ -98,8 +98,7 @@ const consistency = createRoute({
   path: '/v1/logs/{log}/proofs/consistency',
   tags: ['transparency'],
   summary: 'Consistency proof between two tree sizes (auditor)',
-  description:
-    'Proves the tree at `second` extends the tree at `first`: verify it with `verifyConsistency(first, second, proof, root1, root2)` from @vouch/audit.',
+  description: `Proves the tree at \`second\` extends the tree at \`first\`: verify it with \`verifyConsistency(first, second, proof, root1, root2)\` from @vouch/audit.\n\n${STANDBY_READ_NOTE}`,
   security: bearerSecurity,
   middleware: [requireRole('auditor')] as const,
   request: { params: LogParamSchema, query: ConsistencyQuerySchema },
@@ -131,11 +130,9 @@ function answer(c: Context<AppEnv>, checkpoint: StoredCheckpoint) {
 const hex = (proof: Uint8Array[]) => proof.map((node) => Buffer.from(node).toString('hex'));
 
 /** `/v1/logs/{log}/checkpoint(s)` and `/proofs/…`: signed tree heads and Merkle proofs, for auditors. */
-export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger }): void {
-  const { database } = deps.ledger;
-
+export function registerTransparencyRoutes(app: VouchApp): void {
   /** Run `answer`; when it finds nothing, say whether the log itself is unknown (a typo). */
-  const unlessUnknown = async <T>(log: string, answer: () => Promise<T>): Promise<T> => {
+  const unlessUnknown = async <T>(database: Database, log: string, answer: () => Promise<T>): Promise<T> => {
     try {
       return await answer();
     } catch (error) {
@@ -144,7 +141,7 @@ export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger
     }
   };
 
-  const requireLatest = async (log: string) => {
+  const requireLatest = async (database: Database, log: string) => {
     const checkpoint = await latestCheckpoint(database, log);
     if (!checkpoint) {
       await requireLog(database, log);
@@ -156,12 +153,14 @@ export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger
   app.openapi(latest, async (c) => {
     const { log } = c.req.valid('param');
     assertLog(c.get('principal'), log);
-    return answer(c, await requireLatest(log));
+    const { database } = (await c.get('readSide')()).ledger;
+    return answer(c, await requireLatest(database, log));
   });
 
   app.openapi(atSize, async (c) => {
     const { log, tree_size } = c.req.valid('param');
     assertLog(c.get('principal'), log);
+    const { database } = (await c.get('readSide')()).ledger;
     const checkpoint = await checkpointAt(database, log, tree_size);
     if (!checkpoint) {
       await requireLog(database, log);
@@ -176,13 +175,16 @@ export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger
     const { log } = c.req.valid('param');
     assertLog(c.get('principal'), log);
     const { seq } = c.req.valid('query');
-    const treeSize = c.req.valid('query').tree_size ?? (await requireLatest(log)).treeSize;
+    const { database } = (await c.get('readSide')()).ledger;
+    const treeSize = c.req.valid('query').tree_size ?? (await requireLatest(database, log)).treeSize;
     if (seq > treeSize) {
       throw new ApiError('INVALID_REQUEST', `seq ${seq} is not in a tree of ${treeSize} events`, {
         details: { seq, tree_size: treeSize },
       });
     }
-    const proof = await unlessUnknown(log, () => merkleInclusionProof(database, { log, seq, treeSize }));
+    const proof = await unlessUnknown(database, log, () =>
+      merkleInclusionProof(database, { log, seq, treeSize }),
+    );
     return c.json({ log, seq, leaf_index: seq - 1, tree_size: treeSize, proof: hex(proof) }, 200);
   });
 
@@ -190,13 +192,14 @@ export function registerTransparencyRoutes(app: VouchApp, deps: { ledger: Ledger
     const { log } = c.req.valid('param');
     assertLog(c.get('principal'), log);
     const { first } = c.req.valid('query');
-    const second = c.req.valid('query').second ?? (await requireLatest(log)).treeSize;
+    const { database } = (await c.get('readSide')()).ledger;
+    const second = c.req.valid('query').second ?? (await requireLatest(database, log)).treeSize;
     if (first > second) {
       throw new ApiError('INVALID_REQUEST', `tree size ${first} cannot grow into ${second}`, {
         details: { first, second },
       });
     }
-    const proof = await unlessUnknown(log, () =>
+    const proof = await unlessUnknown(database, log, () =>
       merkleConsistencyProof(database, { log, size1: first, size2: second }),
     );
     return c.json({ log, first, second, proof: hex(proof) }, 200);

@@ -52,6 +52,13 @@ export function errorResponseSpec(description: string) {
 /** `Authorization: Bearer <key>`, required on every /v1 route. */
 export const bearerSecurity = [{ bearerAuth: [] as string[] }];
 
+/**
+ * Said by every route that a hot standby may serve (`DATABASE_READ_URL`, docs/scaling.md):
+ * what the answer is consistent with, wherever it was read.
+ */
+export const STANDBY_READ_NOTE =
+  'May be served by a hot standby (`DATABASE_READ_URL`): the answer still reflects every write acknowledged before this request began (read-your-writes, and anyone else’s writes too); the `Vouch-Read-Source` header says which database answered (`standby` or `primary`).';
+
 /** A JSON Pointer-free identity: `agent:…`, `service:…`, `user:…` (declared with the records). */
 export const IdentitySchema = identityInput;
 
