@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 // Workspace packages resolve to their TypeScript sources through the "@vouch/source"
 // export condition, so tests never need a build first.
-const conditions = ['@vouch/source', 'module', 'node', 'development|production'];
+const conditions = ['@vouch/source', 'node', 'development|production'];
 
 export default defineConfig({
   resolve: { conditions },

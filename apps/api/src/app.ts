@@ -7,9 +7,11 @@ import { errorResponse, handleError } from './error-response';
 import { ApiError } from './errors';
 import { accessLog } from './http/access-log';
 import type { AppEnv } from './http/app-env';
+import { requestMetrics } from './http/request-metrics';
 import { validationHook } from './http/validation-hook';
 import { type Limits, resolveLimits } from './limits';
 import { type Logger, silentLogger } from './logger';
+import { createMetrics, type Metrics } from './metrics/metrics';
 import { registerOpenApiRoutes } from './openapi/routes';
 import { registerApprovalRoutes } from './routes/approvals';
 import { registerAuditRoutes } from './routes/audit';
@@ -37,6 +39,8 @@ export interface AppOptions {
    * ledger's integrity alarm (`ledger.integrityAlarm`) makes the instance not ready.
    */
   readiness?: () => Promise<Readiness>;
+  /** Where requests and verifications are counted; default a fresh registry over the ledger's database. */
+  metrics?: Metrics;
   /** Shown in the OpenAPI document. */
   version?: string;
   /** True once shutdown began: new requests get 503 `NOT_READY` and `Connection: close`. */
@@ -65,6 +69,7 @@ export function createApp(options: AppOptions): VouchApp {
   const keys = options.keys ?? createKeyStore(options.ledger);
   const records = options.records ?? createRecords(options.ledger);
   const verification = options.verification ?? emptyVerificationHost();
+  const metrics = options.metrics ?? createMetrics({ database: options.ledger.database });
   const draining = options.draining ?? (() => false);
   const baseReadiness = options.readiness ?? (() => databaseReadiness(options.ledger.database));
   const readiness = async (): Promise<Readiness> => {
@@ -84,6 +89,7 @@ export function createApp(options: AppOptions): VouchApp {
     c.header('X-Content-Type-Options', 'nosniff');
   });
   app.use('*', accessLog());
+  app.use('*', requestMetrics(metrics));
   app.use('*', async (c, next) => {
     // A request that reached a stopping server on a kept-alive connection: answer, and
     // tell the client to reconnect (to another instance) for the next one.
@@ -104,7 +110,7 @@ export function createApp(options: AppOptions): VouchApp {
   registerToolRoutes(app, { records });
   registerProposalRoutes(app, { records, verification });
   registerApprovalRoutes(app, { records });
-  registerObservationRoutes(app, { records, verification });
+  registerObservationRoutes(app, { records, verification, metrics });
   registerAuditRoutes(app, {
     ledger: options.ledger,
     ...(options.checkpointKeys ? { checkpointKeys: options.checkpointKeys } : {}),

@@ -71,6 +71,11 @@ export interface ServeConfig {
   allowOwnerRoleBy?: 'VOUCH_ALLOW_OWNER_ROLE' | '--allow-owner-role';
   /** Postgres only: apply migrations before serving (`VOUCH_MIGRATE=1`, `--migrate`); needs the owner role. */
   migrate?: boolean;
+  /**
+   * Where `GET /metrics` is served (`VOUCH_METRICS_PORT`, `VOUCH_METRICS_HOST`, default
+   * 127.0.0.1): a listener of its own, off unless a port is set (docs/operations.md).
+   */
+  metrics?: { port: number; host: string };
   /** Signed checkpoints: VOUCH_LOG_SIGNING_KEY, VOUCH_LOG_ORIGIN, VOUCH_CHECKPOINT_INTERVAL_MS (docs/transparency.md). */
   transparency?: TransparencyConfig;
 }
@@ -102,6 +107,14 @@ export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
       ? { allowOwnerRole: true, allowOwnerRoleBy: 'VOUCH_ALLOW_OWNER_ROLE' as const }
       : { allowOwnerRole: false }),
     migrate: flag(env, 'VOUCH_MIGRATE'),
+    ...(env.VOUCH_METRICS_PORT?.trim()
+      ? {
+          metrics: {
+            port: integer(env, 'VOUCH_METRICS_PORT', 0, 0, 65_535),
+            host: env.VOUCH_METRICS_HOST?.trim() || '127.0.0.1',
+          },
+        }
+      : {}),
   };
 }
 

@@ -16,7 +16,21 @@ export interface GroupCommitOptions {
   integrityAlarm: IntegrityAlarm;
   /** Run in each batch transaction after its events are inserted, in order. */
   hooks: readonly AppendHook[];
+  /** Told of every committed batch, after its callers are answered (metrics). */
+  onBatch?: BatchListener;
 }
+
+/** What a committed batch was: its log, how many appends it held, its head after, how long it took. */
+export interface CommittedBatch {
+  log: string;
+  size: number;
+  headSeq: number;
+  /** From the batch asking for its transaction to the commit, in milliseconds. */
+  durationMs: number;
+}
+
+/** Called once per committed batch; it must not throw (what it throws is dropped). */
+export type BatchListener = (batch: CommittedBatch) => void;
 
 interface LogQueue {
   pending: Pending[];
@@ -109,6 +123,7 @@ export class GroupCommit {
   private async commitBatch(log: string, take: () => Pending[], isolated: boolean): Promise<void> {
     let taken: Pending[] | null = null;
     let run = null as BatchRun | null;
+    const started = performance.now();
     try {
       await this.options.database.db.transaction(async (transaction) => {
         run = await this.openRun(transaction as unknown as Db, log, () => (taken = take()));
@@ -122,6 +137,15 @@ export class GroupCommit {
       return;
     }
     this.settle(log, run!);
+    this.report(log, run!, performance.now() - started);
+  }
+
+  private report(log: string, run: BatchRun, durationMs: number): void {
+    try {
+      this.options.onBatch?.({ log, size: run.items.length, headSeq: run.headSeq, durationMs });
+    } catch {
+      // A listener is for observing: its failure must not fail appends that committed.
+    }
   }
 
   /** Lock the log, read its head, and take the batch: everything queued until now joins it. */
