@@ -7,6 +7,7 @@ import { errorResponse, handleError } from './error-response';
 import { ApiError } from './errors';
 import { accessLog } from './http/access-log';
 import type { AppEnv } from './http/app-env';
+import { createRateLimiter, type RateLimit, rateLimit } from './http/rate-limit';
 import { requestMetrics } from './http/request-metrics';
 import { validationHook } from './http/validation-hook';
 import { type Limits, resolveLimits } from './limits';
@@ -34,6 +35,12 @@ export interface AppOptions {
   verification?: VerificationHost;
   logger?: Logger;
   limits?: Partial<Limits>;
+  /** Requests per key (in this process); default none. `now` (ms, monotonic) is for tests. */
+  rateLimit?: RateLimit & { now?: () => number };
+  /** Keys older than this many days are refused with `KEY_EXPIRED`; default 0, no expiry. */
+  keyMaxAgeDays?: number;
+  /** Clock for key expiry, for tests. */
+  now?: () => Date;
   /**
    * Defaults to: the database answers and every migration is applied. Either way the
    * ledger's integrity alarm (`ledger.integrityAlarm`) makes the instance not ready.
@@ -102,7 +109,16 @@ export function createApp(options: AppOptions): VouchApp {
     // connection so the server is not kept open by an idle keep-alive socket.
     if (draining()) c.header('Connection', 'close');
   });
-  app.use('/v1/*', authenticate(keys));
+  app.use(
+    '/v1/*',
+    authenticate(keys, {
+      maxAgeDays: options.keyMaxAgeDays ?? 0,
+      ...(options.now ? { now: options.now } : {}),
+    }),
+  );
+  if (options.rateLimit && options.rateLimit.requestsPerSecond > 0) {
+    app.use('/v1/*', rateLimit(createRateLimiter(options.rateLimit, options.rateLimit.now)));
+  }
 
   registerHealthRoutes(app, { readiness });
   registerOpenApiRoutes(app, { version: options.version ?? '0.1.0' });

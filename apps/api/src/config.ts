@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { redactUrl } from '@vouch/ledger';
 import { MIN_SUPPLIED_KEY_LENGTH } from './auth/api-key';
 import { ConfigError } from './config-error';
+import type { ServerSettings } from './settings/server-settings';
 import { type TransparencyConfig, transparencyConfig } from './transparency/config';
 
 export { ConfigError };
@@ -76,6 +77,11 @@ export interface ServeConfig {
    * 127.0.0.1): a listener of its own, off unless a port is set (docs/operations.md).
    */
   metrics?: { port: number; host: string };
+  /**
+   * The `server` section of the configuration file and its variables (policy, approvals,
+   * limits, rate limits, keys): `loadServerSettings`. Default: `DEFAULT_SERVER_SETTINGS`.
+   */
+  settings?: ServerSettings;
   /** Signed checkpoints: VOUCH_LOG_SIGNING_KEY, VOUCH_LOG_ORIGIN, VOUCH_CHECKPOINT_INTERVAL_MS (docs/transparency.md). */
   transparency?: TransparencyConfig;
 }
@@ -85,7 +91,7 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   if (!raw) return fallback;
   const value = Number(raw);
   if (!/^\d+$/.test(raw) || value < min || value > max) {
-    throw new ConfigError(`${name}=${raw} is not a whole number from ${min} to ${max}`);
+    throw new ConfigError(`${name}=${raw}: not a whole number from ${min} to ${max}`, { key: name });
   }
   return value;
 }
@@ -125,6 +131,7 @@ function adminKey(env: NodeJS.ProcessEnv): string | undefined {
   if (key !== undefined && key.length < MIN_SUPPLIED_KEY_LENGTH) {
     throw new ConfigError(
       `VOUCH_ADMIN_KEY must be at least ${MIN_SUPPLIED_KEY_LENGTH} characters (for example: openssl rand -base64 48)`,
+      { key: 'VOUCH_ADMIN_KEY' },
     );
   }
   return key;
@@ -134,14 +141,16 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   const raw = env[name]?.trim();
   if (!raw || raw === '0' || raw === 'false') return false;
   if (raw === '1' || raw === 'true') return true;
-  throw new ConfigError(`${name}=${raw}: use 1 or 0`);
+  throw new ConfigError(`${name}=${raw}: use 1 or 0`, { key: name });
 }
 
 function verifierConfigPath(env: NodeJS.ProcessEnv, cwd: string): string | undefined {
   const given = env.VOUCH_CONFIG?.trim();
   if (given) {
     const path = resolve(cwd, given);
-    if (!existsSync(path)) throw new ConfigError(`VOUCH_CONFIG=${given}: no such file (${path})`);
+    if (!existsSync(path)) {
+      throw new ConfigError(`VOUCH_CONFIG=${given}: no such file (${path})`, { key: 'VOUCH_CONFIG' });
+    }
     return path;
   }
   const conventional = resolve(cwd, 'vouch.config.json');

@@ -9,6 +9,7 @@ import type { Logger } from './logger';
 import { createMetrics, type Metrics } from './metrics/metrics';
 import { createMetricsApp } from './metrics/metrics-app';
 import { openTarget } from './open-target';
+import { DEFAULT_SERVER_SETTINGS } from './settings/server-settings';
 import { checkpointKeysFor } from './transparency/checkpoint-keys';
 import { transparencyConfig } from './transparency/config';
 import { startCheckpoints } from './transparency/start-checkpoints';
@@ -99,11 +100,20 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       integrityAlarm,
       onBatch: metrics.observeBatch,
     });
-    const keys = createKeyStore(ledger);
+    const settings = config.settings ?? DEFAULT_SERVER_SETTINGS;
+    const keys = createKeyStore(ledger, { allowRoleCombinations: settings.keys.allowRoleCombinations });
     let draining = false;
     const app = createApp({
       ledger,
-      records: createRecords(ledger, { unknownOutcomeSettleSeconds: config.unknownOutcomeSettleSeconds }),
+      records: createRecords(ledger, {
+        unknownOutcomeSettleSeconds: config.unknownOutcomeSettleSeconds,
+        policy: settings.policy.engine,
+        approvalRequestTtlSeconds: settings.approvals.requestTtlSeconds,
+        maxApprovalWindowSeconds: settings.approvals.maxWindowSeconds,
+      }),
+      limits: settings.limits,
+      rateLimit: settings.rateLimit,
+      keyMaxAgeDays: settings.keys.maxAgeDays,
       keys,
       logger,
       metrics,

@@ -32,7 +32,19 @@ export interface NewApiKey {
   logs?: string[] | null;
   /** The identity issuing it (from the admin's key, or `system:bootstrap`). */
   createdBy: string;
+  /** Issue it even if its roles must stay apart (see {@link SEPARATED_ROLES}); default: the store's setting. */
+  allowRoleCombination?: boolean;
 }
+
+/**
+ * Pairs of roles one key may not hold together, unless explicitly allowed: the party that
+ * acts (gateway) or grants keys (admin) must not also be the one that approves, or one
+ * leaked key could both ask for and grant an action.
+ */
+export const SEPARATED_ROLES: ReadonlyArray<readonly [Role, Role]> = [
+  ['gateway', 'approver'],
+  ['admin', 'approver'],
+];
 
 /** What a key hash finds: a live key proven by the chain, a row that fails its proof, or nothing. */
 export type KeyLookup =
@@ -73,7 +85,7 @@ function toStored({ revokedBy: _, ...record }: ApiKeyRecord): StoredApiKey {
  * The key store over the ledger's key tables (`@vouch/ledger`'s keys module): this side
  * makes the secrets and maps the ledger's answers to HTTP errors.
  */
-export function createKeyStore(ledger: Ledger): KeyStore {
+export function createKeyStore(ledger: Ledger, options: { allowRoleCombinations?: boolean } = {}): KeyStore {
   const database = ledger.database;
   // Every request looks its key up: the lookups of requests that arrive together go out as
   // one query. Nothing is cached (`cache: false`), so a revocation counts from the next request.
@@ -115,6 +127,9 @@ export function createKeyStore(ledger: Ledger): KeyStore {
       return { status: 'valid', key: toStored(found.key), keyHash: found.keyHash, proof: found.proof };
     },
     async create(input) {
+      if (!(input.allowRoleCombination ?? options.allowRoleCombinations ?? false)) {
+        assertRolesSeparated(input.roles);
+      }
       return (await issue(input))!;
     },
     async list() {
@@ -141,4 +156,16 @@ export function createKeyStore(ledger: Ledger): KeyStore {
       );
     },
   };
+}
+
+/** Throw 400 `ROLE_COMBINATION_FORBIDDEN` when `roles` holds a pair of {@link SEPARATED_ROLES}. */
+export function assertRolesSeparated(roles: readonly Role[]): void {
+  const pair = SEPARATED_ROLES.find(([a, b]) => roles.includes(a) && roles.includes(b));
+  if (pair) {
+    throw new ApiError(
+      'ROLE_COMBINATION_FORBIDDEN',
+      `one key may not hold both ${pair[0]} and ${pair[1]}: issue two keys (or allow it with server.keys.allowRoleCombinations)`,
+      { details: { roles: pair } },
+    );
+  }
 }

@@ -1,6 +1,7 @@
 import { serveConfig } from '../config';
 import { createJsonLogger } from '../logger';
 import { startServer } from '../server';
+import { loadServerSettings } from '../settings/server-settings';
 import { defineCommand } from './command';
 import { EXIT } from './io';
 
@@ -42,6 +43,7 @@ pending appends commit, the database closes.`,
     };
     const logger = createJsonLogger((line) => io.out(line));
     let config = serveConfig(env, io.cwd);
+    config = { ...config, settings: await loadServerSettings({ file: config.verifierConfig, env }) };
     if (values['allow-owner-role'])
       config = { ...config, allowOwnerRole: true, allowOwnerRoleBy: '--allow-owner-role' };
     // Listen for SIGTERM/SIGINT before starting: a signal that arrives while the server

@@ -12,5 +12,7 @@ export interface AppEnv {
     principal: Principal;
     /** The parsed JSON body (already bounded and checked), when the route takes one. */
     jsonBody: unknown;
+    /** The code of the error this request was answered with, for the access log. */
+    errorCode: string;
   };
 }

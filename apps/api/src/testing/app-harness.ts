@@ -57,6 +57,8 @@ export async function createHarness(
         environments: limits.environments ?? null,
         logs: limits.logs ?? null,
         createdBy: 'system:test',
+        // Tests build the keys they need, separated roles included (to prove the other defences).
+        allowRoleCombination: true,
       });
       return secret;
     },
