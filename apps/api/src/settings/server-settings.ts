@@ -63,8 +63,7 @@ export async function loadServerSettings(options: {
   for (const { name, path, read } of ENVIRONMENT) {
     const raw = options.env[name]?.trim();
     if (!raw) continue;
-    const section = (written[path[0]] ??= {});
-    section[path[1]] = parseVariable(name, raw, read);
+    written[path[0]] = { ...written[path[0]], [path[1]]: parseVariable(name, raw, read) };
     fromEnv.set(path.join('.'), name);
   }
   // A variable that switches the engine drops the file's members of the other engine.
