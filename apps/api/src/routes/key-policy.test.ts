@@ -37,6 +37,11 @@ describe('key policy over HTTP', () => {
         code: 'RATE_LIMITED',
         details: { retry_after_seconds: 2 },
       });
+      // The request log names the refusal and the key by its id and identity, never the key.
+      const line = h.logger.lines.findLast((entry) => entry.msg === 'request')!;
+      expect(line).toMatchObject({ status: 429, error_code: 'RATE_LIMITED', identity: 'user:reader' });
+      expect(line.key_id).toMatch(/^key_/);
+      expect(JSON.stringify(h.logger.lines)).not.toContain(reader);
       // Another key has a bucket of its own.
       expect((await get(app, other)).status).toBe(200);
       clock += 2000;
