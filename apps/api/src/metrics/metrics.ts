@@ -121,34 +121,30 @@ export function createMetrics(options: { database?: Database; now?: () => Date }
     registers: [registry],
   });
   const { database } = options;
-  const pool = () => database?.pool() ?? null;
-  new Gauge({
-    name: 'vouch_db_pool_max',
-    help: 'Connections the database pool may open (1 for embedded PGlite).',
-    registers: [registry],
-    collect() {
-      const stats = pool();
-      if (stats) this.set(stats.max);
-    },
-  });
-  new Gauge({
-    name: 'vouch_db_pool_in_use',
-    help: 'Pool connections held by a statement or transaction now (Postgres only).',
-    registers: [registry],
-    collect() {
-      const stats = pool();
-      if (stats?.inUse !== undefined) this.set(stats.inUse);
-    },
-  });
-  new Gauge({
-    name: 'vouch_db_pool_waiting',
-    help: 'Statements and transactions waiting for a pool connection now (Postgres only).',
-    registers: [registry],
-    collect() {
-      const stats = pool();
-      if (stats?.waiting !== undefined) this.set(stats.waiting);
-    },
-  });
+  const poolGauges = [
+    ['vouch_db_pool_max', 'Connections the database pool may open (1 for embedded PGlite).', 'max'],
+    [
+      'vouch_db_pool_in_use',
+      'Pool connections held by a statement or transaction now (Postgres only).',
+      'inUse',
+    ],
+    [
+      'vouch_db_pool_waiting',
+      'Statements and transactions waiting for a pool connection now (Postgres only).',
+      'waiting',
+    ],
+  ] as const;
+  for (const [name, help, member] of poolGauges) {
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const value = database?.pool()[member];
+        if (value !== undefined) this.set(value);
+      },
+    });
+  }
 
   return {
     registry,
