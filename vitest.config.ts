@@ -1,8 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
 // Workspace packages resolve to their TypeScript sources through the "@vouch/source"
-// export condition, so tests never need a build first.
-const conditions = ['@vouch/source', 'module', 'node', 'development|production'];
+// export condition, so tests never need a build first. No `module` condition: vitest hands
+// the conditions to Node, and Node would then load bundler-only builds (prom-client's
+// @opentelemetry/api has one, with extensionless imports).
+const conditions = ['@vouch/source', 'node', 'development|production'];
 
 export default defineConfig({
   resolve: { conditions },

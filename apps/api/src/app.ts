@@ -8,9 +8,12 @@ import { ApiError } from './errors';
 import { accessLog } from './http/access-log';
 import type { AppEnv } from './http/app-env';
 import { registerConsoleAssets } from './http/console-assets';
+import { createRateLimiter, type RateLimit, rateLimit } from './http/rate-limit';
+import { requestMetrics } from './http/request-metrics';
 import { validationHook } from './http/validation-hook';
 import { type Limits, resolveLimits } from './limits';
 import { type Logger, silentLogger } from './logger';
+import { createMetrics, type Metrics } from './metrics/metrics';
 import { registerOpenApiRoutes } from './openapi/routes';
 import { primaryReads, type ReadRouter, type ReadSide } from './read-routing';
 import { type ApprovalEventsOptions, registerApprovalEventRoutes } from './routes/approval-events';
@@ -38,11 +41,19 @@ export interface AppOptions {
   verification?: VerificationHost;
   logger?: Logger;
   limits?: Partial<Limits>;
+  /** Requests per key (in this process); default none. `now` (ms, monotonic) is for tests. */
+  rateLimit?: RateLimit & { now?: () => number };
+  /** Keys older than this many days are refused with `KEY_EXPIRED`; default 0, no expiry. */
+  keyMaxAgeDays?: number;
+  /** Clock for key expiry, for tests. */
+  now?: () => Date;
   /**
    * Defaults to: the database answers and every migration is applied. Either way the
    * ledger's integrity alarm (`ledger.integrityAlarm`) makes the instance not ready.
    */
   readiness?: () => Promise<Readiness>;
+  /** Where requests and verifications are counted; default a fresh registry over the ledger's database. */
+  metrics?: Metrics;
   /** Shown in the OpenAPI document. */
   version?: string;
   /** True once shutdown began: new requests get 503 `NOT_READY` and `Connection: close`. */
@@ -83,6 +94,7 @@ export function createApp(options: AppOptions): VouchApp {
   const keys = options.keys ?? createKeyStore(options.ledger);
   const records = options.records ?? createRecords(options.ledger);
   const verification = options.verification ?? emptyVerificationHost();
+  const metrics = options.metrics ?? createMetrics({ database: options.ledger.database });
   const draining = options.draining ?? (() => false);
   const reads = options.reads ?? primaryReads({ ledger: options.ledger, records });
   const baseReadiness = options.readiness ?? (() => databaseReadiness(options.ledger.database));
@@ -103,6 +115,7 @@ export function createApp(options: AppOptions): VouchApp {
     c.header('X-Content-Type-Options', 'nosniff');
   });
   app.use('*', accessLog());
+  app.use('*', requestMetrics(metrics));
   app.use('*', async (c, next) => {
     // A request that reached a stopping server on a kept-alive connection: answer, and
     // tell the client to reconnect (to another instance) for the next one.
@@ -115,7 +128,16 @@ export function createApp(options: AppOptions): VouchApp {
     // connection so the server is not kept open by an idle keep-alive socket.
     if (draining()) c.header('Connection', 'close');
   });
-  app.use('/v1/*', authenticate(keys));
+  app.use(
+    '/v1/*',
+    authenticate(keys, {
+      maxAgeDays: options.keyMaxAgeDays ?? 0,
+      ...(options.now ? { now: options.now } : {}),
+    }),
+  );
+  if (options.rateLimit && options.rateLimit.requestsPerSecond > 0) {
+    app.use('/v1/*', rateLimit(createRateLimiter(options.rateLimit, options.rateLimit.now)));
+  }
   app.use('/v1/*', async (c, next) => {
     let chosen: Promise<ReadSide> | undefined;
     c.set('readSide', () => {
@@ -143,7 +165,7 @@ export function createApp(options: AppOptions): VouchApp {
     ...(options.approvalEvents ? { options: options.approvalEvents } : {}),
   });
   registerApprovalRoutes(app, { records });
-  registerObservationRoutes(app, { records, verification });
+  registerObservationRoutes(app, { records, verification, metrics });
   registerAuditRoutes(app, options.checkpointKeys ? { checkpointKeys: options.checkpointKeys } : {});
   registerTransparencyRoutes(app);
   registerWebhookRoutes(app, { database: options.ledger.database });

@@ -4,6 +4,7 @@ import { redactUrl } from '@vouch/ledger';
 import { MIN_SUPPLIED_KEY_LENGTH } from './auth/api-key';
 import { ConfigError } from './config-error';
 import { DEFAULT_CONSOLE_DIR } from './http/console-assets';
+import type { ServerSettings } from './settings/server-settings';
 import { type TransparencyConfig, transparencyConfig } from './transparency/config';
 import { type WebhookConfig, webhookConfig } from './webhooks/webhook-config';
 
@@ -80,6 +81,16 @@ export interface ServeConfig {
   allowOwnerRoleBy?: 'VOUCH_ALLOW_OWNER_ROLE' | '--allow-owner-role';
   /** Postgres only: apply migrations before serving (`VOUCH_MIGRATE=1`, `--migrate`); needs the owner role. */
   migrate?: boolean;
+  /**
+   * Where `GET /metrics` is served (`VOUCH_METRICS_PORT`, `VOUCH_METRICS_HOST`, default
+   * 127.0.0.1): a listener of its own, off unless a port is set (docs/operations.md).
+   */
+  metrics?: { port: number; host: string };
+  /**
+   * The `server` section of the configuration file and its variables (policy, approvals,
+   * limits, rate limits, keys): `loadServerSettings`. Default: `DEFAULT_SERVER_SETTINGS`.
+   */
+  settings?: ServerSettings;
   /** Signed checkpoints: VOUCH_LOG_SIGNING_KEY, VOUCH_LOG_ORIGIN, VOUCH_CHECKPOINT_INTERVAL_MS (docs/transparency.md). */
   transparency?: TransparencyConfig;
   /** Outbound webhooks: the `webhooks` section of the JSON configuration file (docs/webhooks.md). */
@@ -115,7 +126,7 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   if (!raw) return fallback;
   const value = Number(raw);
   if (!/^\d+$/.test(raw) || value < min || value > max) {
-    throw new ConfigError(`${name}=${raw} is not a whole number from ${min} to ${max}`);
+    throw new ConfigError(`${name}=${raw}: not a whole number from ${min} to ${max}`, { key: name });
   }
   return value;
 }
@@ -152,6 +163,14 @@ export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
             ? resolve(cwd, env.VOUCH_CONSOLE_DIR.trim())
             : DEFAULT_CONSOLE_DIR,
         }),
+    ...(env.VOUCH_METRICS_PORT?.trim()
+      ? {
+          metrics: {
+            port: integer(env, 'VOUCH_METRICS_PORT', 0, 0, 65_535),
+            host: env.VOUCH_METRICS_HOST?.trim() || '127.0.0.1',
+          },
+        }
+      : {}),
   };
 }
 
@@ -162,6 +181,7 @@ function adminKey(env: NodeJS.ProcessEnv): string | undefined {
   if (key !== undefined && key.length < MIN_SUPPLIED_KEY_LENGTH) {
     throw new ConfigError(
       `VOUCH_ADMIN_KEY must be at least ${MIN_SUPPLIED_KEY_LENGTH} characters (for example: openssl rand -base64 48)`,
+      { key: 'VOUCH_ADMIN_KEY' },
     );
   }
   return key;
@@ -171,14 +191,16 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   const raw = env[name]?.trim();
   if (!raw || raw === '0' || raw === 'false') return false;
   if (raw === '1' || raw === 'true') return true;
-  throw new ConfigError(`${name}=${raw}: use 1 or 0`);
+  throw new ConfigError(`${name}=${raw}: use 1 or 0`, { key: name });
 }
 
 function verifierConfigPath(env: NodeJS.ProcessEnv, cwd: string): string | undefined {
   const given = env.VOUCH_CONFIG?.trim();
   if (given) {
     const path = resolve(cwd, given);
-    if (!existsSync(path)) throw new ConfigError(`VOUCH_CONFIG=${given}: no such file (${path})`);
+    if (!existsSync(path)) {
+      throw new ConfigError(`VOUCH_CONFIG=${given}: no such file (${path})`, { key: 'VOUCH_CONFIG' });
+    }
     return path;
   }
   const conventional = resolve(cwd, 'vouch.config.json');

@@ -97,6 +97,7 @@ export function errorResponse(c: Context<AppEnv>, described: DescribedError): Re
       request_id: c.get('requestId'),
     },
   };
+  c.set('errorCode', described.code);
   if (described.code === 'UNAUTHENTICATED') c.header('WWW-Authenticate', 'Bearer realm="vouch"');
   return c.json(body, described.status);
 }
@@ -104,6 +105,7 @@ export function errorResponse(c: Context<AppEnv>, described: DescribedError): Re
 /** The hono `onError` handler: one envelope for every failure; 5xx are logged, never leaked. */
 export function handleError(error: unknown, c: Context<AppEnv>): Response {
   const described = describeError(error);
+  c.set('errorCode', described.code);
   if (described.status >= 500) {
     c.get('logger')?.error('request failed', {
       request_id: c.get('requestId'),

@@ -24,7 +24,10 @@ void verifierCodesDeclared;
 export const STATUS_BY_CODE = {
   // @vouch/api: authentication and authorization
   UNAUTHENTICATED: 401,
+  KEY_EXPIRED: 401,
+  RATE_LIMITED: 429,
   ROLE_FORBIDDEN: 403,
+  ROLE_COMBINATION_FORBIDDEN: 400,
   ENVIRONMENT_FORBIDDEN: 403,
   LOG_FORBIDDEN: 403,
   // @vouch/api: request shape

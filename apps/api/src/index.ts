@@ -24,5 +24,15 @@ export { API_ERROR_CODES, ApiError, type ApiErrorCode, isApiError } from './erro
 export { DEFAULT_LIMITS, type Limits } from './limits';
 /** The injected logger and the JSON-lines implementation `vouch serve` uses. */
 export { createJsonLogger, type LogFields, type Logger, silentLogger } from './logger';
+/** The server's Prometheus metrics and the calls that move them (webhook deliveries among them). */
+export {
+  createMetrics,
+  METRIC_NAMES,
+  type Metrics,
+  type VerificationOutcome,
+  type WebhookDeliveryOutcome,
+} from './metrics/metrics';
+/** `GET /metrics`, for the metrics listener. */
+export { createMetricsApp } from './metrics/metrics-app';
 /** What /readyz checks. */
 export type { Readiness } from './routes/health';

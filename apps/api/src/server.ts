@@ -7,8 +7,11 @@ import { createKeyStore } from './auth/key-store';
 import { startClaimSweeper } from './claim-sweeper';
 import { describeTarget, type ServeConfig } from './config';
 import type { Logger } from './logger';
+import { createMetrics, type Metrics } from './metrics/metrics';
+import { createMetricsApp } from './metrics/metrics-app';
 import { type OpenStandby, openStandby } from './open-standby';
 import { openTarget } from './open-target';
+import { DEFAULT_SERVER_SETTINGS } from './settings/server-settings';
 import { checkpointKeysFor } from './transparency/checkpoint-keys';
 import { transparencyConfig } from './transparency/config';
 import { startCheckpoints } from './transparency/start-checkpoints';
@@ -25,6 +28,10 @@ export interface RunningServer {
   ledger: Ledger;
   /** The Node HTTP server, for embedding (and for tests that need its events). */
   httpServer: ServerType;
+  /** `http://host:port/metrics` when a metrics port is configured. */
+  metricsUrl?: string;
+  /** The server's metrics, for the parts that count into them (webhooks). */
+  metrics: Metrics;
   /**
    * Graceful stop: refuse new requests, let in-flight ones finish (up to the grace period),
    * drain pending appends, close the database. Safe to call more than once.
@@ -57,6 +64,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   let ledger: Ledger | undefined;
   let verification: VerificationHost | undefined;
   let listening: ServerType | undefined;
+  let metricsListener: ServerType | undefined;
   let checkpointer: { close(): Promise<void> } | undefined;
   let keyStore: { close(): Promise<void> } | undefined;
   let webhooks: WebhookDispatcher | undefined;
@@ -92,29 +100,46 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         });
       },
     });
+    const metrics = createMetrics({ database });
     const checkpoints = startCheckpoints({
       database,
       config: config.transparency ?? transparencyConfig({}),
       target: config.database,
       logger,
       integrityAlarm,
+      onCheckpoint: metrics.observeCheckpoint,
     });
     checkpointer = checkpoints;
-    ledger = createLedger(database, { afterAppend: checkpoints.afterAppend, integrityAlarm });
-    const keys = createKeyStore(ledger, { cache: true });
+    ledger = createLedger(database, {
+      afterAppend: checkpoints.afterAppend,
+      integrityAlarm,
+      onBatch: metrics.observeBatch,
+    });
+    const settings = config.settings ?? DEFAULT_SERVER_SETTINGS;
+    const keys = createKeyStore(ledger, {
+      cache: true,
+      allowRoleCombinations: settings.keys.allowRoleCombinations,
+    });
     keyStore = keys;
     standby = await openStandby({ config, primary: { ledger }, logger });
     let draining = false;
     const records = createRecords(ledger, {
       unknownOutcomeSettleSeconds: config.unknownOutcomeSettleSeconds,
       executionClaimSeconds: config.executionClaimSeconds,
+      policy: settings.policy.engine,
+      approvalRequestTtlSeconds: settings.approvals.requestTtlSeconds,
+      maxApprovalWindowSeconds: settings.approvals.maxWindowSeconds,
     });
     const app = createApp({
       ledger,
       ...(standby ? { reads: standby.reads } : {}),
       records,
+      limits: settings.limits,
+      rateLimit: settings.rateLimit,
+      keyMaxAgeDays: settings.keys.maxAgeDays,
       keys,
       logger,
+      metrics,
       draining: () => draining,
       verification,
       ...(checkpoints.keys ? { checkpointKeys: checkpointKeysFor(checkpoints.keys) } : {}),
@@ -123,10 +148,19 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     });
     const server = serve({ fetch: app.fetch, port: config.port, hostname: config.host });
     listening = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('listening', resolve);
-      server.once('error', reject);
-    });
+    await listeningOn(server);
+    let metricsUrl: string | undefined;
+    if (config.metrics) {
+      const metricsServer = serve({
+        fetch: createMetricsApp(metrics).fetch,
+        port: config.metrics.port,
+        hostname: config.metrics.host,
+      });
+      metricsListener = metricsServer;
+      await listeningOn(metricsServer);
+      metricsUrl = `${urlOf(metricsServer)}/metrics`;
+      logger.info('metrics listening', { url: metricsUrl });
+    }
     // The port first, the admin key after: a port in use must not print a first admin key
     // (stored, so still valid, but an operator who saw the start fail would not trust it).
     // Until the key exists no key authenticates, so a request in between gets a 401.
@@ -141,9 +175,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       if (config.adminKey === undefined) options.announceAdminKey(bootstrapped.secret);
     }
 
+    const url = urlOf(server);
     const address = server.address() as AddressInfo;
-    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    const url = `http://${host}:${address.port}`;
     logger.info('listening', { url, database: database.kind, location: describeTarget(config.database) });
     webhooks?.start(url);
 
@@ -172,6 +205,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         });
         await sweeper.close();
         await dispatcher?.close();
+        if (metricsListener) await closeListener(metricsListener);
         await openLedger.close();
         await openVerification.close?.();
         await checkpoints.close();
@@ -189,14 +223,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       ...(standby ? { standby: standby.database } : {}),
       ledger,
       httpServer: server,
+      metrics,
+      ...(metricsUrl ? { metricsUrl } : {}),
       close,
     };
   } catch (error) {
-    const open = listening;
-    if (open?.listening) {
-      const closed = new Promise<void>((resolve) => open.close(() => resolve()));
-      if ('closeAllConnections' in open) open.closeAllConnections();
-      await closed;
+    for (const open of [listening, metricsListener]) {
+      if (open?.listening) await closeListener(open);
     }
     await webhooks?.close().catch(() => {});
     await ledger?.close().catch(() => {});
@@ -207,4 +240,23 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     await database.close().catch(() => {});
     throw error;
   }
+}
+
+function listeningOn(server: ServerType): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+}
+
+function urlOf(server: ServerType): string {
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
+}
+
+async function closeListener(server: ServerType): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  if ('closeAllConnections' in server) server.closeAllConnections();
+  await closed;
 }

@@ -27,6 +27,7 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
     location: dataDir ?? 'memory',
     driver: { kind: 'pglite', client },
     rows: async <T>(query: SQL, executor: Db = db) => rowsOf<T>(await executor.execute(query)),
+    pool: () => ({ max: 1 }),
     close: () => client.close(),
   };
 }

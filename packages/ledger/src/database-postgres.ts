@@ -28,7 +28,8 @@ export async function openPostgres(
     },
   });
   const location = redactUrl(url);
-  const client = withDeadlines(raw, limits.statementTimeoutMs);
+  const busy = { count: 0 };
+  const client = withDeadlines(raw, limits.statementTimeoutMs, busy);
   try {
     await client.unsafe('select 1');
   } catch (cause) {
@@ -45,6 +46,11 @@ export async function openPostgres(
     location,
     driver: { kind: 'postgres', client: client as unknown as postgres.Sql },
     rows: async <T>(query: SQL, executor: Db = db) => rowsOf<T>(await executor.execute(query)),
+    pool: () => ({
+      max: limits.max,
+      inUse: Math.min(busy.count, limits.max),
+      waiting: Math.max(0, busy.count - limits.max),
+    }),
     close: () => raw.end({ timeout: 5 }),
   };
 }
@@ -59,11 +65,24 @@ export async function openPostgres(
  * that log, the requests waiting on that batch. Bounding each statement keeps every request
  * to a known time and turns the outage into `DATABASE_UNAVAILABLE`.
  */
-function withDeadlines(client: postgres.Sql, timeoutMs: number): postgres.Sql {
+function withDeadlines(client: postgres.Sql, timeoutMs: number, busy?: { count: number }): postgres.Sql {
+  // `busy` counts what holds or waits for a pool connection: only the pool's own statements
+  // and transactions (the root client's); statements inside a transaction use its connection.
+  const held = <T>(work: () => PromiseLike<T>): Promise<T> => {
+    if (!busy) return Promise.resolve(work());
+    busy.count++;
+    const running = Promise.resolve(work());
+    const release = () => {
+      busy.count--;
+    };
+    running.then(release, release);
+    return running;
+  };
   return new Proxy(client, {
     get(target, property, receiver) {
       if (property === 'unsafe') {
-        return (...args: Parameters<postgres.Sql['unsafe']>) => boundQuery(target.unsafe(...args), timeoutMs);
+        return (...args: Parameters<postgres.Sql['unsafe']>) =>
+          boundQuery(target.unsafe(...args), timeoutMs, held);
       }
       if (property === 'begin' || property === 'savepoint') {
         const open = Reflect.get(target, property, receiver) as (...args: unknown[]) => Promise<unknown>;
@@ -79,7 +98,7 @@ function withDeadlines(client: postgres.Sql, timeoutMs: number): postgres.Sql {
               phases.finished();
             }
           };
-          return phases.bound(open.apply(target, args));
+          return held(() => phases.bound(open.apply(target, args)));
         };
       }
       return Reflect.get(target, property, receiver);
@@ -101,7 +120,11 @@ function deadlineError(timeoutMs: number, what: string): LedgerError {
  * A postgres.js query whose answer is awaited for at most `timeoutMs`. The query object is
  * kept (drizzle calls `.values()` on it before awaiting); only how it is awaited changes.
  */
-function boundQuery<Q extends object>(pending: Q, timeoutMs: number): Q {
+function boundQuery<Q extends object>(
+  pending: Q,
+  timeoutMs: number,
+  held: <T>(work: () => PromiseLike<T>) => Promise<T> = (work) => Promise.resolve(work()),
+): Q {
   type Then = (
     onFulfilled?: (value: unknown) => unknown,
     onRejected?: (error: unknown) => unknown,
@@ -111,24 +134,27 @@ function boundQuery<Q extends object>(pending: Q, timeoutMs: number): Q {
   let answer: Promise<unknown> | undefined;
   // biome-ignore lint/suspicious/noThenProperty: the query is a thenable already; this bounds how it is awaited
   query.then = (onFulfilled, onRejected) => {
-    answer ??= new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        // Stop it on the server when the server can be reached; the caller is answered now either way.
-        void Promise.resolve(query.cancel()).catch(() => {});
-        reject(deadlineError(timeoutMs, 'a statement'));
-      }, timeoutMs);
-      run.call(
-        query,
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
+    answer ??= held(
+      () =>
+        new Promise((resolve, reject) => {
+          const timer = setTimeout(() => {
+            // Stop it on the server when the server can be reached; the caller is answered now either way.
+            void Promise.resolve(query.cancel()).catch(() => {});
+            reject(deadlineError(timeoutMs, 'a statement'));
+          }, timeoutMs);
+          run.call(
+            query,
+            (value) => {
+              clearTimeout(timer);
+              resolve(value);
+            },
+            (error: unknown) => {
+              clearTimeout(timer);
+              reject(error);
+            },
+          );
+        }),
+    ) as Promise<unknown>;
     return answer.then(onFulfilled, onRejected);
   };
   return pending;

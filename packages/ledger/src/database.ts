@@ -27,7 +27,21 @@ export interface Database {
   readonly location: string;
   /** The underlying driver client, for the few places that need it (locks, benchmarks). */
   readonly driver: { kind: 'pglite'; client: PGlite } | { kind: 'postgres'; client: postgres.Sql };
+  /** How busy the connection pool is now, for metrics. */
+  pool(): PoolStats;
   close(): Promise<void>;
+}
+
+/**
+ * The connection pool at one moment. PGlite is one embedded connection (`max` 1) whose queue
+ * is not visible, so it reports no `inUse` or `waiting`. On Postgres the counts are the
+ * statements and transactions that hold or wait for a pool connection (postgres.js does not
+ * expose its pool): `inUse` is at most `max`, and what is beyond it is `waiting`.
+ */
+export interface PoolStats {
+  max: number;
+  inUse?: number;
+  waiting?: number;
 }
 
 export interface OpenDatabaseOptions {

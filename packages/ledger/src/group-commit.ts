@@ -25,7 +25,21 @@ export interface GroupCommitOptions {
    * tree) and `notifiers`, which are called after such a batch instead.
    */
   oneStatement: { frontiers: MerkleFrontiers | null; notifiers: readonly AppendHook[] } | null;
+  /** Told of every committed batch, after its callers are answered (metrics). */
+  onBatch?: BatchListener;
 }
+
+/** What a committed batch was: its log, how many appends it held, its head after, how long it took. */
+export interface CommittedBatch {
+  log: string;
+  size: number;
+  headSeq: number;
+  /** From the batch asking for its transaction to the commit, in milliseconds. */
+  durationMs: number;
+}
+
+/** Called once per committed batch; it must not throw (what it throws is dropped). */
+export type BatchListener = (batch: CommittedBatch) => void;
 
 /** Batches that take the locked path after a one-statement batch found the log moved on. */
 const LOCKED_AFTER_LOST_RACE = 16;
@@ -125,6 +139,7 @@ export class GroupCommit {
     const items = queue.pending.splice(0, count) as Array<Extract<Pending, { type: 'event' }>>;
     const staged: StagedEvent[] = items.map((item) => item.staged);
     let events: StoredEvent[];
+    const started = performance.now();
     try {
       const done = await commitInOneStatement({
         database: this.options.database,
@@ -155,6 +170,12 @@ export class GroupCommit {
     });
     for (const notify of oneStatement.notifiers)
       void notify(this.options.database.db, log, events, this.options.database).catch(() => {});
+    this.report({
+      log,
+      size: items.length,
+      headSeq: events.at(-1)!.seq,
+      durationMs: performance.now() - started,
+    });
     return true;
   }
 
@@ -183,6 +204,7 @@ export class GroupCommit {
   private async commitBatch(log: string, take: () => Pending[], isolated: boolean): Promise<void> {
     let taken: Pending[] | null = null;
     let run = null as BatchRun | null;
+    const started = performance.now();
     try {
       await this.options.database.db.transaction(async (transaction) => {
         run = await this.openRun(transaction as unknown as Db, log, () => (taken = take()));
@@ -196,6 +218,20 @@ export class GroupCommit {
       return;
     }
     this.settle(log, run!);
+    this.report({
+      log,
+      size: run!.items.length,
+      headSeq: run!.headAfter.seq,
+      durationMs: performance.now() - started,
+    });
+  }
+
+  private report(batch: CommittedBatch): void {
+    try {
+      this.options.onBatch?.(batch);
+    } catch {
+      // A listener is for observing: its failure must not fail appends that committed.
+    }
   }
 
   /** Lock the log, read its head, and take the batch: everything queued until now joins it. */

@@ -22,12 +22,13 @@ export {
 export type { CheckpointSigning } from './checkpoints/sign-log-checkpoint';
 export { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';
 // The database: open it, migrate it, the runtime role.
-export type { Database, Db, OpenDatabaseOptions } from './database';
+export type { Database, Db, OpenDatabaseOptions, PoolStats } from './database';
 export { isDatabaseUnavailable, openDatabase, ping, redactUrl, sqlStateOf } from './database';
 // Errors and the integrity alarm.
 export type { LedgerErrorCode } from './errors';
 export { isLedgerError, LEDGER_ERROR_CODES, LedgerError } from './errors';
 export type { AppendInput, EventLimits } from './event-input';
+export type { BatchListener, CommittedBatch } from './group-commit';
 export type {
   IntegrityAlarm,
   IntegrityAlarmCode,

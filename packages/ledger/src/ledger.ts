@@ -6,7 +6,7 @@ import { type Pending, type Settle, stageEvent } from './batch-run';
 import type { Database, Db } from './database';
 import { type AppendInput, assertLogId, DEFAULT_EVENT_LIMITS, type EventLimits } from './event-input';
 import { readEvents, readHead, streamEvents } from './event-store';
-import { GroupCommit } from './group-commit';
+import { type BatchListener, GroupCommit } from './group-commit';
 import { createIntegrityAlarm, type IntegrityAlarm } from './integrity-alarm';
 import { createMerkleAppendHook, merkleAppendHook } from './merkle/merkle-append-hook';
 import { MerkleFrontiers } from './merkle/merkle-frontiers';
@@ -91,6 +91,8 @@ export interface LedgerOptions {
    * (`RECORD_MISMATCH`): share the server's one alarm here. Default: a fresh one.
    */
   integrityAlarm?: IntegrityAlarm;
+  /** Told of every committed batch (its log, size, head and duration), for metrics. */
+  onBatch?: BatchListener;
 }
 
 /** The append-only, hash-chained ledger over one database. */
@@ -155,6 +157,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     )
       ? { frontiers, notifiers: afterAppend.filter(isNotifyingHook) }
       : null,
+    ...(options.onBatch ? { onBatch: options.onBatch } : {}),
   });
   /** A promise settled by the batch that runs the item `build` makes for a log; what `build` throws rejects it. */
   const queued = <T>(build: (settle: Settle) => readonly [log: string, item: Pending]) =>

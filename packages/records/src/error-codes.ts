@@ -11,7 +11,10 @@
 export const API_ERROR_CODES = [
   // authentication and authorization
   'UNAUTHENTICATED',
+  'KEY_EXPIRED',
+  'RATE_LIMITED',
   'ROLE_FORBIDDEN',
+  'ROLE_COMBINATION_FORBIDDEN',
   'ENVIRONMENT_FORBIDDEN',
   'LOG_FORBIDDEN',
   // request shape

@@ -13,7 +13,11 @@ const BEARER = /^Bearer[ ]+([A-Za-z0-9._~+/=-]{1,512})[ ]*$/i;
  * failure is the same 401 `UNAUTHENTICATED`, so a caller learns nothing about which keys
  * exist or were revoked.
  */
-export function authenticate(keys: KeyStore): MiddlewareHandler<AppEnv> {
+export function authenticate(
+  keys: KeyStore,
+  expiry: { maxAgeDays: number; now?: () => Date } = { maxAgeDays: 0 },
+): MiddlewareHandler<AppEnv> {
+  const now = expiry.now ?? (() => new Date());
   return async (c, next) => {
     const header = c.req.header('authorization');
     if (header === undefined) {
@@ -38,6 +42,15 @@ export function authenticate(keys: KeyStore): MiddlewareHandler<AppEnv> {
       throw new ApiError('UNAUTHENTICATED', 'the API key is not valid (unknown or revoked)');
     }
     const { key } = found;
+    if (expiry.maxAgeDays > 0) {
+      const expiresAt = Date.parse(key.createdAt) + expiry.maxAgeDays * 86_400_000;
+      if (now().getTime() >= expiresAt) {
+        // Only the holder of the key gets this far: telling it the key expired tells nobody else anything.
+        throw new ApiError('KEY_EXPIRED', 'the API key has expired: rotate it (vouch keys rotate)', {
+          details: { key_id: key.id, expired_at: new Date(expiresAt).toISOString() },
+        });
+      }
+    }
     c.set('principal', {
       keyId: key.id,
       identity: key.identity,

@@ -34,7 +34,19 @@ export interface NewApiKey {
   logs?: string[] | null;
   /** The identity issuing it (from the admin's key, or `system:bootstrap`). */
   createdBy: string;
+  /** Issue it even if its roles must stay apart (see {@link SEPARATED_ROLES}); default: the store's setting. */
+  allowRoleCombination?: boolean;
 }
+
+/**
+ * Pairs of roles one key may not hold together, unless explicitly allowed: the party that
+ * acts (gateway) or grants keys (admin) must not also be the one that approves, or one
+ * leaked key could both ask for and grant an action.
+ */
+export const SEPARATED_ROLES: ReadonlyArray<readonly [Role, Role]> = [
+  ['gateway', 'approver'],
+  ['admin', 'approver'],
+];
 
 /** What a key hash finds: a live key proven by the chain, a row that fails its proof, or nothing. */
 export type KeyLookup =
@@ -78,6 +90,8 @@ export interface KeyStoreOptions {
    * revocation any process commits evicts the key here at its commit. Off by default.
    */
   cache?: boolean | KeyCacheOptions;
+  /** Issue keys that hold roles which must stay apart (gateway + approver, admin + approver). */
+  allowRoleCombinations?: boolean;
 }
 
 function toStored({ revokedBy: _, ...record }: ApiKeyRecord): StoredApiKey {
@@ -141,6 +155,9 @@ export function createKeyStore(ledger: Ledger, options: KeyStoreOptions = {}): K
       return { status: 'valid', key: toStored(found.key), keyHash: found.keyHash, proof: found.proof };
     },
     async create(input) {
+      if (!(input.allowRoleCombination ?? options.allowRoleCombinations ?? false)) {
+        assertRolesSeparated(input.roles);
+      }
       return (await issue(input))!;
     },
     async list() {
@@ -206,4 +223,16 @@ function followRevocations(ledger: Ledger, options: KeyStoreOptions['cache']) {
       await (await feed)?.close();
     },
   };
+}
+
+/** Throw 400 `ROLE_COMBINATION_FORBIDDEN` when `roles` holds a pair of {@link SEPARATED_ROLES}. */
+export function assertRolesSeparated(roles: readonly Role[]): void {
+  const pair = SEPARATED_ROLES.find(([a, b]) => roles.includes(a) && roles.includes(b));
+  if (pair) {
+    throw new ApiError(
+      'ROLE_COMBINATION_FORBIDDEN',
+      `one key may not hold both ${pair[0]} and ${pair[1]}: issue two keys (or allow it with server.keys.allowRoleCombinations)`,
+      { details: { roles: pair } },
+    );
+  }
 }

@@ -76,6 +76,10 @@ const createCommand = defineCommand({
       help: 'limit the key to a log (repeatable); default: any',
     },
     json: { type: 'boolean', help: 'print the key record and the secret as JSON' },
+    'allow-role-combination': {
+      type: 'boolean',
+      help: 'issue a key holding roles that must stay apart\n(gateway + approver, admin + approver)',
+    },
   },
   footer: STORAGE,
   async action({ values }, io) {
@@ -105,6 +109,7 @@ const createCommand = defineCommand({
         environments: checked.data.environments ?? null,
         logs: checked.data.logs ?? null,
         createdBy: CLI_ACTOR,
+        allowRoleCombination: values['allow-role-combination'] === true,
       });
       if (values.json) {
         io.out(`${JSON.stringify({ key: keyView(key), secret }, null, 2)}\n`);
@@ -147,11 +152,64 @@ const revokeCommand = defineCommand({
     }),
 });
 
+/** `vouch keys rotate KEY_ID`: a new key with the old one's identity, roles and limits; the old one revoked. */
+const rotateCommand = defineCommand({
+  name: 'vouch keys rotate',
+  summary: 'issue a replacement key and revoke the old one',
+  description: `Issue a new key with the same identity, roles, scopes, environments and logs as KEY_ID,
+print it once on stdout, then revoke KEY_ID. With --keep-old the old key stays valid so
+clients can switch over; revoke it afterwards with \`vouch keys revoke\` (keys past
+server.keys.maxAgeDays are refused with KEY_EXPIRED in any case).`,
+  options: {
+    'keep-old': { type: 'boolean', help: 'leave the old key valid (revoke it yourself later)' },
+    json: { type: 'boolean', help: 'print the new key record and the secret as JSON' },
+  },
+  positionals: [{ name: 'KEY_ID' }],
+  footer: STORAGE,
+  action: ({ values, positionals }, io) =>
+    withStore(io, async ({ keys }) => {
+      const id = positionals[0]!;
+      const old = (await keys.list()).find((key) => key.id === id);
+      if (!old) throw new CliError(`no API key with id ${id} (see vouch keys list)`);
+      if (old.revokedAt)
+        throw new CliError(`${id} is revoked already: issue a new key with vouch keys create`);
+      const { key, secret } = await keys.create({
+        identity: old.identity,
+        roles: old.roles,
+        scopes: old.scopes,
+        environments: old.environments,
+        logs: old.logs,
+        createdBy: CLI_ACTOR,
+        // The same roles the old key was issued with: rotating is not the place to refuse them.
+        allowRoleCombination: true,
+      });
+      const revoked = values['keep-old'] ? null : await keys.revoke(old.id, CLI_ACTOR);
+      if (values.json) {
+        io.out(
+          `${JSON.stringify({ key: keyView(key), secret, replaces: old.id, old_revoked: revoked !== null }, null, 2)}\n`,
+        );
+      } else {
+        io.err(
+          `Issued ${describeKey(key)} to replace ${old.id}${revoked ? ', which is now revoked' : ' (still valid: revoke it once clients switched)'}.\nThe key is shown this once and only its SHA-256 is stored:\n`,
+        );
+        io.out(`${secret}\n`);
+      }
+      return EXIT.OK;
+    }),
+});
+
 /** `vouch keys …`: API keys, and the log signing key. */
 export const keysCommand = defineGroup({
   name: 'vouch keys',
-  description: 'Issue, list and revoke API keys; make and publish the log signing key.',
-  commands: [createCommand, listCommand, revokeCommand, keysLogPublicCommand, keysLogNewCommand],
+  description: 'Issue, list, revoke and rotate API keys; make and publish the log signing key.',
+  commands: [
+    createCommand,
+    listCommand,
+    revokeCommand,
+    rotateCommand,
+    keysLogPublicCommand,
+    keysLogNewCommand,
+  ],
 });
 
 /** Run `use` on the database the environment names (migrated), and close it. */

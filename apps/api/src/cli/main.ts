@@ -37,6 +37,11 @@ export const vouchCommand = defineGroup({
       load: async () => (await import('./webhooks')).webhooksCommand,
     },
     {
+      name: 'vouch config',
+      summary: 'check the configuration (secrets masked)',
+      load: async () => (await import('./config-check')).configCommand,
+    },
+    {
       name: 'vouch export',
       summary: 'write a self-contained, signed audit bundle of a log',
       load: async () => (await import('./export')).exportCommand,

@@ -2,6 +2,7 @@ import cluster from 'node:cluster';
 import { serveConfig } from '../config';
 import { createJsonLogger } from '../logger';
 import { startServer } from '../server';
+import { loadServerSettings } from '../settings/server-settings';
 import { defineCommand } from './command';
 import { EXIT } from './io';
 import { superviseWorkers, withFields, workerCount } from './serve-workers';
@@ -53,6 +54,7 @@ worker did not stop cleanly; every log line then carries the pid of the process 
     const json = createJsonLogger((line) => io.out(line));
     const logger = workers > 1 ? withFields(json, { pid: process.pid }) : json;
     let config = serveConfig(env, io.cwd);
+    config = { ...config, settings: await loadServerSettings({ file: config.verifierConfig, env }) };
     if (values['allow-owner-role'])
       config = { ...config, allowOwnerRole: true, allowOwnerRoleBy: '--allow-owner-role' };
     // Listen for SIGTERM/SIGINT before starting: a signal that arrives while the server

@@ -4,7 +4,7 @@ import type { AppEnv } from './app-env';
 
 /**
  * One structured line per request: request id, method, route pattern, status, duration and
- * the caller's key id. Never the Authorization header, never a body, never the concrete
+ * the caller's key id and identity, and the error code of a refusal. Never the Authorization header, never a body, never the concrete
  * path (ids in paths are fine, but query strings could carry anything).
  */
 export function accessLog(): MiddlewareHandler<AppEnv> {
@@ -20,7 +20,8 @@ export function accessLog(): MiddlewareHandler<AppEnv> {
         route: routePath(c, -1) || null,
         status: c.res.status,
         duration_ms: Math.round((performance.now() - started) * 10) / 10,
-        ...(principal ? { key_id: principal.keyId } : {}),
+        ...(principal ? { key_id: principal.keyId, identity: principal.identity } : {}),
+        ...(c.get('errorCode') ? { error_code: c.get('errorCode') } : {}),
       });
     }
   };

@@ -18,5 +18,7 @@ export interface AppEnv {
      * asked. Only reads that authorize no write ask for it; everything else uses the primary.
      */
     readSide: () => Promise<ReadSide>;
+    /** The code of the error this request was answered with, for the access log. */
+    errorCode: string;
   };
 }

@@ -3,6 +3,7 @@ import type { RecordedVerification, Records } from '@vouch/ledger';
 import type { VouchApp } from '../app';
 import { mayActIn, requireRole } from '../auth/authorize';
 import { jsonBody } from '../http/json-body';
+import type { Metrics } from '../metrics/metrics';
 import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
 import {
   LogQuerySchema,
@@ -123,9 +124,9 @@ const listVerifications = createRoute({
 /** `/v1/observations` and `/v1/verifications`: what happened, and whether it is true. */
 export function registerObservationRoutes(
   app: VouchApp,
-  deps: { records: Records; verification: VerificationHost },
+  deps: { records: Records; verification: VerificationHost; metrics: Metrics },
 ): void {
-  const { records } = deps;
+  const { records, metrics } = deps;
 
   app.openapi(observe, async (c) => {
     const log = logOf(c);
@@ -156,6 +157,7 @@ export function registerObservationRoutes(
       },
       { checksRunByServer: true },
     );
+    metrics.countVerification(recorded.verification.status);
     return c.json(asResponse(recorded), 201);
   });
 
@@ -180,6 +182,7 @@ export function registerObservationRoutes(
     const body = rawBody(c);
     if (body.supersedes !== undefined) assertMaySupersede(c.get('principal'));
     const recorded = await records.recordVerification(recordContext(c, log), body);
+    metrics.countVerification(recorded.verification.status);
     return c.json(asResponse(recorded), 201);
   });
 }

@@ -38,7 +38,8 @@ export async function createHarness(
 ): Promise<Harness> {
   const open = options.open ?? testBackends()[0]!.open;
   const database = await open();
-  const ledger = createLedger(database);
+  // Batches are counted into the app's metrics when the test passes its own.
+  const ledger = createLedger(database, options.metrics ? { onBatch: options.metrics.observeBatch } : {});
   const keys = options.keys ?? createKeyStore(ledger);
   const logger = createMemoryLogger();
   const app = createApp({ logger, ...options, ledger, keys });
@@ -56,6 +57,8 @@ export async function createHarness(
         environments: limits.environments ?? null,
         logs: limits.logs ?? null,
         createdBy: 'system:test',
+        // Tests build the keys they need, separated roles included (to prove the other defences).
+        allowRoleCombination: true,
       });
       return secret;
     },

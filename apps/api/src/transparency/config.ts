@@ -17,7 +17,9 @@ export function transparencyConfig(env: NodeJS.ProcessEnv): TransparencyConfig {
   if (raw) {
     intervalMs = Number(raw);
     if (!/^\d+$/.test(raw) || intervalMs > 3_600_000) {
-      throw new ConfigError(`VOUCH_CHECKPOINT_INTERVAL_MS=${raw} is not a whole number from 0 to 3600000`);
+      throw new ConfigError(`VOUCH_CHECKPOINT_INTERVAL_MS=${raw} is not a whole number from 0 to 3600000`, {
+        key: 'VOUCH_CHECKPOINT_INTERVAL_MS',
+      });
     }
   }
   return {

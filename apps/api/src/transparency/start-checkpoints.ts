@@ -5,6 +5,7 @@ import {
   type IntegrityAlarm,
   logOrigin,
   merkleAppendHook,
+  type StoredCheckpoint,
 } from '@vouch/ledger';
 import type { DatabaseTarget } from '../config';
 import { type Logger, summarizeError } from '../logger';
@@ -34,6 +35,8 @@ export function startCheckpoints(options: {
   logger: Logger;
   /** The server's one alarm: raised when the tree about to be signed does not match its events. */
   integrityAlarm?: IntegrityAlarm;
+  /** Told of every checkpoint stored (metrics). */
+  onCheckpoint?: (checkpoint: StoredCheckpoint) => void;
 }): ServerCheckpoints {
   const { logger } = options;
   const keys = loadLogKeys(options.config, options.target);
@@ -56,6 +59,7 @@ export function startCheckpoints(options: {
     signers: keys.signers,
     intervalMs: options.config.intervalMs,
     ...(options.integrityAlarm ? { integrityAlarm: options.integrityAlarm } : {}),
+    ...(options.onCheckpoint ? { onCheckpoint: options.onCheckpoint } : {}),
     onError: (error, log) =>
       logger.error('checkpoint signing failed', {
         log,

@@ -1,0 +1,52 @@
+import { redactUrl } from '@vouch/ledger';
+import { type ServeConfig, serveConfig } from '../config';
+import { loadServerSettings } from '../settings/server-settings';
+import { defineCommand, defineGroup } from './command';
+import { EXIT } from './io';
+
+const MASK = '[set, not shown]';
+
+/** The effective configuration with every secret replaced by {@link MASK}. */
+export function maskedConfig(config: ServeConfig): Record<string, unknown> {
+  const { database, adminKey, transparency, allowOwnerRoleBy: _, ...rest } = config;
+  return {
+    ...rest,
+    database: database.kind === 'postgres' ? { ...database, url: redactUrl(database.url) } : database,
+    adminKey: adminKey === undefined ? null : MASK,
+    ...(transparency
+      ? { transparency: { ...transparency, signingKey: transparency.signingKey === undefined ? null : MASK } }
+      : {}),
+  };
+}
+
+/** `vouch config check [--file F]`: validate the configuration and print it, secrets masked. */
+export const configCheckCommand = defineCommand({
+  name: 'vouch config check',
+  summary: 'validate the configuration and print it (secrets masked)',
+  description: `Read the configuration \`vouch serve\` would run with: the environment, and the file
+(--file, else VOUCH_CONFIG, else ./vouch.config.json when it exists) whose \`server\`
+section sets the policy engine, approvals, limits, rate limits and keys. Print it as JSON
+with every secret masked, or name the setting at fault and why (exit 2).`,
+  options: {
+    file: {
+      type: 'string',
+      value: 'F',
+      help: 'the configuration file (default VOUCH_CONFIG, else ./vouch.config.json)',
+    },
+  },
+  async action({ values }, io) {
+    const env = { ...io.env, ...(values.file === undefined ? {} : { VOUCH_CONFIG: values.file }) };
+    // A bad setting throws a ConfigError naming it and why; the CLI prints that and exits 2.
+    const config = serveConfig(env, io.cwd);
+    const settings = await loadServerSettings({ file: config.verifierConfig, env });
+    io.out(`${JSON.stringify(maskedConfig({ ...config, settings }), null, 2)}\n`);
+    return EXIT.OK;
+  },
+});
+
+/** `vouch config …`. */
+export const configCommand = defineGroup({
+  name: 'vouch config',
+  description: 'Check the configuration of `vouch serve`.',
+  commands: [configCheckCommand],
+});

@@ -1,0 +1,63 @@
+import { z } from 'zod';
+
+const seconds = (max: number) => z.int().min(1).max(max);
+
+/** The policy engine: the built-in one, or an external engine that posts its decisions. */
+const policySchema = z.discriminatedUnion('engine', [
+  z.strictObject({ engine: z.literal('built_in') }),
+  z.strictObject({
+    engine: z.literal('external'),
+    /**
+     * The engine's decision route, which it is sent proposals on. Checked against the SSRF
+     * guard: an internal address is refused unless `allowHosts` names it.
+     */
+    decisionUrl: z.url({ protocol: /^https?$/ }).optional(),
+    allowHosts: z.array(z.string().min(1)).optional(),
+  }),
+]);
+
+/**
+ * The `server` section of `vouch.config.json` (the file that also holds the verifiers). Every
+ * member is optional; what is missing comes from the environment, then the defaults.
+ */
+export const serverSettingsSchema = z.strictObject({
+  policy: policySchema.optional(),
+  approvals: z
+    .strictObject({
+      /** How long an approval request may wait for an answer. */
+      requestTtlSeconds: seconds(30 * 86_400).optional(),
+      /** The longest approval window any rule may grant. */
+      maxWindowSeconds: seconds(30 * 86_400).optional(),
+    })
+    .optional(),
+  limits: z
+    .strictObject({
+      bodyBytes: z
+        .int()
+        .min(1024)
+        .max(64 * 1024 * 1024)
+        .optional(),
+      jsonDepth: z.int().min(2).max(256).optional(),
+      pageSize: z.int().min(1).max(10_000).optional(),
+    })
+    .optional(),
+  rateLimit: z
+    .strictObject({
+      /** Requests per second each key may make on average; 0 turns limiting off. */
+      requestsPerSecond: z.number().min(0).max(100_000).optional(),
+      /** Requests a key may make at once after being idle. */
+      burst: z.int().min(1).max(1_000_000).optional(),
+    })
+    .optional(),
+  keys: z
+    .strictObject({
+      /** Keys older than this are refused (`KEY_EXPIRED`); 0: keys do not expire. */
+      maxAgeDays: z.int().min(0).max(3650).optional(),
+      /** Issue keys that hold roles which must stay apart (gateway + approver, admin + approver). */
+      allowRoleCombinations: z.boolean().optional(),
+    })
+    .optional(),
+});
+
+/** The `server` section as written. */
+export type ServerSettingsInput = z.input<typeof serverSettingsSchema>;

@@ -1,0 +1,167 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runVouch } from '../testing/cli-io';
+import { loadServerSettings } from './server-settings';
+
+let root: string;
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'vouch-config-'));
+});
+afterAll(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+function configFile(name: string, content: unknown): string {
+  const file = join(root, name);
+  writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+  return file;
+}
+
+const check = (argv: string[], env: NodeJS.ProcessEnv = {}) =>
+  runVouch(['config', 'check', ...argv], { env: { VOUCH_DATA_DIR: join(root, 'data'), ...env }, cwd: root });
+
+describe('vouch config check', () => {
+  describe('when the file and the environment are valid', () => {
+    it('prints the effective settings, the environment over the file, and masks every secret', async () => {
+      const file = configFile('ok.json', {
+        verifiers: [],
+        server: {
+          approvals: { requestTtlSeconds: 600, maxWindowSeconds: 120 },
+          rateLimit: { requestsPerSecond: 5, burst: 10 },
+          keys: { maxAgeDays: 90 },
+        },
+      });
+      const adminKey = 'a'.repeat(40);
+      const { code, out } = await check(['--file', file], {
+        VOUCH_RATE_LIMIT_RPS: '20',
+        VOUCH_ADMIN_KEY: adminKey,
+        VOUCH_LOG_SIGNING_KEY: 'PRIVATE+KEY+vouch+deadbeef+secretsecretsecret',
+        DATABASE_URL: 'postgres://vouch:hunter2hunter2@127.0.0.1:5432/vouch',
+      });
+      expect(code).toBe(0);
+      const printed = JSON.parse(out);
+      expect(printed.settings).toEqual({
+        policy: { engine: 'built_in' },
+        approvals: { requestTtlSeconds: 600, maxWindowSeconds: 120 },
+        limits: { bodyBytes: 1024 * 1024, jsonDepth: 32, pageSize: 1000 },
+        rateLimit: { requestsPerSecond: 20, burst: 10 },
+        keys: { maxAgeDays: 90, allowRoleCombinations: false },
+      });
+      expect(printed.adminKey).toBe('[set, not shown]');
+      expect(printed.transparency.signingKey).toBe('[set, not shown]');
+      for (const secret of [adminKey, 'secretsecretsecret', 'hunter2hunter2'])
+        expect(out).not.toContain(secret);
+    });
+
+    it('takes ./vouch.config.json when no file is named, and the defaults without one', async () => {
+      const { code, out } = await check([]);
+      expect(code).toBe(0);
+      expect(JSON.parse(out).settings.rateLimit).toEqual({ requestsPerSecond: 0, burst: 1 });
+    });
+  });
+
+  describe('when a setting is wrong', () => {
+    it.each([
+      ['a variable that is not a number', {}, { VOUCH_RATE_LIMIT_RPS: 'fast' }, 'VOUCH_RATE_LIMIT_RPS'],
+      [
+        'a variable out of range',
+        {},
+        { VOUCH_APPROVAL_MAX_WINDOW_SECONDS: '0' },
+        'VOUCH_APPROVAL_MAX_WINDOW_SECONDS',
+      ],
+      [
+        'a flag that is neither 1 nor 0',
+        {},
+        { VOUCH_ALLOW_ROLE_COMBINATIONS: 'maybe' },
+        'VOUCH_ALLOW_ROLE_COMBINATIONS',
+      ],
+      [
+        'a member of the wrong type',
+        { server: { keys: { maxAgeDays: 'ninety' } } },
+        {},
+        'server.keys.maxAgeDays',
+      ],
+      ['a member out of range', { server: { limits: { bodyBytes: 10 } } }, {}, 'server.limits.bodyBytes'],
+      [
+        'a member that is no setting (a typo)',
+        { server: { rateLimit: { burts: 5 } } },
+        {},
+        'server.rateLimit.burts',
+      ],
+      ['an unknown policy engine', { server: { policy: { engine: 'opa' } } }, {}, 'server.policy.engine'],
+      ['a server section that is not an object', { server: [] }, {}, 'server'],
+      ['an environment variable of the serve settings', {}, { PORT: '99999' }, 'PORT'],
+    ])('names the key and the reason: %s', async (_, content, env, key) => {
+      const file = configFile(`bad-${key}.json`, content);
+      const { code, out, err } = await check(['--file', file], env);
+      expect(code).toBe(2);
+      expect(out).toBe('');
+      expect(err).toContain(key);
+      expect(err).toMatch(new RegExp(`${key.replace(/\./g, '\\.')}[^:]*: \\S`));
+    });
+
+    it('names VOUCH_CONFIG for a file that is not JSON', async () => {
+      const file = configFile('broken.json', '{ "server": ');
+      const { code, err } = await check(['--file', file]);
+      expect(code).toBe(2);
+      expect(err).toContain('not JSON');
+    });
+
+    it('names VOUCH_CONFIG for a file that does not exist', async () => {
+      const { code, err } = await check(['--file', join(root, 'missing.json')]);
+      expect(code).toBe(2);
+      expect(err).toContain('VOUCH_CONFIG');
+    });
+  });
+
+  describe('when an external policy engine is configured', () => {
+    it('refuses a decision URL on an internal address, naming the variable', async () => {
+      const { code, err } = await check([], {
+        VOUCH_POLICY_ENGINE: 'external',
+        VOUCH_POLICY_DECISION_URL: 'http://127.0.0.1:8181/v1/decide',
+      });
+      expect(code).toBe(2);
+      expect(err).toContain('VOUCH_POLICY_DECISION_URL');
+      expect(err).toContain('loopback');
+    });
+
+    it('refuses a name that resolves to a metadata address, even when the name is allowed', async () => {
+      await expect(
+        loadServerSettings({
+          env: {},
+          file: configFile('meta.json', {
+            server: {
+              policy: {
+                engine: 'external',
+                decisionUrl: 'http://policy.test/decide',
+                allowHosts: ['policy.test'],
+              },
+            },
+          }),
+          resolveHost: async () => ['169.254.169.254'],
+        }),
+      ).rejects.toMatchObject({ name: 'ConfigError', key: 'server.policy.decisionUrl' });
+    });
+
+    it('accepts an internal address the file allows, and a public one', async () => {
+      const file = configFile('allowed.json', {
+        server: {
+          policy: { engine: 'external', decisionUrl: 'http://10.1.2.3/decide', allowHosts: ['10.1.2.3'] },
+        },
+      });
+      const { code, out } = await check(['--file', file]);
+      expect(code).toBe(0);
+      expect(JSON.parse(out).settings.policy).toEqual({
+        engine: 'external',
+        decisionUrl: 'http://10.1.2.3/decide',
+      });
+      const settings = await loadServerSettings({
+        env: { VOUCH_POLICY_ENGINE: 'external', VOUCH_POLICY_DECISION_URL: 'https://policy.example/decide' },
+        resolveHost: async () => ['93.184.215.14'],
+      });
+      expect(settings.policy).toEqual({ engine: 'external', decisionUrl: 'https://policy.example/decide' });
+    });
+  });
+});

@@ -1,0 +1,210 @@
+import { lookup } from 'node:dns/promises';
+import { readFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { checkAddress } from '@vouch/verifiers';
+import type { z } from 'zod';
+import { ConfigError } from '../config-error';
+import { DEFAULT_LIMITS, type Limits } from '../limits';
+import { type ServerSettingsInput, serverSettingsSchema } from './server-settings-schema';
+
+/** The server's settings, from `vouch.config.json`'s `server` section and the environment. */
+export interface ServerSettings {
+  policy: { engine: 'built_in' } | { engine: 'external'; decisionUrl?: string };
+  approvals: { requestTtlSeconds: number; maxWindowSeconds: number };
+  limits: Limits;
+  /** Per key, per instance (an in-process token bucket); `requestsPerSecond` 0 is off. */
+  rateLimit: { requestsPerSecond: number; burst: number };
+  keys: { maxAgeDays: number; allowRoleCombinations: boolean };
+}
+
+/** The defaults: what a server without a `server` section and without these variables runs with. */
+export const DEFAULT_SERVER_SETTINGS: ServerSettings = {
+  policy: { engine: 'built_in' },
+  approvals: { requestTtlSeconds: 86_400, maxWindowSeconds: 3_600 },
+  limits: DEFAULT_LIMITS,
+  rateLimit: { requestsPerSecond: 0, burst: 1 },
+  keys: { maxAgeDays: 0, allowRoleCombinations: false },
+};
+
+type Path = readonly [section: keyof ServerSettingsInput, member: string];
+
+/** Each environment variable, the setting it sets, and how its text is read. */
+const ENVIRONMENT: ReadonlyArray<{ name: string; path: Path; read: 'number' | 'boolean' | 'string' }> = [
+  { name: 'VOUCH_POLICY_ENGINE', path: ['policy', 'engine'], read: 'string' },
+  { name: 'VOUCH_POLICY_DECISION_URL', path: ['policy', 'decisionUrl'], read: 'string' },
+  { name: 'VOUCH_APPROVAL_REQUEST_TTL_SECONDS', path: ['approvals', 'requestTtlSeconds'], read: 'number' },
+  { name: 'VOUCH_APPROVAL_MAX_WINDOW_SECONDS', path: ['approvals', 'maxWindowSeconds'], read: 'number' },
+  { name: 'VOUCH_BODY_LIMIT_BYTES', path: ['limits', 'bodyBytes'], read: 'number' },
+  { name: 'VOUCH_RATE_LIMIT_RPS', path: ['rateLimit', 'requestsPerSecond'], read: 'number' },
+  { name: 'VOUCH_RATE_LIMIT_BURST', path: ['rateLimit', 'burst'], read: 'number' },
+  { name: 'VOUCH_KEY_MAX_AGE_DAYS', path: ['keys', 'maxAgeDays'], read: 'number' },
+  { name: 'VOUCH_ALLOW_ROLE_COMBINATIONS', path: ['keys', 'allowRoleCombinations'], read: 'boolean' },
+];
+
+/** The names of the environment variables the settings read, for `vouch config check`. */
+export const SETTINGS_VARIABLES = ENVIRONMENT.map((entry) => entry.name);
+
+/**
+ * Read the settings: the file's `server` section (when there is a file), each variable of
+ * {@link SETTINGS_VARIABLES} over it, validated by one zod schema, then the defaults. A bad
+ * value throws a {@link ConfigError} whose `key` is the variable (`VOUCH_RATE_LIMIT_RPS`) or
+ * the file member (`server.rateLimit.burst`) it came from, and whose message says why.
+ */
+export async function loadServerSettings(options: {
+  file?: string | undefined;
+  env: NodeJS.ProcessEnv;
+  /** Resolve a decision URL's hostname (tests pass a stub). */
+  resolveHost?: (hostname: string) => Promise<string[]>;
+}): Promise<ServerSettings> {
+  const fromFile = options.file ? await readServerSection(options.file) : {};
+  const written: Record<string, Record<string, unknown>> = structuredClone(fromFile) as never;
+  const fromEnv = new Map<string, string>();
+  for (const { name, path, read } of ENVIRONMENT) {
+    const raw = options.env[name]?.trim();
+    if (!raw) continue;
+    written[path[0]] = { ...written[path[0]], [path[1]]: parseVariable(name, raw, read) };
+    fromEnv.set(path.join('.'), name);
+  }
+  // A variable that switches the engine drops the file's members of the other engine.
+  if (fromEnv.has('policy.engine') && written.policy?.engine === 'built_in') {
+    written.policy = { engine: 'built_in' };
+  }
+  const parsed = serverSettingsSchema.safeParse(written);
+  if (!parsed.success) throw settingError(parsed.error, fromEnv, options.file);
+  const settings = withDefaults(parsed.data);
+  if (settings.policy.engine === 'external' && settings.policy.decisionUrl) {
+    const key = fromEnv.get('policy.decisionUrl') ?? 'server.policy.decisionUrl';
+    await assertReachableSafely(settings.policy.decisionUrl, key, {
+      allowHosts: parsed.data.policy?.engine === 'external' ? (parsed.data.policy.allowHosts ?? []) : [],
+      resolveHost: options.resolveHost ?? resolveHost,
+    });
+  }
+  return settings;
+}
+
+function withDefaults(input: z.infer<typeof serverSettingsSchema>): ServerSettings {
+  const d = DEFAULT_SERVER_SETTINGS;
+  const policy = input.policy ?? d.policy;
+  return {
+    policy:
+      policy.engine === 'external'
+        ? { engine: 'external', ...(policy.decisionUrl ? { decisionUrl: policy.decisionUrl } : {}) }
+        : { engine: 'built_in' },
+    approvals: {
+      requestTtlSeconds: input.approvals?.requestTtlSeconds ?? d.approvals.requestTtlSeconds,
+      maxWindowSeconds: input.approvals?.maxWindowSeconds ?? d.approvals.maxWindowSeconds,
+    },
+    limits: {
+      bodyBytes: input.limits?.bodyBytes ?? d.limits.bodyBytes,
+      jsonDepth: input.limits?.jsonDepth ?? d.limits.jsonDepth,
+      pageSize: input.limits?.pageSize ?? d.limits.pageSize,
+    },
+    rateLimit: {
+      requestsPerSecond: input.rateLimit?.requestsPerSecond ?? d.rateLimit.requestsPerSecond,
+      // Default burst: one second's worth, so a limit of N per second allows N at once.
+      burst:
+        input.rateLimit?.burst ??
+        Math.max(1, Math.ceil(input.rateLimit?.requestsPerSecond ?? d.rateLimit.burst)),
+    },
+    keys: {
+      maxAgeDays: input.keys?.maxAgeDays ?? d.keys.maxAgeDays,
+      allowRoleCombinations: input.keys?.allowRoleCombinations ?? d.keys.allowRoleCombinations,
+    },
+  };
+}
+
+function parseVariable(name: string, raw: string, read: 'number' | 'boolean' | 'string'): unknown {
+  if (read === 'string') return raw;
+  if (read === 'boolean') {
+    if (raw === '1' || raw === 'true') return true;
+    if (raw === '0' || raw === 'false') return false;
+    throw new ConfigError(`${name}=${raw}: use 1 or 0`, { key: name });
+  }
+  const value = Number(raw);
+  if (!Number.isFinite(value)) throw new ConfigError(`${name}=${raw}: not a number`, { key: name });
+  return value;
+}
+
+function settingError(
+  error: z.ZodError,
+  fromEnv: Map<string, string>,
+  file: string | undefined,
+): ConfigError {
+  const issue = error.issues[0]!;
+  const path = [
+    ...issue.path.map(String),
+    ...(issue.code === 'unrecognized_keys' ? issue.keys.slice(0, 1) : []),
+  ];
+  const variable = fromEnv.get(path.slice(0, 2).join('.'));
+  const key = variable ?? ['server', ...path].join('.');
+  const where = variable ? '' : ` (in ${file})`;
+  const reason = issue.code === 'unrecognized_keys' ? 'not a setting' : issue.message;
+  return new ConfigError(`${key}${where}: ${reason}`, { key });
+}
+
+async function readServerSection(file: string): Promise<ServerSettingsInput> {
+  let config: unknown;
+  if (/\.(ts|mts|js|mjs)$/.test(file)) {
+    config = ((await import(pathToFileURL(file).href)) as { default?: unknown }).default;
+  } else {
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (cause) {
+      throw new ConfigError(`VOUCH_CONFIG: cannot read ${file}`, { key: 'VOUCH_CONFIG', cause });
+    }
+    try {
+      config = JSON.parse(text);
+    } catch (cause) {
+      throw new ConfigError(`${file}: not JSON (${(cause as Error).message})`, {
+        key: 'VOUCH_CONFIG',
+        cause,
+      });
+    }
+  }
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) {
+    throw new ConfigError(`${file}: the configuration must be an object`, { key: 'VOUCH_CONFIG' });
+  }
+  const section = (config as { server?: unknown }).server;
+  if (section === undefined) return {};
+  if (typeof section !== 'object' || section === null || Array.isArray(section)) {
+    throw new ConfigError(`server (in ${file}): must be an object`, { key: 'server' });
+  }
+  return section as ServerSettingsInput;
+}
+
+async function resolveHost(hostname: string): Promise<string[]> {
+  return (await lookup(hostname, { all: true })).map((entry) => entry.address);
+}
+
+/**
+ * The decision URL is fetched by this server: like every URL the server reaches, it must not
+ * name an internal address (loopback, private, link-local, metadata) unless `allowHosts` lets it.
+ */
+async function assertReachableSafely(
+  url: string,
+  key: string,
+  options: { allowHosts: readonly string[]; resolveHost: (hostname: string) => Promise<string[]> },
+): Promise<void> {
+  const hostname = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  let addresses: string[];
+  if (isIP(hostname)) addresses = [hostname];
+  else {
+    try {
+      addresses = await options.resolveHost(hostname);
+    } catch (cause) {
+      throw new ConfigError(`${key}: cannot resolve ${hostname}`, { key, cause });
+    }
+  }
+  const allowedName = options.allowHosts.some((entry) => entry.toLowerCase() === hostname.toLowerCase());
+  for (const address of addresses) {
+    const verdict = checkAddress(address, { allowHosts: options.allowHosts });
+    if (!verdict.allowed && !(allowedName && verdict.range !== 'metadata')) {
+      throw new ConfigError(
+        `${key}: ${hostname} is an internal address (${verdict.range} ${verdict.address}); name it in server.policy.allowHosts to allow it`,
+        { key },
+      );
+    }
+  }
+}
