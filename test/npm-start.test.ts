@@ -63,7 +63,7 @@ describe.runIf(process.platform === 'linux')('npm start', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('stops vouch serve gracefully when npm gets SIGTERM', async () => {
+  it('serves the console, and stops vouch serve gracefully when npm gets SIGTERM', async () => {
     const npm = spawn('npm', ['start'], {
       cwd: repoRoot,
       env: {
@@ -87,6 +87,13 @@ describe.runIf(process.platform === 'linux')('npm start', () => {
     });
     const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
     await listening;
+    // `npm start` builds the console first (prestart) and the server serves it.
+    const line = stdout.split('\n').find((l) => l.includes('"msg":"listening"'))!;
+    const url = (JSON.parse(line) as { url: string }).url;
+    const page = await fetch(`${url}/ui/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
     const below = descendantsOf(npm.pid!);
     started = [npm.pid!, ...below];
     // The server, and the shell in front of it if any; not helper processes the TypeScript

@@ -102,11 +102,12 @@ describe('vouch config check', () => {
       expect(err).toMatch(new RegExp(`${key.replace(/\./g, '\\.')}[^:]*: \\S`));
     });
 
-    it('names VOUCH_CONFIG for a file that is not JSON', async () => {
+    it('names the file that is not JSON', async () => {
       const file = configFile('broken.json', '{ "server": ');
       const { code, err } = await check(['--file', file]);
       expect(code).toBe(2);
-      expect(err).toContain('not JSON');
+      expect(err).toContain('broken.json');
+      expect(err).toMatch(/not (readable )?JSON/);
     });
 
     it('names VOUCH_CONFIG for a file that does not exist', async () => {
