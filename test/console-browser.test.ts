@@ -160,6 +160,8 @@ describe.each(backends)('the web console in Chromium on $name', (backend) => {
       expect(await page.getByTestId('step-approval').textContent()).toContain('user:alice');
       expect(await page.getByTestId('step-approval').textContent()).toContain('photo of the damage');
       expect(await page.getByTestId('step-observation').textContent()).toContain('succeeded');
+      // The execution claim `authorize` recorded: who executes, and by when an observation is due.
+      expect(await page.getByTestId('claim').textContent()).toContain('claimed by agent:billing-bot');
       if (screenshots) await page.screenshot({ path: join(screenshots, 'timeline.png'), fullPage: true });
 
       // The listing API, through the client: the executed refund awaits verification.

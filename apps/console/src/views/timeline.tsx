@@ -26,7 +26,8 @@ export function Timeline({ api, id }: { api: Api; id: string }) {
   }, [api, id]);
   if (error) return <ErrorBox error={error} />;
   if (!story) return <p class="muted">Loading…</p>;
-  const { proposal, decision, approval, observation, refusals, verifications, verification_status } = story;
+  const { proposal, decision, approval, claim, observation, refusals, verifications, verification_status } =
+    story;
   const use = approval?.uses.find((u) => u.proposal_id === proposal.id) ?? null;
   return (
     <section aria-labelledby="timeline-title">
@@ -91,9 +92,23 @@ export function Timeline({ api, id }: { api: Api; id: string }) {
         ) : null}
         <Step
           title="Execution claim"
-          state={use ? 'claimed' : refusals.length > 0 ? 'refused' : observation ? 'executed' : 'not claimed'}
+          state={
+            claim || use
+              ? 'claimed'
+              : refusals.length > 0
+                ? 'refused'
+                : observation
+                  ? 'executed'
+                  : 'not claimed'
+          }
           testid="step-execution"
         >
+          {claim ? (
+            <p data-testid="claim">
+              claimed by {claim.claimed_by} at {time(claim.claimed_at)}; an observation is due by{' '}
+              {time(claim.deadline)}, or the outcome is recorded <code>unknown</code>
+            </p>
+          ) : null}
           {use ? (
             <p>
               approval used by {use.used_by} at {time(use.used_at)} ({use.validity})
@@ -104,7 +119,9 @@ export function Timeline({ api, id }: { api: Api; id: string }) {
               <code>{r.code}</code> {r.message} — attempted by {r.attempted_by} at {time(r.refused_at)}
             </p>
           ))}
-          {!use && refusals.length === 0 ? <p class="muted">No approval use or refusal recorded.</p> : null}
+          {!claim && !use && refusals.length === 0 ? (
+            <p class="muted">No execution claim, approval use or refusal recorded.</p>
+          ) : null}
         </Step>
         <Step title="Observation" state={observation?.outcome ?? 'not observed'} testid="step-observation">
           {observation ? (
