@@ -115,3 +115,28 @@ export function handleError(error: unknown, c: Context<AppEnv>): Response {
   }
   return errorResponse(c, described);
 }
+
+/**
+ * The refusal of a step taken in the same request as another (`?authorize=`, `?verify=true`):
+ * what the step's own route would answer, as a value beside the record already written, which
+ * stands whatever the step did. A 5xx (an outage, a bug) is logged as `handleError` logs it.
+ */
+export function asStepRefusal(
+  error: unknown,
+  c: Context<AppEnv>,
+): { status: number; code: string; message: string; details?: unknown } {
+  const described = describeError(error);
+  if (described.status >= 500) {
+    c.get('logger')?.error('step failed after its record was written', {
+      request_id: c.get('requestId'),
+      code: described.code,
+      error: summarizeError(error),
+    });
+  }
+  return {
+    status: described.status,
+    code: described.code,
+    message: described.message,
+    ...(described.details === undefined ? {} : { details: described.details }),
+  };
+}

@@ -58,6 +58,21 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** Options of `proposals.create`. */
+export interface ProposeOptions extends CallOptions {
+  /**
+   * The payload hash this caller computed: when the decision is `allow`, the server also
+   * authorizes the execution in the same request (`authorization` in the answer), bound to it.
+   */
+  authorize?: string;
+}
+
+/** Options of `observations.create`. */
+export interface ObserveOptions extends CallOptions {
+  /** Also run the server's verifiers on the new observation (`verification` in the answer). */
+  verify?: boolean;
+}
+
 /** The typed client: one method per API route, plus {@link VouchClient.execute}. */
 export interface VouchClient {
   tools: {
@@ -68,7 +83,7 @@ export interface VouchClient {
   };
   proposals: {
     /** Propose an action. Retried on network failure: the idempotency key makes that a replay. */
-    create(body: ProposeBody, options?: CallOptions): Promise<ProposeResponse>;
+    create(body: ProposeBody, options?: ProposeOptions): Promise<ProposeResponse>;
     /** The whole story of one proposal. */
     get(id: string, options?: CallOptions): Promise<ProposalStory>;
     /** Proposals in chain order, filtered (roles `approver`, `verifier`, `auditor`); pass `next` as `after`. */
@@ -94,7 +109,7 @@ export interface VouchClient {
   };
   observations: {
     /** Record what the tool returned. Never retried by the client: see {@link RetryPolicy}. */
-    create(body: ObserveBody, options?: CallOptions): Promise<ObserveResponse>;
+    create(body: ObserveBody, options?: ObserveOptions): Promise<ObserveResponse>;
     /** Run the server's verifiers on an observation; the status is derived from their checks. */
     verify(id: string, options?: CallOptions): Promise<RecordedVerification>;
   };
@@ -188,8 +203,15 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
     proposals: {
       // A proposal carries its idempotency key, so sending it again after a lost answer
       // replays the stored proposal instead of creating a second one.
-      create: (body, o) =>
-        record<ProposeResponse>({ method: 'POST', path: '/v1/proposals', body, retry: 'safe', ...o }),
+      create: (body, { authorize, ...o } = {}) =>
+        record<ProposeResponse>({
+          method: 'POST',
+          path: '/v1/proposals',
+          query: { authorize },
+          body,
+          retry: 'safe',
+          ...o,
+        }),
       get: (id, o) =>
         record<ProposalStory>({ method: 'GET', path: `/v1/proposals/${seg(id)}`, retry: 'safe', ...o }),
       decide: (id, body, o) =>
@@ -248,8 +270,15 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
     observations: {
       // Never retried: a lost answer leaves "was it recorded?" open, and guessing by posting
       // again is exactly the double execution record this client exists to prevent.
-      create: (body, o) =>
-        record<ObserveResponse>({ method: 'POST', path: '/v1/observations', body, retry: 'never', ...o }),
+      create: (body, { verify, ...o } = {}) =>
+        record<ObserveResponse>({
+          method: 'POST',
+          path: '/v1/observations',
+          query: { verify: verify ? 'true' : undefined },
+          body,
+          retry: 'never',
+          ...o,
+        }),
       verify: (id, o) =>
         record<RecordedVerification>({
           method: 'POST',

@@ -87,3 +87,21 @@ export function isVouchClientError(error: unknown, code?: VouchClientErrorCode):
 export function isServerErrorCode(code: unknown): code is ServerErrorCode {
   return typeof code === 'string' && (SERVER_ERROR_CODES as readonly string[]).includes(code);
 }
+
+/**
+ * The error a step taken in the same request as another (`authorization_refused`,
+ * `verification_refused`) would have been, had it been its own call.
+ */
+export function stepRefusalError(refusal: {
+  status: number;
+  code: string;
+  message: string;
+  details?: unknown;
+}): VouchClientError {
+  const code = isServerErrorCode(refusal.code) ? refusal.code : 'UNRECOGNIZED_SERVER_ERROR';
+  return new VouchClientError(code, refusal.message, {
+    status: refusal.status,
+    details: refusal.details,
+    serverCode: refusal.code,
+  });
+}

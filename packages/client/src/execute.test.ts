@@ -56,6 +56,13 @@ describe('execute', () => {
       expect(fake.observations).toHaveLength(1);
     });
 
+    it('takes two round trips: propose with authorize, observe with verify', async () => {
+      const { client, invoke, fake } = setup();
+      const result = await client.execute(refund, invoke, fast);
+      expect(result.status === 'executed' && result.verification?.status).toBe('passed');
+      expect(fake.requests).toEqual(['POST /v1/proposals', 'POST /v1/observations']);
+    });
+
     it('hands invoke the records that authorize it', async () => {
       const { client, invoke } = setup();
       await client.execute(refund, invoke, fast);
@@ -418,6 +425,19 @@ describe('execute', () => {
       expect(invoke).toHaveBeenCalledTimes(1);
     });
 
+    it('recognizes an execution claimed by another client instance without an approval', async () => {
+      const { client, invoke, fake } = setup();
+      fake.failNext('POST /v1/observations', 'network');
+      await expect(client.execute(refund, invoke, fast)).rejects.toMatchObject({
+        code: 'OBSERVATION_NOT_RECORDED',
+      });
+      // A restarted gateway: its journal is empty, but the server holds the claim.
+      const restarted = clientOf(fake.fetch);
+      const retried = await restarted.execute(refund, invoke, fast);
+      expect(retried.status === 'executed' && retried.observation.outcome).toBe('unknown');
+      expect(invoke).toHaveBeenCalledTimes(1);
+    });
+
     it('recognizes the claimed approval from another client instance too', async () => {
       const { client, invoke, fake } = setup({ decide: () => 'require_approval' });
       const first = await client.execute(refund, invoke, fast);
@@ -440,7 +460,7 @@ describe('execute', () => {
       // in-doubt post of this one.
       let armed = false;
       const { client, invoke, fake } = setup({}, (fake) => async (input, init) => {
-        if (armed && init?.method === 'POST' && String(input).endsWith('/v1/observations')) {
+        if (armed && init?.method === 'POST' && new URL(String(input)).pathname === '/v1/observations') {
           armed = false;
           const body = { ...JSON.parse(String(init.body)), outcome: 'succeeded', result: { ok: true } };
           await fake.fetch(input, { ...init, body: JSON.stringify(body) });
@@ -468,7 +488,7 @@ describe('execute', () => {
         (fake) =>
           (async (input, init) => {
             const response = await fake.fetch(input, init);
-            if (!String(input).endsWith('/v1/proposals')) return response;
+            if (new URL(String(input)).pathname !== '/v1/proposals') return response;
             const body = (await response.json()) as { proposal: ProposalRecord };
             body.proposal.payload_hash = '0'.repeat(64);
             return new Response(JSON.stringify(body), { status: response.status });
@@ -488,7 +508,7 @@ describe('execute', () => {
         (fake) =>
           (async (input, init) => {
             const response = await fake.fetch(input, init);
-            if (!String(input).endsWith('/v1/proposals')) return response;
+            if (new URL(String(input)).pathname !== '/v1/proposals') return response;
             const body = (await response.json()) as { decision: { authorized_identity: string } };
             body.decision.authorized_identity = 'agent:someone-else';
             return new Response(JSON.stringify(body), { status: response.status });

@@ -5,6 +5,7 @@ import type {
   JsonValue,
   ObservationOutcome,
   ObservationRecord,
+  ObserveResponse,
   PolicyReason,
   ProposalPayload,
   ProposalRecord,
@@ -16,7 +17,7 @@ import type {
 import { type ApprovalState, approvalStateOf } from './approval-state';
 import type { VouchClient } from './client';
 import { abortedError, delay } from './delay';
-import { isVouchClientError, VouchClientError } from './errors';
+import { isVouchClientError, stepRefusalError, VouchClientError } from './errors';
 import { deriveIdempotencyKey, payloadHashOf, proposalPayloadOf } from './idempotency-key';
 
 /** The action to execute: a proposal body whose idempotency key may be left to the client. */
@@ -253,11 +254,17 @@ async function executeOnce<T>(
   };
   const call = signal ? { signal } : {};
 
-  const created = await client.proposals.create({ ...payload, idempotency_key: key }, call);
+  const expectedHash = payloadHashOf(payload);
+  // The fast path: an allowed new proposal is authorized in the same request, bound to the
+  // hash computed here, so a call needs no separate `authorize`.
+  const created = await client.proposals.create(
+    { ...payload, idempotency_key: key },
+    { ...call, authorize: expectedHash },
+  );
   const proposal = created.proposal;
   // The server hashes what it stored; if that is not what we sent, what an approver sees
-  // and what we would run are different things. Stop before anything runs.
-  const expectedHash = payloadHashOf(payload);
+  // and what we would run are different things. Stop before anything runs. (The server
+  // authorizes only the hash sent, so a mismatch leaves no execution claim behind.)
   if (proposal.payload_hash !== expectedHash) {
     throw new VouchClientError(
       'PAYLOAD_HASH_MISMATCH',
@@ -279,7 +286,10 @@ async function executeOnce<T>(
     decision = story.decision;
     approval = story.approval;
     if (story.observation && decision) return replayResult(client, { base, story, decision, options });
-    claimedBefore = story.approval?.uses.some((use) => use.proposal_id === proposal.id) ?? false;
+    // Another process (or an earlier life of this one) may have claimed the execution and
+    // called the tool: a claim without an observation is in doubt, never a reason to run again.
+    claimedBefore =
+      story.claim !== null || (story.approval?.uses.some((use) => use.proposal_id === proposal.id) ?? false);
   }
 
   if (!decision) {
@@ -344,6 +354,16 @@ async function executeOnce<T>(
     return recordInDoubt(client, { base, decision, approval, expectedHash, options });
   }
 
+  // The fast path authorized (or refused) already, in the proposal's own request.
+  if (created.authorization_refused) {
+    const error = stepRefusalError(created.authorization_refused);
+    return refusedAtAuthorize(client, { base, decision, approval, options, error });
+  }
+  if (created.authorization) {
+    journal.add(key);
+    return invokeAndRecord(client, { base, decision, approval, invoke, options, expectedHash });
+  }
+
   try {
     await client.proposals.authorize(
       proposal.id,
@@ -355,22 +375,38 @@ async function executeOnce<T>(
     );
   } catch (error) {
     if (!isVouchClientError(error)) throw error;
-    if (error.code === 'OBSERVATION_EXISTS') {
-      const story = await client.proposals.get(proposal.id, call);
-      if (story.observation) return replayResult(client, { base, story, decision, options });
-    }
-    if (error.code === 'PRECONDITION_FAILED') {
-      return { ...base, status: 'precondition_failed', decision, preconditions: error.details ?? null };
-    }
-    if (REFUSALS_AT_AUTHORIZE.has(error.code)) {
-      const code = error.code as NotAuthorizedCode;
-      return { ...base, status: 'not_authorized', code, decision, approval, reasons: decision.reasons };
-    }
-    throw error;
+    return refusedAtAuthorize(client, { base, decision, approval, options, error });
   }
 
   journal.add(key);
   return invokeAndRecord(client, { base, decision, approval, invoke, options, expectedHash });
+}
+
+/** What a refusal of `authorize` (its own call, or the fast path's) means for this execute. */
+async function refusedAtAuthorize<T>(
+  client: VouchClient,
+  input: {
+    base: ResultBase;
+    decision: DecisionRecord;
+    approval: ApprovalView | null;
+    options: ExecuteOptions<T>;
+    error: VouchClientError;
+  },
+): Promise<ExecuteResult<T>> {
+  const { base, decision, approval, options, error } = input;
+  const call = options.signal ? { signal: options.signal } : {};
+  if (error.code === 'OBSERVATION_EXISTS') {
+    const story = await client.proposals.get(base.proposal.id, call);
+    if (story.observation) return replayResult(client, { base, story, decision, options });
+  }
+  if (error.code === 'PRECONDITION_FAILED') {
+    return { ...base, status: 'precondition_failed', decision, preconditions: error.details ?? null };
+  }
+  if (REFUSALS_AT_AUTHORIZE.has(error.code)) {
+    const code = error.code as NotAuthorizedCode;
+    return { ...base, status: 'not_authorized', code, decision, approval, reasons: decision.reasons };
+  }
+  throw error;
 }
 
 async function replayResult<T>(
@@ -508,21 +544,26 @@ async function invokeAndRecord<T>(
   }
   const finishedAt = new Date().toISOString();
 
+  const verify = options.verify !== false;
   let recorded: Awaited<ReturnType<VouchClient['observations']['create']>>;
   try {
     // Not under the caller's signal: once the tool was called, its record must be written
     // even if the caller stopped waiting; without it a retry could run the tool again.
-    recorded = await client.observations.create({
-      proposal_id: base.proposal.id,
-      outcome: observed.outcome,
-      result: observed.result ?? null,
-      transport_status: observed.transport_status ?? null,
-      tool_error: observed.tool_error ?? null,
-      started_at: startedAt,
-      finished_at: finishedAt,
-      payload_hash: input.expectedHash,
-      ...(decision.approval_request_id ? { approval_request_id: decision.approval_request_id } : {}),
-    });
+    // With `verify`, the server verifies in the same request (the fast path's second trip).
+    recorded = await client.observations.create(
+      {
+        proposal_id: base.proposal.id,
+        outcome: observed.outcome,
+        result: observed.result ?? null,
+        transport_status: observed.transport_status ?? null,
+        tool_error: observed.tool_error ?? null,
+        started_at: startedAt,
+        finished_at: finishedAt,
+        payload_hash: input.expectedHash,
+        ...(decision.approval_request_id ? { approval_request_id: decision.approval_request_id } : {}),
+      },
+      { verify },
+    );
   } catch (cause) {
     throw new VouchClientError(
       'OBSERVATION_NOT_RECORDED',
@@ -539,11 +580,9 @@ async function invokeAndRecord<T>(
   }
   if (cancelled) throw abortedError(outer!);
 
-  let verification: VerificationRecord | null = null;
-  let verificationError: VouchClientError | null = null;
-  if (options.verify !== false) {
-    ({ verification, verificationError } = await verifyObservation(client, recorded.observation.id));
-  }
+  const { verification, verificationError } = verify
+    ? await verificationOf(client, recorded)
+    : { verification: null, verificationError: null };
   return {
     ...base,
     status: 'executed',
@@ -555,6 +594,18 @@ async function invokeAndRecord<T>(
     verification,
     verificationError,
   };
+}
+
+/** The verification the server ran with the observation, or (a replayed observation) one asked for now. */
+async function verificationOf(
+  client: VouchClient,
+  recorded: ObserveResponse,
+): Promise<{ verification: VerificationRecord | null; verificationError: VouchClientError | null }> {
+  if (recorded.verification) return { verification: recorded.verification, verificationError: null };
+  if (recorded.verification_refused) {
+    return { verification: null, verificationError: stepRefusalError(recorded.verification_refused) };
+  }
+  return verifyObservation(client, recorded.observation.id);
 }
 
 async function verifyObservation(

@@ -16,7 +16,14 @@ export type {
   Verdict,
 } from './api-types';
 /** The client and its options. */
-export type { CallOptions, ProposalListQuery, VouchClient, VouchClientOptions } from './client';
+export type {
+  CallOptions,
+  ObserveOptions,
+  ProposalListQuery,
+  ProposeOptions,
+  VouchClient,
+  VouchClientOptions,
+} from './client';
 export { createVouchClient } from './client';
 /** The one error class, its codes, and how to recognize it. */
 export type {

@@ -22,7 +22,7 @@ import {
   verificationRecordSchema,
   verificationStatusSchema,
 } from './records';
-import { effectiveVerificationSchema } from './verification-status';
+import { effectiveVerificationSchema, recordedVerificationSchema } from './verification-status';
 
 /** What the ledger answers with: records put together, and what it derives from them (never stored). */
 
@@ -36,18 +36,6 @@ export type RegisteredTool = z.output<typeof registeredToolSchema>;
 
 /** `GET /v1/tools`. */
 export const toolListSchema = z.object({ tools: z.array(toolRecordSchema) });
-
-/** What `propose` returns; `replayed` when the idempotency key had already been used with this payload. */
-export const proposalResultSchema = z.object({
-  proposal: proposalRecordSchema,
-  /** Null while an external engine decides. */
-  decision: decisionRecordSchema.nullable(),
-  /** The approval request the decision waits on, for `require_approval`. */
-  approval: approvalRequestRecordSchema.nullable(),
-  /** True when the idempotency key matched an earlier proposal: nothing new was written. */
-  replayed: z.boolean(),
-});
-export type ProposalResult = z.output<typeof proposalResultSchema>;
 
 /** `POST /v1/proposals/{id}/decision`. */
 export const decisionResultSchema = z.object({
@@ -113,11 +101,49 @@ export const authorizationSchema = z.object({
 });
 export type Authorization = z.output<typeof authorizationSchema>;
 
+/**
+ * Why a step asked for in the same request (`?authorize=`, `?verify=true`) was not taken. The
+ * record written before it stands; the code is the one the step's own route would answer with.
+ */
+export const stepRefusalSchema = z
+  .object({
+    /** The status the step's own route would have answered with. */
+    status: z.number().int(),
+    code: z.string(),
+    message: z.string(),
+    details: z.unknown().optional(),
+  })
+  .meta({ description: 'The refusal the step’s own route would have answered with' });
+export type StepRefusal = z.output<typeof stepRefusalSchema>;
+
+/** What `propose` returns; `replayed` when the idempotency key had already been used with this payload. */
+export const proposalResultSchema = z.object({
+  proposal: proposalRecordSchema,
+  /** Null while an external engine decides. */
+  decision: decisionRecordSchema.nullable(),
+  /** The approval request the decision waits on, for `require_approval`. */
+  approval: approvalRequestRecordSchema.nullable(),
+  /** True when the idempotency key matched an earlier proposal: nothing new was written. */
+  replayed: z.boolean(),
+  /**
+   * Asked for with `?authorize=<payload hash>`: the authorization, when the decision allows the
+   * call now (`allow`, a new proposal); otherwise null, and `authorize` is called on its own.
+   */
+  authorization: authorizationSchema.nullable().optional(),
+  /** Asked for with `?authorize=`: why authorizing was refused (e.g. `PRECONDITION_FAILED`). */
+  authorization_refused: stepRefusalSchema.nullable().optional(),
+});
+export type ProposalResult = z.output<typeof proposalResultSchema>;
+
 /** `POST /v1/observations`. */
 export const observationResultSchema = z.object({
   observation: observationRecordSchema,
   /** True when an observation for this proposal already existed; it is returned unchanged. */
   replayed: z.boolean(),
+  /** Asked for with `?verify=true`: the verification the server ran on a new observation. */
+  verification: recordedVerificationSchema.nullable().optional(),
+  /** Asked for with `?verify=true`: why the verification was not recorded. */
+  verification_refused: stepRefusalSchema.nullable().optional(),
 });
 export type ObservationResult = z.output<typeof observationResultSchema>;
 

@@ -1,7 +1,10 @@
 import { createRoute, type z } from '@hono/zod-openapi';
-import type { RecordedVerification, Records } from '@vouch/ledger';
+import type { ObservationRecord, RecordedVerification, Records } from '@vouch/ledger';
+import type { Context } from 'hono';
 import type { VouchApp } from '../app';
-import { mayActIn, requireRole } from '../auth/authorize';
+import { assertRole, mayActIn, requireRole } from '../auth/authorize';
+import { asStepRefusal } from '../error-response';
+import type { AppEnv } from '../http/app-env';
 import { jsonBody } from '../http/json-body';
 import type { Metrics } from '../metrics/metrics';
 import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
@@ -10,6 +13,7 @@ import {
   ObservationIdParamSchema,
   ObservationInputSchema,
   ObservationResultSchema,
+  ObserveQuerySchema,
   RecordedVerificationSchema,
   ReverificationInputSchema,
   VerificationInputSchema,
@@ -27,10 +31,10 @@ const observe = createRoute({
   path: '/v1/observations',
   tags: ['observations'],
   summary: 'Record what the tool really returned',
-  description: `A tool's output is not verified truth. Refused unless the proposal was allowed (or approved) and the caller is the authorized identity; the refused attempt is itself recorded. One proposal, one observation: the same post again, from the identity that executed, replays it (200, \`replayed: true\`); the body is compared as canonical JSON, so key order and omitted defaults do not matter. Any other account of the execution (another outcome, result, status or timing, another identity, a payload hash or approval request it was not recorded under) is refused with \`OBSERVATION_CONFLICT\` and kept as a refused execution that names the observation. After the server recorded a lapsed execution claim as \`unknown\` (no observation before the claim’s deadline), a late account is refused with \`EXECUTION_CLAIM_LAPSED\` and kept the same way. ${rolesNote(ACCESS.observe)}`,
+  description: `A tool's output is not verified truth. Refused unless the proposal was allowed (or approved) and the caller is the authorized identity; the refused attempt is itself recorded. With \`?verify=true\` the server's verifiers run on a new observation in the same request, as \`POST /v1/observations/{id}/verify\` would, and the answer carries \`verification\` (or \`verification_refused\`); the key then needs the roles of both routes. One proposal, one observation: the same post again, from the identity that executed, replays it (200, \`replayed: true\`); the body is compared as canonical JSON, so key order and omitted defaults do not matter. Any other account of the execution (another outcome, result, status or timing, another identity, a payload hash or approval request it was not recorded under) is refused with \`OBSERVATION_CONFLICT\` and kept as a refused execution that names the observation. After the server recorded a lapsed execution claim as \`unknown\` (no observation before the claim’s deadline), a late account is refused with \`EXECUTION_CLAIM_LAPSED\` and kept the same way. ${rolesNote(ACCESS.observe)}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.observe), jsonBody({ required: true })] as const,
-  request: { query: LogQuerySchema, body: { required: true, content: json(ObservationInputSchema) } },
+  request: { query: ObserveQuerySchema, body: { required: true, content: json(ObservationInputSchema) } },
   responses: {
     ...commonErrors,
     ...bodyErrors,
@@ -128,19 +132,13 @@ export function registerObservationRoutes(
 ): void {
   const { records, metrics } = deps;
 
-  app.openapi(observe, async (c) => {
-    const log = logOf(c);
-    const { observation, replayed } = await records.observe(recordContext(c, log), rawBody(c));
-    return c.json({ observation, replayed }, replayed ? 200 : 201);
-  });
-
-  app.openapi(verify, async (c) => {
-    const log = logOf(c);
-    const { id } = c.req.valid('param');
-    const body = rawBody(c);
-    // Refused before any verifier reads a source on behalf of a caller who may not supersede.
-    if (body.supersedes !== undefined) assertMaySupersede(c.get('principal'));
-    const observation = await records.getObservation(log, id);
+  /** Run the verifiers on an observation and record their checks: the `verify` route, and `observe?verify=true`. */
+  async function verifyObservation(
+    c: Context<AppEnv>,
+    log: string,
+    observation: ObservationRecord,
+    body: Record<string, unknown>,
+  ): Promise<RecordedVerification> {
     const proposal = await records.getProposal(log, observation.proposal_id);
     const outcome = await runPhase(deps.verification, {
       phase: 'post',
@@ -150,15 +148,42 @@ export function registerObservationRoutes(
     });
     const recorded = await records.recordVerification(
       recordContext(c, log),
-      {
-        ...body,
-        observation_id: observation.id,
-        checks: outcome.checks,
-      },
+      { ...body, observation_id: observation.id, checks: outcome.checks },
       { checksRunByServer: true },
     );
     metrics.countVerification(recorded.verification.status);
-    return c.json(asResponse(recorded), 201);
+    return recorded;
+  }
+
+  app.openapi(observe, async (c) => {
+    const log = logOf(c);
+    const verify = c.req.valid('query').verify === 'true';
+    // Refused before anything is written: a key asking for what it could not ask for on its own.
+    if (verify) assertRole(c.get('principal'), ACCESS.runVerifiers);
+    const { observation, replayed } = await records.observe(recordContext(c, log), rawBody(c));
+    const status = replayed ? 200 : 201;
+    if (!verify) return c.json({ observation, replayed }, status);
+    let verification = null;
+    let refused = null;
+    // A replayed observation may have been verified before: the caller reads its story.
+    if (!replayed) {
+      try {
+        verification = asResponse(await verifyObservation(c, log, observation, {}));
+      } catch (error) {
+        refused = asStepRefusal(error, c);
+      }
+    }
+    return c.json({ observation, replayed, verification, verification_refused: refused }, status);
+  });
+
+  app.openapi(verify, async (c) => {
+    const log = logOf(c);
+    const { id } = c.req.valid('param');
+    const body = rawBody(c);
+    // Refused before any verifier reads a source on behalf of a caller who may not supersede.
+    if (body.supersedes !== undefined) assertMaySupersede(c.get('principal'));
+    const observation = await records.getObservation(log, id);
+    return c.json(asResponse(await verifyObservation(c, log, observation, body)), 201);
   });
 
   app.openapi(listVerifications, async (c) => {

@@ -1,8 +1,12 @@
 import { createRoute, type z } from '@hono/zod-openapi';
-import type { Records } from '@vouch/ledger';
+import type { ProposalRecord, Records } from '@vouch/ledger';
+import type { Authorization, StepRefusal } from '@vouch/records';
+import type { Context } from 'hono';
 import type { VouchApp } from '../app';
-import { assertEnvironment, mayActIn, requireRole } from '../auth/authorize';
+import { assertEnvironment, assertRole, mayActIn, requireRole } from '../auth/authorize';
+import { asStepRefusal } from '../error-response';
 import { ApiError } from '../errors';
+import type { AppEnv } from '../http/app-env';
 import { jsonBody } from '../http/json-body';
 import { OUTCOME_VALUES_TEXT, PROPOSAL_LIFE_DIAGRAM, STAGE_VALUES_TEXT } from '../openapi/proposal-life';
 import {
@@ -23,6 +27,7 @@ import {
   ProposalListQuerySchema,
   ProposalPageSchema,
   ProposalResultSchema,
+  ProposeQuerySchema,
   StorySchema,
 } from '../schemas/records';
 import { runPhase, type VerificationHost } from '../verification';
@@ -36,10 +41,10 @@ const propose = createRoute({
   path: '/v1/proposals',
   tags: ['proposals'],
   summary: 'Propose an action',
-  description: `A proposal is not a decision. With the built-in policy the answer carries the decision (201); with an external policy engine it waits for one (202). The same idempotency key with the same payload replays the stored result (200, \`replayed: true\`) and never re-executes; with another payload it is \`IDEMPOTENCY_CONFLICT\`. A key limited to environments cannot propose outside them. ${rolesNote(ACCESS.propose)}`,
+  description: `A proposal is not a decision. With the built-in policy the answer carries the decision (201); with an external policy engine it waits for one (202). The same idempotency key with the same payload replays the stored result (200, \`replayed: true\`) and never re-executes; with another payload it is \`IDEMPOTENCY_CONFLICT\`. A key limited to environments cannot propose outside them. The fast path: with \`?authorize=<payload hash>\` an allowed new proposal is also authorized in the same request (\`authorization\`), exactly as \`POST /v1/proposals/{id}/authorize\` would; a refusal comes back as \`authorization_refused\` beside the recorded proposal, and any other decision leaves \`authorization\` null. The key then needs the roles of both routes. ${rolesNote(ACCESS.propose)}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.propose), jsonBody({ required: true })] as const,
-  request: { query: LogQuerySchema, body: { required: true, content: json(ProposalInputSchema) } },
+  request: { query: ProposeQuerySchema, body: { required: true, content: json(ProposalInputSchema) } },
   responses: {
     ...commonErrors,
     ...bodyErrors,
@@ -147,13 +152,55 @@ export function registerProposalRoutes(
 ): void {
   const { records } = deps;
 
+  /**
+   * Check the preconditions, then the decision and approval, and claim the execution: the
+   * `authorize` route, and the second half of `propose?authorize=`.
+   */
+  async function authorizeExecution(
+    c: Context<AppEnv>,
+    log: string,
+    proposal: ProposalRecord,
+    body: Record<string, unknown>,
+  ): Promise<Authorization> {
+    let preconditions = null;
+    if (proposal.preconditions.length > 0) {
+      const outcome = await runPhase(deps.verification, { phase: 'pre', proposal, signal: c.req.raw.signal });
+      preconditions = { status: outcome.status, checks: outcome.checks };
+      if (outcome.status === 'failed') {
+        throw new ApiError('PRECONDITION_FAILED', `a precondition of proposal ${proposal.id} does not hold`, {
+          details: preconditions,
+        });
+      }
+    }
+    const authorization = await records.authorize(recordContext(c, log), {
+      ...body,
+      proposal_id: proposal.id,
+    });
+    return { ...authorization, preconditions };
+  }
+
   app.openapi(propose, async (c) => {
     const log = logOf(c);
-    // A staging gateway key cannot propose a production action: refused before anything is written.
-    assertEnvironment(c.get('principal'), c.req.valid('json').target.env);
+    const principal = c.get('principal');
+    const authorizeHash = c.req.valid('query').authorize;
+    // Refused before anything is written: a staging gateway key proposing a production
+    // action, and a key asking for the authorization it could not ask for on its own.
+    assertEnvironment(principal, c.req.valid('json').target.env);
+    if (authorizeHash !== undefined) assertRole(principal, ACCESS.authorize);
     const result = await records.propose(recordContext(c, log), rawBody(c));
     const status = result.replayed ? 200 : result.decision === null ? 202 : 201;
-    return c.json(result, status);
+    if (authorizeHash === undefined) return c.json(result, status);
+    let authorization: Authorization | null = null;
+    let refused: StepRefusal | null = null;
+    // A replayed proposal may have been authorized, or executed, before: the caller reads its story.
+    if (!result.replayed && result.decision?.verdict === 'allow') {
+      try {
+        authorization = await authorizeExecution(c, log, result.proposal, { payload_hash: authorizeHash });
+      } catch (error) {
+        refused = asStepRefusal(error, c);
+      }
+    }
+    return c.json({ ...result, authorization, authorization_refused: refused }, status);
   });
 
   app.openapi(listProposals, async (c) => {
@@ -200,17 +247,6 @@ export function registerProposalRoutes(
     const { id } = c.req.valid('param');
     const proposal = await records.getProposal(log, id);
     assertEnvironment(c.get('principal'), proposal.target.env);
-    let preconditions = null;
-    if (proposal.preconditions.length > 0) {
-      const outcome = await runPhase(deps.verification, { phase: 'pre', proposal, signal: c.req.raw.signal });
-      preconditions = { status: outcome.status, checks: outcome.checks };
-      if (outcome.status === 'failed') {
-        throw new ApiError('PRECONDITION_FAILED', `a precondition of proposal ${id} does not hold`, {
-          details: preconditions,
-        });
-      }
-    }
-    const authorization = await records.authorize(recordContext(c, log), { ...rawBody(c), proposal_id: id });
-    return c.json({ ...authorization, preconditions }, 200);
+    return c.json(await authorizeExecution(c, log, proposal, rawBody(c)), 200);
   });
 }

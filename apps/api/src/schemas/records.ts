@@ -106,6 +106,29 @@ export const LogQuerySchema = z.strictObject({
   }),
 });
 
+export const ProposeQuerySchema = LogQuerySchema.extend({
+  authorize: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, 'must be the payload hash the caller computed, lowercase hex SHA-256')
+    .optional()
+    .openapi({
+      param: { name: 'authorize', in: 'query' },
+      description:
+        'The payload hash the caller computed. When the decision is `allow` (a new proposal), the server also authorizes the execution in this request, bound to this hash: the answer carries `authorization` (or `authorization_refused`), and the separate `authorize` call is not needed.',
+    }),
+});
+
+export const ObserveQuerySchema = LogQuerySchema.extend({
+  verify: z
+    .enum(['true', 'false'])
+    .optional()
+    .openapi({
+      param: { name: 'verify', in: 'query' },
+      description:
+        '`true`: run the server’s verifiers on the new observation in this request, as `POST /v1/observations/{id}/verify` would; the answer carries `verification` (or `verification_refused`).',
+    }),
+});
+
 export const ApprovalListQuerySchema = LogQuerySchema.extend({
   status: z
     .enum(APPROVAL_STATUSES)

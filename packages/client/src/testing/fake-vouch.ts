@@ -275,7 +275,41 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       error: { code, message, ...(details === undefined ? {} : { details }), request_id: `req_${counter}` },
     });
 
-  async function handle(method: string, path: string, body: unknown): Promise<Response> {
+  /** The failure planned with `failNext` for this route, if any; `network` is thrown. */
+  function plannedFailure(route: string): Response | undefined {
+    const failure = failures.get(route)?.shift();
+    if (failure === 'network') throw new TypeError('fetch failed');
+    if (typeof failure === 'number')
+      return error(failure, failure === 503 ? 'DATABASE_UNAVAILABLE' : 'INTERNAL', 'planned');
+    if (failure) return error(failure.status, failure.code, 'planned', failure.details);
+    return undefined;
+  }
+
+  /**
+   * A fused step (`?authorize=`, `?verify=true`): its own route's answer (or the failure planned
+   * for that route), as a result or a refusal beside the record already written.
+   */
+  async function step(
+    method: string,
+    path: string,
+    body: unknown,
+  ): Promise<{ result: unknown; refused: unknown }> {
+    const answer = plannedFailure(`${method} ${path}`) ?? (await handle(method, path, body));
+    const json = (await answer.json()) as { error?: { code: string; message: string; details?: unknown } };
+    if (answer.ok) return { result: json, refused: null };
+    const { code, message, details } = json.error!;
+    return {
+      result: null,
+      refused: { status: answer.status, code, message, ...(details === undefined ? {} : { details }) },
+    };
+  }
+
+  async function handle(
+    method: string,
+    path: string,
+    body: unknown,
+    query = new URLSearchParams(),
+  ): Promise<Response> {
     const param = (pattern: RegExp): string | undefined => {
       const found = path.match(pattern)?.[1];
       return found === undefined ? undefined : decodeURIComponent(found);
@@ -353,12 +387,18 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       byKey.set(proposal.idempotency_key, proposal);
       const verdict = decideVerdict(proposal);
       const decision = verdict === null ? null : makeDecision(proposal, verdict);
-      return json(decision ? 201 : 202, {
-        proposal,
-        decision,
-        approval: requestOf(decision),
-        replayed: false,
-      } satisfies ProposeResponse);
+      const answer: ProposeResponse = { proposal, decision, approval: requestOf(decision), replayed: false };
+      const authorizeHash = query.get('authorize');
+      if (authorizeHash !== null) {
+        // As the server: only an allowed new proposal is authorized in the same request.
+        const { result, refused } =
+          decision?.verdict === 'allow'
+            ? await step('POST', `/v1/proposals/${proposal.id}/authorize`, { payload_hash: authorizeHash })
+            : { result: null, refused: null };
+        answer.authorization = result as Authorization | null;
+        answer.authorization_refused = refused as ProposeResponse['authorization_refused'];
+      }
+      return json(decision ? 201 : 202, answer);
     }
     if (authorizeId !== undefined) {
       const proposal = proposals.get(authorizeId);
@@ -432,7 +472,13 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
         observed_at: now(),
       };
       observations.push(observation);
-      return json(201, { observation, replayed: false } satisfies ObserveResponse);
+      const answer: ObserveResponse = { observation, replayed: false };
+      if (query.get('verify') === 'true') {
+        const { result, refused } = await step('POST', `/v1/observations/${observation.id}/verify`, {});
+        answer.verification = result as RecordedVerification | null;
+        answer.verification_refused = refused as ObserveResponse['verification_refused'];
+      }
+      return json(201, answer);
     }
     if (verifyId !== undefined) {
       const observation = observations.find((o) => o.id === verifyId);
@@ -463,14 +509,10 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
     const method = (init?.method ?? 'GET').toUpperCase();
     const route = `${method} ${url.pathname}`;
     requests.push(route);
-    const planned = failures.get(route);
-    const failure = planned?.shift();
-    if (failure === 'network') throw new TypeError('fetch failed');
-    if (typeof failure === 'number')
-      return error(failure, failure === 503 ? 'DATABASE_UNAVAILABLE' : 'INTERNAL', 'planned');
-    if (failure) return error(failure.status, failure.code, 'planned', failure.details);
+    const failed = plannedFailure(route);
+    if (failed) return failed;
     const text = typeof init?.body === 'string' ? init.body : undefined;
-    return handle(method, url.pathname, text === undefined ? undefined : JSON.parse(text));
+    return handle(method, url.pathname, text === undefined ? undefined : JSON.parse(text), url.searchParams);
   };
 
   return {
