@@ -297,6 +297,44 @@ export const hostCheckSchema = z.object({
     .nullable(),
   /** Wall time the verifier took, in milliseconds; null when none ran. */
   durationMs: z.number().nullable(),
+  /** Present when the verifier's registration has a measurement policy: every reading, and what decided. */
+  measurement: z
+    .object({
+      policy: z.object({
+        initialDelayMs: z.number(),
+        intervalMs: z.number(),
+        count: z.number().int(),
+        timeoutMs: z.number().nullable(),
+        failureLimit: z.number().int(),
+        inconclusiveLimit: z.number().int(),
+        consecutiveSuccessLimit: z.number().int(),
+      }),
+      status: z.enum(['pass', 'fail', 'inconclusive']),
+      decidedBy: z.enum([
+        'FAILURE_LIMIT',
+        'INCONCLUSIVE_LIMIT',
+        'CONSECUTIVE_SUCCESS_LIMIT',
+        'COUNT_REACHED',
+      ]),
+      attempts: z.array(
+        z.object({
+          attempt: z.number().int(),
+          at: z.string(),
+          status: z.enum(['pass', 'fail', 'inconclusive']),
+          durationMs: z.number(),
+          checks: z.array(
+            z.object({
+              name: z.string(),
+              status: checkStatusSchema,
+              reason: z.string().nullable(),
+              observed: jsonValueSchema,
+              message: z.string(),
+            }),
+          ),
+        }),
+      ),
+    })
+    .optional(),
 });
 export type HostCheck = z.output<typeof hostCheckSchema>;
 

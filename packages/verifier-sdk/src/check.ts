@@ -1,4 +1,6 @@
+import type { MeasurementDecision } from './assess-measurements';
 import type { JsonObject, JsonValue } from './json';
+import type { ResolvedMeasurementPolicy } from './measurement-policy';
 
 /** What a verifier may conclude. `error` is not here: only the host records an error. */
 export type CheckVerdict = 'pass' | 'fail' | 'inconclusive';
@@ -27,6 +29,8 @@ export type CheckReason =
   | 'VERIFIER_TIMEOUT'
   /** The caller cancelled the run. */
   | 'VERIFIER_ABORTED'
+  /** A measured series ended without reaching a limit that decides it (see `measurement`). */
+  | 'MEASUREMENT_UNDECIDED'
   /** The verifier threw something other than a source error. */
   | 'VERIFIER_CRASHED'
   /** The verifier returned something that is not a canonicalizable check result. */
@@ -91,6 +95,34 @@ export interface Check {
   verifier: CheckVerifier | null;
   /** Wall time the verifier took, in milliseconds; null when none ran. */
   durationMs: number | null;
+  /** Present when the registration has a measurement policy: every reading, and what decided. */
+  measurement?: CheckMeasurement;
+}
+
+/** One reading of a measured check, kept as evidence. */
+export interface MeasurementAttempt {
+  /** 1 for the first reading. */
+  attempt: number;
+  /** The host's clock when the reading ended (ISO 8601). */
+  at: string;
+  /** What this reading said, after independence was counted. */
+  status: CheckVerdict;
+  durationMs: number;
+  checks: {
+    name: string;
+    status: CheckStatus;
+    reason: string | null;
+    observed: JsonValue;
+    message: string;
+  }[];
+}
+
+/** How a measured check was decided: the policy, the verdict of the series and every reading. */
+export interface CheckMeasurement {
+  policy: { [K in keyof ResolvedMeasurementPolicy]: ResolvedMeasurementPolicy[K] };
+  status: CheckVerdict;
+  decidedBy: MeasurementDecision;
+  attempts: MeasurementAttempt[];
 }
 
 /** The status of a verification, derived from its checks and never supplied. */

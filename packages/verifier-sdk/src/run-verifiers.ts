@@ -5,6 +5,7 @@ import { isVerifierError, VerifierError } from './errors';
 import type { Grants } from './grants';
 import { findJsonIssue, frozenCopy, type JsonObject } from './json';
 import { type Logger, silentLogger, withLogFields } from './logger';
+import { measureChecks } from './measure-checks';
 import type { Observation, Postcondition, Proposal, VerifierPhase } from './records';
 import type { RegisteredVerifier, VerifierRegistry } from './verifier-registry';
 
@@ -62,7 +63,9 @@ export async function runVerifiers(options: RunVerifiersOptions): Promise<Verifi
   const writers = [observation?.server_id, options.proposal.server_id].filter(
     (w, i, all): w is string => typeof w === 'string' && w !== '' && all.indexOf(w) === i,
   );
+  const assess = (check: Check) => assessIndependence(check, { writer: writers });
   const shared: Shared = {
+    assess,
     phase,
     proposal: frozenCopy(options.proposal),
     observation: observation === null ? null : frozenCopy(observation),
@@ -74,15 +77,14 @@ export async function runVerifiers(options: RunVerifiersOptions): Promise<Verifi
   const perCondition = conditions.map((postcondition) => {
     const entries = options.registry.forPostcondition(postcondition.name, phase);
     if (entries.length === 0) return [Promise.resolve([noVerifier(postcondition)])];
-    return entries.map((entry) => runOne(entry, frozenCopy(postcondition), shared));
+    return entries.map((entry) => runMeasured(entry, frozenCopy(postcondition), shared));
   });
-  const checks = (await Promise.all(perCondition.flat()))
-    .flat()
-    .map((check) => assessIndependence(check, { writer: writers }));
+  const checks = (await Promise.all(perCondition.flat())).flat().map(assess);
   return { status: deriveStatus(checks, { writer: writers }), checks, writers };
 }
 
 interface Shared {
+  assess: (check: Check) => Check;
   phase: VerifierPhase;
   proposal: Proposal;
   observation: Observation | null;
@@ -92,18 +94,36 @@ interface Shared {
   now: () => Date;
 }
 
+/** One reading without a policy; with one, as many as it says (see `measureChecks`). */
+function runMeasured(
+  entry: RegisteredVerifier,
+  postcondition: Postcondition,
+  shared: Shared,
+): Promise<Check[]> {
+  if (entry.measurement === null) return runOne(entry, postcondition, shared);
+  return measureChecks({
+    policy: entry.measurement,
+    read: () => runOne(entry, postcondition, shared),
+    assess: shared.assess,
+    ...(shared.signal ? { signal: shared.signal } : {}),
+    now: shared.now,
+    postcondition: postcondition.name,
+    verifier: recordedAs(entry),
+  });
+}
+
+function recordedAs(entry: RegisteredVerifier): Check['verifier'] {
+  const { verifier } = entry;
+  return { id: verifier.id, version: verifier.version, apiVersion: verifier.apiVersion, name: entry.name };
+}
+
 async function runOne(
   entry: RegisteredVerifier,
   postcondition: Postcondition,
   shared: Shared,
 ): Promise<Check[]> {
   const { verifier } = entry;
-  const recordedAs = {
-    id: verifier.id,
-    version: verifier.version,
-    apiVersion: verifier.apiVersion,
-    name: entry.name,
-  };
+  const recordedAsVerifier = recordedAs(entry);
   const logger = withLogFields(shared.logger, { verifier: entry.name, postcondition: postcondition.name });
   const grants: Grants = { ...shared.grants, ...entry.grants };
   const started = performance.now();
@@ -118,7 +138,7 @@ async function runOne(
       evidence,
       message,
       reason,
-      verifier: recordedAs,
+      verifier: recordedAsVerifier,
       durationMs: elapsed(started),
     },
   ];
@@ -156,7 +176,7 @@ async function runOne(
     // A late settlement is swallowed so it cannot become an unhandled rejection.
     work.catch(() => undefined);
     const returned = await Promise.race([work, rejectOnAbort(controller.signal)]);
-    return toChecks(returned, postcondition, recordedAs, started);
+    return toChecks(returned, postcondition, recordedAsVerifier, started);
   } catch (error) {
     if (controller.signal.aborted) {
       const reason = controller.signal.reason === cancelled ? 'VERIFIER_ABORTED' : 'VERIFIER_TIMEOUT';

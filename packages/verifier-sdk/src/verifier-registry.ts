@@ -10,6 +10,11 @@ import {
 import { VerifierError } from './errors';
 import type { Grants } from './grants';
 import { findJsonIssue, frozenCopy } from './json';
+import {
+  type MeasurementPolicy,
+  type ResolvedMeasurementPolicy,
+  resolveMeasurementPolicy,
+} from './measurement-policy';
 import type { VerifierPhase } from './records';
 import { isStandardSchema, type OptionIssue, validateWithSchema } from './standard-schema';
 
@@ -27,6 +32,8 @@ export interface VerifierRegistration {
   handles?: readonly PostconditionPattern[];
   /** Replaces the verifier's default deadline. */
   timeoutMs?: number;
+  /** Read each postcondition more than once (retries, interval, limits); replaces the verifier's own. */
+  measurement?: MeasurementPolicy;
 }
 
 /** A validated registration: what the host runs. */
@@ -38,7 +45,10 @@ export interface RegisteredVerifier {
   readonly grants: Readonly<Grants>;
   readonly handles: readonly PostconditionPattern[];
   readonly phases: readonly VerifierPhase[];
+  /** The deadline of one reading. */
   readonly timeoutMs: number;
+  /** Null: one reading, as without a policy. */
+  readonly measurement: ResolvedMeasurementPolicy | null;
 }
 
 /** The verifiers a host can run, validated once at startup. */
@@ -108,6 +118,12 @@ function register(registration: VerifierRegistration, index: number): Registered
   const timeoutMs = registration.timeoutMs ?? verifier.timeoutMs ?? DEFAULT_VERIFIER_TIMEOUT_MS;
   if (registration.timeoutMs !== undefined)
     checkTimeout(registration.timeoutMs, (m) => fail('/timeoutMs', m));
+  const measurement =
+    registration.measurement !== undefined
+      ? resolveMeasurementPolicy(registration.measurement, '/measurement', name)
+      : verifier.measurement !== undefined
+        ? resolveMeasurementPolicy(verifier.measurement, '/verifier/measurement', name)
+        : null;
   return Object.freeze({
     name,
     verifier,
@@ -116,6 +132,7 @@ function register(registration: VerifierRegistration, index: number): Registered
     handles: Object.freeze([...handles]),
     phases: phasesOf(verifier),
     timeoutMs,
+    measurement,
   });
 }
 
@@ -155,6 +172,7 @@ export function validateVerifier(value: unknown, label = 'verifier'): AnyVerifie
   if (v.options !== undefined && !isStandardSchema(v.options))
     fail('/options', 'options must be a Standard Schema (e.g. zod)');
   if (v.timeoutMs !== undefined) checkTimeout(v.timeoutMs, (m) => fail('/timeoutMs', m));
+  if (v.measurement !== undefined) resolveMeasurementPolicy(v.measurement, '/verifier/measurement', id);
   if (
     v.requires !== undefined &&
     (!Array.isArray(v.requires) || v.requires.some((g) => !GRANTS.includes(g)))

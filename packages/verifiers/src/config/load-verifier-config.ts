@@ -8,6 +8,7 @@ import {
   type FetchGrant,
   type Grants,
   isVerifierError,
+  type MeasurementPolicy,
   type SqlGrant,
   VerifierError,
   type VerifierRegistration,
@@ -160,6 +161,7 @@ export async function loadVerifierConfig(
         ...(entry.name !== undefined ? { name: entry.name } : {}),
         ...(entry.handles !== undefined ? { handles: entry.handles } : {}),
         ...(entry.timeoutMs !== undefined ? { timeoutMs: entry.timeoutMs } : {}),
+        ...(entry.measurement !== undefined ? { measurement: entry.measurement as MeasurementPolicy } : {}),
       };
       try {
         createVerifierRegistry([registration]);

@@ -47,6 +47,8 @@ const entry = z
     /** Named connections this verifier may use: at most one postgres and one http. */
     connection: z.union([connectionName, z.array(connectionName).min(1)]).optional(),
     timeoutMs: z.number().int().optional(),
+    /** Read each postcondition more than once (validated by the verifier SDK at registration). */
+    measurement: z.record(z.string(), z.unknown()).optional(),
     options: z.unknown().optional(),
   })
   .strict();
