@@ -72,6 +72,8 @@ export const toolRecordSchema = z.object({
   max_approval_window_seconds: z.number().int().nullable(),
   /** `discovery`: registered automatically from a tool list; discovery is not authorization. */
   source: toolSourceSchema,
+  /** The named systems the tool writes to; absent when the registration declared none (and before migration 0011). */
+  writes: z.array(z.string()).optional(),
   registered_by: z.string(),
   registered_at: timeSchema,
 });
@@ -237,6 +239,8 @@ export const observationRecordSchema = z.object({
   started_at: timeSchema.nullable(),
   finished_at: timeSchema.nullable(),
   observed_at: timeSchema,
+  /** Where `result` came from when the gateway says it was not the tool's own answer; absent otherwise. */
+  result_source: z.string().optional(),
 });
 export type ObservationRecord = z.output<typeof observationRecordSchema>;
 
@@ -286,6 +290,10 @@ export const hostCheckSchema = z.object({
   reason: z.string().nullable(),
   /** Present when the host overrode the verifier's verdict (e.g. `NOT_INDEPENDENT`): what it said. */
   reported: z.enum(['pass', 'fail', 'inconclusive']).optional(),
+  /** Present when the source was named from configuration and the verifier reported another: what it said. */
+  reportedSource: z.string().optional(),
+  /** True when the source is a system the tool's registration says it writes to: allowed, and said so. */
+  readsWrittenSystem: z.boolean().optional(),
   verifier: z
     .object({
       id: z.string(),

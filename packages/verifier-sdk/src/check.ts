@@ -15,7 +15,7 @@ export type CheckStatus = CheckVerdict | 'error';
 export type CheckReason =
   /** No registered verifier handles the postcondition: "we did not look" is not "all is well". */
   | 'NO_VERIFIER'
-  /** The check's source is the system that performed the write. */
+  /** The check's source is the tool itself or the channel its result came from. */
   | 'NOT_INDEPENDENT'
   /** The check names no source, so nobody can tell whether it is independent. */
   | 'SOURCE_MISSING'
@@ -92,6 +92,10 @@ export interface Check {
   reason: string | null;
   /** Present when the host overrode the verifier's verdict (e.g. `NOT_INDEPENDENT`): what it said. */
   reported?: CheckVerdict;
+  /** Present when the host named the source from configuration and the verifier reported another: what it said. */
+  reportedSource?: string;
+  /** True when the source is a system the tool wrote to: allowed (the truth lives there), and said so. */
+  readsWrittenSystem?: boolean;
   verifier: CheckVerifier | null;
   /** Wall time the verifier took, in milliseconds; null when none ran. */
   durationMs: number | null;

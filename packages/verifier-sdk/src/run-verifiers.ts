@@ -21,6 +21,11 @@ export interface RunVerifiersOptions {
   observation?: Observation | null;
   /** Grants for registrations that bring none of their own. */
   grants?: Grants;
+  /**
+   * The named systems the tool's registration says it writes to: a check that reads one is
+   * allowed and marked `readsWrittenSystem`.
+   */
+  writes?: readonly string[];
   /** Cancels the whole run (e.g. the HTTP request went away). */
   signal?: AbortSignal;
   logger?: Logger;
@@ -31,7 +36,7 @@ export interface RunVerifiersOptions {
 export interface VerificationOutcome {
   status: DerivedStatus;
   checks: Check[];
-  /** The systems treated as the writer when judging independence. */
+  /** The tool itself and its response channel: a check sourced here is `NOT_INDEPENDENT`. */
   writers: string[];
 }
 
@@ -60,10 +65,11 @@ export async function runVerifiers(options: RunVerifiersOptions): Promise<Verifi
       field: '/observation',
     });
   }
-  const writers = [observation?.server_id, options.proposal.server_id].filter(
+  const writers = [observation?.server_id, observation?.result_source, options.proposal.server_id].filter(
     (w, i, all): w is string => typeof w === 'string' && w !== '' && all.indexOf(w) === i,
   );
-  const assess = (check: Check) => assessIndependence(check, { writer: writers });
+  const independence = { writer: writers, writes: options.writes ?? [] };
+  const assess = (check: Check) => assessIndependence(check, independence);
   const shared: Shared = {
     assess,
     phase,
@@ -80,7 +86,7 @@ export async function runVerifiers(options: RunVerifiersOptions): Promise<Verifi
     return entries.map((entry) => runMeasured(entry, frozenCopy(postcondition), shared));
   });
   const checks = (await Promise.all(perCondition.flat())).flat().map(assess);
-  return { status: deriveStatus(checks, { writer: writers }), checks, writers };
+  return { status: deriveStatus(checks, independence), checks, writers };
 }
 
 interface Shared {
@@ -176,7 +182,8 @@ async function runOne(
     // A late settlement is swallowed so it cannot become an unhandled rejection.
     work.catch(() => undefined);
     const returned = await Promise.race([work, rejectOnAbort(controller.signal)]);
-    return toChecks(returned, postcondition, recordedAsVerifier, started);
+    const checks = toChecks(returned, postcondition, recordedAsVerifier, started);
+    return entry.source === null ? checks : checks.map((check) => withConfiguredSource(check, entry.source!));
   } catch (error) {
     if (controller.signal.aborted) {
       const reason = controller.signal.reason === cancelled ? 'VERIFIER_ABORTED' : 'VERIFIER_TIMEOUT';
@@ -196,6 +203,14 @@ async function runOne(
     clearTimeout(timer);
     shared.signal?.removeEventListener('abort', onCancel);
   }
+}
+
+// The host, not the plugin, knows which system it lent the verifier: its configured name is the
+// source. What the plugin said is kept when it differs; an error check keeps naming no source.
+function withConfiguredSource(check: Check, source: string): Check {
+  if (check.status === 'error' || check.reason === 'RESULT_INVALID') return check;
+  if (check.source === source) return check;
+  return { ...check, source, ...(check.source === null ? {} : { reportedSource: check.source }) };
 }
 
 function rejectOnAbort(signal: AbortSignal): Promise<never> {

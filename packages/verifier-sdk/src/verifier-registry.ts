@@ -34,6 +34,12 @@ export interface VerifierRegistration {
   timeoutMs?: number;
   /** Read each postcondition more than once (retries, interval, limits); replaces the verifier's own. */
   measurement?: MeasurementPolicy;
+  /**
+   * The configured, named system this registration reads (`payments-ledger`): recorded as the
+   * source of its checks, whatever the plugin reports, so independence is judged on a name the
+   * operator chose. Without it, the plugin's own `source` is recorded.
+   */
+  source?: string;
 }
 
 /** A validated registration: what the host runs. */
@@ -49,6 +55,8 @@ export interface RegisteredVerifier {
   readonly timeoutMs: number;
   /** Null: one reading, as without a policy. */
   readonly measurement: ResolvedMeasurementPolicy | null;
+  /** The configured system its checks are recorded as read from; null: the plugin's own `source`. */
+  readonly source: string | null;
 }
 
 /** The verifiers a host can run, validated once at startup. */
@@ -124,6 +132,13 @@ function register(registration: VerifierRegistration, index: number): Registered
       : verifier.measurement !== undefined
         ? resolveMeasurementPolicy(verifier.measurement, '/verifier/measurement', name)
         : null;
+  if (
+    registration.source !== undefined &&
+    (typeof registration.source !== 'string' || registration.source.trim() === '')
+  ) {
+    fail('/source', 'source must name a configured system');
+  }
+  const source = registration.source ?? null;
   return Object.freeze({
     name,
     verifier,
@@ -133,6 +148,7 @@ function register(registration: VerifierRegistration, index: number): Registered
     phases: phasesOf(verifier),
     timeoutMs,
     measurement,
+    source,
   });
 }
 

@@ -142,10 +142,14 @@ export function registerObservationRoutes(
     if (body.supersedes !== undefined) assertMaySupersede(c.get('principal'));
     const observation = await records.getObservation(log, id);
     const proposal = await records.getProposal(log, observation.proposal_id);
+    const tool = (await records.listTools(log)).find(
+      (t) => t.server_id === proposal.server_id && t.tool_name === proposal.tool_name,
+    );
     const outcome = await runPhase(deps.verification, {
       phase: 'post',
       proposal,
       observation,
+      writes: tool?.writes ?? [],
       signal: c.req.raw.signal,
     });
     const recorded = await records.recordVerification(

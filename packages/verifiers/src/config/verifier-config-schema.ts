@@ -49,6 +49,8 @@ const entry = z
     timeoutMs: z.number().int().optional(),
     /** Read each postcondition more than once (validated by the verifier SDK at registration). */
     measurement: z.record(z.string(), z.unknown()).optional(),
+    /** The named system its checks read (default: its one connection's name); judged for independence. */
+    source: z.string().min(1).optional(),
     options: z.unknown().optional(),
   })
   .strict();
