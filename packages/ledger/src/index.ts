@@ -165,3 +165,10 @@ export type {
   WebhookStore,
 } from './webhooks/webhook-store';
 export { createWebhookStore } from './webhooks/webhook-store';
+// The verification queue: verifications asked to run in the background (operational data, not the chain).
+export type {
+  VerificationJob,
+  VerificationJobResult,
+  VerificationJobStore,
+} from './verification-jobs/verification-job-store';
+export { createVerificationJobStore } from './verification-jobs/verification-job-store';

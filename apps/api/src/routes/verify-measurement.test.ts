@@ -1,10 +1,12 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createRecords, createVerificationJobStore } from '@vouch/ledger';
 import { createVerifierRegistry, type MeasurementPolicy } from '@vouch/verifier-sdk';
 import { createGuardedFetch, httpJsonVerifier } from '@vouch/verifiers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type VouchApp } from '../app';
 import { createHarness, type Harness } from '../testing/app-harness';
+import { createVerificationQueue, type VerificationQueue } from '../verification-queue';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely, then pinned with toMatchObject
 type Json = Record<string, any>;
@@ -17,7 +19,11 @@ let server: Server;
 let base: string;
 
 /** An app whose only verifier reads that ledger over HTTP with `measurement` as its policy. */
-function appWith(h: Harness, measurement: MeasurementPolicy): VouchApp {
+function appWith(
+  h: Harness,
+  measurement: MeasurementPolicy,
+  queue?: (host: VerificationHostLike) => VerificationQueue,
+): VouchApp {
   const fetch = createGuardedFetch({ allowHosts: ['127.0.0.1'], resolveHost: async () => ['127.0.0.1'] });
   const registry = createVerifierRegistry([
     {
@@ -29,7 +35,27 @@ function appWith(h: Harness, measurement: MeasurementPolicy): VouchApp {
       options: { url: `${base}/refunds/{observation.result.refund_id}`, source: 'provider-ledger' },
     },
   ]);
-  return createApp({ ledger: h.ledger, keys: h.keys, logger: h.logger, verification: { registry } });
+  const verification = { registry };
+  return createApp({
+    ledger: h.ledger,
+    keys: h.keys,
+    logger: h.logger,
+    verification,
+    ...(queue ? { verificationQueue: queue(verification) } : {}),
+  });
+}
+
+type VerificationHostLike = { registry: ReturnType<typeof createVerifierRegistry> };
+
+/** A queue over the harness's database, as a server process would have one. */
+function queueOn(h: Harness) {
+  return (host: VerificationHostLike) =>
+    createVerificationQueue({
+      records: createRecords(h.ledger),
+      host,
+      store: createVerificationJobStore(h.database),
+      logger: h.logger,
+    });
 }
 
 describe('POST /v1/observations/{id}/verify with a measurement policy', () => {
@@ -132,6 +158,78 @@ describe('POST /v1/observations/{id}/verify with a measurement policy', () => {
         'fail',
         'fail',
       ]);
+    });
+  });
+
+  describe('when the caller asks for the answer asynchronously', () => {
+    const slow: MeasurementPolicy = {
+      interval: '400ms',
+      count: 25,
+      consecutiveSuccessLimit: 1,
+      failureLimit: -1,
+    };
+    const story = async (app: VouchApp, proposalId: string) =>
+      (await call(app, 'GET', `/v1/proposals/${proposalId}`, auditor)).body;
+
+    it('queues it (202), the story shows verifying, then the verification it recorded', async () => {
+      let queue: VerificationQueue | undefined;
+      const app = appWith(h, slow, (host) => {
+        queue = queueOn(h)(host);
+        return queue;
+      });
+      const { proposalId, observationId } = await refunded(app);
+      const response = await app.request(`/v1/observations/${observationId}/verify`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw}`, prefer: 'respond-async' },
+      });
+      expect(response.status).toBe(202);
+      expect(response.headers.get('preference-applied')).toBe('respond-async');
+      const accepted = (await response.json()) as Json;
+      expect(accepted.verification_job).toMatchObject({ status: 'queued', observation_id: observationId });
+      // The refund cannot show before 3 s, and the policy waits for it: the job is still running.
+      expect(await story(app, proposalId)).toMatchObject({
+        verifying: true,
+        verification_jobs: [{ id: accepted.verification_job.id }],
+        verification_status: { status: 'inconclusive', reason: 'NOT_VERIFIED' },
+      });
+
+      await queue!.idle();
+      const after = await story(app, proposalId);
+      expect(after).toMatchObject({
+        verifying: false,
+        verification_jobs: [],
+        verification_status: { status: 'passed' },
+      });
+      expect(after.verifications[0]).toMatchObject({ verifier: 'agent:gw', status: 'passed' });
+    });
+
+    it('resumes a queued verification after a restart', async () => {
+      const first = queueOn(h);
+      let before: VerificationQueue | undefined;
+      const app = appWith(h, slow, (host) => {
+        before = first(host);
+        return before;
+      });
+      const { proposalId, observationId } = await refunded(app);
+      const response = await app.request(`/v1/observations/${observationId}/verify`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw}`, prefer: 'respond-async' },
+      });
+      expect(response.status).toBe(202);
+      // The server stops mid-measurement: nothing is recorded, the job stays queued.
+      await before!.close();
+      expect(await story(app, proposalId)).toMatchObject({ verifying: true, verifications: [] });
+
+      let after: VerificationQueue | undefined;
+      const restarted = appWith(h, slow, (host) => {
+        after = queueOn(h)(host);
+        return after;
+      });
+      expect(await after!.resume()).toBeGreaterThanOrEqual(1);
+      await after!.idle();
+      const resumed = await story(restarted, proposalId);
+      expect(resumed).toMatchObject({ verifying: false, verification_status: { status: 'passed' } });
+      expect(resumed.verifications).toHaveLength(1);
     });
   });
 });

@@ -12,3 +12,4 @@ export {
   verifications,
 } from './records';
 export { webhookAttemptResults, webhookAttempts, webhookCursors, webhookDeliveries } from './webhooks';
+export { verificationJobResults, verificationJobs } from './verification-jobs';
