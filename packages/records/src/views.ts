@@ -157,7 +157,14 @@ export const proposalStorySchema = z.object({
     .meta({ description: 'True while a background verification of this proposal has not finished.' }),
   /** The background verifications not finished yet. */
   verification_jobs: z
-    .array(z.object({ id: z.string(), observation_id: z.string(), requested_by: z.string(), requested_at: z.string() }))
+    .array(
+      z.object({
+        id: z.string(),
+        observation_id: z.string(),
+        requested_by: z.string(),
+        requested_at: z.string(),
+      }),
+    )
     .optional(),
 });
 export type ProposalStory = z.output<typeof proposalStorySchema>;

@@ -11,5 +11,5 @@ export {
   tools,
   verifications,
 } from './records';
-export { webhookAttemptResults, webhookAttempts, webhookCursors, webhookDeliveries } from './webhooks';
 export { verificationJobResults, verificationJobs } from './verification-jobs';
+export { webhookAttemptResults, webhookAttempts, webhookCursors, webhookDeliveries } from './webhooks';
