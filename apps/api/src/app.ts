@@ -1,5 +1,11 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { type CheckpointKeys, createRecords, type Ledger, type Records } from '@vouch/ledger';
+import {
+  type CheckpointKeys,
+  createRecords,
+  createVerificationJobStore,
+  type Ledger,
+  type Records,
+} from '@vouch/ledger';
 import { requestId } from 'hono/request-id';
 import { authenticate } from './auth/authenticate';
 import { createKeyStore, type KeyStore } from './auth/key-store';
@@ -29,6 +35,7 @@ import { registerToolRoutes } from './routes/tools';
 import { registerTransparencyRoutes } from './routes/transparency';
 import { registerWebhookRoutes } from './routes/webhooks';
 import { emptyVerificationHost, type VerificationHost } from './verification';
+import { createVerificationQueue, type VerificationQueue } from './verification-queue';
 
 /** Everything the HTTP app needs, injected so tests can run it with `app.request()` and no socket. */
 export interface AppOptions {
@@ -39,6 +46,11 @@ export interface AppOptions {
   records?: Records;
   /** The verifiers `POST /v1/observations/{id}/verify` runs; default none (every check inconclusive). */
   verification?: VerificationHost;
+  /**
+   * Where `Prefer: respond-async` verifications are queued; default a queue over the ledger's
+   * database that runs in this process. The server resumes its pending jobs at startup.
+   */
+  verificationQueue?: VerificationQueue;
   logger?: Logger;
   limits?: Partial<Limits>;
   /** Requests per key (in this process); default none. `now` (ms, monotonic) is for tests. */
@@ -94,6 +106,14 @@ export function createApp(options: AppOptions): VouchApp {
   const keys = options.keys ?? createKeyStore(options.ledger);
   const records = options.records ?? createRecords(options.ledger);
   const verification = options.verification ?? emptyVerificationHost();
+  const verificationQueue =
+    options.verificationQueue ??
+    createVerificationQueue({
+      records,
+      host: verification,
+      store: createVerificationJobStore(options.ledger.database),
+      logger,
+    });
   const metrics = options.metrics ?? createMetrics({ database: options.ledger.database });
   const draining = options.draining ?? (() => false);
   const reads = options.reads ?? primaryReads({ ledger: options.ledger, records });
@@ -157,7 +177,7 @@ export function createApp(options: AppOptions): VouchApp {
   registerKeyRoutes(app, { keys });
   registerMeRoutes(app);
   registerToolRoutes(app, { records });
-  registerProposalRoutes(app, { records, verification });
+  registerProposalRoutes(app, { records, verification, queue: verificationQueue });
   // Before the approval routes: `/v1/approvals/events` is not an approval id.
   registerApprovalEventRoutes(app, {
     ledger: options.ledger,
@@ -165,7 +185,7 @@ export function createApp(options: AppOptions): VouchApp {
     ...(options.approvalEvents ? { options: options.approvalEvents } : {}),
   });
   registerApprovalRoutes(app, { records });
-  registerObservationRoutes(app, { records, verification, metrics });
+  registerObservationRoutes(app, { records, verification, metrics, queue: verificationQueue });
   registerAuditRoutes(app, options.checkpointKeys ? { checkpointKeys: options.checkpointKeys } : {});
   registerTransparencyRoutes(app);
   registerWebhookRoutes(app, { database: options.ledger.database });

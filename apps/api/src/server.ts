@@ -1,6 +1,13 @@
 import type { AddressInfo } from 'node:net';
 import { type ServerType, serve } from '@hono/node-server';
-import { createIntegrityAlarm, createLedger, createRecords, type Database, type Ledger } from '@vouch/ledger';
+import {
+  createIntegrityAlarm,
+  createLedger,
+  createRecords,
+  createVerificationJobStore,
+  type Database,
+  type Ledger,
+} from '@vouch/ledger';
 import { createApp } from './app';
 import { prepareDatabase } from './auth/database-role';
 import { createKeyStore } from './auth/key-store';
@@ -16,6 +23,7 @@ import { checkpointKeysFor } from './transparency/checkpoint-keys';
 import { transparencyConfig } from './transparency/config';
 import { startCheckpoints } from './transparency/start-checkpoints';
 import { emptyVerificationHost, loadVerificationHost, type VerificationHost } from './verification';
+import { createVerificationQueue } from './verification-queue';
 import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/webhook-dispatcher';
 
 /** A running `vouch serve`. */
@@ -130,8 +138,16 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       approvalRequestTtlSeconds: settings.approvals.requestTtlSeconds,
       maxApprovalWindowSeconds: settings.approvals.maxWindowSeconds,
     });
+    // Background verifications (`Prefer: respond-async`): written before they run, resumed below.
+    const verificationQueue = createVerificationQueue({
+      records,
+      host: verification,
+      store: createVerificationJobStore(database),
+      logger,
+    });
     const app = createApp({
       ledger,
+      verificationQueue,
       ...(standby ? { reads: standby.reads } : {}),
       records,
       limits: settings.limits,
@@ -179,6 +195,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const address = server.address() as AddressInfo;
     logger.info('listening', { url, database: database.kind, location: describeTarget(config.database) });
     webhooks?.start(url);
+    const resumed = await verificationQueue.resume();
+    if (resumed > 0) logger.info('verifications resumed', { jobs: resumed });
 
     // A gateway that stopped between authorize and observe leaves a claim: recorded `unknown` once it lapses.
     const sweeper = startClaimSweeper({ records, intervalMs: config.claimSweepIntervalMs, logger });
@@ -204,6 +222,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           if ('closeIdleConnections' in server) server.closeIdleConnections();
         });
         await sweeper.close();
+        // Running measurements stop; their jobs stay queued for the next start.
+        await verificationQueue.close();
         await dispatcher?.close();
         if (metricsListener) await closeListener(metricsListener);
         await openLedger.close();

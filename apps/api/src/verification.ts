@@ -66,6 +66,8 @@ export function runPhase(
     phase: VerifierPhase;
     proposal: ProposalRecord;
     observation?: ObservationRecord;
+    /** The named systems the tool's registration says it writes to. */
+    writes?: readonly string[];
     signal?: AbortSignal;
   },
 ): Promise<VerificationOutcome> {
@@ -75,6 +77,7 @@ export function runPhase(
     proposal: asVerifierProposal(options.proposal),
     observation: options.observation ? asVerifierObservation(options.observation) : null,
     ...(host.grants ? { grants: host.grants } : {}),
+    ...(options.writes ? { writes: options.writes } : {}),
     ...(host.logger ? { logger: host.logger } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
   });

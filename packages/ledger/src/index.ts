@@ -149,6 +149,13 @@ export {
 } from './runtime-role';
 // Reads on a hot standby, consistent with what the primary acknowledged.
 export { isHotStandby, primaryWalPosition, standbyReplayedTo } from './standby';
+// The verification queue: verifications asked to run in the background (operational data, not the chain).
+export type {
+  VerificationJob,
+  VerificationJobResult,
+  VerificationJobStore,
+} from './verification-jobs/verification-job-store';
+export { createVerificationJobStore } from './verification-jobs/verification-job-store';
 export type { LogVerificationReport, TableCheck, VerifyChainOptions } from './verify-chain';
 export { verifyChain } from './verify-chain';
 export type { CheckpointKeys } from './verify-checkpoints';

@@ -53,6 +53,11 @@ export const toolInputSchema = z.strictObject({
   requires_target_id: z.boolean().default(true),
   max_approval_window_seconds: z.number().int().positive().nullable().default(null),
   source: toolSourceSchema.default('manual'),
+  /**
+   * The named systems this tool writes to (`payments-db`, `stripe`). A check that reads one of
+   * them is allowed (that is where the truth lives) and marked `readsWrittenSystem`.
+   */
+  writes: z.array(nameInput).max(64).optional(),
   /** To change a manual registration, name the version being replaced (`TOOL_EXISTS` otherwise). */
   replaces_version: z.number().int().positive().optional(),
 });
@@ -131,6 +136,11 @@ export const observationInputSchema = z.strictObject({
   payload_hash: hashSchema.optional(),
   /** The approval request the gateway executes under, when it names one. */
   approval_request_id: nameInput.optional(),
+  /**
+   * Where `result` came from, when not from the tool's own answer (the default): the named
+   * system or channel the gateway read it from. A check sourced there is not independent.
+   */
+  result_source: nameInput.optional(),
 });
 /** What a gateway posts after the tool call. */
 export type ObservationInput = z.input<typeof observationInputSchema>;

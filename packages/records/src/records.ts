@@ -72,6 +72,8 @@ export const toolRecordSchema = z.object({
   max_approval_window_seconds: z.number().int().nullable(),
   /** `discovery`: registered automatically from a tool list; discovery is not authorization. */
   source: toolSourceSchema,
+  /** The named systems the tool writes to; absent when the registration declared none (and before migration 0011). */
+  writes: z.array(z.string()).optional(),
   registered_by: z.string(),
   registered_at: timeSchema,
 });
@@ -237,6 +239,8 @@ export const observationRecordSchema = z.object({
   started_at: timeSchema.nullable(),
   finished_at: timeSchema.nullable(),
   observed_at: timeSchema,
+  /** Where `result` came from when the gateway says it was not the tool's own answer; absent otherwise. */
+  result_source: z.string().optional(),
 });
 export type ObservationRecord = z.output<typeof observationRecordSchema>;
 
@@ -286,6 +290,10 @@ export const hostCheckSchema = z.object({
   reason: z.string().nullable(),
   /** Present when the host overrode the verifier's verdict (e.g. `NOT_INDEPENDENT`): what it said. */
   reported: z.enum(['pass', 'fail', 'inconclusive']).optional(),
+  /** Present when the source was named from configuration and the verifier reported another: what it said. */
+  reportedSource: z.string().optional(),
+  /** True when the source is a system the tool's registration says it writes to: allowed, and said so. */
+  readsWrittenSystem: z.boolean().optional(),
   verifier: z
     .object({
       id: z.string(),
@@ -297,6 +305,44 @@ export const hostCheckSchema = z.object({
     .nullable(),
   /** Wall time the verifier took, in milliseconds; null when none ran. */
   durationMs: z.number().nullable(),
+  /** Present when the verifier's registration has a measurement policy: every reading, and what decided. */
+  measurement: z
+    .object({
+      policy: z.object({
+        initialDelayMs: z.number(),
+        intervalMs: z.number(),
+        count: z.number().int(),
+        timeoutMs: z.number().nullable(),
+        failureLimit: z.number().int(),
+        inconclusiveLimit: z.number().int(),
+        consecutiveSuccessLimit: z.number().int(),
+      }),
+      status: z.enum(['pass', 'fail', 'inconclusive']),
+      decidedBy: z.enum([
+        'FAILURE_LIMIT',
+        'INCONCLUSIVE_LIMIT',
+        'CONSECUTIVE_SUCCESS_LIMIT',
+        'COUNT_REACHED',
+      ]),
+      attempts: z.array(
+        z.object({
+          attempt: z.number().int(),
+          at: z.string(),
+          status: z.enum(['pass', 'fail', 'inconclusive']),
+          durationMs: z.number(),
+          checks: z.array(
+            z.object({
+              name: z.string(),
+              status: checkStatusSchema,
+              reason: z.string().nullable(),
+              observed: jsonValueSchema,
+              message: z.string(),
+            }),
+          ),
+        }),
+      ),
+    })
+    .optional(),
 });
 export type HostCheck = z.output<typeof hostCheckSchema>;
 

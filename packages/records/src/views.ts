@@ -172,8 +172,40 @@ export const proposalStorySchema = z.object({
     description: `How far the proposal got on its way to execution:\n\n${STAGE_VALUES_TEXT}`,
   }),
   events: z.array(auditEventSchema),
+  /**
+   * True while a verification asked to run in the background has not finished (the server's
+   * queue, not the chain: the records it produces are). Absent where the story is read from
+   * the ledger alone.
+   */
+  verifying: z
+    .boolean()
+    .optional()
+    .meta({ description: 'True while a background verification of this proposal has not finished.' }),
+  /** The background verifications not finished yet. */
+  verification_jobs: z
+    .array(
+      z.object({
+        id: z.string(),
+        observation_id: z.string(),
+        requested_by: z.string(),
+        requested_at: z.string(),
+      }),
+    )
+    .optional(),
 });
 export type ProposalStory = z.output<typeof proposalStorySchema>;
+
+/** The answer of `POST /v1/observations/{id}/verify` with `Prefer: respond-async`: the job that will record the verification. */
+export const verificationJobAcceptedSchema = z.object({
+  verification_job: z.object({
+    id: z.string(),
+    observation_id: z.string(),
+    proposal_id: z.string(),
+    requested_by: z.string(),
+    requested_at: z.string(),
+    status: z.literal('queued'),
+  }),
+});
 
 /** The cursor of a keyset-paged list: the seq of the last item's event. */
 const nextCursorSchema = z

@@ -1,4 +1,6 @@
+import type { MeasurementDecision } from './assess-measurements';
 import type { JsonObject, JsonValue } from './json';
+import type { ResolvedMeasurementPolicy } from './measurement-policy';
 
 /** What a verifier may conclude. `error` is not here: only the host records an error. */
 export type CheckVerdict = 'pass' | 'fail' | 'inconclusive';
@@ -13,7 +15,7 @@ export type CheckStatus = CheckVerdict | 'error';
 export type CheckReason =
   /** No registered verifier handles the postcondition: "we did not look" is not "all is well". */
   | 'NO_VERIFIER'
-  /** The check's source is the system that performed the write. */
+  /** The check's source is the tool itself or the channel its result came from. */
   | 'NOT_INDEPENDENT'
   /** The check names no source, so nobody can tell whether it is independent. */
   | 'SOURCE_MISSING'
@@ -27,6 +29,8 @@ export type CheckReason =
   | 'VERIFIER_TIMEOUT'
   /** The caller cancelled the run. */
   | 'VERIFIER_ABORTED'
+  /** A measured series ended without reaching a limit that decides it (see `measurement`). */
+  | 'MEASUREMENT_UNDECIDED'
   /** The verifier threw something other than a source error. */
   | 'VERIFIER_CRASHED'
   /** The verifier returned something that is not a canonicalizable check result. */
@@ -88,9 +92,41 @@ export interface Check {
   reason: string | null;
   /** Present when the host overrode the verifier's verdict (e.g. `NOT_INDEPENDENT`): what it said. */
   reported?: CheckVerdict;
+  /** Present when the host named the source from configuration and the verifier reported another: what it said. */
+  reportedSource?: string;
+  /** True when the source is a system the tool wrote to: allowed (the truth lives there), and said so. */
+  readsWrittenSystem?: boolean;
   verifier: CheckVerifier | null;
   /** Wall time the verifier took, in milliseconds; null when none ran. */
   durationMs: number | null;
+  /** Present when the registration has a measurement policy: every reading, and what decided. */
+  measurement?: CheckMeasurement;
+}
+
+/** One reading of a measured check, kept as evidence. */
+export interface MeasurementAttempt {
+  /** 1 for the first reading. */
+  attempt: number;
+  /** The host's clock when the reading ended (ISO 8601). */
+  at: string;
+  /** What this reading said, after independence was counted. */
+  status: CheckVerdict;
+  durationMs: number;
+  checks: {
+    name: string;
+    status: CheckStatus;
+    reason: string | null;
+    observed: JsonValue;
+    message: string;
+  }[];
+}
+
+/** How a measured check was decided: the policy, the verdict of the series and every reading. */
+export interface CheckMeasurement {
+  policy: { [K in keyof ResolvedMeasurementPolicy]: ResolvedMeasurementPolicy[K] };
+  status: CheckVerdict;
+  decidedBy: MeasurementDecision;
+  attempts: MeasurementAttempt[];
 }
 
 /** The status of a verification, derived from its checks and never supplied. */

@@ -1,6 +1,7 @@
 import type { CheckResult } from './check';
 import type { FetchGrant, GrantName, SqlGrant } from './grants';
 import type { Logger } from './logger';
+import type { MeasurementPolicy } from './measurement-policy';
 import type { Observation, Postcondition, Proposal, VerifierPhase } from './records';
 import type { StandardSchemaV1 } from './standard-schema';
 
@@ -63,8 +64,13 @@ export interface VerifierDefinition<Options = Record<string, never>> {
   readonly phase?: VerifierPhase | readonly VerifierPhase[];
   /** Options schema (zod or any Standard Schema). The host validates and applies defaults before any check runs. */
   readonly options?: StandardSchemaV1<unknown, Options>;
-  /** Default deadline in milliseconds ({@link DEFAULT_VERIFIER_TIMEOUT_MS} when absent). */
+  /** Default deadline of one reading in milliseconds ({@link DEFAULT_VERIFIER_TIMEOUT_MS} when absent). */
   readonly timeoutMs?: number;
+  /**
+   * Read the postcondition more than once (a source that is eventually consistent): how often,
+   * how far apart, and which limits decide. A registration may replace it. Default: one reading.
+   */
+  readonly measurement?: MeasurementPolicy;
   /** Grants without which the verifier cannot run; the host records `GRANT_MISSING` instead of calling it. */
   readonly requires?: readonly GrantName[];
   /**

@@ -104,6 +104,34 @@ describe('deriveStatus', () => {
 });
 
 describe('assessIndependence', () => {
+  describe('when the source is a system the tool writes to', () => {
+    const options = { writer: ['payments-mcp', 'gateway-cache'], writes: ['payments-db', 'stripe'] };
+    it('counts the check and marks it readsWrittenSystem, in any letter case', () => {
+      expect(assessIndependence(check('fail', 'Stripe'), options)).toEqual({
+        ...check('fail', 'Stripe'),
+        readsWrittenSystem: true,
+      });
+    });
+    it('is idempotent', () => {
+      const once = assessIndependence(check('pass', 'payments-db'), options);
+      expect(assessIndependence(once, options)).toBe(once);
+    });
+    it('still counts a source that is also the writer as NOT_INDEPENDENT', () => {
+      expect(
+        assessIndependence(check('pass', 'payments-mcp'), { ...options, writes: ['payments-mcp'] }),
+      ).toMatchObject({
+        status: 'inconclusive',
+        reason: 'NOT_INDEPENDENT',
+      });
+    });
+    it('treats the response channel like the tool', () => {
+      expect(assessIndependence(check('pass', 'gateway-cache'), options)).toMatchObject({
+        status: 'inconclusive',
+        reason: 'NOT_INDEPENDENT',
+      });
+    });
+  });
+
   describe('when the source is the writer', () => {
     it('downgrades to inconclusive with NOT_INDEPENDENT and keeps the reported verdict', () => {
       expect(assessIndependence(check('pass', 'payments-mcp'), { writer: 'payments-mcp' })).toEqual({

@@ -9,11 +9,19 @@ export interface StatusInput {
   readonly source?: string | null;
   readonly reason?: string | null;
   readonly reported?: string;
+  readonly readsWrittenSystem?: boolean;
 }
 
-/** The system (or systems) that performed the write, e.g. the observation's `server_id`. */
+/**
+ * Who a check must be independent of. `writer`: the tool itself and its response channel (the
+ * proposal's and observation's `server_id`, the observation's `result_source`): a reading from
+ * there is the tool's own account again, so it is `NOT_INDEPENDENT`. `writes`: the named systems
+ * the tool's registration says it writes to: reading them is allowed, since that is where the
+ * truth lives, and the check is marked `readsWrittenSystem: true`.
+ */
 export interface WriterOptions {
   writer?: string | readonly (string | null | undefined)[] | null;
+  writes?: readonly (string | null | undefined)[] | null;
 }
 
 /**
@@ -23,7 +31,9 @@ export interface WriterOptions {
  *
  * Why even a `fail` is downgraded: the writer's own account is already in the observation; a
  * verification is about a second, independent reading, and the writer re-reading itself is not
- * one. Idempotent, so the ledger can re-assess stored checks and reach the same answer.
+ * one. A source among `writes` (the systems the tool wrote to) counts, marked
+ * `readsWrittenSystem: true`. Idempotent, so the ledger can re-assess stored checks and reach
+ * the same answer.
  *
  * @example
  * assessIndependence({ name: 'refund.recorded', status: 'pass', source: 'payments-mcp' }, { writer: 'payments-mcp' });
@@ -47,6 +57,9 @@ export function assessIndependence<C extends StatusInput>(check: C, options?: Wr
       reason: 'NOT_INDEPENDENT',
       reported: check.status as CheckVerdict,
     };
+  }
+  if (namesOf(options?.writes).includes(source) && check.readsWrittenSystem !== true) {
+    return { ...check, readsWrittenSystem: true };
   }
   return check;
 }
@@ -139,8 +152,11 @@ export function combinePostconditions(postconditions: readonly { status: string 
 
 function writersOf(options: WriterOptions | undefined): string[] {
   const writer = options?.writer;
-  const list = typeof writer === 'string' ? [writer] : (writer ?? []);
-  return list.filter((w): w is string => typeof w === 'string' && w.trim() !== '').map(normalize);
+  return namesOf(typeof writer === 'string' ? [writer] : writer);
+}
+
+function namesOf(list: readonly (string | null | undefined)[] | null | undefined): string[] {
+  return (list ?? []).filter((w): w is string => typeof w === 'string' && w.trim() !== '').map(normalize);
 }
 
 // Source names are identifiers written by people in config; case and stray spaces must not

@@ -8,6 +8,8 @@ describe('@vouch/verifier-sdk', () => {
     it('exports exactly these values', () => {
       expect(Object.keys(sdk).sort()).toEqual([
         'DEFAULT_VERIFIER_TIMEOUT_MS',
+        'MAX_MEASUREMENT_COUNT',
+        'MAX_MEASUREMENT_MS',
         'MAX_VERIFIER_TIMEOUT_MS',
         'SUPPORTED_API_VERSIONS',
         'VERIFIER_API_VERSION',
@@ -15,9 +17,11 @@ describe('@vouch/verifier-sdk', () => {
         'VerifierError',
         'answeredPostcondition',
         'assessIndependence',
+        'assessMeasurements',
         'combinePostconditions',
         'createVerifierRegistry',
         'defineVerifier',
+        'delaysVerification',
         'deriveDeclaredStatus',
         'deriveStatus',
         'findJsonIssue',
@@ -25,6 +29,7 @@ describe('@vouch/verifier-sdk', () => {
         'matchesPostcondition',
         'optionsJsonSchema',
         'phasesOf',
+        'resolveMeasurementPolicy',
         'runVerifiers',
         'silentLogger',
         'sourceForbidden',

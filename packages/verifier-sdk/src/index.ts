@@ -1,12 +1,18 @@
 /** The verdict of one check, the recorded check, and the derived status. */
+
+/** Measurement policies: read a postcondition more than once, with Argo Rollouts' limits. */
+export type { MeasurementAssessment, MeasurementDecision } from './assess-measurements';
+export { assessMeasurements } from './assess-measurements';
 export type {
   Check,
+  CheckMeasurement,
   CheckReason,
   CheckResult,
   CheckStatus,
   CheckVerdict,
   CheckVerifier,
   DerivedStatus,
+  MeasurementAttempt,
 } from './check';
 /** Declaring verifiers: the contract version, defaults and pattern matching. */
 export type {
@@ -51,6 +57,13 @@ export { findJsonIssue } from './json';
 /** Injected logging. */
 export type { LogFields, Logger } from './logger';
 export { silentLogger } from './logger';
+export type { Duration, MeasurementPolicy, ResolvedMeasurementPolicy } from './measurement-policy';
+export {
+  delaysVerification,
+  MAX_MEASUREMENT_COUNT,
+  MAX_MEASUREMENT_MS,
+  resolveMeasurementPolicy,
+} from './measurement-policy';
 /** Publish a verifier's options schema. */
 export { optionsJsonSchema } from './options-json-schema';
 /** The records verifiers read, as plain JSON. */

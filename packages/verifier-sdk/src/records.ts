@@ -48,6 +48,8 @@ export interface Observation {
   readonly server_id: string;
   readonly tool_name: string;
   readonly executed_by: JsonValue;
+  /** Where `result` came from when it was not the tool's own answer: a check sourced there is not independent. */
+  readonly result_source?: string;
   readonly [key: string]: unknown;
 }
 

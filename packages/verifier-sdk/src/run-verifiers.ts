@@ -5,6 +5,7 @@ import { isVerifierError, VerifierError } from './errors';
 import type { Grants } from './grants';
 import { findJsonIssue, frozenCopy, type JsonObject } from './json';
 import { type Logger, silentLogger, withLogFields } from './logger';
+import { measureChecks } from './measure-checks';
 import type { Observation, Postcondition, Proposal, VerifierPhase } from './records';
 import type { RegisteredVerifier, VerifierRegistry } from './verifier-registry';
 
@@ -20,6 +21,11 @@ export interface RunVerifiersOptions {
   observation?: Observation | null;
   /** Grants for registrations that bring none of their own. */
   grants?: Grants;
+  /**
+   * The named systems the tool's registration says it writes to: a check that reads one is
+   * allowed and marked `readsWrittenSystem`.
+   */
+  writes?: readonly string[];
   /** Cancels the whole run (e.g. the HTTP request went away). */
   signal?: AbortSignal;
   logger?: Logger;
@@ -30,7 +36,7 @@ export interface RunVerifiersOptions {
 export interface VerificationOutcome {
   status: DerivedStatus;
   checks: Check[];
-  /** The systems treated as the writer when judging independence. */
+  /** The tool itself and its response channel: a check sourced here is `NOT_INDEPENDENT`. */
   writers: string[];
 }
 
@@ -59,10 +65,13 @@ export async function runVerifiers(options: RunVerifiersOptions): Promise<Verifi
       field: '/observation',
     });
   }
-  const writers = [observation?.server_id, options.proposal.server_id].filter(
+  const writers = [observation?.server_id, observation?.result_source, options.proposal.server_id].filter(
     (w, i, all): w is string => typeof w === 'string' && w !== '' && all.indexOf(w) === i,
   );
+  const independence = { writer: writers, writes: options.writes ?? [] };
+  const assess = (check: Check) => assessIndependence(check, independence);
   const shared: Shared = {
+    assess,
     phase,
     proposal: frozenCopy(options.proposal),
     observation: observation === null ? null : frozenCopy(observation),
@@ -74,15 +83,14 @@ export async function runVerifiers(options: RunVerifiersOptions): Promise<Verifi
   const perCondition = conditions.map((postcondition) => {
     const entries = options.registry.forPostcondition(postcondition.name, phase);
     if (entries.length === 0) return [Promise.resolve([noVerifier(postcondition)])];
-    return entries.map((entry) => runOne(entry, frozenCopy(postcondition), shared));
+    return entries.map((entry) => runMeasured(entry, frozenCopy(postcondition), shared));
   });
-  const checks = (await Promise.all(perCondition.flat()))
-    .flat()
-    .map((check) => assessIndependence(check, { writer: writers }));
-  return { status: deriveStatus(checks, { writer: writers }), checks, writers };
+  const checks = (await Promise.all(perCondition.flat())).flat().map(assess);
+  return { status: deriveStatus(checks, independence), checks, writers };
 }
 
 interface Shared {
+  assess: (check: Check) => Check;
   phase: VerifierPhase;
   proposal: Proposal;
   observation: Observation | null;
@@ -92,18 +100,36 @@ interface Shared {
   now: () => Date;
 }
 
+/** One reading without a policy; with one, as many as it says (see `measureChecks`). */
+function runMeasured(
+  entry: RegisteredVerifier,
+  postcondition: Postcondition,
+  shared: Shared,
+): Promise<Check[]> {
+  if (entry.measurement === null) return runOne(entry, postcondition, shared);
+  return measureChecks({
+    policy: entry.measurement,
+    read: () => runOne(entry, postcondition, shared),
+    assess: shared.assess,
+    ...(shared.signal ? { signal: shared.signal } : {}),
+    now: shared.now,
+    postcondition: postcondition.name,
+    verifier: recordedAs(entry),
+  });
+}
+
+function recordedAs(entry: RegisteredVerifier): Check['verifier'] {
+  const { verifier } = entry;
+  return { id: verifier.id, version: verifier.version, apiVersion: verifier.apiVersion, name: entry.name };
+}
+
 async function runOne(
   entry: RegisteredVerifier,
   postcondition: Postcondition,
   shared: Shared,
 ): Promise<Check[]> {
   const { verifier } = entry;
-  const recordedAs = {
-    id: verifier.id,
-    version: verifier.version,
-    apiVersion: verifier.apiVersion,
-    name: entry.name,
-  };
+  const recordedAsVerifier = recordedAs(entry);
   const logger = withLogFields(shared.logger, { verifier: entry.name, postcondition: postcondition.name });
   const grants: Grants = { ...shared.grants, ...entry.grants };
   const started = performance.now();
@@ -118,7 +144,7 @@ async function runOne(
       evidence,
       message,
       reason,
-      verifier: recordedAs,
+      verifier: recordedAsVerifier,
       durationMs: elapsed(started),
     },
   ];
@@ -156,7 +182,8 @@ async function runOne(
     // A late settlement is swallowed so it cannot become an unhandled rejection.
     work.catch(() => undefined);
     const returned = await Promise.race([work, rejectOnAbort(controller.signal)]);
-    return toChecks(returned, postcondition, recordedAs, started);
+    const checks = toChecks(returned, postcondition, recordedAsVerifier, started);
+    return entry.source === null ? checks : checks.map((check) => withConfiguredSource(check, entry.source!));
   } catch (error) {
     if (controller.signal.aborted) {
       const reason = controller.signal.reason === cancelled ? 'VERIFIER_ABORTED' : 'VERIFIER_TIMEOUT';
@@ -176,6 +203,14 @@ async function runOne(
     clearTimeout(timer);
     shared.signal?.removeEventListener('abort', onCancel);
   }
+}
+
+// The host, not the plugin, knows which system it lent the verifier: its configured name is the
+// source. What the plugin said is kept when it differs; an error check keeps naming no source.
+function withConfiguredSource(check: Check, source: string): Check {
+  if (check.status === 'error' || check.reason === 'RESULT_INVALID') return check;
+  if (check.source === source) return check;
+  return { ...check, source, ...(check.source === null ? {} : { reportedSource: check.source }) };
 }
 
 function rejectOnAbort(signal: AbortSignal): Promise<never> {

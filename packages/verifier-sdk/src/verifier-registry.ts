@@ -10,6 +10,11 @@ import {
 import { VerifierError } from './errors';
 import type { Grants } from './grants';
 import { findJsonIssue, frozenCopy } from './json';
+import {
+  type MeasurementPolicy,
+  type ResolvedMeasurementPolicy,
+  resolveMeasurementPolicy,
+} from './measurement-policy';
 import type { VerifierPhase } from './records';
 import { isStandardSchema, type OptionIssue, validateWithSchema } from './standard-schema';
 
@@ -27,6 +32,14 @@ export interface VerifierRegistration {
   handles?: readonly PostconditionPattern[];
   /** Replaces the verifier's default deadline. */
   timeoutMs?: number;
+  /** Read each postcondition more than once (retries, interval, limits); replaces the verifier's own. */
+  measurement?: MeasurementPolicy;
+  /**
+   * The configured, named system this registration reads (`payments-ledger`): recorded as the
+   * source of its checks, whatever the plugin reports, so independence is judged on a name the
+   * operator chose. Without it, the plugin's own `source` is recorded.
+   */
+  source?: string;
 }
 
 /** A validated registration: what the host runs. */
@@ -38,7 +51,12 @@ export interface RegisteredVerifier {
   readonly grants: Readonly<Grants>;
   readonly handles: readonly PostconditionPattern[];
   readonly phases: readonly VerifierPhase[];
+  /** The deadline of one reading. */
   readonly timeoutMs: number;
+  /** Null: one reading, as without a policy. */
+  readonly measurement: ResolvedMeasurementPolicy | null;
+  /** The configured system its checks are recorded as read from; null: the plugin's own `source`. */
+  readonly source: string | null;
 }
 
 /** The verifiers a host can run, validated once at startup. */
@@ -108,6 +126,19 @@ function register(registration: VerifierRegistration, index: number): Registered
   const timeoutMs = registration.timeoutMs ?? verifier.timeoutMs ?? DEFAULT_VERIFIER_TIMEOUT_MS;
   if (registration.timeoutMs !== undefined)
     checkTimeout(registration.timeoutMs, (m) => fail('/timeoutMs', m));
+  const measurement =
+    registration.measurement !== undefined
+      ? resolveMeasurementPolicy(registration.measurement, '/measurement', name)
+      : verifier.measurement !== undefined
+        ? resolveMeasurementPolicy(verifier.measurement, '/verifier/measurement', name)
+        : null;
+  if (
+    registration.source !== undefined &&
+    (typeof registration.source !== 'string' || registration.source.trim() === '')
+  ) {
+    fail('/source', 'source must name a configured system');
+  }
+  const source = registration.source ?? null;
   return Object.freeze({
     name,
     verifier,
@@ -116,6 +147,8 @@ function register(registration: VerifierRegistration, index: number): Registered
     handles: Object.freeze([...handles]),
     phases: phasesOf(verifier),
     timeoutMs,
+    measurement,
+    source,
   });
 }
 
@@ -155,6 +188,7 @@ export function validateVerifier(value: unknown, label = 'verifier'): AnyVerifie
   if (v.options !== undefined && !isStandardSchema(v.options))
     fail('/options', 'options must be a Standard Schema (e.g. zod)');
   if (v.timeoutMs !== undefined) checkTimeout(v.timeoutMs, (m) => fail('/timeoutMs', m));
+  if (v.measurement !== undefined) resolveMeasurementPolicy(v.measurement, '/verifier/measurement', id);
   if (
     v.requires !== undefined &&
     (!Array.isArray(v.requires) || v.requires.some((g) => !GRANTS.includes(g)))

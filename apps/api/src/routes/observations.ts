@@ -17,10 +17,12 @@ import {
   RecordedVerificationSchema,
   ReverificationInputSchema,
   VerificationInputSchema,
+  VerificationJobAcceptedSchema,
   VerificationListQuerySchema,
   VerificationPageSchema,
 } from '../schemas/records';
 import { assertMaySupersede, runPhase, type VerificationHost } from '../verification';
+import type { VerificationQueue } from '../verification-queue';
 import { ACCESS, rolesNote } from './access';
 import { definedOnly, logOf, rawBody, recordContext } from './record-context';
 
@@ -74,7 +76,7 @@ const verify = createRoute({
   path: '/v1/observations/{id}/verify',
   tags: ['observations'],
   summary: 'Run the configured verifiers on an observation',
-  description: `Every postcondition is checked by the verifiers registered for it against an independent source; a check that could not be made (no verifier, timeout, error, source not independent) is inconclusive. ${SEMANTICS} ${rolesNote(ACCESS.runVerifiers)} Superseding needs the \`verifier\` role and no \`gateway\` role.`,
+  description: `Every postcondition is checked by the verifiers registered for it against an independent source; a check that could not be made (no verifier, timeout, error, source not independent) is inconclusive. ${SEMANTICS} ${rolesNote(ACCESS.runVerifiers)} Superseding needs the \`verifier\` role and no \`gateway\` role.\n\nBy default the answer waits for the verifiers, measurement policies included (201). With \`Prefer: respond-async\` (RFC 7240) the verification is queued durably and runs in the background (202, the job): the story shows \`verifying: true\` until the record is written, and a server that restarts meanwhile resumes it.`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.runVerifiers), jsonBody({ required: false })] as const,
   request: {
@@ -86,6 +88,10 @@ const verify = createRoute({
     ...commonErrors,
     ...bodyErrors,
     201: { description: 'Verified (whatever the status)', content: json(RecordedVerificationSchema) },
+    202: {
+      description: 'Queued (`Prefer: respond-async`): the job that will record the verification',
+      content: json(VerificationJobAcceptedSchema),
+    },
     ...supersessionErrors,
   },
 });
@@ -128,7 +134,7 @@ const listVerifications = createRoute({
 /** `/v1/observations` and `/v1/verifications`: what happened, and whether it is true. */
 export function registerObservationRoutes(
   app: VouchApp,
-  deps: { records: Records; verification: VerificationHost; metrics: Metrics },
+  deps: { records: Records; verification: VerificationHost; metrics: Metrics; queue: VerificationQueue },
 ): void {
   const { records, metrics } = deps;
 
@@ -140,10 +146,37 @@ export function registerObservationRoutes(
     body: Record<string, unknown>,
   ): Promise<RecordedVerification> {
     const proposal = await records.getProposal(log, observation.proposal_id);
+    if (/\brespond-async\b/i.test(c.req.header('prefer') ?? '')) {
+      const job = await deps.queue.enqueue({
+        log,
+        observation,
+        proposal,
+        requestedBy: c.get('principal').identity,
+        body,
+      });
+      c.header('Preference-Applied', 'respond-async');
+      return c.json(
+        {
+          verification_job: {
+            id: job.id,
+            observation_id: job.observationId,
+            proposal_id: job.proposalId,
+            requested_by: job.requestedBy,
+            requested_at: job.requestedAt,
+            status: 'queued' as const,
+          },
+        },
+        202,
+      );
+    }
+    const tool = (await records.listTools(log)).find(
+      (t) => t.server_id === proposal.server_id && t.tool_name === proposal.tool_name,
+    );
     const outcome = await runPhase(deps.verification, {
       phase: 'post',
       proposal,
       observation,
+      writes: tool?.writes ?? [],
       signal: c.req.raw.signal,
     });
     const recorded = await records.recordVerification(

@@ -31,6 +31,7 @@ import {
   StorySchema,
 } from '../schemas/records';
 import { runPhase, type VerificationHost } from '../verification';
+import type { VerificationQueue } from '../verification-queue';
 import { ACCESS, rolesNote } from './access';
 import { definedOnly, logOf, rawBody, recordContext } from './record-context';
 
@@ -148,7 +149,7 @@ const authorize = createRoute({
 /** `/v1/proposals`: propose, read the story, decide (external policy), authorize execution. */
 export function registerProposalRoutes(
   app: VouchApp,
-  deps: { records: Records; verification: VerificationHost },
+  deps: { records: Records; verification: VerificationHost; queue: VerificationQueue },
 ): void {
   const { records } = deps;
 
@@ -230,7 +231,20 @@ export function registerProposalRoutes(
     const log = logOf(c);
     const { records: reads } = await c.get('readSide')();
     const story = await reads.story(log, c.req.valid('param').id);
-    return c.json(story, 200);
+    const jobs = await deps.queue.pendingOf(log, story.proposal.id);
+    return c.json(
+      {
+        ...story,
+        verifying: jobs.length > 0,
+        verification_jobs: jobs.map((j) => ({
+          id: j.id,
+          observation_id: j.observationId,
+          requested_by: j.requestedBy,
+          requested_at: j.requestedAt,
+        })),
+      },
+      200,
+    );
   });
 
   app.openapi(decide, async (c) => {

@@ -36,6 +36,7 @@ import {
   toolRecordSchema,
   verificationCheckSchema,
   verificationInputSchema,
+  verificationJobAcceptedSchema,
   verificationPageSchema,
   verificationRecordSchema,
   verificationStatusSchema,
@@ -255,6 +256,10 @@ export const RecordedVerificationSchema = component(recordedVerificationSchema, 
 export const ProposalResultSchema = component(proposalResultSchema, 'ProposalResult');
 export const DecisionResultSchema = decisionResultSchema;
 export const StorySchema = component(proposalStorySchema, 'Story');
+export const VerificationJobAcceptedSchema = component(
+  verificationJobAcceptedSchema,
+  'VerificationJobAccepted',
+);
 export const ProposalPageSchema = component(proposalPageSchema, 'ProposalPage');
 export const VerificationPageSchema = component(verificationPageSchema, 'VerificationPage');
 export const LogListSchema = component(logListSchema, 'LogList');

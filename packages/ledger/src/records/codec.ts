@@ -55,6 +55,7 @@ export const toolCodec = {
     requiresTargetId: r.requires_target_id,
     maxApprovalWindowSeconds: r.max_approval_window_seconds,
     source: r.source,
+    writes: r.writes === undefined ? null : json(r.writes),
     registeredBy: r.registered_by,
     registeredAt: r.registered_at,
   }),
@@ -72,6 +73,7 @@ export const toolCodec = {
     requires_target_id: row.requiresTargetId,
     max_approval_window_seconds: row.maxApprovalWindowSeconds,
     source: row.source as ToolRecord['source'],
+    ...(row.writes === null ? {} : { writes: parse(row.writes) as string[] }),
     registered_by: row.registeredBy,
     registered_at: row.registeredAt,
   }),
@@ -266,6 +268,7 @@ export const observationCodec = {
     startedAt: r.started_at,
     finishedAt: r.finished_at,
     observedAt: r.observed_at,
+    resultSource: r.result_source ?? null,
   }),
   toRecord: (row: Row<typeof observations>): ObservationRecord => ({
     id: row.id,
@@ -282,6 +285,7 @@ export const observationCodec = {
     started_at: row.startedAt,
     finished_at: row.finishedAt,
     observed_at: row.observedAt,
+    ...(row.resultSource === null ? {} : { result_source: row.resultSource }),
   }),
 };
 

@@ -245,6 +245,7 @@ export async function observe(
       started_at: input.started_at,
       finished_at: input.finished_at,
       observed_at: now,
+      ...(input.result_source === undefined ? {} : { result_source: input.result_source }),
     });
     return { kind: 'observed' as const, replayed: false, observation };
   });

@@ -5,7 +5,7 @@ import type { Caller, ObservationRecord, ProposalRecord } from './types';
 /** What an observation keeps of the body the gateway posted: what the tool did, in its words. */
 type ObservedFields = Pick<
   ObservationRecord,
-  'outcome' | 'result' | 'transport_status' | 'tool_error' | 'started_at' | 'finished_at'
+  'outcome' | 'result' | 'transport_status' | 'tool_error' | 'started_at' | 'finished_at' | 'result_source'
 >;
 
 const observedFieldsOf = (o: ObservedFields): ObservedFields => ({
@@ -15,6 +15,7 @@ const observedFieldsOf = (o: ObservedFields): ObservedFields => ({
   tool_error: o.tool_error,
   started_at: o.started_at,
   finished_at: o.finished_at,
+  ...(o.result_source === undefined ? {} : { result_source: o.result_source }),
 });
 
 /**

@@ -57,6 +57,7 @@ function sameRegistration(
     current.max_approval_window_seconds === next.max_approval_window_seconds &&
     current.source === next.source &&
     JSON.stringify(current.required_scopes) === JSON.stringify(next.required_scopes) &&
-    JSON.stringify(current.allowed_environments) === JSON.stringify(next.allowed_environments)
+    JSON.stringify(current.allowed_environments) === JSON.stringify(next.allowed_environments) &&
+    JSON.stringify(current.writes ?? null) === JSON.stringify(next.writes ?? null)
   );
 }

@@ -62,16 +62,17 @@ export async function recordVerification(
       mustGetProposal(tx.reads, observation.proposal_id),
       tx.reads.verificationsOf(observation.proposal_id),
     ]);
-    // A check read from the system that performed the write is not independent, and
-    // neither is one the audited party reports about its own action, whatever source it
-    // names (so every source it names counts as the writer).
+    const tool = await tx.reads.latestTool(proposal.server_id, proposal.tool_name);
+    // A check read from the tool itself or from the channel its result came from is not
+    // independent, and neither is one the audited party reports about its own action,
+    // whatever source it names (so every source it names counts as the writer). A check that
+    // reads a system the tool writes to counts, marked `readsWrittenSystem`.
     const selfReported =
       !options.checksRunByServer && isAuditedParty(ctx.caller.identity, proposal, observation);
+    const writer = [observation.server_id, observation.result_source];
     const writerOf = (check: { source?: unknown }) => ({
-      writer:
-        selfReported && typeof check.source === 'string'
-          ? [observation.server_id, check.source]
-          : observation.server_id,
+      writer: selfReported && typeof check.source === 'string' ? [...writer, check.source] : writer,
+      writes: tool?.writes ?? [],
     });
     const now = tx.time();
     const verification = toVerificationRecord({

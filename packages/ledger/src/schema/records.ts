@@ -66,6 +66,8 @@ export const tools = pgTable(
     requiresTargetId: boolean('requires_target_id').notNull(),
     maxApprovalWindowSeconds: integer('max_approval_window_seconds'),
     source: text('source').notNull(),
+    /** JSON array; null when the registration declared none (the field is then absent from the record). */
+    writes: text('writes'),
     registeredBy: text('registered_by').notNull(),
     registeredAt: text('registered_at').notNull(),
   },
@@ -274,6 +276,8 @@ export const observations = pgTable(
     startedAt: text('started_at'),
     finishedAt: text('finished_at'),
     observedAt: text('observed_at').notNull(),
+    /** Null when the result is the tool's own answer (the field is then absent from the record). */
+    resultSource: text('result_source'),
   },
   (t) => [
     primaryKey({ name: 'observations_pk', columns: [t.logId, t.id] }),

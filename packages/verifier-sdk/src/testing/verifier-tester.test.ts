@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineVerifier, VERIFIER_API_VERSION } from '../define-verifier';
+import { sourceUnavailable } from '../errors';
 import { VerifierTester } from './verifier-tester';
 
 // A tiny, well-behaved verifier: the "ticket store" is an in-memory map standing in for a source.
@@ -195,6 +196,115 @@ describe('VerifierTester', () => {
         title: 'conformance > is a valid verifier for this host',
         code: 'VERIFIER_API_UNSUPPORTED',
       });
+    });
+  });
+
+  describe('when the source is down', () => {
+    // A verifier over an HTTP "ticket API" reached through the host's fetch grant.
+    const api = defineVerifier({
+      id: 'acme/ticket-api',
+      version: '1.0.0',
+      apiVersion: VERIFIER_API_VERSION,
+      handles: ['ticket.closed'],
+      requires: ['fetch'],
+      async check({ proposal, fetch, signal }) {
+        const res = await fetch!(`https://tickets.test/${proposal.target.id}`, { signal });
+        if (!res.ok) throw sourceUnavailable(`ticket API answered ${res.status}`);
+        const { state } = (await res.json()) as { state: string };
+        return { name: 'ticket.closed', status: state === 'closed' ? 'pass' : 'fail', source: 'ticket-api' };
+      },
+    });
+    const ticketApi = async (input: string | URL) => {
+      const state = tickets.get(String(input).split('/').pop()!);
+      return Response.json({ state });
+    };
+    const apiCases = {
+      pass: [{ name: 'closed', proposal: target('T-1') }],
+      fail: [{ name: 'open', proposal: target('T-2') }],
+    };
+
+    it('accepts a verifier that reports it as unavailable', async () => {
+      const outcomes = await new VerifierTester({ grants: { fetch: ticketApi } }).verify(api, apiCases);
+      expect(outcomes.filter((o) => !o.ok)).toEqual([]);
+      expect(outcomes.map((o) => o.title)).toContain(
+        'conformance > reports a source that is down as inconclusive, never pass or fail',
+      );
+    });
+
+    it('fails a verifier that turns "could not read" into fail', async () => {
+      const swallows = defineVerifier({
+        ...api,
+        async check(ctx) {
+          try {
+            return await api.check(ctx);
+          } catch {
+            return { name: 'ticket.closed', status: 'fail', source: 'ticket-api', message: 'no answer' };
+          }
+        },
+      });
+      const outcomes = await new VerifierTester({ grants: { fetch: ticketApi } }).verify(swallows, apiCases);
+      const failed = outcomes.filter((o) => !o.ok);
+      expect(failed.map((o) => [o.title, (o.error as { code?: string }).code])).toEqual([
+        [
+          'conformance > reports a source that is down as inconclusive, never pass or fail',
+          'CONFORMANCE_FAILED',
+        ],
+      ]);
+    });
+
+    it('fails a verifier that passes when an answer is not ok', async () => {
+      const trusting = defineVerifier({
+        ...api,
+        async check({ fetch, proposal, signal }) {
+          const res = await fetch!(`https://tickets.test/${proposal.target.id}`, { signal });
+          const body = (await res.json()) as { state?: string };
+          return {
+            name: 'ticket.closed',
+            status: body.state === 'open' ? 'fail' : 'pass',
+            source: 'ticket-api',
+          };
+        },
+      });
+      const outcomes = await new VerifierTester({ grants: { fetch: ticketApi } }).verify(trusting, apiCases);
+      expect(
+        outcomes
+          .filter((o) => !o.ok)
+          .map((o) => (o.error as { evidence?: { fault?: string } }).evidence?.fault),
+      ).toEqual(['failing']);
+    });
+
+    it('takes the source down the way a case says with sourceDown', async () => {
+      const optionsDown = defineVerifier({
+        ...ticketClosed,
+        check: (ctx) =>
+          ctx.options.source === 'down'
+            ? { name: 'ticket.closed', status: 'pass', source: 'down' }
+            : ticketClosed.check(ctx),
+      });
+      const found = await failures(optionsDown, {
+        pass: [{ name: 'closed', proposal: target('T-1'), sourceDown: { options: { source: 'down' } } }],
+        fail: goodCases.fail,
+      });
+      expect(found).toEqual([
+        {
+          title: 'conformance > reports a source that is down as inconclusive, never pass or fail',
+          code: 'CONFORMANCE_FAILED',
+        },
+      ]);
+    });
+  });
+
+  describe('when the status matches but the reason does not', () => {
+    it('says which reason it got and why the case failed', async () => {
+      const crashes = defineVerifier({
+        ...ticketClosed,
+        check: (ctx) =>
+          ctx.proposal.target.id === 'T-9' ? Promise.reject(new TypeError('bug')) : ticketClosed.check(ctx),
+      });
+      const outcomes = await new VerifierTester().verify(crashes, { ...goodCases, invalidOptions: [] });
+      const message = String((outcomes.find((o) => !o.ok)?.error as Error | undefined)?.message);
+      expect(message).toContain('got inconclusive with reason VERIFIER_CRASHED');
+      expect(message).not.toMatch(/should be inconclusive with reason TICKET_UNKNOWN, got inconclusive:/);
     });
   });
 });

@@ -35,6 +35,12 @@ export interface VerifierTestCase {
   reason?: string;
   /** More assertions on the recorded checks; throw to fail the case. */
   assert?: (checks: Check[]) => void | Promise<void>;
+  /**
+   * How to take this case's source down, for the "source down is never a verdict" conformance
+   * test: keys replace the case's own (e.g. `options` pointing at a closed port). Without it
+   * the tester replaces every grant with one that cannot reach its source.
+   */
+  sourceDown?: Pick<VerifierTestCase, 'options' | 'grants' | 'proposal' | 'observation'>;
 }
 
 /** Options the verifier must refuse at registration with `OPTIONS_INVALID`. */
@@ -270,6 +276,33 @@ export class VerifierTester {
     conformance('refuses options that are not options', () => {
       expectOptionsRefused(verifier, 42, undefined);
     });
+    // Registered only when there is a way to take the source down: host grants the tester can
+    // replace, or a case's own `sourceDown`. A verifier that reads neither (the `file` verifier
+    // reads the local disk) gives the tester nothing to break. Cases may use getters that only
+    // work once the suite's hooks ran, so nothing of a case is read before the test runs.
+    const canTakeDown =
+      (verifier.requires ?? []).length > 0 ||
+      this.#config.grants?.fetch !== undefined ||
+      this.#config.grants?.sql !== undefined ||
+      all.some(({ c }) => 'sourceDown' in c || 'grants' in c);
+    if (canTakeDown) {
+      conformance('reports a source that is down as inconclusive, never pass or fail', async () => {
+        for (const { c, label } of all) {
+          for (const { fault, down } of this.#sourceDownVariants(c)) {
+            const checks = await this.runCase(verifier, down);
+            const verdict = checks.find((check) => check.status === 'pass' || check.status === 'fail');
+            if (verdict) {
+              throw conformanceError(
+                verifier,
+                `case "${label}" returned "${verdict.status}" while its source was ${fault.what}; ` +
+                  'throw sourceUnavailable() instead: could not read is not a verdict on the postcondition',
+                { fault: fault.name, check: verdict as unknown as Record<string, unknown> },
+              );
+            }
+          }
+        }
+      });
+    }
     return tests;
   }
 
@@ -287,9 +320,17 @@ export class VerifierTester {
     const reasonMissing = testCase.reason !== undefined && !checks.some((c) => c.reason === testCase.reason);
     if (status !== EXPECTED[bucket] || misbehaved || reasonMissing) {
       const wanted = `${EXPECTED[bucket]}${testCase.reason ? ` with reason ${testCase.reason}` : ''}`;
+      const reasons = checks.map((c) => c.reason).filter((r): r is string => r !== null);
+      const got = `${status}${reasons.length > 0 ? ` with reason ${unique(reasons).join(', ')}` : ' with no reason'}`;
+      const why =
+        status !== EXPECTED[bucket]
+          ? `the status differs`
+          : misbehaved
+            ? `the status matches, but ${misbehaved.reason} means the verifier misbehaved (${misbehaved.message})`
+            : `the status matches, but no check carries reason ${testCase.reason}`;
       throw new VerifierError(
         'CASE_FAILED',
-        `${verifier.id}: case "${label}" should be ${wanted}, got ${status}:\n${JSON.stringify(checks, null, 2)}`,
+        `${verifier.id}: case "${label}" should be ${wanted}, got ${got}: ${why}:\n${JSON.stringify(checks, null, 2)}`,
         {
           verifier: verifier.id,
           evidence: { expected: EXPECTED[bucket], actual: status, checks },
@@ -297,6 +338,14 @@ export class VerifierTester {
       );
     }
     await testCase.assert?.(checks);
+  }
+
+  /** The case with its source down: as its `sourceDown` says, else with each fault in its grants. */
+  #sourceDownVariants(c: VerifierTestCase): { fault: SourceFault; down: VerifierTestCase }[] {
+    if (c.sourceDown !== undefined) return [{ fault: GIVEN_FAULT, down: { ...c, ...c.sourceDown } }];
+    const grants = c.grants ?? this.#config.grants ?? {};
+    if (grants.fetch === undefined && grants.sql === undefined) return [];
+    return SOURCE_FAULTS.map((fault) => ({ fault, down: { ...c, grants: fault.grants(grants) } }));
   }
 
   #input(verifier: AnyVerifier, testCase: VerifierTestCase) {
@@ -359,6 +408,74 @@ export class VerifierTester {
 }
 
 const THREW = Symbol('threw');
+
+interface SourceFault {
+  name: string;
+  what: string;
+  grants: (grants: Grants) => Grants;
+}
+
+function refusedConnection(): Error {
+  return new TypeError('fetch failed', {
+    cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }),
+  });
+}
+
+const GIVEN_FAULT: SourceFault = {
+  name: 'sourceDown',
+  what: "down (the case's sourceDown)",
+  grants: (g) => g,
+};
+
+// The two ways a source goes down: nobody answers, or it answers that it cannot serve.
+const SOURCE_FAULTS: readonly SourceFault[] = [
+  {
+    name: 'unreachable',
+    what: 'unreachable (connection refused)',
+    grants: (grants) => ({
+      ...(grants.fetch ? { fetch: () => Promise.reject(refusedConnection()) } : {}),
+      ...(grants.sql
+        ? {
+            sql: {
+              name: grants.sql.name,
+              query: () =>
+                Promise.reject(
+                  Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+                ),
+            },
+          }
+        : {}),
+    }),
+  },
+  {
+    name: 'failing',
+    what: 'failing (HTTP 503, database shutting down)',
+    grants: (grants) => ({
+      ...(grants.fetch
+        ? {
+            fetch: async () =>
+              new Response(JSON.stringify({ error: 'service unavailable' }), {
+                status: 503,
+                headers: { 'content-type': 'application/json' },
+              }),
+          }
+        : {}),
+      ...(grants.sql
+        ? {
+            sql: {
+              name: grants.sql.name,
+              query: () =>
+                Promise.reject(
+                  Object.assign(new Error('terminating connection due to administrator command'), {
+                    code: '57P01',
+                  }),
+                ),
+            },
+          }
+        : {}),
+    }),
+  },
+];
 
 function defaultPostcondition(verifier: AnyVerifier): string {
   const exact = verifier.handles.find((h): h is string => typeof h === 'string' && !h.includes('*'));

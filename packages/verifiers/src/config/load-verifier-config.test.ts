@@ -248,5 +248,38 @@ describe('loadVerifierConfig', () => {
         field: '/verifiers/1/name',
       });
     });
+
+    it('refuses a measurement policy that could never pass, naming the field', async () => {
+      expect(
+        await refusal({
+          verifiers: [
+            {
+              use: 'file',
+              options: { roots: ['/a'] },
+              measurement: { count: 2, consecutiveSuccessLimit: 3 },
+            },
+          ],
+        }),
+      ).toMatchObject({
+        code: 'VERIFIER_INVALID',
+        field: '/verifiers/0/measurement/consecutiveSuccessLimit',
+      });
+    });
+  });
+
+  describe('when an entry has a measurement policy and a connection', () => {
+    it('registers the policy, and the connection as the source of its checks', async () => {
+      const loaded = await loadVerifierConfig(
+        await write({
+          connections: { 'refund-api': { type: 'http', allowHosts: ['127.0.0.1'] } },
+          verifiers: [httpEntry({ connection: 'refund-api', measurement: { interval: '1s', count: 5 } })],
+        }),
+        { resolveHost },
+      );
+      const entry = loaded.registry.entries[0]!;
+      expect(entry.measurement).toMatchObject({ intervalMs: 1000, count: 5 });
+      expect(entry.source).toBe('refund-api');
+      await loaded.close();
+    });
   });
 });

@@ -8,6 +8,7 @@ import {
   type FetchGrant,
   type Grants,
   isVerifierError,
+  type MeasurementPolicy,
   type SqlGrant,
   VerifierError,
   type VerifierRegistration,
@@ -141,7 +142,8 @@ export async function loadVerifierConfig(
       };
       const verifier = await loadVerifier(entry, absolute, fail);
       const grants: Grants = {};
-      for (const name of [entry.connection ?? []].flat()) {
+      const connectionNames = [entry.connection ?? []].flat();
+      for (const name of connectionNames) {
         const kind = kinds[name];
         if (kind === undefined) fail('/connection', `no connection named "${name}"`, verifier.id);
         if (grants[kind!] !== undefined)
@@ -160,6 +162,13 @@ export async function loadVerifierConfig(
         ...(entry.name !== undefined ? { name: entry.name } : {}),
         ...(entry.handles !== undefined ? { handles: entry.handles } : {}),
         ...(entry.timeoutMs !== undefined ? { timeoutMs: entry.timeoutMs } : {}),
+        ...(entry.measurement !== undefined ? { measurement: entry.measurement as MeasurementPolicy } : {}),
+        // A check's source is a configured, named system: the entry's `source`, else its one connection.
+        ...(entry.source !== undefined
+          ? { source: entry.source }
+          : connectionNames.length === 1
+            ? { source: connectionNames[0]! }
+            : {}),
       };
       try {
         createVerifierRegistry([registration]);

@@ -33,6 +33,20 @@ const httpConnection = z
   })
   .strict();
 
+const duration = z.union([z.number(), z.string()]);
+/** A measurement policy (`@vouch/verifier-sdk` `MeasurementPolicy`, Argo Rollouts' analysis fields). */
+const measurementPolicy = z
+  .object({
+    initialDelay: duration.optional(),
+    interval: duration.optional(),
+    count: z.number().int().optional(),
+    timeout: duration.optional(),
+    failureLimit: z.number().int().optional(),
+    inconclusiveLimit: z.number().int().optional(),
+    consecutiveSuccessLimit: z.number().int().optional(),
+  })
+  .strict();
+
 const entry = z
   .object({
     /** A built-in id (`http-json`, `sql`, `file`), a path (`./verifiers/x.ts`, relative to this file) or a package name. */
@@ -47,6 +61,10 @@ const entry = z
     /** Named connections this verifier may use: at most one postgres and one http. */
     connection: z.union([connectionName, z.array(connectionName).min(1)]).optional(),
     timeoutMs: z.number().int().optional(),
+    /** Read each postcondition more than once; the verifier SDK checks ranges at registration. */
+    measurement: measurementPolicy.optional(),
+    /** The named system its checks read (default: its one connection's name); judged for independence. */
+    source: z.string().min(1).optional(),
     options: z.unknown().optional(),
   })
   .strict();

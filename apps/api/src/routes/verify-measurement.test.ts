@@ -1,0 +1,235 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRecords, createVerificationJobStore } from '@vouch/ledger';
+import { createVerifierRegistry, type MeasurementPolicy } from '@vouch/verifier-sdk';
+import { createGuardedFetch, httpJsonVerifier } from '@vouch/verifiers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp, type VouchApp } from '../app';
+import { createHarness, type Harness } from '../testing/app-harness';
+import { createVerificationQueue, type VerificationQueue } from '../verification-queue';
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely, then pinned with toMatchObject
+type Json = Record<string, any>;
+
+// The payment provider's ledger: a refund shows up there only 3 s after it was made, as an
+// eventually consistent replica would show it. Before that it answers 404.
+const SHOWS_AFTER_MS = 3_000;
+const refundsMadeAt = new Map<string, number>();
+let server: Server;
+let base: string;
+
+/** An app whose only verifier reads that ledger over HTTP with `measurement` as its policy. */
+function appWith(
+  h: Harness,
+  measurement: MeasurementPolicy,
+  queue?: (host: VerificationHostLike) => VerificationQueue,
+): VouchApp {
+  const fetch = createGuardedFetch({ allowHosts: ['127.0.0.1'], resolveHost: async () => ['127.0.0.1'] });
+  const registry = createVerifierRegistry([
+    {
+      verifier: httpJsonVerifier,
+      name: 'refund-visible',
+      handles: ['refund.recorded'],
+      measurement,
+      grants: { fetch },
+      options: { url: `${base}/refunds/{observation.result.refund_id}`, source: 'provider-ledger' },
+    },
+  ]);
+  const verification = { registry };
+  return createApp({
+    ledger: h.ledger,
+    keys: h.keys,
+    logger: h.logger,
+    verification,
+    ...(queue ? { verificationQueue: queue(verification) } : {}),
+  });
+}
+
+type VerificationHostLike = { registry: ReturnType<typeof createVerifierRegistry> };
+
+/** A queue over the harness's database, as a server process would have one. */
+function queueOn(h: Harness) {
+  return (host: VerificationHostLike) =>
+    createVerificationQueue({
+      records: createRecords(h.ledger),
+      host,
+      store: createVerificationJobStore(h.database),
+      logger: h.logger,
+    });
+}
+
+describe('POST /v1/observations/{id}/verify with a measurement policy', () => {
+  let h: Harness;
+  let gw: string;
+  let auditor: string;
+  let n = 0;
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      const id = decodeURIComponent(req.url!.split('/').pop()!);
+      const madeAt = refundsMadeAt.get(id);
+      const visible = madeAt !== undefined && Date.now() - madeAt >= SHOWS_AFTER_MS;
+      res.writeHead(visible ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(visible ? { id, status: 'succeeded' } : { error: 'not found' }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    h = await createHarness();
+    const admin = await h.keyFor('user:root', ['admin']);
+    gw = await h.keyFor('agent:gw', ['gateway']);
+    auditor = await h.keyFor('user:audrey', ['auditor']);
+    const tool = { server_id: 'payments-mcp', tool_name: 'refund', side_effect: 'compensatable' };
+    expect((await h.json('POST', '/v1/tools', admin, tool)).status).toBe(201);
+  });
+  afterAll(async () => {
+    await h?.close();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  async function call(app: VouchApp, method: string, path: string, key: string, body?: unknown) {
+    const response = await app.request(path, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: response.status, body: (await response.json()) as Json };
+  }
+
+  /** A refund made by the tool just now (the provider will show it in 3 s), proposed and observed. */
+  async function refunded(app: VouchApp) {
+    const refundId = `re_${++n}`;
+    const proposed = await call(app, 'POST', '/v1/proposals', gw, {
+      idempotency_key: `measure-${n}`,
+      action: 'payments.refund',
+      server_id: 'payments-mcp',
+      tool_name: 'refund',
+      target: { kind: 'payment', id: `pay_${n}`, env: 'test' },
+      arguments: { amount: 1250 },
+      side_effect: 'compensatable',
+      postconditions: [{ name: 'refund.recorded' }],
+    });
+    expect(proposed.body.decision?.verdict).toBe('allow');
+    refundsMadeAt.set(refundId, Date.now());
+    const observed = await call(app, 'POST', '/v1/observations', gw, {
+      proposal_id: proposed.body.proposal.id,
+      outcome: 'succeeded',
+      result: { refund_id: refundId },
+    });
+    expect(observed.status).toBe(201);
+    return {
+      proposalId: proposed.body.proposal.id as string,
+      observationId: observed.body.observation.id as string,
+    };
+  }
+
+  describe('when the refund shows up before the readings run out', () => {
+    it('passes, with the readings that did not see it kept as evidence', async () => {
+      const app = appWith(h, { interval: '400ms', count: 25, consecutiveSuccessLimit: 1, failureLimit: -1 });
+      const { proposalId, observationId } = await refunded(app);
+      const verified = await call(app, 'POST', `/v1/observations/${observationId}/verify`, gw);
+      expect(verified.status).toBe(201);
+      expect(verified.body).toMatchObject({ status: 'passed', verification_status: { status: 'passed' } });
+      const [check] = verified.body.checks;
+      expect(check).toMatchObject({ status: 'pass', source: 'provider-ledger' });
+      expect(check.measurement).toMatchObject({ status: 'pass', decidedBy: 'CONSECUTIVE_SUCCESS_LIMIT' });
+      const readings = check.measurement.attempts.map((a: Json) => a.status);
+      expect(readings.at(-1)).toBe('pass');
+      expect(readings.slice(0, -1)).toContain('fail');
+      expect(readings.slice(0, -1).every((r: string) => r === 'fail')).toBe(true);
+
+      const story = await call(app, 'GET', `/v1/proposals/${proposalId}`, auditor);
+      expect(story.body.verifications[0].checks[0].measurement.attempts).toHaveLength(readings.length);
+    });
+  });
+
+  describe('when the count runs out before the refund shows up', () => {
+    it('fails, every reading kept', async () => {
+      const app = appWith(h, { interval: '50ms', count: 3, consecutiveSuccessLimit: 1, failureLimit: -1 });
+      const { observationId } = await refunded(app);
+      const verified = await call(app, 'POST', `/v1/observations/${observationId}/verify`, gw);
+      expect(verified.status).toBe(201);
+      expect(verified.body).toMatchObject({ status: 'failed', verification_status: { status: 'failed' } });
+      expect(verified.body.checks[0].measurement).toMatchObject({
+        status: 'fail',
+        decidedBy: 'COUNT_REACHED',
+      });
+      expect(verified.body.checks[0].measurement.attempts.map((a: Json) => a.status)).toEqual([
+        'fail',
+        'fail',
+        'fail',
+      ]);
+    });
+  });
+
+  describe('when the caller asks for the answer asynchronously', () => {
+    const slow: MeasurementPolicy = {
+      interval: '400ms',
+      count: 25,
+      consecutiveSuccessLimit: 1,
+      failureLimit: -1,
+    };
+    const story = async (app: VouchApp, proposalId: string) =>
+      (await call(app, 'GET', `/v1/proposals/${proposalId}`, auditor)).body;
+
+    it('queues it (202), the story shows verifying, then the verification it recorded', async () => {
+      let queue: VerificationQueue | undefined;
+      const app = appWith(h, slow, (host) => {
+        queue = queueOn(h)(host);
+        return queue;
+      });
+      const { proposalId, observationId } = await refunded(app);
+      const response = await app.request(`/v1/observations/${observationId}/verify`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw}`, prefer: 'respond-async' },
+      });
+      expect(response.status).toBe(202);
+      expect(response.headers.get('preference-applied')).toBe('respond-async');
+      const accepted = (await response.json()) as Json;
+      expect(accepted.verification_job).toMatchObject({ status: 'queued', observation_id: observationId });
+      // The refund cannot show before 3 s, and the policy waits for it: the job is still running.
+      expect(await story(app, proposalId)).toMatchObject({
+        verifying: true,
+        verification_jobs: [{ id: accepted.verification_job.id }],
+        verification_status: { status: 'inconclusive', reason: 'NOT_VERIFIED' },
+      });
+
+      await queue!.idle();
+      const after = await story(app, proposalId);
+      expect(after).toMatchObject({
+        verifying: false,
+        verification_jobs: [],
+        verification_status: { status: 'passed' },
+      });
+      expect(after.verifications[0]).toMatchObject({ verifier: 'agent:gw', status: 'passed' });
+    });
+
+    it('resumes a queued verification after a restart', async () => {
+      const first = queueOn(h);
+      let before: VerificationQueue | undefined;
+      const app = appWith(h, slow, (host) => {
+        before = first(host);
+        return before;
+      });
+      const { proposalId, observationId } = await refunded(app);
+      const response = await app.request(`/v1/observations/${observationId}/verify`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${gw}`, prefer: 'respond-async' },
+      });
+      expect(response.status).toBe(202);
+      // The server stops mid-measurement: nothing is recorded, the job stays queued.
+      await before!.close();
+      expect(await story(app, proposalId)).toMatchObject({ verifying: true, verifications: [] });
+
+      let after: VerificationQueue | undefined;
+      const restarted = appWith(h, slow, (host) => {
+        after = queueOn(h)(host);
+        return after;
+      });
+      expect(await after!.resume()).toBeGreaterThanOrEqual(1);
+      await after!.idle();
+      const resumed = await story(restarted, proposalId);
+      expect(resumed).toMatchObject({ verifying: false, verification_status: { status: 'passed' } });
+      expect(resumed.verifications).toHaveLength(1);
+    });
+  });
+});

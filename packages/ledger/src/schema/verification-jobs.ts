@@ -1,0 +1,46 @@
+import { foreignKey, index, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
+
+// Verifications asked to run in the background (docs/verification.md): operational data beside
+// the ledger, not part of the audit chain. What a job produces is a verification record, which
+// is in the chain; the job only says that someone asked and that it has not finished, so a
+// restarted server resumes it. Append-only like every other table: a finished job is a new row.
+
+/** One request to run the configured verifiers on an observation, with the body it came with. */
+export const verificationJobs = pgTable(
+  'verification_jobs',
+  {
+    logId: text('log_id').notNull(),
+    id: text('id').notNull(),
+    observationId: text('observation_id').notNull(),
+    proposalId: text('proposal_id').notNull(),
+    /** The identity that asked: the verification is recorded as theirs. */
+    requestedBy: text('requested_by').notNull(),
+    /** The re-verification body (`supersedes`, `reason`) as canonical JSON; `{}` when none. */
+    body: text('body').notNull(),
+    requestedAt: text('requested_at').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'verification_jobs_pk', columns: [t.logId, t.id] }),
+    index('verification_jobs_proposal').on(t.logId, t.proposalId),
+  ],
+);
+
+/** How a job ended: the verification it recorded, or the error code that stopped it. */
+export const verificationJobResults = pgTable(
+  'verification_job_results',
+  {
+    logId: text('log_id').notNull(),
+    jobId: text('job_id').notNull(),
+    verificationId: text('verification_id'),
+    errorCode: text('error_code'),
+    finishedAt: text('finished_at').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'verification_job_results_pk', columns: [t.logId, t.jobId] }),
+    foreignKey({
+      name: 'verification_job_results_job',
+      columns: [t.logId, t.jobId],
+      foreignColumns: [verificationJobs.logId, verificationJobs.id],
+    }),
+  ],
+);

@@ -1,0 +1,102 @@
+import { sql } from 'drizzle-orm';
+import type { Database } from '../database';
+
+// The verification queue's tables (schema/verification-jobs.ts). Everything here is an INSERT
+// or a SELECT: a finished job is a result row, never an update of the job.
+
+/** A verification someone asked to run in the background. */
+export interface VerificationJob {
+  log: string;
+  id: string;
+  observationId: string;
+  proposalId: string;
+  /** The identity that asked; the verification is recorded as theirs. */
+  requestedBy: string;
+  /** The re-verification body (`supersedes`, `reason`), or `{}`. */
+  body: Record<string, unknown>;
+  requestedAt: string;
+}
+
+/** How a job ended. */
+export interface VerificationJobResult {
+  verificationId: string | null;
+  /** The error code that stopped it, when no verification was recorded. */
+  errorCode: string | null;
+  finishedAt: string;
+}
+
+/** Reads and writes of the verification queue. */
+export interface VerificationJobStore {
+  enqueue(job: VerificationJob): Promise<void>;
+  finish(log: string, jobId: string, result: VerificationJobResult): Promise<void>;
+  /** Every job without a result, oldest first: what a starting server resumes. */
+  pending(): Promise<VerificationJob[]>;
+  /** The jobs of one proposal without a result: the story shows it `verifying` meanwhile. */
+  pendingOf(log: string, proposalId: string): Promise<VerificationJob[]>;
+}
+
+interface JobRow {
+  log_id: string;
+  id: string;
+  observation_id: string;
+  proposal_id: string;
+  requested_by: string;
+  body: string;
+  requested_at: string;
+}
+
+const toJob = (r: JobRow): VerificationJob => ({
+  log: r.log_id,
+  id: r.id,
+  observationId: r.observation_id,
+  proposalId: r.proposal_id,
+  requestedBy: r.requested_by,
+  body: JSON.parse(r.body) as Record<string, unknown>,
+  requestedAt: r.requested_at,
+});
+
+/**
+ * The verification queue over `database`.
+ *
+ * @example
+ * const store = createVerificationJobStore(ledger.database);
+ * for (const job of await store.pending()) await run(job);
+ */
+export function createVerificationJobStore(database: Database): VerificationJobStore {
+  return {
+    async enqueue(job) {
+      await database.rows(
+        sql`insert into verification_jobs (log_id, id, observation_id, proposal_id, requested_by, body, requested_at)
+            values (${job.log}, ${job.id}, ${job.observationId}, ${job.proposalId}, ${job.requestedBy},
+                    ${JSON.stringify(job.body)}, ${job.requestedAt})`,
+      );
+    },
+    async finish(log, jobId, result) {
+      // A job resumed by two processes finishes once; the second result is dropped.
+      await database.rows(
+        sql`insert into verification_job_results (log_id, job_id, verification_id, error_code, finished_at)
+            values (${log}, ${jobId}, ${result.verificationId}, ${result.errorCode}, ${result.finishedAt})
+            on conflict (log_id, job_id) do nothing`,
+      );
+    },
+    async pending() {
+      const rows = await database.rows<JobRow>(
+        sql`select j.log_id, j.id, j.observation_id, j.proposal_id, j.requested_by, j.body, j.requested_at
+            from verification_jobs j
+            where not exists (select 1 from verification_job_results r where r.log_id = j.log_id and r.job_id = j.id)
+            order by j.requested_at, j.id`,
+      );
+      return rows.map(toJob);
+    },
+    async pendingOf(log, proposalId) {
+      const rows = await database.rows<JobRow>(
+        sql`select j.log_id, j.id, j.observation_id, j.proposal_id, j.requested_by, j.body, j.requested_at
+            from verification_jobs j
+            where j.log_id = ${log} and j.proposal_id = ${proposalId}
+              and not exists (select 1 from verification_job_results r where r.log_id = j.log_id and r.job_id = j.id)
+            order by j.requested_at, j.id`,
+      );
+      return rows.map(toJob);
+    },
+  };
+}
