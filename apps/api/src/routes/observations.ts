@@ -146,29 +146,6 @@ export function registerObservationRoutes(
     body: Record<string, unknown>,
   ): Promise<RecordedVerification> {
     const proposal = await records.getProposal(log, observation.proposal_id);
-    if (/\brespond-async\b/i.test(c.req.header('prefer') ?? '')) {
-      const job = await deps.queue.enqueue({
-        log,
-        observation,
-        proposal,
-        requestedBy: c.get('principal').identity,
-        body,
-      });
-      c.header('Preference-Applied', 'respond-async');
-      return c.json(
-        {
-          verification_job: {
-            id: job.id,
-            observation_id: job.observationId,
-            proposal_id: job.proposalId,
-            requested_by: job.requestedBy,
-            requested_at: job.requestedAt,
-            status: 'queued' as const,
-          },
-        },
-        202,
-      );
-    }
     const tool = (await records.listTools(log)).find(
       (t) => t.server_id === proposal.server_id && t.tool_name === proposal.tool_name,
     );
@@ -216,6 +193,31 @@ export function registerObservationRoutes(
     // Refused before any verifier reads a source on behalf of a caller who may not supersede.
     if (body.supersedes !== undefined) assertMaySupersede(c.get('principal'));
     const observation = await records.getObservation(log, id);
+    if (/\brespond-async\b/i.test(c.req.header('prefer') ?? '')) {
+      const proposal = await records.getProposal(log, observation.proposal_id);
+      const job = await deps.queue.enqueue({
+        log,
+        observation,
+        proposal,
+        requestedBy: c.get('principal').identity,
+        body,
+      });
+      c.header('Preference-Applied', 'respond-async');
+      return c.json(
+        {
+          verification_job: {
+            id: job.id,
+            observation_id: job.observationId,
+            proposal_id: job.proposalId,
+            requested_by: job.requestedBy,
+            requested_at: job.requestedAt,
+            status: 'queued' as const,
+          },
+        },
+        202,
+      );
+    }
+
     return c.json(asResponse(await verifyObservation(c, log, observation, body)), 201);
   });
 
