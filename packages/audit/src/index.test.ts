@@ -19,6 +19,7 @@ describe('@vouch/audit public surface', () => {
         "canonicalIdentity",
         "canonicalJson",
         "createChainChecker",
+        "deriveSignerKey",
         "encodeBundle",
         "eventHashOf",
         "eventLeafHash",

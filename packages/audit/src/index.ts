@@ -20,6 +20,7 @@ export { verifyConsistency, verifyInclusion } from './merkle-verify';
 export { signNote } from './note';
 export type { NoteSigner, NoteVerifier } from './note-keys';
 export {
+  deriveSignerKey,
   formatVerifierKey,
   generateNoteKeys,
   isValidKeyName,

@@ -1,4 +1,6 @@
 import { ed25519 } from '@noble/curves/ed25519.js';
+import { hkdf } from '@noble/hashes/hkdf.js';
+import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
 import { decodeBase64, encodeBase64 } from './base64';
 import { AuditError } from './errors';
 import { sha256 } from './sha256';
@@ -109,6 +111,29 @@ export function parseSignerKey(text: string): NoteSigner {
   const keyId = noteKeyId(name, publicKey);
   if (hex8(keyId) !== keyIdHex) malformed('signer key ID does not match its name and key');
   return { name, keyId, publicKey, sign: (message) => ed25519.sign(message, seed) };
+}
+
+/** Domain separation of {@link deriveSignerKey}: a derived seed can be nothing but a Vouch log key. */
+const DERIVATION_SALT = new TextEncoder().encode('vouch/log-signing-key/v1');
+
+/**
+ * A signer key named `name`, derived from the signer key `masterKey` (HKDF-SHA256, RFC 5869:
+ * the master's Ed25519 seed as input keying material, a fixed Vouch salt, `name` as info).
+ * The same master and name always give the same key, so a server signs each log with its own
+ * key (named after the log's checkpoint origin) while the operator keeps one secret. The
+ * derivation is one-way: a derived key reveals neither the master nor any other log's key.
+ *
+ * @example
+ * const perLog = deriveSignerKey(masterSignerKey, 'audit.example/vouch/orders');
+ */
+export function deriveSignerKey(masterKey: string, name: string): string {
+  requireName(name);
+  if (!masterKey.startsWith(SIGNER_PREFIX)) malformed(`signer key must start with ${SIGNER_PREFIX}`);
+  parseSignerKey(masterKey);
+  const [, , masterSeed] = splitKey(masterKey.slice(SIGNER_PREFIX.length));
+  const seed = hkdf(nobleSha256, masterSeed, DERIVATION_SALT, new TextEncoder().encode(name), 32);
+  const keyId = hex8(noteKeyId(name, ed25519.getPublicKey(seed)));
+  return `${SIGNER_PREFIX}${name}+${keyId}+${encodeBase64(withType(seed))}`;
 }
 
 /** `<name>+<key id>+<base64(0x01 || 32 bytes)>` into its parts, the 32 bytes decoded. */

@@ -8,6 +8,12 @@ export interface TransparencyConfig {
   origin: string | undefined;
   /** `VOUCH_CHECKPOINT_INTERVAL_MS`: least time between two checkpoints of a log (default 1000). */
   intervalMs: number;
+  /**
+   * `VOUCH_LOG_SHARED_SIGNATURE` (default true): besides its own per-log key, every checkpoint
+   * is also signed by the shared key itself, as all were before per-log keys, so auditors who
+   * trust only the shared key keep verifying. Set it to false once they trust per-log keys.
+   */
+  sharedSignature: boolean;
 }
 
 /** Read the checkpoint settings; throws `ConfigError` for values that cannot work. */
@@ -22,7 +28,14 @@ export function transparencyConfig(env: NodeJS.ProcessEnv): TransparencyConfig {
       });
     }
   }
+  const shared = env.VOUCH_LOG_SHARED_SIGNATURE?.trim().toLowerCase();
+  if (shared && !['true', 'false', '1', '0'].includes(shared)) {
+    throw new ConfigError(`VOUCH_LOG_SHARED_SIGNATURE=${shared} is not true or false`, {
+      key: 'VOUCH_LOG_SHARED_SIGNATURE',
+    });
+  }
   return {
+    sharedSignature: shared === undefined || shared === '' || shared === 'true' || shared === '1',
     signingKey: env.VOUCH_LOG_SIGNING_KEY?.trim() || undefined,
     origin: env.VOUCH_LOG_ORIGIN?.trim() || undefined,
     intervalMs,
