@@ -60,6 +60,8 @@ export interface AppOptions {
   draining?: () => boolean;
   /** This server's log key(s) per log: chain verification then checks checkpoint signatures too. */
   checkpointKeys?: (log: string) => CheckpointKeys;
+  /** Witness verifier keys (`cosignature/v1`) whose cosignatures this server collects and serves (`VOUCH_WITNESS_KEYS`). */
+  witnessKeys?: readonly string[];
   /** Serve the built web console from this directory at `/ui/` (none: no console). */
   consoleDir?: string;
   /** How `GET /v1/approvals/events` polls the log. */
@@ -167,7 +169,10 @@ export function createApp(options: AppOptions): VouchApp {
   registerApprovalRoutes(app, { records });
   registerObservationRoutes(app, { records, verification, metrics });
   registerAuditRoutes(app, options.checkpointKeys ? { checkpointKeys: options.checkpointKeys } : {});
-  registerTransparencyRoutes(app);
+  registerTransparencyRoutes(app, {
+    database: options.ledger.database,
+    ...(options.witnessKeys ? { witnessKeys: options.witnessKeys } : {}),
+  });
   registerWebhookRoutes(app, { database: options.ledger.database });
   registerLogRoutes(app, { ledger: options.ledger });
 

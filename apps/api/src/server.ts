@@ -143,6 +143,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       draining: () => draining,
       verification,
       ...(checkpoints.keys ? { checkpointKeys: checkpointKeysFor(checkpoints.keys) } : {}),
+      witnessKeys: config.transparency?.witnessKeys ?? [],
       ...(options.version ? { version: options.version } : {}),
       ...(config.consoleDir ? { consoleDir: config.consoleDir } : {}),
     });

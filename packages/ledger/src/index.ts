@@ -12,6 +12,8 @@ export type { StoredCheckpoint } from './checkpoints/checkpoint-store';
 export { checkpointAt, latestCheckpoint } from './checkpoints/checkpoint-store';
 export type { Checkpointer, CheckpointerOptions } from './checkpoints/checkpointer';
 export { createCheckpointer } from './checkpoints/checkpointer';
+export type { StoredCosignature } from './checkpoints/cosignature-store';
+export { cosignaturesAt, storeCosignatures } from './checkpoints/cosignature-store';
 export type { SigningKeyFile } from './checkpoints/log-signing-key';
 export {
   parseLogSigners,

@@ -1,25 +1,37 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { acceptedCosignatures, decodeCosignatureLine } from '@vouch/audit';
 import {
   checkpointAt,
+  cosignaturesAt,
   type Database,
   latestCheckpoint,
   merkleConsistencyProof,
   merkleInclusionProof,
   requireLog,
   type StoredCheckpoint,
+  storeCosignatures,
 } from '@vouch/ledger';
 import type { Context } from 'hono';
 import type { VouchApp } from '../app';
 import { assertLog, requireRole } from '../auth/authorize';
 import { ApiError } from '../errors';
 import type { AppEnv } from '../http/app-env';
+import { jsonBody } from '../http/json-body';
 import { LogParamSchema } from '../schemas/audit';
-import { bearerSecurity, commonErrors, errorResponseSpec, STANDBY_READ_NOTE } from '../schemas/common';
+import {
+  bearerSecurity,
+  bodyErrors,
+  commonErrors,
+  errorResponseSpec,
+  STANDBY_READ_NOTE,
+} from '../schemas/common';
 import {
   CheckpointParamSchema,
   CheckpointSchema,
   ConsistencyProofSchema,
   ConsistencyQuerySchema,
+  CosignaturesAcceptedSchema,
+  CosignaturesBodySchema,
   InclusionProofSchema,
   InclusionQuerySchema,
 } from '../schemas/transparency';
@@ -109,6 +121,33 @@ const consistency = createRoute({
   },
 });
 
+const cosign = createRoute({
+  method: 'post',
+  path: '/v1/logs/{log}/checkpoints/{tree_size}/cosignatures',
+  tags: ['transparency'],
+  summary: 'Add witness cosignatures to a checkpoint (auditor)',
+  description:
+    'A witness that checked this checkpoint hands in its c2sp.org/tlog-cosignature lines (`cosignature/v1`). Each line must be by a witness key the server is configured with (`VOUCH_WITNESS_KEYS`) and verify over the stored checkpoint at `tree_size`; otherwise the request is refused (400 `INVALID_REQUEST`, `details.refused` says which line and why) and nothing is kept. Kept lines are served with the checkpoint from then on (appended to its note), so `vouch verify --witness … --threshold N` can require them. The server trusts nothing here: clients verify every line under the witness keys they trust. Without `VOUCH_WITNESS_KEYS`: 501 `NOT_CONFIGURED`.',
+  security: bearerSecurity,
+  middleware: [requireRole('auditor'), jsonBody({ required: true })] as const,
+  request: {
+    params: CheckpointParamSchema,
+    body: { required: true, content: { 'application/json': { schema: CosignaturesBodySchema } } },
+  },
+  responses: {
+    200: {
+      description: 'Verified and kept',
+      content: { 'application/json': { schema: CosignaturesAcceptedSchema } },
+    },
+    404: notFound,
+    501: errorResponseSpec(
+      'The server collects no cosignatures: no witness keys configured (`NOT_CONFIGURED`)',
+    ),
+    ...bodyErrors,
+    ...commonErrors,
+  },
+});
+
 function checkpointView(checkpoint: StoredCheckpoint) {
   return {
     log: checkpoint.log,
@@ -129,8 +168,22 @@ function answer(c: Context<AppEnv>, checkpoint: StoredCheckpoint) {
 
 const hex = (proof: Uint8Array[]) => proof.map((node) => Buffer.from(node).toString('hex'));
 
+/** The stored note with the kept witness cosignatures appended (c2sp.org/tlog-cosignature). */
+async function withCosignatures(database: Database, checkpoint: StoredCheckpoint): Promise<StoredCheckpoint> {
+  const lines = await cosignaturesAt(database, checkpoint.log, checkpoint.treeSize);
+  return lines.length === 0 ? checkpoint : { ...checkpoint, note: checkpoint.note + lines.join('') };
+}
+
 /** `/v1/logs/{log}/checkpoint(s)` and `/proofs/…`: signed tree heads and Merkle proofs, for auditors. */
-export function registerTransparencyRoutes(app: VouchApp): void {
+export function registerTransparencyRoutes(
+  app: VouchApp,
+  deps: {
+    /** The primary, where cosignatures are written. */
+    database: Database;
+    /** Witness verifier keys whose cosignatures are collected; none: collection is off. */
+    witnessKeys?: readonly string[];
+  },
+): void {
   /** Run `answer`; when it finds nothing, say whether the log itself is unknown (a typo). */
   const unlessUnknown = async <T>(database: Database, log: string, answer: () => Promise<T>): Promise<T> => {
     try {
@@ -154,7 +207,7 @@ export function registerTransparencyRoutes(app: VouchApp): void {
     const { log } = c.req.valid('param');
     assertLog(c.get('principal'), log);
     const { database } = (await c.get('readSide')()).ledger;
-    return answer(c, await requireLatest(database, log));
+    return answer(c, await withCosignatures(database, await requireLatest(database, log)));
   });
 
   app.openapi(atSize, async (c) => {
@@ -168,7 +221,54 @@ export function registerTransparencyRoutes(app: VouchApp): void {
         details: { log, tree_size },
       });
     }
-    return answer(c, checkpoint);
+    return answer(c, await withCosignatures(database, checkpoint));
+  });
+
+  app.openapi(cosign, async (c) => {
+    const { log, tree_size } = c.req.valid('param');
+    assertLog(c.get('principal'), log);
+    const witnessKeys = deps.witnessKeys ?? [];
+    if (witnessKeys.length === 0) {
+      throw new ApiError('NOT_CONFIGURED', 'this server collects no cosignatures: set VOUCH_WITNESS_KEYS');
+    }
+    const { database } = deps;
+    const checkpoint = await checkpointAt(database, log, tree_size);
+    if (!checkpoint) {
+      await requireLog(database, log);
+      throw new ApiError('NOT_FOUND', `log ${log} has no checkpoint at tree size ${tree_size}`, {
+        details: { log, tree_size },
+      });
+    }
+    const { cosignatures } = c.req.valid('json');
+    const { accepted, refused } = acceptedCosignatures(checkpoint.note, cosignatures, witnessKeys);
+    if (refused.length > 0) {
+      throw new ApiError(
+        'INVALID_REQUEST',
+        `${refused.length} cosignature line(s) refused; nothing was kept`,
+        {
+          details: {
+            refused: refused.map((r) => ({ index: cosignatures.indexOf(r.line), reason: r.reason })),
+          },
+        },
+      );
+    }
+    const createdAt = new Date().toISOString();
+    const stored = await storeCosignatures(
+      database,
+      accepted.map((line) => {
+        const read = decodeCosignatureLine(line)!;
+        return {
+          log,
+          treeSize: tree_size,
+          witness: read.keyName,
+          keyId: read.keyId.toString(16).padStart(8, '0'),
+          line,
+          createdAt,
+        };
+      }),
+    );
+    const kept = await withCosignatures(database, checkpoint);
+    return c.json({ log, tree_size, accepted: accepted.length, stored, note: kept.note }, 200);
   });
 
   app.openapi(inclusion, async (c) => {

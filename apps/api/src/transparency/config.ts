@@ -1,3 +1,4 @@
+import { parseCosignerKey } from '@vouch/audit';
 import { ConfigError } from '../config-error';
 
 /** Checkpoint settings of `vouch serve` and the transparency commands, from the environment. */
@@ -14,6 +15,11 @@ export interface TransparencyConfig {
    * trust only the shared key keep verifying. Set it to false once they trust per-log keys.
    */
   sharedSignature: boolean;
+  /**
+   * `VOUCH_WITNESS_KEYS`: witness verifier keys (`cosignature/v1`, whitespace or comma
+   * separated) whose cosignatures the server collects and serves with its checkpoints.
+   */
+  witnessKeys: string[];
 }
 
 /** Read the checkpoint settings; throws `ConfigError` for values that cannot work. */
@@ -34,7 +40,22 @@ export function transparencyConfig(env: NodeJS.ProcessEnv): TransparencyConfig {
       key: 'VOUCH_LOG_SHARED_SIGNATURE',
     });
   }
+  const witnessKeys = (env.VOUCH_WITNESS_KEYS ?? '').split(/[\s,]+/).filter((k) => k !== '');
+  for (const key of witnessKeys) {
+    try {
+      parseCosignerKey(key);
+    } catch (error) {
+      throw new ConfigError(
+        `VOUCH_WITNESS_KEYS holds ${key.split('+')[0]}, which is not a witness key (<name>+<id>+<base64 of 0x04 and the public key>): ${(error as Error).message}`,
+        { key: 'VOUCH_WITNESS_KEYS' },
+      );
+    }
+  }
+  if (witnessKeys.length > 32) {
+    throw new ConfigError('VOUCH_WITNESS_KEYS holds more than 32 keys', { key: 'VOUCH_WITNESS_KEYS' });
+  }
   return {
+    witnessKeys,
     sharedSignature: shared === undefined || shared === '' || shared === 'true' || shared === '1',
     signingKey: env.VOUCH_LOG_SIGNING_KEY?.trim() || undefined,
     origin: env.VOUCH_LOG_ORIGIN?.trim() || undefined,

@@ -52,6 +52,7 @@ describe('transparencyConfig', () => {
         origin: undefined,
         intervalMs: 1000,
         sharedSignature: true,
+        witnessKeys: [],
       });
     });
   });
