@@ -90,7 +90,9 @@ describe('@vouch/audit public surface', () => {
           "sleep",
         ],
         "witness": [
+          "addCheckpoint",
           "logOfOrigin",
+          "memoryWitnessState",
           "nextTrustedNote",
           "witnessBundle",
           "witnessLog",

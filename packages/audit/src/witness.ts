@@ -84,6 +84,8 @@ export interface WitnessReport {
 export interface WitnessOutcome {
   report: WitnessReport;
   note: string | null;
+  /** When the check came out consistent: the newer checkpoint's note as served (what a witness cosigns). */
+  checkpoint?: string;
 }
 
 interface WitnessCommonOptions {
@@ -271,10 +273,11 @@ export async function witnessLog(options: WitnessLogOptions): Promise<WitnessOut
  * (which merges the trusted file's lines for the same checkpoint).
  */
 function requireWitnesses(
-  outcome: WitnessOutcome,
+  consistent: WitnessOutcome,
   served: string,
   options: WitnessCommonOptions,
 ): WitnessOutcome {
+  const outcome = { ...consistent, checkpoint: served };
   if (!options.witnesses || !outcome.report.ok) return outcome;
   const candidates = outcome.note === null ? [served] : [outcome.note, served];
   let best: ReturnType<typeof verifyCosignatures> | undefined;
@@ -296,6 +299,7 @@ function requireWitnesses(
       cosignedBy,
     },
     note: null,
+    checkpoint: served,
   };
 }
 
