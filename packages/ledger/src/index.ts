@@ -65,6 +65,8 @@ export { listLogs, logExists, requireLog } from './log-exists';
 // Merkle storage: the append hook that keeps every complete subtree, and proofs read from it.
 export { merkleAppendHook } from './merkle/merkle-append-hook';
 export { merkleConsistencyProof, merkleInclusionProof, merkleRoot } from './merkle/merkle-proofs';
+export type { TileRequest } from './merkle/merkle-tiles';
+export { readTile, TILE_WIDTH } from './merkle/merkle-tiles';
 export { migrate, migrationStatus } from './migrate';
 // The records service, its inputs and the records it returns.
 export type {

@@ -20,6 +20,8 @@ export interface TransparencyConfig {
    * separated) whose cosignatures the server collects and serves with its checkpoints.
    */
   witnessKeys: string[];
+  /** `VOUCH_TILES_PUBLIC` (default false): serve the tlog-tiles endpoints without a key. */
+  tilesPublic: boolean;
 }
 
 /** Read the checkpoint settings; throws `ConfigError` for values that cannot work. */
@@ -54,7 +56,12 @@ export function transparencyConfig(env: NodeJS.ProcessEnv): TransparencyConfig {
   if (witnessKeys.length > 32) {
     throw new ConfigError('VOUCH_WITNESS_KEYS holds more than 32 keys', { key: 'VOUCH_WITNESS_KEYS' });
   }
+  const tiles = env.VOUCH_TILES_PUBLIC?.trim().toLowerCase();
+  if (tiles && !['true', 'false', '1', '0'].includes(tiles)) {
+    throw new ConfigError(`VOUCH_TILES_PUBLIC=${tiles} is not true or false`, { key: 'VOUCH_TILES_PUBLIC' });
+  }
   return {
+    tilesPublic: tiles === 'true' || tiles === '1',
     witnessKeys,
     sharedSignature: shared === undefined || shared === '' || shared === 'true' || shared === '1',
     signingKey: env.VOUCH_LOG_SIGNING_KEY?.trim() || undefined,

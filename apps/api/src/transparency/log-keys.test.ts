@@ -53,6 +53,7 @@ describe('transparencyConfig', () => {
         intervalMs: 1000,
         sharedSignature: true,
         witnessKeys: [],
+        tilesPublic: false,
       });
     });
   });
