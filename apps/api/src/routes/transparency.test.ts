@@ -6,6 +6,8 @@ import {
   parseCosignerSignerKey,
   parseSignerKey,
   type StoredEvent,
+  splitLines,
+  verifyBundle,
   verifyConsistency,
   verifyCosignatures,
   verifyInclusion,
@@ -258,6 +260,52 @@ describe('POST /v1/logs/{log}/checkpoints/{tree_size}/cosignatures', () => {
         cosignatures: ['\u2014 x y'],
       });
       expect(response.status).toBe(404);
+    });
+  });
+});
+
+describe('GET /v1/logs/{log}/bundle', () => {
+  const bundleOf = async (path: string, key = auditor) => {
+    const response = await app.request(path, { headers: { authorization: `Bearer ${key}` } });
+    return { status: response.status, text: await response.text() };
+  };
+  const lines = (text: string) =>
+    (async function* () {
+      yield* splitLines(
+        (async function* () {
+          yield text;
+        })(),
+      );
+    })();
+
+  describe('when an auditor asks for the bundle up to a stored checkpoint', () => {
+    it('streams a vouch-bundle that verifies offline, ending at that checkpoint with its cosignatures', async () => {
+      const { status, text } = await bundleOf('/v1/logs/orders/bundle?tree_size=3');
+      expect(status).toBe(200);
+      const report = await verifyBundle(lines(text), { verifiers: [keys.verifierKey] });
+      expect(report).toMatchObject({ ok: true, checked: 3, checkpoint: { treeSize: 3 } });
+      // The cosignature handed in above travels with the checkpoint.
+      const last = JSON.parse(text.trim().split('\n').at(-1)!) as { checkpoint: string };
+      expect(verifyCosignatures(last.checkpoint, { witnesses: [witness.verifierKey], threshold: 1 }).ok).toBe(
+        true,
+      );
+    });
+
+    it('ends at the latest checkpoint by default', async () => {
+      const { text } = await bundleOf('/v1/logs/orders/bundle');
+      expect(await verifyBundle(lines(text), { verifiers: [keys.verifierKey] })).toMatchObject({
+        ok: true,
+        checked: 7,
+      });
+    });
+  });
+
+  describe('when no checkpoint is stored at that size, or the key may not read the log', () => {
+    it("answers 404 for a size without a checkpoint, 403 for a gateway or another log's auditor", async () => {
+      expect((await bundleOf('/v1/logs/orders/bundle?tree_size=5')).status).toBe(404);
+      expect((await bundleOf('/v1/logs/orders/bundle', gateway)).status).toBe(403);
+      expect((await bundleOf('/v1/logs/orders/bundle', limited)).status).toBe(403);
+      expect((await bundleOf('/v1/logs/nope/bundle')).status).toBe(404);
     });
   });
 });

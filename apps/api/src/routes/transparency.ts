@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { acceptedCosignatures, decodeCosignatureLine } from '@vouch/audit';
+import { acceptedCosignatures, decodeCosignatureLine, encodeBundle, type StoredEvent } from '@vouch/audit';
 import {
   checkpointAt,
   cosignaturesAt,
@@ -26,6 +26,7 @@ import {
   STANDBY_READ_NOTE,
 } from '../schemas/common';
 import {
+  BundleQuerySchema,
   CheckpointParamSchema,
   CheckpointSchema,
   ConsistencyProofSchema,
@@ -41,6 +42,8 @@ import {
 // auditor to trust this server: a proof either verifies against a signed root or it does not.
 
 const TEXT = 'text/plain';
+// Typed as string: a streamed body is a plain Response, not one of hono's typed answers.
+const JSONL: string = 'application/jsonl';
 const notFound = errorResponseSpec(
   'No checkpoint yet, or a tree size the log has not reached (`NOT_FOUND`); a log id nothing was ever stored under (`LOG_NOT_FOUND`)',
 );
@@ -148,6 +151,22 @@ const cosign = createRoute({
   },
 });
 
+const bundle = createRoute({
+  method: 'get',
+  path: '/v1/logs/{log}/bundle',
+  tags: ['transparency'],
+  summary: 'A signed audit bundle of a log up to a checkpoint (auditor)',
+  description: `The same \`vouch-bundle/1\` file \`vouch export\` writes, over HTTP: a header, the events 1 … \`tree_size\` (what the stored checkpoint at that size covers; default the latest), and that checkpoint's signed note with every witness cosignature kept for it. A bundle always starts at the first event, because its chain and Merkle root are recomputed from the beginning; \`tree_size\` chooses where it ends. It verifies offline: \`vouch verify --bundle FILE --public-key KEY [--witness KEY --threshold N]\`. Streamed with constant memory.\n\n${STANDBY_READ_NOTE}`,
+  security: bearerSecurity,
+  middleware: [requireRole('auditor')] as const,
+  request: { params: LogParamSchema, query: BundleQuerySchema },
+  responses: {
+    200: { description: 'The bundle, JSON Lines', content: { [JSONL]: { schema: z.string() } } },
+    404: notFound,
+    ...commonErrors,
+  },
+});
+
 function checkpointView(checkpoint: StoredCheckpoint) {
   return {
     log: checkpoint.log,
@@ -167,6 +186,16 @@ function answer(c: Context<AppEnv>, checkpoint: StoredCheckpoint) {
 }
 
 const hex = (proof: Uint8Array[]) => proof.map((node) => Buffer.from(node).toString('hex'));
+
+/** The first `count` events of a stream, then stop reading it. */
+async function* firstEvents(events: AsyncIterable<StoredEvent>, count: number): AsyncGenerator<StoredEvent> {
+  if (count === 0) return;
+  let seen = 0;
+  for await (const event of events) {
+    yield event;
+    if (++seen >= count) return;
+  }
+}
 
 /** The stored note with the kept witness cosignatures appended (c2sp.org/tlog-cosignature). */
 async function withCosignatures(database: Database, checkpoint: StoredCheckpoint): Promise<StoredCheckpoint> {
@@ -222,6 +251,56 @@ export function registerTransparencyRoutes(
       });
     }
     return answer(c, await withCosignatures(database, checkpoint));
+  });
+
+  app.openapi(bundle, async (c) => {
+    const { log } = c.req.valid('param');
+    assertLog(c.get('principal'), log);
+    const size = c.req.valid('query').tree_size;
+    const { ledger } = await c.get('readSide')();
+    const { database } = ledger;
+    const stored =
+      size === undefined ? await requireLatest(database, log) : await checkpointAt(database, log, size);
+    if (!stored) {
+      await requireLog(database, log);
+      throw new ApiError('NOT_FOUND', `log ${log} has no checkpoint at tree size ${size}`, {
+        details: { log, tree_size: size },
+      });
+    }
+    const checkpoint = await withCosignatures(database, stored);
+    const lines = encodeBundle({
+      log,
+      origin: checkpoint.note.slice(0, checkpoint.note.indexOf('\n')),
+      treeSize: checkpoint.treeSize,
+      checkpoint: checkpoint.note,
+      events: firstEvents(ledger.streamEvents(log), checkpoint.treeSize),
+      extra: { exportedAt: new Date().toISOString() },
+    });
+    const logger = c.get('logger');
+    const encoder = new TextEncoder();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const next = await lines.next();
+          if (next.done) controller.close();
+          else controller.enqueue(encoder.encode(`${next.value}\n`));
+        } catch (error) {
+          logger.error('bundle aborted', { log, error: String(error) });
+          controller.error(error);
+        }
+      },
+      async cancel() {
+        await lines.return(undefined);
+      },
+    });
+    return new Response(body, {
+      status: 200,
+      headers: {
+        'content-type': 'application/jsonl; charset=utf-8',
+        'cache-control': 'no-store',
+        'content-disposition': `attachment; filename="${log.replace(/[^A-Za-z0-9._-]/g, '_')}-${checkpoint.treeSize}.jsonl"`,
+      },
+    });
   });
 
   app.openapi(cosign, async (c) => {

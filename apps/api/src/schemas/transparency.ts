@@ -73,3 +73,12 @@ export const CosignaturesAcceptedSchema = z
     note: z.string().openapi({ description: 'The checkpoint with every cosignature kept so far' }),
   })
   .openapi('CosignaturesAccepted');
+
+export const BundleQuerySchema = z.strictObject({
+  tree_size: treeSize()
+    .optional()
+    .openapi({
+      param: { name: 'tree_size', in: 'query' },
+      description: 'The checkpoint the bundle ends at (a stored one); default the latest',
+    }),
+});
