@@ -1,7 +1,13 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateCosignerKeys, generateNoteKeys, parseSignerKey, verifyCosignatures } from '@vouch/audit';
+import {
+  generateCosignerKeys,
+  generateNoteKeys,
+  parseSignerKey,
+  signCheckpoint,
+  verifyCosignatures,
+} from '@vouch/audit';
 import {
   createLedger,
   type Database,
@@ -188,5 +194,54 @@ describe('vouch witness new-key', () => {
     expect(await witnessCommand.run(['new-key', '--name', 'witness.example/w9'], f.io)).toBe(0);
     expect(f.out()).toMatch(/^PRIVATE\+KEY\+witness\.example\/w9\+[0-9a-f]{8}\+/);
     expect(f.err()).toMatch(/witness\.example\/w9\+[0-9a-f]{8}\+B/);
+  });
+});
+
+describe('vouch witness serve', () => {
+  describe('when a log submits its checkpoints (c2sp.org/tlog-witness add-checkpoint)', () => {
+    it('cosigns the first one, and answers a second view of the same size with 409 and the size it holds', async () => {
+      let stop: (signal: string) => void = () => {};
+      const stopped = new Promise<string>((resolve) => {
+        stop = resolve;
+      });
+      const f = recordingIo({ env: { VOUCH_WITNESS_SIGNING_KEY: w1.signerKey }, cwd: root, stop: stopped });
+      const orders = logOrigin(PREFIX, 'served');
+      const perLog = generateNoteKeys(orders);
+      const running = witnessCommand.run(
+        [
+          'serve',
+          '--listen',
+          '127.0.0.1:0',
+          '--state',
+          join(root, 'serve-state'),
+          '--log-key',
+          perLog.verifierKey,
+        ],
+        f.io,
+      );
+      const [, url] = (await f.waitForOut(/listening on (\S+)\n/)) as unknown as [string, string];
+      const note = (root: number) =>
+        signCheckpoint({ origin: orders, treeSize: 4, rootHash: new Uint8Array(32).fill(root) }, [
+          parseSignerKey(perLog.signerKey),
+        ]);
+      const submit = (body: string) => fetch(`${url}/add-checkpoint`, { method: 'POST', body });
+      const first = await submit(`old 0\n\n${note(1)}`);
+      expect(first.status).toBe(200);
+      const line = await first.text();
+      expect(verifyCosignatures(note(1) + line, { witnesses: [w1.verifierKey], threshold: 1 }).ok).toBe(true);
+      const split = await submit(`old 4\n\n${note(2)}`);
+      expect(split.status).toBe(409);
+      expect(split.headers.get('content-type')).toBe('text/x.tlog.size');
+      expect(await split.text()).toBe('4\n');
+      expect(
+        (
+          await submit(
+            `old 0\n\n${signCheckpoint({ origin: 'other/log', treeSize: 1, rootHash: new Uint8Array(32) }, [parseSignerKey(generateNoteKeys('other/log').signerKey)])}`,
+          )
+        ).status,
+      ).toBe(404);
+      stop('SIGTERM');
+      expect(await running).toBe(0);
+    });
   });
 });

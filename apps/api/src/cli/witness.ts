@@ -18,6 +18,7 @@ import { explainFailure } from './errors';
 import { CliError, type CliIo, EXIT } from './io';
 import { JSON_OPTION, PUBLIC_KEY_OPTION, parseVerifierKeys } from './verify-bundle';
 import { saveAtomically } from './verify-since';
+import { witnessServeCommand } from './witness-serve';
 
 /** What one round of `vouch witness follow` did. */
 export interface FollowReport extends WitnessReport {
@@ -264,5 +265,5 @@ export const witnessCommand = defineGroup({
   name: 'vouch witness',
   description:
     'Witness a Vouch log: check that it only grows and cosign its checkpoints (c2sp.org/tlog-cosignature). docs/transparency.md, "Witnesses".',
-  commands: [newKeyCommand, followCommand],
+  commands: [newKeyCommand, followCommand, witnessServeCommand],
 });

@@ -1,3 +1,4 @@
+import { createRoute, z } from '@hono/zod-openapi';
 import { cosignaturesAt, latestCheckpoint, readTile, requireLog, TILE_WIDTH } from '@vouch/ledger';
 import type { Context } from 'hono';
 import type { VouchApp } from '../app';
@@ -5,7 +6,24 @@ import { assertLog, assertRole } from '../auth/authorize';
 import { ApiError } from '../errors';
 import type { AppEnv } from '../http/app-env';
 import type { ReadRouter } from '../read-routing';
-import { LogIdSchema } from '../schemas/common';
+import { LogParamSchema } from '../schemas/audit';
+import { bearerSecurity, commonErrors, errorResponseSpec, LogIdSchema } from '../schemas/common';
+
+const checkpointRoute = createRoute({
+  method: 'get',
+  path: '/tlog/{log}/checkpoint',
+  tags: ['transparency'],
+  summary: 'The latest checkpoint, c2sp.org/tlog-tiles (auditor, or public)',
+  description:
+    'The latest signed checkpoint note of the log with its witness cosignatures, as c2sp.org/tlog-tiles clients read it, beside the tiles at `/tlog/{log}/tile/<L>/<N>[.p/<W>]` and the entry bundles at `/tlog/{log}/tile/entries/<N>[.p/<W>]` (docs/transparency.md). Needs an auditor key unless the server runs with `VOUCH_TILES_PUBLIC=true`.',
+  security: bearerSecurity,
+  request: { params: LogParamSchema },
+  responses: {
+    200: { description: 'The signed note', content: { 'text/plain': { schema: z.string() } } },
+    404: errorResponseSpec('No checkpoint yet (`NOT_FOUND`), or no such log (`LOG_NOT_FOUND`)'),
+    ...commonErrors,
+  },
+});
 
 // c2sp.org/tlog-tiles, read side, one prefix per log: `/tlog/<log>/`.
 //
@@ -46,7 +64,7 @@ export function registerTileRoutes(app: VouchApp, deps: { reads: ReadRouter; pub
     return log;
   };
 
-  app.get('/tlog/:log/checkpoint', async (c) => {
+  app.openapi(checkpointRoute, async (c) => {
     const log = logOf(c);
     const { database } = (await deps.reads.choose()).ledger;
     const checkpoint = await latestCheckpoint(database, log);
