@@ -23,7 +23,9 @@ afterAll(async () => {
 });
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
-const UNDOCUMENTED = new Set(['GET /openapi.json', 'GET /docs']);
+// A tile path has a variable number of segments (c2sp.org/tlog-tiles: `x001/x234/067.p/5`),
+// which an OpenAPI path cannot express; docs/transparency.md documents it.
+const UNDOCUMENTED = new Set(['GET /openapi.json', 'GET /docs', 'GET /tlog/{log}/tile/*']);
 
 function operations(): Array<{ method: string; path: string; secured: boolean }> {
   return Object.entries(document.paths).flatMap(([path, item]) =>

@@ -31,6 +31,7 @@ import { registerLogRoutes } from './routes/logs';
 import { registerMeRoutes } from './routes/me';
 import { registerObservationRoutes } from './routes/observations';
 import { registerProposalRoutes } from './routes/proposals';
+import { registerTileRoutes } from './routes/tiles';
 import { registerToolRoutes } from './routes/tools';
 import { registerTransparencyRoutes } from './routes/transparency';
 import { registerWebhookRoutes } from './routes/webhooks';
@@ -72,6 +73,14 @@ export interface AppOptions {
   draining?: () => boolean;
   /** This server's log key(s) per log: chain verification then checks checkpoint signatures too. */
   checkpointKeys?: (log: string) => CheckpointKeys;
+  /** Witness verifier keys (`cosignature/v1`) whose cosignatures this server collects and serves (`VOUCH_WITNESS_KEYS`). */
+  witnessKeys?: readonly string[];
+  /**
+   * The c2sp.org/tlog-tiles endpoints at `/tlog/<log>/` (`VOUCH_TILES_PUBLIC`): `public`
+   * serves them to anyone, as monitors and witnesses expect; `auditor` (the default) needs an
+   * auditor key for the log.
+   */
+  tiles?: 'public' | 'auditor';
   /** Serve the built web console from this directory at `/ui/` (none: no console). */
   consoleDir?: string;
   /** How `GET /v1/approvals/events` polls the log. */
@@ -148,13 +157,13 @@ export function createApp(options: AppOptions): VouchApp {
     // connection so the server is not kept open by an idle keep-alive socket.
     if (draining()) c.header('Connection', 'close');
   });
-  app.use(
-    '/v1/*',
-    authenticate(keys, {
-      maxAgeDays: options.keyMaxAgeDays ?? 0,
-      ...(options.now ? { now: options.now } : {}),
-    }),
-  );
+  const authentication = authenticate(keys, {
+    maxAgeDays: options.keyMaxAgeDays ?? 0,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  app.use('/v1/*', authentication);
+  // The tiles are public only when configured so; otherwise they take an auditor key.
+  if (options.tiles !== 'public') app.use('/tlog/*', authentication);
   if (options.rateLimit && options.rateLimit.requestsPerSecond > 0) {
     app.use('/v1/*', rateLimit(createRateLimiter(options.rateLimit, options.rateLimit.now)));
   }
@@ -187,7 +196,11 @@ export function createApp(options: AppOptions): VouchApp {
   registerApprovalRoutes(app, { records });
   registerObservationRoutes(app, { records, verification, metrics, queue: verificationQueue });
   registerAuditRoutes(app, options.checkpointKeys ? { checkpointKeys: options.checkpointKeys } : {});
-  registerTransparencyRoutes(app);
+  registerTileRoutes(app, { reads, public: options.tiles === 'public' });
+  registerTransparencyRoutes(app, {
+    database: options.ledger.database,
+    ...(options.witnessKeys ? { witnessKeys: options.witnessKeys } : {}),
+  });
   registerWebhookRoutes(app, { database: options.ledger.database });
   registerLogRoutes(app, { ledger: options.ledger });
 

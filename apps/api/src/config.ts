@@ -91,7 +91,7 @@ export interface ServeConfig {
    * limits, rate limits, keys): `loadServerSettings`. Default: `DEFAULT_SERVER_SETTINGS`.
    */
   settings?: ServerSettings;
-  /** Signed checkpoints: VOUCH_LOG_SIGNING_KEY, VOUCH_LOG_ORIGIN, VOUCH_CHECKPOINT_INTERVAL_MS (docs/transparency.md). */
+  /** Signed checkpoints: VOUCH_LOG_SIGNING_KEY, VOUCH_LOG_ORIGIN, VOUCH_CHECKPOINT_INTERVAL_MS, VOUCH_LOG_SHARED_SIGNATURE, VOUCH_WITNESS_KEYS, VOUCH_TILES_PUBLIC (docs/transparency.md). */
   transparency?: TransparencyConfig;
   /** Outbound webhooks: the `webhooks` section of the JSON configuration file (docs/webhooks.md). */
   webhooks?: WebhookConfig;

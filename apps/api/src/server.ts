@@ -159,6 +159,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       draining: () => draining,
       verification,
       ...(checkpoints.keys ? { checkpointKeys: checkpointKeysFor(checkpoints.keys) } : {}),
+      witnessKeys: config.transparency?.witnessKeys ?? [],
+      tiles: config.transparency?.tilesPublic ? 'public' : 'auditor',
       ...(options.version ? { version: options.version } : {}),
       ...(config.consoleDir ? { consoleDir: config.consoleDir } : {}),
     });

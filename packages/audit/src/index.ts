@@ -10,6 +10,17 @@ export { verifyBundle } from './bundle-verify';
 export { canonicalJson } from './canonical-json';
 export type { Checkpoint, CheckpointFailureCode, OpenedCheckpoint } from './checkpoint';
 export { openCheckpoint, readCheckpointUnverified, signCheckpoint } from './checkpoint';
+export type { CosignatureCheck, CosignatureVerifier, Cosigner } from './cosignature';
+export {
+  acceptedCosignatures,
+  cosignedMessage,
+  decodeCosignatureLine,
+  formatCosignerKey,
+  generateCosignerKeys,
+  parseCosignerKey,
+  parseCosignerSignerKey,
+  verifyCosignatures,
+} from './cosignature';
 export type { AuditErrorCode } from './errors';
 export { AuditError, isAuditError } from './errors';
 export type { EventHeader, StoredEvent } from './event-hash';
@@ -20,6 +31,7 @@ export { verifyConsistency, verifyInclusion } from './merkle-verify';
 export { signNote } from './note';
 export type { NoteSigner, NoteVerifier } from './note-keys';
 export {
+  deriveSignerKey,
   formatVerifierKey,
   generateNoteKeys,
   isValidKeyName,

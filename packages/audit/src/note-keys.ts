@@ -1,4 +1,6 @@
 import { ed25519 } from '@noble/curves/ed25519.js';
+import { hkdf } from '@noble/hashes/hkdf.js';
+import { sha256 as nobleSha256 } from '@noble/hashes/sha2.js';
 import { decodeBase64, encodeBase64 } from './base64';
 import { AuditError } from './errors';
 import { sha256 } from './sha256';
@@ -12,7 +14,7 @@ import { sha256 } from './sha256';
 
 /** Signature type byte of Ed25519 in c2sp.org/signed-note. */
 const ED25519 = 0x01;
-const SIGNER_PREFIX = 'PRIVATE+KEY+';
+export const SIGNER_PREFIX = 'PRIVATE+KEY+';
 const KEY_ID = /^[0-9a-f]{8}$/;
 // Go's unicode.IsSpace plus what JavaScript's \s adds (U+FEFF): refusing more is safe.
 const NOT_IN_NAME = /[\s\u0085+]|\p{Surrogate}|\p{Cc}/u;
@@ -44,12 +46,12 @@ export function isValidKeyName(name: string): boolean {
 }
 
 /** The key ID of an Ed25519 key: SHA-256(name || 0x0A || 0x01 || public key)[:4] as a big-endian uint32. */
-export function noteKeyId(name: string, publicKey: Uint8Array): number {
+export function noteKeyId(name: string, publicKey: Uint8Array, type = ED25519): number {
   const nameBytes = new TextEncoder().encode(name);
   const input = new Uint8Array(nameBytes.length + 2 + publicKey.length);
   input.set(nameBytes, 0);
   input[nameBytes.length] = 0x0a;
-  input[nameBytes.length + 1] = ED25519;
+  input[nameBytes.length + 1] = type;
   input.set(publicKey, nameBytes.length + 2);
   return readUint32(sha256(input), 0);
 }
@@ -111,8 +113,31 @@ export function parseSignerKey(text: string): NoteSigner {
   return { name, keyId, publicKey, sign: (message) => ed25519.sign(message, seed) };
 }
 
-/** `<name>+<key id>+<base64(0x01 || 32 bytes)>` into its parts, the 32 bytes decoded. */
-function splitKey(text: string): [name: string, keyId: string, key: Uint8Array] {
+/** Domain separation of {@link deriveSignerKey}: a derived seed can be nothing but a Vouch log key. */
+const DERIVATION_SALT = new TextEncoder().encode('vouch/log-signing-key/v1');
+
+/**
+ * A signer key named `name`, derived from the signer key `masterKey` (HKDF-SHA256, RFC 5869:
+ * the master's Ed25519 seed as input keying material, a fixed Vouch salt, `name` as info).
+ * The same master and name always give the same key, so a server signs each log with its own
+ * key (named after the log's checkpoint origin) while the operator keeps one secret. The
+ * derivation is one-way: a derived key reveals neither the master nor any other log's key.
+ *
+ * @example
+ * const perLog = deriveSignerKey(masterSignerKey, 'audit.example/vouch/orders');
+ */
+export function deriveSignerKey(masterKey: string, name: string): string {
+  requireName(name);
+  if (!masterKey.startsWith(SIGNER_PREFIX)) malformed(`signer key must start with ${SIGNER_PREFIX}`);
+  parseSignerKey(masterKey);
+  const [, , masterSeed] = splitKey(masterKey.slice(SIGNER_PREFIX.length));
+  const seed = hkdf(nobleSha256, masterSeed, DERIVATION_SALT, new TextEncoder().encode(name), 32);
+  const keyId = hex8(noteKeyId(name, ed25519.getPublicKey(seed)));
+  return `${SIGNER_PREFIX}${name}+${keyId}+${encodeBase64(withType(seed))}`;
+}
+
+/** `<name>+<key id>+<base64(type || 32 bytes)>` into its parts, the 32 bytes decoded. */
+export function splitKey(text: string, type = ED25519): [name: string, keyId: string, key: Uint8Array] {
   // Names cannot hold '+', but base64 can: only the first two '+' separate fields.
   const first = text.indexOf('+');
   const second = text.indexOf('+', first + 1);
@@ -124,22 +149,28 @@ function splitKey(text: string): [name: string, keyId: string, key: Uint8Array] 
   if (!KEY_ID.test(keyId)) malformed('key ID must be 8 lowercase hex digits');
   const bytes = decodeBase64(encoded);
   if (bytes === undefined || bytes.length !== 33) malformed('key data must be base64 of 33 bytes');
-  if (bytes[0] !== ED25519) malformed('only Ed25519 keys (type 0x01) are supported');
+  if (bytes[0] !== type) {
+    malformed(
+      type === ED25519
+        ? 'only Ed25519 keys (type 0x01) are supported'
+        : `expected a key of signature type 0x${type.toString(16).padStart(2, '0')}`,
+    );
+  }
   return [name, keyId, bytes.slice(1)];
 }
 
-function requireName(name: string): void {
+export function requireName(name: string): void {
   if (!isValidKeyName(name)) malformed('key name must be non-empty, without spaces, + or control characters');
 }
 
-function withType(key: Uint8Array): Uint8Array {
+export function withType(key: Uint8Array, type = ED25519): Uint8Array {
   const out = new Uint8Array(1 + key.length);
-  out[0] = ED25519;
+  out[0] = type;
   out.set(key, 1);
   return out;
 }
 
-function hex8(value: number): string {
+export function hex8(value: number): string {
   return value.toString(16).padStart(8, '0');
 }
 

@@ -1,9 +1,11 @@
+import { hkdfSync } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isAuditError } from './errors';
 import vectors from './fixtures/merkle/signed-note-vectors.json';
 import { openNote, signNote } from './note';
 import {
+  deriveSignerKey,
   formatVerifierKey,
   generateNoteKeys,
   isValidKeyName,
@@ -289,6 +291,39 @@ describe('openNote', () => {
         }),
         { numRuns: 200 },
       );
+    });
+  });
+});
+
+describe('deriveSignerKey', () => {
+  const master = generateNoteKeys('audit.example/vouch').signerKey;
+
+  describe('when one master key derives keys for two names', () => {
+    it('names each key as asked, and gives the same key each time and another per name', () => {
+      const orders = deriveSignerKey(master, 'audit.example/vouch/orders');
+      expect(parseSignerKey(orders).name).toBe('audit.example/vouch/orders');
+      expect(deriveSignerKey(master, 'audit.example/vouch/orders')).toBe(orders);
+      const refunds = parseSignerKey(deriveSignerKey(master, 'audit.example/vouch/refunds'));
+      expect(refunds.publicKey).not.toEqual(parseSignerKey(orders).publicKey);
+      expect(parseSignerKey(orders).publicKey).not.toEqual(parseSignerKey(master).publicKey);
+    });
+
+    it('is HKDF-SHA256 of the master seed, as node:crypto computes it', () => {
+      // PRIVATE+KEY+<name>+<id>+<base64>: base64 may hold '+', names may not.
+      const seedOf = (key: string) => Buffer.from(key.split('+').slice(4).join('+'), 'base64').subarray(1);
+      const seed = seedOf(master);
+      const expected = hkdfSync('sha256', seed, 'vouch/log-signing-key/v1', 'audit.example/vouch/orders', 32);
+      const derived = deriveSignerKey(master, 'audit.example/vouch/orders');
+      expect(seedOf(derived)).toEqual(Buffer.from(expected));
+    });
+  });
+
+  describe('when the master key or the name is malformed', () => {
+    it.each([
+      ['not a signer key', 'audit.example/vouch+00000000+AAAA', 'x/y'],
+      ['a name with a space', master, 'has space'],
+    ])('refuses %s with MALFORMED_CHECKPOINT', (_, key, name) => {
+      expect(codeOf(() => deriveSignerKey(key, name))).toBe('MALFORMED_CHECKPOINT');
     });
   });
 });

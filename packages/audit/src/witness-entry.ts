@@ -9,6 +9,8 @@ export type {
   WitnessStatus,
 } from './witness';
 export { logOfOrigin, witnessBundle, witnessLog } from './witness';
+export type { WitnessAnswer, WitnessedCheckpoint, WitnessStateStore } from './witness-add-checkpoint';
+export { addCheckpoint, memoryWitnessState } from './witness-add-checkpoint';
 export type { WitnessFetch, WitnessResponse } from './witness-http';
 export type { NextTrustedNote } from './witness-trusted-note';
 export { nextTrustedNote } from './witness-trusted-note';

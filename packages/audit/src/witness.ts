@@ -2,6 +2,7 @@ import { bytesToHex } from '@noble/hashes/utils.js';
 import { BUNDLE_FORMAT, type BundleHeader } from './bundle-format';
 import { type BundleFailure, type BundleReport, verifyBundle } from './bundle-verify';
 import { type Checkpoint, type CheckpointFailureCode, openCheckpoint } from './checkpoint';
+import { type CosignatureVerifier, verifyCosignatures } from './cosignature';
 import { AuditError } from './errors';
 import { bytesEqual } from './merkle-hash';
 import { verifyConsistency } from './merkle-verify';
@@ -43,7 +44,13 @@ export type WitnessStatus =
   | 'NO_TRUSTED_SIGNATURE'
   | 'ORIGIN_MISMATCH'
   /** The server's consistency proof does not verify although its events do: its stored tree was altered. */
-  | 'PROOF_INVALID';
+  | 'PROOF_INVALID'
+  /**
+   * Everything verified, but the newer checkpoint lacks the cosignatures asked for
+   * (`witnesses`): fewer than `threshold` of the trusted witnesses vouch that they saw the
+   * same tree. Refused, not saved: it may be a split view shown only to you.
+   */
+  | 'NOT_WITNESSED';
 
 /** A checkpoint as a report shows it: hex root. */
 export interface WitnessCheckpointView {
@@ -69,12 +76,16 @@ export interface WitnessReport {
   failuresOmitted?: number;
   /** Why the trusted note is kept although the log grew (see `nextTrustedNote`). */
   kept?: string;
+  /** With `witnesses`: the trusted witnesses whose cosignature on the newer checkpoint verified. */
+  cosignedBy?: { name: string; time: number }[];
 }
 
 /** A report, and the note to save as the new trusted state (null: keep what you have). */
 export interface WitnessOutcome {
   report: WitnessReport;
   note: string | null;
+  /** When the check came out consistent: the newer checkpoint's note as served (what a witness cosigns). */
+  checkpoint?: string;
 }
 
 interface WitnessCommonOptions {
@@ -86,6 +97,12 @@ interface WitnessCommonOptions {
   signal?: AbortSignal;
   /** Cap on failures kept (default 10,000); the count goes on. */
   maxFailures?: number;
+  /**
+   * Require witness cosignatures (c2sp.org/tlog-cosignature) on the newer checkpoint: at
+   * least `threshold` distinct `keys` (witness verifier keys, type 0x04) must have cosigned
+   * it, or the verdict is `NOT_WITNESSED` and nothing is saved.
+   */
+  witnesses?: { keys: readonly (CosignatureVerifier | string)[]; threshold: number };
 }
 
 /** Options of `witnessLog`: the trusted note, or none at first use (then `log` is required). */
@@ -232,16 +249,57 @@ export async function witnessLog(options: WitnessLogOptions): Promise<WitnessOut
     }
   }
   const next = nextTrustedNote({ trusted: options.trusted, served, verifiers });
+  return requireWitnesses(
+    {
+      report: {
+        ...base,
+        ...checkedBase,
+        ok: true,
+        status: 'CONSISTENT',
+        message: judged.message,
+        ...(next.kept ? { kept: next.kept } : {}),
+      },
+      note: next.note,
+    },
+    served,
+    options,
+  );
+}
+
+/**
+ * With `options.witnesses`, turn a consistent outcome into `NOT_WITNESSED` (nothing saved)
+ * unless the newer checkpoint carries enough valid cosignatures. Cosignatures are looked for
+ * on the checkpoint as the server or bundle had it and on the note that would be saved
+ * (which merges the trusted file's lines for the same checkpoint).
+ */
+function requireWitnesses(
+  consistent: WitnessOutcome,
+  served: string,
+  options: WitnessCommonOptions,
+): WitnessOutcome {
+  const outcome = { ...consistent, checkpoint: served };
+  if (!options.witnesses || !outcome.report.ok) return outcome;
+  const candidates = outcome.note === null ? [served] : [outcome.note, served];
+  let best: ReturnType<typeof verifyCosignatures> | undefined;
+  for (const note of candidates) {
+    const check = verifyCosignatures(note, {
+      witnesses: options.witnesses.keys,
+      threshold: options.witnesses.threshold,
+    });
+    if (best === undefined || check.cosignedBy.length > best.cosignedBy.length) best = check;
+  }
+  const cosignedBy = best!.cosignedBy.map(({ name, time }) => ({ name, time }));
+  if (best!.ok) return { ...outcome, report: { ...outcome.report, cosignedBy } };
   return {
     report: {
-      ...base,
-      ...checkedBase,
-      ok: true,
-      status: 'CONSISTENT',
-      message: judged.message,
-      ...(next.kept ? { kept: next.kept } : {}),
+      ...outcome.report,
+      ok: false,
+      status: 'NOT_WITNESSED',
+      message: `${outcome.report.message}, but not witnessed: ${best!.message}`,
+      cosignedBy,
     },
-    note: next.note,
+    note: null,
+    checkpoint: served,
   };
 }
 
@@ -298,7 +356,11 @@ export async function witnessBundle(
   };
   if (!report.ok || served === undefined) return { report, note: null };
   const next = nextTrustedNote({ trusted: options.trusted, served, verifiers: options.verifiers });
-  return { report: { ...report, ...(next.kept ? { kept: next.kept } : {}) }, note: next.note };
+  return requireWitnesses(
+    { report: { ...report, ...(next.kept ? { kept: next.kept } : {}) }, note: next.note },
+    served,
+    options,
+  );
 }
 
 /** The log id a Vouch checkpoint origin names: its last path segment (`<prefix>/<log>`). */

@@ -12,6 +12,8 @@ export type { StoredCheckpoint } from './checkpoints/checkpoint-store';
 export { checkpointAt, latestCheckpoint } from './checkpoints/checkpoint-store';
 export type { Checkpointer, CheckpointerOptions } from './checkpoints/checkpointer';
 export { createCheckpointer } from './checkpoints/checkpointer';
+export type { StoredCosignature } from './checkpoints/cosignature-store';
+export { cosignaturesAt, storeCosignatures } from './checkpoints/cosignature-store';
 export type { SigningKeyFile } from './checkpoints/log-signing-key';
 export {
   parseLogSigners,
@@ -63,6 +65,8 @@ export { listLogs, logExists, requireLog } from './log-exists';
 // Merkle storage: the append hook that keeps every complete subtree, and proofs read from it.
 export { merkleAppendHook } from './merkle/merkle-append-hook';
 export { merkleConsistencyProof, merkleInclusionProof, merkleRoot } from './merkle/merkle-proofs';
+export type { TileRequest } from './merkle/merkle-tiles';
+export { readTile, TILE_WIDTH } from './merkle/merkle-tiles';
 export { migrate, migrationStatus } from './migrate';
 // The records service, its inputs and the records it returns.
 export type {

@@ -129,7 +129,8 @@ async function checkpointToExport(
     return signLogCheckpoint(database, {
       log,
       origin: (l) => logOrigin(keys.originPrefix, l),
-      signers: keys.signers,
+      signers: keys.signersFor,
+      earlierKeys: () => keys.sharedVerifierKeys,
     });
   }
   const latest = await latestCheckpoint(database, log);

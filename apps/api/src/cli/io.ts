@@ -24,6 +24,12 @@ export const EXIT = {
   BROKEN: 1,
   /** Usage, configuration or connection error: the message says what to fix. */
   USAGE: 2,
+  /**
+   * `verify --witness … --threshold N`: everything verified, but the checkpoint lacks N valid
+   * witness cosignatures, so it is refused (it may be a split view). Neither evidence of a
+   * rewrite (1) nor a failure to check (2): a log whose witnesses lag behind gives 3 too.
+   */
+  NOT_WITNESSED: 3,
 } as const;
 
 /** A failure the CLI reports as one message and exit code 2. */

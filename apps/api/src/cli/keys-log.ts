@@ -1,6 +1,7 @@
 import { generateNoteKeys, isValidKeyName } from '@vouch/audit';
 import { logOrigin } from '@vouch/ledger';
 import { databaseTarget } from '../config';
+import { LogIdSchema } from '../schemas/common';
 import { transparencyConfig } from '../transparency/config';
 import { DEFAULT_ORIGIN_PREFIX, loadLogKeys } from '../transparency/log-keys';
 import { defineCommand } from './command';
@@ -9,15 +10,24 @@ import { CliError, EXIT } from './io';
 /** `vouch keys log-public`: exit 0 with the verifier keys on stdout, 2 when there is no key. */
 export const keysLogPublicCommand = defineCommand({
   name: 'vouch keys log-public',
-  summary: "the log's public checkpoint key, for auditors",
-  description: `Print the public verifier key(s) of the log signing key, one per line: what auditors pass
-to \`vouch verify --public-key\` to check this server's checkpoints. Publish them where
-auditors can get them without asking this server.
+  summary: "the log's public checkpoint key, for auditors and witnesses",
+  description: `Print public verifier keys of the log signing key, one per line: what auditors and
+witnesses pass to \`vouch verify --public-key\` / \`vouch witness --public-key\` to check this
+server's checkpoints. Publish them where auditors can get them without asking this server.
 
-The signing key comes from VOUCH_LOG_SIGNING_KEY (several keys while rotating: each is
+With --log L: the verifier key(s) of log L's own key, named after its checkpoint origin
+PREFIX/L (one per master key while rotating). Each log is signed with its own key,
+derived from the master key, so a witness of one log trusts nothing about another.
+Without --log: the shared (master) key(s), which signed every log's checkpoints before
+per-log keys, and still sign new ones while VOUCH_LOG_SHARED_SIGNATURE is true (default).
+
+The master key comes from VOUCH_LOG_SIGNING_KEY (several keys while rotating: each is
 printed), or on PGlite from the data directory (VOUCH_DATA_DIR), where it is generated on
 first use. On Postgres VOUCH_LOG_SIGNING_KEY is required.`,
-  options: { json: { type: 'boolean', help: 'print the keys, their origin prefix and source as JSON' } },
+  options: {
+    log: { type: 'string', value: 'L', help: "print log L's own verifier key(s)" },
+    json: { type: 'boolean', help: 'print the keys, their origin prefix and source as JSON' },
+  },
   async action({ values }, io) {
     const keys = loadLogKeys(transparencyConfig(io.env), databaseTarget(io.env, io.cwd));
     if (keys === null) {
@@ -25,19 +35,33 @@ first use. On Postgres VOUCH_LOG_SIGNING_KEY is required.`,
         'no log signing key: on Postgres set VOUCH_LOG_SIGNING_KEY (make one with `vouch keys log-new`)',
       );
     }
+    const log = values.log;
+    if (log !== undefined && !LogIdSchema.safeParse(log).success)
+      throw new CliError(`--log ${log} is not a log id`);
     const source = keys.source.kind === 'env' ? 'VOUCH_LOG_SIGNING_KEY' : keys.source.path;
+    const printed = log === undefined ? keys.sharedVerifierKeys : keys.logVerifierKeys(log);
     if (values.json) {
-      io.out(
-        `${JSON.stringify({ origin_prefix: keys.originPrefix, verifier_keys: keys.verifierKeys, source }, null, 2)}\n`,
-      );
+      const body = {
+        origin_prefix: keys.originPrefix,
+        ...(log === undefined ? {} : { log, origin: logOrigin(keys.originPrefix, log) }),
+        verifier_keys: printed,
+        shared_verifier_keys: keys.sharedVerifierKeys,
+        shared_signature: keys.sharedSignature,
+        source,
+      };
+      io.out(`${JSON.stringify(body, null, 2)}\n`);
       return EXIT.OK;
     }
     if (keys.source.kind === 'file' && keys.source.created)
       io.err(`Generated a new log signing key in ${source}.\n`);
-    io.err(
-      `Checkpoints of log L have origin ${logOrigin(keys.originPrefix, 'L')}; signed with the key from ${source}:\n`,
-    );
-    for (const key of keys.verifierKeys) io.out(`${key}\n`);
+    if (log === undefined) {
+      io.err(
+        `Checkpoints of log L have origin ${logOrigin(keys.originPrefix, 'L')} and are signed with L's own key (\`--log L\` prints it)${keys.sharedSignature ? ' and with the shared key from' : '; before per-log keys, with the shared key from'} ${source}:\n`,
+      );
+    } else {
+      io.err(`The key of log ${log}, named after its origin ${logOrigin(keys.originPrefix, log)}:\n`);
+    }
+    for (const key of printed) io.out(`${key}\n`);
     return EXIT.OK;
   },
 });

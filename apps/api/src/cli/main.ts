@@ -42,6 +42,11 @@ export const vouchCommand = defineGroup({
       load: async () => (await import('./config-check')).configCommand,
     },
     {
+      name: 'vouch witness',
+      summary: 'witness a log: check that it only grows, cosign its checkpoints',
+      load: async () => (await import('./witness')).witnessCommand,
+    },
+    {
       name: 'vouch export',
       summary: 'write a self-contained, signed audit bundle of a log',
       load: async () => (await import('./export')).exportCommand,

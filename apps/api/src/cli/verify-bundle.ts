@@ -1,11 +1,24 @@
 import { createReadStream, existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { type BundleReport, type NoteVerifier, parseVerifierKey, splitLines } from '@vouch/audit';
+import {
+  type BundleReport,
+  type NoteVerifier,
+  parseVerifierKey,
+  readCheckpointUnverified,
+  splitLines,
+  verifyCosignatures,
+} from '@vouch/audit';
 import { verifyBundleFile } from '@vouch/audit/node';
 import { createRecordRuleCheck, type RecordRuleCheck } from '@vouch/ledger';
 import { RECORD_KINDS } from '@vouch/records';
 import { defineCommand, type OptionSpec } from './command';
 import { CliError, type CliIo, EXIT } from './io';
+import {
+  bundleCheckpointNote,
+  parseWitnessRequirement,
+  THRESHOLD_OPTION,
+  WITNESS_OPTION,
+} from './witness-threshold';
 
 const PROGRESS_EVERY = 10_000;
 
@@ -90,13 +103,14 @@ export function describeBundleReport(report: BundleReport): string {
 export const verifyBundleCommand = defineCommand({
   name: 'vouch verify',
   synopsis:
-    'vouch verify --bundle FILE --public-key KEY [--public-key KEY…] [--origin O] [--log L] [--threads N] [--json]',
+    'vouch verify --bundle FILE --public-key KEY [--public-key KEY…] [--witness KEY… [--threshold N]] [--origin O] [--log L] [--threads N] [--json]',
   description: `Verify an exported bundle offline, with no database and without trusting the server:
 every payload hash, event hash and chain link is recomputed, every record is re-checked
 against the rules the server enforces when it writes one, the Merkle root is rebuilt
 from the events and must equal the root of the bundle's checkpoint, whose signature must
 verify under one of the public keys you trust (from \`vouch keys log-public\`; keys you
-do not pass are ignored, which is how a key rotation works).`,
+do not pass are ignored, which is how a key rotation works). With --witness, the
+checkpoint must also carry valid cosignatures by --threshold of those witnesses.`,
   options: {
     bundle: { type: 'string', value: 'FILE', required: true, help: 'the bundle file (vouch export)' },
     'public-key': PUBLIC_KEY_OPTION,
@@ -111,13 +125,17 @@ do not pass are ignored, which is how a key rotation works).`,
       value: 'N',
       help: 'threads that verify a large bundle (default 2, 1 on a single core);\nthe verdict is the same with any number',
     },
+    witness: WITNESS_OPTION,
+    threshold: THRESHOLD_OPTION,
     json: JSON_OPTION,
   },
-  footer: 'Exit 0: intact. Exit 1: broken (every problem is listed). Exit 2: usage error or unreadable file.',
+  footer:
+    'Exit 0: intact. Exit 1: broken (every problem is listed). Exit 2: usage error or unreadable file.\nExit 3: intact, but fewer than --threshold of the --witness keys cosigned its checkpoint (NOT_WITNESSED).',
   async action({ values }, io) {
     if (!values.bundle) throw new CliError('--bundle FILE is required');
     const verifiers = parseVerifierKeys(values['public-key']);
     const threads = parseThreads(values.threads);
+    const witnesses = parseWitnessRequirement(values.witness, values.threshold);
     if (!existsSync(values.bundle)) throw new CliError(`no bundle file at ${values.bundle}`);
     const progress = bundleProgress(io, `verifying ${values.bundle}`);
     let rules: RecordRuleCheck | undefined;
@@ -138,7 +156,44 @@ do not pass are ignored, which is how a key rotation works).`,
       progressEvery: PROGRESS_EVERY,
     });
     progress.done();
-    io.out(values.json ? `${JSON.stringify(report, null, 2)}\n` : describeBundleReport(report));
+    const witnessed =
+      witnesses && report.ok ? await witnessCheck(values.bundle, report, witnesses) : undefined;
+    const shown = witnessed ? { ...report, witnesses: witnessed } : report;
+    io.out(values.json ? `${JSON.stringify(shown, null, 2)}\n` : describeBundleReport(report));
+    if (witnessed && !values.json) io.out(`${witnessed.ok ? '' : 'NOT_WITNESSED — '}${witnessed.message}\n`);
+    if (witnessed && !witnessed.ok) return EXIT.NOT_WITNESSED;
     return report.ok ? EXIT.OK : EXIT.BROKEN;
   },
 });
+
+/**
+ * The cosignatures on the checkpoint of a bundle that verified: its checkpoint line is read
+ * again from the file's end, and must state the checkpoint the verification accepted.
+ */
+async function witnessCheck(
+  path: string,
+  report: BundleReport,
+  witnesses: NonNullable<ReturnType<typeof parseWitnessRequirement>>,
+): Promise<{ ok: boolean; message: string; cosignedBy: { name: string; time: number }[] }> {
+  const note = await bundleCheckpointNote(path);
+  const stated = note === undefined ? undefined : readCheckpointUnverified(note);
+  const cp = report.checkpoint!;
+  if (
+    stated === undefined ||
+    stated.treeSize !== cp.treeSize ||
+    stated.origin !== cp.origin ||
+    Buffer.from(stated.rootHash).toString('hex') !== cp.rootHash
+  ) {
+    return {
+      ok: false,
+      message: "the bundle's last checkpoint line is not the checkpoint verified",
+      cosignedBy: [],
+    };
+  }
+  const check = verifyCosignatures(note!, { witnesses: witnesses.keys, threshold: witnesses.threshold });
+  return {
+    ok: check.ok,
+    message: check.message,
+    cosignedBy: check.cosignedBy.map(({ name, time }) => ({ name, time })),
+  };
+}

@@ -14,6 +14,7 @@ import {
   PUBLIC_KEY_OPTION,
   parseVerifierKeys,
 } from './verify-bundle';
+import { parseWitnessRequirement, THRESHOLD_OPTION, WITNESS_OPTION } from './witness-threshold';
 
 /** The report `verify --since` prints (`--json`): the witness's, plus where it was saved. */
 export type SinceReport = WitnessReport & { saved: string | null };
@@ -42,6 +43,8 @@ const SINCE_OPTIONS = {
     type: 'boolean',
     help: 'CHECKPOINT_FILE does not exist yet: trust the current checkpoint\nonce its signature and the events behind it verify, and save it',
   },
+  witness: WITNESS_OPTION,
+  threshold: THRESHOLD_OPTION,
   json: JSON_OPTION,
 } satisfies OptionSpecs;
 
@@ -49,7 +52,7 @@ const SINCE_OPTIONS = {
 export const verifySinceCommand = defineCommand({
   name: 'vouch verify',
   synopsis:
-    'vouch verify --since CHECKPOINT_FILE --public-key KEY (--url URL [--key APIKEY] [--log L] | --bundle FILE) [--init] [--json]',
+    'vouch verify --since CHECKPOINT_FILE --public-key KEY (--url URL [--key APIKEY] [--log L] | --bundle FILE) [--witness KEY… [--threshold N]] [--init] [--json]',
   description: `Check that a log only grew since the checkpoint you trusted last (the witness pattern).
 CHECKPOINT_FILE holds that signed checkpoint. The tool gets the log's newer checkpoint,
 from a running server (--url, with an auditor API key) or from an exported bundle
@@ -57,18 +60,23 @@ from a running server (--url, with an auditor API key) or from an exported bundl
 every event hash, chain link and the Merkle root at your size and at the new one: the
 server's claims prove nothing by themselves. Only then is CHECKPOINT_FILE replaced
 (atomically: write, fsync, rename); a file that carries other witnesses' cosignatures is
-never replaced by one that lacks them.`,
+never replaced by one that lacks them. With --witness, the newer checkpoint must also carry
+valid cosignatures (c2sp.org/tlog-cosignature) by --threshold of those witnesses, or it
+is refused and not saved: a checkpoint no witness saw may be a view shown only to you.`,
   options: SINCE_OPTIONS,
   footer: `Exit 0: CONSISTENT (the log only grew). Exit 1: evidence of a rewrite or a server that
 withholds what it must serve: TRUNCATED, FORKED, BROKEN, WITHHELD, PROOF_INVALID, or a
 newer checkpoint that is not acceptable. Exit 2: usage, connection or file error, or at
 --init a log that does not exist (LOG_NOT_FOUND) or has no signed checkpoint yet
 (NO_CHECKPOINT_YET): nothing concluded. With a checkpoint on file, a server that calls the
-log unknown or unsigned withholds what it signed before: WITHHELD, exit 1.`,
+log unknown or unsigned withholds what it signed before: WITHHELD, exit 1. Exit 3:
+NOT_WITNESSED, everything verified but fewer than --threshold witnesses cosigned the
+newer checkpoint; nothing saved.`,
   async action({ values }, io) {
     try {
       const report = await witness(values, io);
       io.out(values.json ? `${JSON.stringify(report, null, 2)}\n` : describe(report));
+      if (report.status === 'NOT_WITNESSED') return EXIT.NOT_WITNESSED;
       return report.ok ? EXIT.OK : EXIT.BROKEN;
     } catch (error) {
       // A script reading --json still gets one parseable answer that says nothing was concluded.
@@ -87,13 +95,14 @@ async function witness(values: OptionValues<typeof SINCE_OPTIONS>, io: CliIo): P
   const file = values.since;
   if (!file) throw new CliError('--since CHECKPOINT_FILE is required');
   const verifiers = parseVerifierKeys(values['public-key']);
+  const witnesses = parseWitnessRequirement(values.witness, values.threshold);
   if ((values.url === undefined) === (values.bundle === undefined)) {
     throw new CliError('give exactly one of --url URL (a running server) or --bundle FILE');
   }
   const trusted = await readTrusted(file, values.init === true);
   const label = values.url === undefined ? `verifying ${values.bundle}` : 'checking the served events';
   const progress = bundleProgress(io, label);
-  const common = { verifiers, onProgress: progress.onProgress };
+  const common = { verifiers, onProgress: progress.onProgress, ...(witnesses ? { witnesses } : {}) };
   let outcome: WitnessOutcome;
   if (values.url !== undefined) {
     const apiKey = values.key ?? io.env.VOUCH_API_KEY?.trim();
@@ -172,5 +181,9 @@ function describe(report: SinceReport): string {
   if (report.failuresOmitted) lines.push(`  … and ${count(report.failuresOmitted)} more not listed`);
   if (report.saved) lines.push(`  saved the new checkpoint to ${report.saved}`);
   if (report.kept) lines.push(`  ${report.kept}`);
+  if (report.cosignedBy) {
+    const by = report.cosignedBy.map((c) => c.name).join(', ') || 'no witness you trust';
+    lines.push(`  cosigned by: ${by}`);
+  }
   return `${lines.join('\n')}\n`;
 }

@@ -10,6 +10,7 @@ import { editCheckpoint, editMerkleNode, rewriteEvent, testBackends } from '@vou
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../testing/app-harness';
 import { checkpointKeysFor } from '../transparency/checkpoint-keys';
+import { logKeysOf } from '../transparency/log-keys';
 
 // GET /v1/logs/{log}/verify against a database its owner has tampered with (the threat
 // model in docs/chain.md): what is stored beside the chain is recomputed, never trusted.
@@ -27,12 +28,14 @@ describe.each(testBackends())('GET /v1/logs/{log}/verify on $name', ({ open }) =
   beforeAll(async () => {
     h = await createHarness({
       open,
-      checkpointKeys: checkpointKeysFor({
-        originPrefix: PREFIX,
-        signers,
-        verifierKeys: [logKey.verifierKey],
-        source: { kind: 'env' },
-      }),
+      checkpointKeys: checkpointKeysFor(
+        logKeysOf({
+          originPrefix: PREFIX,
+          masterKeys: logKey.signerKey,
+          sharedSignature: true,
+          source: { kind: 'env' },
+        }),
+      ),
     });
     auditor = await h.keyFor('user:audrey', ['auditor']);
   });

@@ -1,10 +1,15 @@
 import {
   eventLeafHash,
+  generateCosignerKeys,
   generateNoteKeys,
   openCheckpoint,
+  parseCosignerSignerKey,
   parseSignerKey,
   type StoredEvent,
+  splitLines,
+  verifyBundle,
   verifyConsistency,
+  verifyCosignatures,
   verifyInclusion,
 } from '@vouch/audit';
 import {
@@ -21,6 +26,8 @@ import { createApp, type VouchApp } from '../app';
 import { createKeyStore } from '../auth/key-store';
 
 const keys = generateNoteKeys('vouch.test');
+const witness = generateCosignerKeys('witness.test/w1');
+const stranger = generateCosignerKeys('witness.test/stranger');
 const signing = {
   origin: (log: string) => logOrigin('vouch.test', log),
   signers: [parseSignerKey(keys.signerKey)],
@@ -55,7 +62,7 @@ beforeAll(async () => {
   database = await testBackends()[0]!.open();
   ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
   const store = createKeyStore(ledger);
-  app = createApp({ ledger, keys: store });
+  app = createApp({ ledger, keys: store, witnessKeys: [witness.verifierKey] });
   const issue = async (roles: ('auditor' | 'gateway')[], logs: string[] | null = null) =>
     (await store.create({ identity: 'user:t', roles, logs, createdBy: 'system:test' })).secret;
   auditor = await issue(['auditor']);
@@ -180,6 +187,125 @@ describe('transparency routes', () => {
     ])('answers %s with %i %s', async (query, status, code) => {
       const answer = await get(`/v1/logs/orders/proofs/consistency?${query}`, auditor);
       expect([answer.status, answer.body.error.code]).toEqual([status, code]);
+    });
+  });
+});
+
+describe('POST /v1/logs/{log}/checkpoints/{tree_size}/cosignatures', () => {
+  const post = (path: string, key: string, body: unknown) =>
+    app.request(path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  const noteAt = async (size: number) =>
+    ((await get(`/v1/logs/orders/checkpoints/${size}`, auditor)).body as Answer).note as string;
+
+  describe('when a configured witness cosigns the checkpoint at that size', () => {
+    it('keeps the line and serves it with the checkpoint from then on, as JSON and as text', async () => {
+      const note = await noteAt(3);
+      const line = parseCosignerSignerKey(witness.signerKey).cosign(note, 1_700_000_000);
+      const response = await post('/v1/logs/orders/checkpoints/3/cosignatures', auditor, {
+        cosignatures: [line],
+      });
+      expect(response.status).toBe(200);
+      expect(await response.json()).toMatchObject({ accepted: 1, stored: 1, note: note + line });
+      const served = await noteAt(3);
+      expect(verifyCosignatures(served, { witnesses: [witness.verifierKey], threshold: 1 }).ok).toBe(true);
+      expect(openCheckpoint(served, { verifiers: [keys.verifierKey] }).ok).toBe(true);
+      const text = await get('/v1/logs/orders/checkpoints/3', auditor, { accept: 'text/plain' });
+      expect(await text.response.text()).toBe(note + line);
+      // Handing it in again keeps one copy.
+      const again = await post('/v1/logs/orders/checkpoints/3/cosignatures', auditor, {
+        cosignatures: [line],
+      });
+      expect(await again.json()).toMatchObject({ accepted: 1, stored: 0 });
+    });
+  });
+
+  describe('when a line is not by a configured witness, or is for another checkpoint', () => {
+    it('refuses the request with 400 INVALID_REQUEST, says which line, and keeps nothing', async () => {
+      const note = await noteAt(7);
+      const unknown = parseCosignerSignerKey(stranger.signerKey).cosign(note, 5);
+      const moved = parseCosignerSignerKey(witness.signerKey).cosign(await noteAt(3), 5);
+      const good = parseCosignerSignerKey(witness.signerKey).cosign(note, 5);
+      const response = await post('/v1/logs/orders/checkpoints/7/cosignatures', auditor, {
+        cosignatures: [good, unknown, moved],
+      });
+      expect(response.status).toBe(400);
+      const body = (await response.json()) as Answer;
+      expect(body.error.code).toBe('INVALID_REQUEST');
+      expect(body.error.details.refused.map((r: Answer) => r.index)).toEqual([1, 2]);
+      // Not even the good line was kept: the served checkpoint is the one signed by the log alone.
+      expect(await noteAt(7)).toBe(note);
+    });
+  });
+
+  describe('when the caller may not hand in cosignatures for that log', () => {
+    it('refuses a gateway key (403) and an auditor key limited to other logs', async () => {
+      const note = await noteAt(7);
+      const line = parseCosignerSignerKey(witness.signerKey).cosign(note, 5);
+      expect(
+        (await post('/v1/logs/orders/checkpoints/7/cosignatures', gateway, { cosignatures: [line] })).status,
+      ).toBe(403);
+      expect(
+        (await post('/v1/logs/orders/checkpoints/7/cosignatures', limited, { cosignatures: [line] })).status,
+      ).toBe(403);
+    });
+  });
+
+  describe('when there is no checkpoint at that size', () => {
+    it('answers 404 NOT_FOUND', async () => {
+      const response = await post('/v1/logs/orders/checkpoints/5/cosignatures', auditor, {
+        cosignatures: ['\u2014 x y'],
+      });
+      expect(response.status).toBe(404);
+    });
+  });
+});
+
+describe('GET /v1/logs/{log}/bundle', () => {
+  const bundleOf = async (path: string, key = auditor) => {
+    const response = await app.request(path, { headers: { authorization: `Bearer ${key}` } });
+    return { status: response.status, text: await response.text() };
+  };
+  const lines = (text: string) =>
+    (async function* () {
+      yield* splitLines(
+        (async function* () {
+          yield text;
+        })(),
+      );
+    })();
+
+  describe('when an auditor asks for the bundle up to a stored checkpoint', () => {
+    it('streams a vouch-bundle that verifies offline, ending at that checkpoint with its cosignatures', async () => {
+      const { status, text } = await bundleOf('/v1/logs/orders/bundle?tree_size=3');
+      expect(status).toBe(200);
+      const report = await verifyBundle(lines(text), { verifiers: [keys.verifierKey] });
+      expect(report).toMatchObject({ ok: true, checked: 3, checkpoint: { treeSize: 3 } });
+      // The cosignature handed in above travels with the checkpoint.
+      const last = JSON.parse(text.trim().split('\n').at(-1)!) as { checkpoint: string };
+      expect(verifyCosignatures(last.checkpoint, { witnesses: [witness.verifierKey], threshold: 1 }).ok).toBe(
+        true,
+      );
+    });
+
+    it('ends at the latest checkpoint by default', async () => {
+      const { text } = await bundleOf('/v1/logs/orders/bundle');
+      expect(await verifyBundle(lines(text), { verifiers: [keys.verifierKey] })).toMatchObject({
+        ok: true,
+        checked: 7,
+      });
+    });
+  });
+
+  describe('when no checkpoint is stored at that size, or the key may not read the log', () => {
+    it("answers 404 for a size without a checkpoint, 403 for a gateway or another log's auditor", async () => {
+      expect((await bundleOf('/v1/logs/orders/bundle?tree_size=5')).status).toBe(404);
+      expect((await bundleOf('/v1/logs/orders/bundle', gateway)).status).toBe(403);
+      expect((await bundleOf('/v1/logs/orders/bundle', limited)).status).toBe(403);
+      expect((await bundleOf('/v1/logs/nope/bundle')).status).toBe(404);
     });
   });
 });

@@ -54,3 +54,31 @@ export const ConsistencyQuerySchema = z.strictObject({
 });
 
 export const ConsistencyProofSchema = component(consistencyProofSchema, 'ConsistencyProof');
+
+export const CosignaturesBodySchema = z
+  .strictObject({
+    cosignatures: z.array(z.string().min(1).max(512)).min(1).max(32).openapi({
+      description:
+        "c2sp.org/tlog-cosignature signature lines (`— <witness name> <base64>`), as a witness's `add-checkpoint` answers them",
+    }),
+  })
+  .openapi('CosignaturesBody');
+
+export const CosignaturesAcceptedSchema = z
+  .object({
+    log: z.string(),
+    tree_size: z.number().int(),
+    accepted: z.number().int().openapi({ description: 'Lines that verified under a configured witness key' }),
+    stored: z.number().int().openapi({ description: 'Of those, lines not kept before' }),
+    note: z.string().openapi({ description: 'The checkpoint with every cosignature kept so far' }),
+  })
+  .openapi('CosignaturesAccepted');
+
+export const BundleQuerySchema = z.strictObject({
+  tree_size: treeSize()
+    .optional()
+    .openapi({
+      param: { name: 'tree_size', in: 'query' },
+      description: 'The checkpoint the bundle ends at (a stored one); default the latest',
+    }),
+});

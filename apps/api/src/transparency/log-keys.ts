@@ -1,20 +1,42 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { isValidKeyName, type NoteSigner } from '@vouch/audit';
-import { parseLogSigners, readOrCreateSigningKeyFile, SIGNING_KEY_FILE, verifierKeysOf } from '@vouch/ledger';
+import { deriveSignerKey, isValidKeyName, type NoteSigner, parseSignerKey } from '@vouch/audit';
+import {
+  logOrigin,
+  parseLogSigners,
+  readOrCreateSigningKeyFile,
+  SIGNING_KEY_FILE,
+  verifierKeysOf,
+} from '@vouch/ledger';
 import { ConfigError, type DatabaseTarget } from '../config';
 import type { TransparencyConfig } from './config';
 
 /** The origin prefix when neither `VOUCH_LOG_ORIGIN` nor a key names one. */
 export const DEFAULT_ORIGIN_PREFIX = 'vouch.local';
 
-/** How this server signs checkpoints. */
+/**
+ * How this server signs checkpoints. The operator holds one secret, the **master key** (or
+ * several while rotating); each log is signed with its own key derived from it
+ * (`deriveSignerKey`), named after the log's checkpoint origin `<prefix>/<log>` as
+ * c2sp.org/tlog-checkpoint recommends. A derived key signs one log only, so a witness trusts
+ * one log per key; the master key itself is the **shared key** every log was signed with
+ * before per-log keys existed, still trusted for those checkpoints.
+ */
 export interface LogKeys {
   /** Checkpoint origins are `<prefix>/<log>`. */
   originPrefix: string;
-  signers: NoteSigner[];
-  /** The verifier key texts auditors trust, one per signer. */
-  verifierKeys: string[];
+  /** The master keys, in the configured order. */
+  masterSigners: NoteSigner[];
+  /** The master keys' verifier keys: what checkpoints signed before per-log keys carry. */
+  sharedVerifierKeys: string[];
+  /** Whether new checkpoints also carry the shared key's signature (`VOUCH_LOG_SHARED_SIGNATURE`). */
+  sharedSignature: boolean;
+  /** The keys that sign `log`'s checkpoints: its own (one per master key), then the shared ones if enabled. */
+  signersFor(log: string): NoteSigner[];
+  /** The verifier keys of `log`'s own keys (what a witness of that log trusts), one per master key. */
+  logVerifierKeys(log: string): string[];
+  /** Every verifier key `log`'s checkpoints may carry, old ones included: its own, then the shared ones. */
+  verifierKeysFor(log: string): string[];
   /** Where the keys came from: the environment, or the PGlite data directory's key file. */
   source: { kind: 'env' } | { kind: 'file'; path: string; created: boolean };
 }
@@ -22,8 +44,8 @@ export interface LogKeys {
 /**
  * The log signing keys, from the settings `transparencyConfig` reads:
  *
- * - `VOUCH_LOG_SIGNING_KEY`: one or more signer keys (`PRIVATE+KEY+…`, whitespace or comma
- *   separated; several during a rotation). Required on Postgres.
+ * - `VOUCH_LOG_SIGNING_KEY`: one or more master signer keys (`PRIVATE+KEY+…`, whitespace or
+ *   comma separated; several during a rotation). Required on Postgres.
  * - otherwise, on PGlite: a key generated on first use and kept in the data directory
  *   (`vouch-log-signing.key`, mode 0600). It is only as safe as that directory: fine for
  *   trying Vouch, and the reason production runs on Postgres with a key from a secret store.
@@ -52,12 +74,13 @@ export function loadLogKeys(config: TransparencyConfig, target: DatabaseTarget):
         `VOUCH_LOG_SIGNING_KEY is not a list of signer keys (PRIVATE+KEY+<name>+<id>+<base64>): ${(error as Error).message}`,
       );
     }
-    return {
-      originPrefix: (configuredOrigin ?? signers[0]!.name).replace(/\/+$/, ''),
-      signers,
-      verifierKeys: verifierKeysOf(signers),
+    const prefix = (configuredOrigin ?? signers[0]!.name).replace(/\/+$/, '');
+    return logKeysOf({
+      originPrefix: prefix,
+      masterKeys: keyText,
+      sharedSignature: config.sharedSignature,
       source: { kind: 'env' },
-    };
+    });
   }
   if (target.kind !== 'pglite') return null;
   const path = join(target.dataDir, SIGNING_KEY_FILE);
@@ -78,10 +101,48 @@ export function loadLogKeys(config: TransparencyConfig, target: DatabaseTarget):
   } catch (error) {
     throw new ConfigError(`${path} does not hold a signer key: ${(error as Error).message}`);
   }
-  return {
+  return logKeysOf({
     originPrefix: configuredOrigin?.replace(/\/+$/, '') ?? signers[0]!.name,
-    signers,
-    verifierKeys: verifierKeysOf(signers),
+    masterKeys: file.signerKey,
+    sharedSignature: config.sharedSignature,
     source: { kind: 'file', path, created: file.created },
+  });
+}
+
+/**
+ * The log keys of master signer key text(s) (whitespace or comma separated). Throws
+ * `AuditError` `MALFORMED_CHECKPOINT` for a key that does not parse.
+ */
+export function logKeysOf(options: {
+  originPrefix: string;
+  masterKeys: string;
+  sharedSignature: boolean;
+  source: LogKeys['source'];
+}): LogKeys {
+  const { originPrefix, sharedSignature, source } = options;
+  const masterTexts = options.masterKeys.split(/[\s,]+/).filter((key) => key !== '');
+  const masterSigners = parseLogSigners(options.masterKeys);
+  const sharedVerifierKeys = verifierKeysOf(masterSigners);
+  // Derivation is a hash and a scalar multiplication: worth remembering per log id.
+  const derived = new Map<string, NoteSigner[]>();
+  const ownSigners = (log: string): NoteSigner[] => {
+    let signers = derived.get(log);
+    if (signers === undefined) {
+      const origin = logOrigin(originPrefix, log);
+      signers = masterTexts.map((master) => parseSignerKey(deriveSignerKey(master, origin)));
+      derived.set(log, signers);
+    }
+    return signers;
+  };
+  const logVerifierKeys = (log: string) => verifierKeysOf(ownSigners(log));
+  return {
+    originPrefix,
+    masterSigners,
+    sharedVerifierKeys,
+    sharedSignature,
+    signersFor: (log) => (sharedSignature ? [...ownSigners(log), ...masterSigners] : ownSigners(log)),
+    logVerifierKeys,
+    verifierKeysFor: (log) => [...logVerifierKeys(log), ...sharedVerifierKeys],
+    source,
   };
 }

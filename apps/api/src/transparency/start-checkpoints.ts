@@ -48,7 +48,9 @@ export function startCheckpoints(options: {
   }
   logger.info('checkpoints enabled', {
     origin: logOrigin(keys.originPrefix, '<log>'),
-    verifier_keys: keys.verifierKeys,
+    // Each log's own key is named after its origin; `vouch keys log-public --log L` prints it.
+    verifier_keys: keys.sharedVerifierKeys,
+    shared_signature: keys.sharedSignature,
     key_source: keys.source.kind === 'env' ? 'VOUCH_LOG_SIGNING_KEY' : keys.source.path,
     ...(keys.source.kind === 'file' && keys.source.created ? { key_created: true } : {}),
     interval_ms: options.config.intervalMs,
@@ -56,7 +58,8 @@ export function startCheckpoints(options: {
   const checkpointer = createCheckpointer({
     database: options.database,
     origin: (log) => logOrigin(keys.originPrefix, log),
-    signers: keys.signers,
+    signers: keys.signersFor,
+    earlierKeys: () => keys.sharedVerifierKeys,
     intervalMs: options.config.intervalMs,
     ...(options.integrityAlarm ? { integrityAlarm: options.integrityAlarm } : {}),
     ...(options.onCheckpoint ? { onCheckpoint: options.onCheckpoint } : {}),

@@ -4,8 +4,7 @@ import { LedgerError } from '../errors';
 import { createIntegrityAlarm, type IntegrityAlarm, type IntegrityAlarmCode } from '../integrity-alarm';
 import type { AppendHook } from '../ledger';
 import { logsAheadOfCheckpoint, type StoredCheckpoint } from './checkpoint-store';
-import { verifierKeysOf } from './log-signing-key';
-import { type CheckpointSigning, signLogCheckpoint } from './sign-log-checkpoint';
+import { type CheckpointSigning, signLogCheckpoint, trustedKeysOf } from './sign-log-checkpoint';
 import { checkTreeToSign, refusalToSign, type VerifiedTree } from './verified-tree';
 
 export interface CheckpointerOptions extends CheckpointSigning {
@@ -78,7 +77,6 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
   const intervalMs = options.intervalMs ?? 1_000;
   const clock = options.now ?? (() => new Date());
   const alarm = options.integrityAlarm ?? createIntegrityAlarm();
-  const verifiers = verifierKeysOf(options.signers);
   const logs = new Map<string, LogState>();
   /** Per log, the tree this process has rebuilt from the events up to its last signature. */
   const verified = new Map<string, VerifiedTree>();
@@ -94,7 +92,7 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
     const checked = await checkTreeToSign(
       options.database,
       head,
-      { verifiers, origin: options.origin(head.log) },
+      { verifiers: trustedKeysOf(options, head.log), origin: options.origin(head.log) },
       verified.get(head.log),
     );
     if (!checked.ok) {
@@ -113,6 +111,7 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
       log,
       origin: options.origin,
       signers: options.signers,
+      ...(options.earlierKeys ? { earlierKeys: options.earlierKeys } : {}),
       now: clock,
       guard,
     })

@@ -11,8 +11,33 @@ import { checkTreeToSign, refusalToSign } from './verified-tree';
 export interface CheckpointSigning {
   /** The checkpoint origin of a log (see {@link logOrigin}). */
   origin: (log: string) => string;
-  /** Every key signs every checkpoint (more than one while a key is rotated out). */
-  signers: readonly NoteSigner[];
+  /**
+   * The keys that sign a log's checkpoints, all of them each time (more than one while a key
+   * is rotated out): one list for every log, or per log (each log its own key, named after
+   * its origin).
+   */
+  signers: readonly NoteSigner[] | ((log: string) => readonly NoteSigner[]);
+  /**
+   * Verifier keys, besides the signers', under which a log's earlier checkpoints were signed
+   * and are still trusted (a key rotated out, the shared key of an older version): the check
+   * before signing starts from the latest checkpoint that opens under any of them.
+   */
+  earlierKeys?: (log: string) => readonly string[];
+}
+
+/** The signers of `log`'s checkpoints. */
+export function signersOf(signing: Pick<CheckpointSigning, 'signers'>, log: string): readonly NoteSigner[] {
+  return typeof signing.signers === 'function' ? signing.signers(log) : signing.signers;
+}
+
+/** Every verifier key a log's own checkpoints may carry: its signers', then the earlier ones. */
+export function trustedKeysOf(
+  signing: Pick<CheckpointSigning, 'signers' | 'earlierKeys'>,
+  log: string,
+): string[] {
+  const keys = verifierKeysOf(signersOf(signing, log));
+  for (const key of signing.earlierKeys?.(log) ?? []) if (!keys.includes(key)) keys.push(key);
+  return keys;
 }
 
 /**
@@ -59,12 +84,12 @@ export async function signLogCheckpoint(
   const guard =
     request.guard ??
     (async (head: { log: string; treeSize: number; rootHash: Uint8Array }) => {
-      const trust = { verifiers: verifierKeysOf(request.signers), origin: request.origin(log) };
+      const trust = { verifiers: trustedKeysOf(request, log), origin: request.origin(log) };
       const checked = await checkTreeToSign(database, head, trust);
       if (!checked.ok) throw refusalToSign(checked.finding);
     });
   await guard({ log, treeSize, rootHash });
-  const note = signCheckpoint({ origin: request.origin(log), treeSize, rootHash }, request.signers);
+  const note = signCheckpoint({ origin: request.origin(log), treeSize, rootHash }, signersOf(request, log));
   return storeCheckpoint(database, {
     log,
     treeSize,

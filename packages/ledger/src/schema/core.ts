@@ -127,3 +127,24 @@ export const checkpoints = pgTable(
   },
   (t) => [primaryKey({ columns: [t.logId, t.treeSize] })],
 );
+
+/**
+ * Witness cosignatures (c2sp.org/tlog-cosignature) on a stored checkpoint: each row is one
+ * signature line, kept only after it verified under a configured witness key over the
+ * checkpoint at `tree_size`. The server trusts nothing here: every client re-verifies the
+ * lines against the witness keys it trusts. Append-only.
+ */
+export const checkpointCosignatures = pgTable(
+  'checkpoint_cosignatures',
+  {
+    logId: text('log_id').notNull(),
+    treeSize: bigint('tree_size', { mode: 'number' }).notNull(),
+    /** The witness key name and key ID (hex) the line is by. */
+    witness: text('witness').notNull(),
+    keyId: text('key_id').notNull(),
+    /** The signature line, `— <name> <base64>` with its newline. */
+    line: text('line').notNull(),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.logId, t.treeSize, t.witness, t.keyId] })],
+);

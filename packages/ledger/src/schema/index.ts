@@ -1,4 +1,11 @@
-export { apiKeyRevocations, apiKeys, auditEvents, checkpoints, merkleNodes } from './core';
+export {
+  apiKeyRevocations,
+  apiKeys,
+  auditEvents,
+  checkpointCosignatures,
+  checkpoints,
+  merkleNodes,
+} from './core';
 export {
   approvalRequests,
   approvalResolutions,
