@@ -1,4 +1,4 @@
-export { apiKeyRevocations, apiKeys, auditEvents, checkpoints, merkleNodes } from './core';
+export { apiKeyRevocations, apiKeys, auditEvents, checkpoints, eventFields, merkleNodes } from './core';
 export {
   approvalRequests,
   approvalResolutions,
