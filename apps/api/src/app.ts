@@ -25,6 +25,7 @@ import { registerLogRoutes } from './routes/logs';
 import { registerMeRoutes } from './routes/me';
 import { registerObservationRoutes } from './routes/observations';
 import { registerProposalRoutes } from './routes/proposals';
+import { registerRedactionRoutes } from './routes/redactions';
 import { registerToolRoutes } from './routes/tools';
 import { registerTransparencyRoutes } from './routes/transparency';
 import { registerWebhookRoutes } from './routes/webhooks';
@@ -170,6 +171,7 @@ export function createApp(options: AppOptions): VouchApp {
   registerTransparencyRoutes(app);
   registerWebhookRoutes(app, { database: options.ledger.database });
   registerLogRoutes(app, { ledger: options.ledger });
+  registerRedactionRoutes(app, { ledger: options.ledger });
 
   app.notFound((c) =>
     errorResponse(c, {
