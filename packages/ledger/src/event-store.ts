@@ -172,6 +172,17 @@ async function nextSeqAfter(database: Database, log: string, after: number): Pro
   return row?.next ?? null;
 }
 
+export interface StreamOptions {
+  after?: number;
+  pageSize?: number;
+  /**
+   * Read each `fields/1` event's content (default true). A reader that checks only hashes
+   * (the checkpointer) passes false: content erased by a redaction committed after it chose
+   * its range would otherwise look erased without its redaction event.
+   */
+  content?: boolean;
+}
+
 /**
  * Every event of a log in seq order, in pages of `pageSize` seqs, with the next page read
  * while the caller works on the current one: constant memory, and reading overlaps
@@ -180,7 +191,7 @@ async function nextSeqAfter(database: Database, log: string, after: number): Pro
 export async function* streamEvents(
   database: Database,
   log: string,
-  options: { after?: number; pageSize?: number } = {},
+  options: StreamOptions = {},
 ): AsyncGenerator<StoredEvent> {
   for await (const page of streamEventPages(database, log, options)) yield* page;
 }
@@ -192,7 +203,7 @@ export async function* streamEvents(
 export async function* streamEventPages(
   database: Database,
   log: string,
-  options: { after?: number; pageSize?: number } = {},
+  options: StreamOptions = {},
 ): AsyncGenerator<StoredEvent[]> {
   const pageSize = options.pageSize ?? 5_000;
   let after = options.after ?? 0;
@@ -211,6 +222,6 @@ export async function* streamEventPages(
     next = readRange(database, log, after, after + pageSize);
     // A prefetch the caller abandons must not surface as an unhandled rejection.
     next.catch(() => {});
-    yield await attachFields(database, log, page);
+    yield options.content === false ? page : await attachFields(database, log, page);
   }
 }

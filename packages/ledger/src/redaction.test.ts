@@ -9,11 +9,12 @@ import {
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';
+import { checkTreeToSign } from './checkpoints/verified-tree';
 import type { Database } from './database';
 import { sqlStateOf } from './database-errors';
 import { isLedgerError } from './errors';
 import { createLedger, type Ledger } from './ledger';
-import { merkleConsistencyProof, merkleInclusionProof } from './merkle/merkle-proofs';
+import { merkleConsistencyProof, merkleInclusionProof, merkleRoot } from './merkle/merkle-proofs';
 import { appendWithFields, redactFields } from './redaction';
 import { tamper, testBackends } from './testing';
 
@@ -106,6 +107,29 @@ describe.each(testBackends())('redactFields on $name', ({ open }) => {
       expect(await countRowsMentioning(salt)).toBe(0);
       // Other logs of this database still hold the test address; this one holds none.
       expect(await countRowsMentioning(EMAIL, log)).toBe(0);
+    });
+  });
+
+  describe('when a redaction commits after the checkpointer chose the tree to sign', () => {
+    it('still signs it: the tree is checked from the hashes, which no redaction changes', async () => {
+      const log = `redact-${++logNo}`;
+      await ledger.append({ log, kind: 'note', entity: 'n1', actor: 'user:alice', payload: { i: 1 } });
+      await signLogCheckpoint(database, { log, origin, signers });
+      const customer = await appendWithFields(ledger, {
+        log,
+        kind: 'customer.contacted',
+        entity: 'cust_1',
+        actor: 'gateway:mcp',
+        payload: { email: EMAIL },
+      });
+      // The head the checkpointer read: seq 2. The redaction (seq 3) lands before it reads the events.
+      const head = { log, treeSize: 2, rootHash: await merkleRoot(database, { log, treeSize: 2 }) };
+      await redact(log, customer.seq, ['email']);
+      const check = await checkTreeToSign(database, head, {
+        verifiers: [logKey.verifierKey],
+        origin: origin(log),
+      });
+      expect(check).toMatchObject({ ok: true, tree: { head: { seq: 2, hash: customer.hash } } });
     });
   });
 
