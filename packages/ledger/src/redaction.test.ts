@@ -15,7 +15,7 @@ import { sqlStateOf } from './database-errors';
 import { isLedgerError } from './errors';
 import { createLedger, type Ledger } from './ledger';
 import { merkleConsistencyProof, merkleInclusionProof, merkleRoot } from './merkle/merkle-proofs';
-import { appendWithFields, redactFields } from './redaction';
+import { appendWithFields, redactedAfter, redactFields } from './redaction';
 import { tamper, testBackends } from './testing';
 
 const PREFIX = 'vouch.test/log';
@@ -107,6 +107,17 @@ describe.each(testBackends())('redactFields on $name', ({ open }) => {
       expect(await countRowsMentioning(salt)).toBe(0);
       // Other logs of this database still hold the test address; this one holds none.
       expect(await countRowsMentioning(EMAIL, log)).toBe(0);
+    });
+  });
+
+  describe('when an export ends before a redaction of its events', () => {
+    it('redactedAfter names the events whose erasure the export would not carry', async () => {
+      const { log, customer } = await freshLog();
+      expect(await redactedAfter(database, log, 3)).toEqual([]);
+      await redact(log, customer.seq, ['email']);
+      expect(await redactedAfter(database, log, 3)).toEqual([customer.seq]);
+      expect(await redactedAfter(database, log, 4)).toEqual([]);
+      expect(await redactedAfter(database, log, 1)).toEqual([]);
     });
   });
 

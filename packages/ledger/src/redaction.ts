@@ -6,7 +6,8 @@ import {
   type RedactionPayload,
   type StoredEvent,
 } from '@vouch/audit';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
+import type { Database } from './database';
 import { LedgerError } from './errors';
 import { deleteFieldRows, fieldRows } from './event-fields';
 import type { AppendInput } from './event-input';
@@ -160,4 +161,19 @@ function checkRedactionInput(input: RedactionInput): string[] {
     throw invalid(`a reason of 1 to ${MAX_REASON} characters is required`);
   }
   return fields;
+}
+
+/**
+ * The seqs of events up to `treeSize` whose fields a redaction event after `treeSize`
+ * erased. A bundle that ends at `treeSize` shows those fields erased without the event that
+ * authorized it (`REDACTION_UNAUTHORIZED`): export up to a newer checkpoint instead.
+ */
+export async function redactedAfter(database: Database, log: string, treeSize: number): Promise<number[]> {
+  const rows = await database.rows<{ seq: number | string }>(
+    sql`select distinct (payload::jsonb -> 'target' ->> 'seq')::bigint as seq from audit_events
+        where log_id = ${log} and kind = ${REDACTION_KIND} and seq > ${treeSize}
+          and (payload::jsonb -> 'target' ->> 'seq')::bigint <= ${treeSize}
+        order by 1`,
+  );
+  return rows.map((row) => Number(row.seq));
 }

@@ -123,4 +123,38 @@ describe.each(cliStorages(() => root))('vouch redact on $name', (storage) => {
       expect(JSON.parse(verified.out).checked).toBe(3);
     });
   });
+
+  // Runs last (it redacts again). Only Postgres has no log key by default.
+  describe('when the latest checkpoint predates a redaction and no key can sign a newer one', () => {
+    it.runIf(storage.name === 'postgres')(
+      'exports up to it and says which events will show unauthorized',
+      async () => {
+        expect(
+          (
+            await run([
+              'redact',
+              '--log',
+              'crm',
+              '--seq',
+              '2',
+              '--field',
+              'channel',
+              '--reason',
+              'ticket 119',
+            ])
+          ).code,
+        ).toBe(0);
+        const { VOUCH_LOG_SIGNING_KEY: _key, ...withoutKey } = env;
+        const exported = await runVouch(['export', '--log', 'crm'], { env: withoutKey, cwd: root });
+        expect(exported.code).toBe(0);
+        expect(exported.err).toContain(
+          'events 2 had fields erased by redactions after the latest checkpoint',
+        );
+        const path = file('stale.jsonl', exported.out);
+        const verified = await run(['verify', '--bundle', path, '--public-key', keys.verifierKey]);
+        expect(verified.code).toBe(1);
+        expect(verified.out).toContain('REDACTION_UNAUTHORIZED');
+      },
+    );
+  });
 });
