@@ -98,6 +98,20 @@ describe('verifyEvents on field-committed events', () => {
     });
   });
 
+  describe('when the redaction event itself was edited', () => {
+    it('authorizes nothing: the erasure is REDACTION_UNAUTHORIZED beside the broken hash', async () => {
+      const [target, redaction] = redactedChain();
+      const report = await verifyEvents([target!, { ...redaction!, actor: 'admin:someone-else' }], {
+        log: 'tenant-a',
+      });
+      expect(report.failures.map((f) => [f.seq, f.code])).toEqual([
+        [2, 'HASH_MISMATCH'],
+        [1, 'REDACTION_UNAUTHORIZED'],
+      ]);
+      expect(report.redactions).toBeUndefined();
+    });
+  });
+
   describe('when a present field was edited', () => {
     it.each([
       ['value', { salt: '22'.repeat(32), value: 6 }],

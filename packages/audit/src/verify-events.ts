@@ -230,7 +230,7 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
   };
 
   /** A field commitment's content against its field hashes; a redaction event's authority. */
-  const checkContent = (event: StoredEvent) => {
+  const checkContent = (event: StoredEvent, authentic: boolean) => {
     const { seq } = event;
     const commitment = event.commitment ?? null;
     if (commitment === null) {
@@ -241,7 +241,7 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
           message: 'field content on an event that commits to no fields',
         });
       }
-      if (event.kind === REDACTION_KIND) authorize(event);
+      if (event.kind === REDACTION_KIND && authentic) authorize(event);
       return;
     }
     const hashes = commitment === FIELDS_COMMITMENT ? parseFieldHashes(event.payload) : null;
@@ -307,8 +307,9 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
           actual: actualPayloadHash,
         });
       }
-      checkContent(event);
       const actualHash = eventHashOf(event);
+      // A redaction event authorizes nothing unless it is the event that was hashed.
+      checkContent(event, actualPayloadHash === event.payload_hash && actualHash === event.hash);
       if (actualHash !== event.hash) {
         fail({
           seq,

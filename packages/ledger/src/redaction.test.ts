@@ -220,6 +220,23 @@ describe.each(testBackends())('redactFields on $name', ({ open }) => {
       ]);
     });
 
+    it('reports a redaction event edited to cover one more erasure as PAYLOAD_HASH_MISMATCH, and the erasure as unauthorized', async () => {
+      const { log, customer } = await freshLog();
+      const { event } = await redact(log, customer.seq, ['email']);
+      const widened = event.payload.replace('"fields":["email"]', '"fields":["channel","email"]');
+      expect(widened).not.toBe(event.payload);
+      await tamper(
+        database,
+        sql`update audit_events set payload = ${widened} where log_id = ${log} and seq = ${event.seq}`,
+        sql`delete from event_fields where log_id = ${log} and seq = ${customer.seq} and name = 'channel'`,
+      );
+      const report = await ledger.verifyChain({ log });
+      expect(report.failures.map((f) => [f.seq, f.code])).toEqual([
+        [customer.seq, 'REDACTION_UNAUTHORIZED'],
+        [event.seq, 'PAYLOAD_HASH_MISMATCH'],
+      ]);
+    });
+
     it('reports an edited value of a redacted event as FIELD_MISMATCH', async () => {
       const { log, customer } = await freshLog();
       await redact(log, customer.seq, ['email']);
