@@ -1,3 +1,4 @@
+import { createVouchClient, isVouchClientError } from '@vouch/client';
 import { appendWithFields } from '@vouch/ledger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Role } from '../auth/roles';
@@ -103,6 +104,34 @@ describe('POST /v1/logs/{log}/events/{seq}/redactions', () => {
         code: 'FIELD_ALREADY_REDACTED',
       });
       expect(await h.rowCounts()).toEqual(before);
+    });
+  });
+
+  describe('when called through @vouch/client', () => {
+    const clientFor = (apiKey: string) =>
+      createVouchClient({
+        baseUrl: 'http://vouch.test',
+        apiKey,
+        fetch: ((url: string, init: RequestInit) => h.app.request(url, init)) as unknown as typeof fetch,
+      });
+
+    it('audit.redact erases the field and answers the redaction; a refusal is a typed error', async () => {
+      const { log, seq } = await freshLog();
+      const result = await clientFor(redactor).audit.redact(log, seq, body);
+      expect(result).toMatchObject({
+        log,
+        target: { seq },
+        fields: ['email'],
+        event: { kind: 'event.redacted' },
+      });
+      const report = await clientFor(auditor).audit.verify(log);
+      expect(report.redactions).toEqual([
+        { seq, fields: ['email'], by: result.event.seq, reason: body.reason },
+      ]);
+      const again = await clientFor(redactor)
+        .audit.redact(log, seq, body)
+        .catch((e: unknown) => e);
+      expect(isVouchClientError(again) && again.code).toBe('FIELD_ALREADY_REDACTED');
     });
   });
 
