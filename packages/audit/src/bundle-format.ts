@@ -1,3 +1,4 @@
+import { AuditError } from './errors';
 import type { StoredEvent } from './event-hash';
 
 /**
@@ -92,8 +93,15 @@ export async function* encodeBundle(bundle: {
     const line: Record<string, unknown> = {};
     for (const field of BUNDLE_EVENT_FIELDS) line[field] = event[field];
     if (event.commitment !== undefined && event.commitment !== null) {
+      // Without its content the event would read as every field erased, without authority.
+      if (event.fields === undefined) {
+        throw new AuditError(
+          'MALFORMED_BUNDLE',
+          `event ${event.seq} commits to fields: bundle it with its content`,
+        );
+      }
       line.commitment = event.commitment;
-      line.fields = event.fields ?? {};
+      line.fields = event.fields;
     }
     yield JSON.stringify(line);
   }

@@ -198,6 +198,15 @@ describe('a vouch-bundle/2 with a redacted event', () => {
     });
   });
 
+  describe('when a field-committed event is bundled without its content', () => {
+    it('refuses with MALFORMED_BUNDLE rather than write it as all erased', async () => {
+      const [target, redaction] = redactedChain();
+      delete target!.fields;
+      const error = await bundleOf([target!, redaction!]).catch((e: unknown) => e);
+      expect(error).toMatchObject({ name: 'AuditError', code: 'MALFORMED_BUNDLE' });
+    });
+  });
+
   describe('when a field-committed line lacks its content member', () => {
     it('is BUNDLE_MALFORMED', async () => {
       const { lines, verifier } = await bundleOf(redactedChain());
