@@ -31,6 +31,7 @@ import { registerLogRoutes } from './routes/logs';
 import { registerMeRoutes } from './routes/me';
 import { registerObservationRoutes } from './routes/observations';
 import { registerProposalRoutes } from './routes/proposals';
+import { registerRedactionRoutes } from './routes/redactions';
 import { registerTileRoutes } from './routes/tiles';
 import { registerToolRoutes } from './routes/tools';
 import { registerTransparencyRoutes } from './routes/transparency';
@@ -203,6 +204,7 @@ export function createApp(options: AppOptions): VouchApp {
   });
   registerWebhookRoutes(app, { database: options.ledger.database });
   registerLogRoutes(app, { ledger: options.ledger });
+  registerRedactionRoutes(app, { ledger: options.ledger });
 
   app.notFound((c) =>
     errorResponse(c, {

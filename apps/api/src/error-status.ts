@@ -104,6 +104,13 @@ export const STATUS_BY_CODE = {
   // The audited party may ask for verification, never replace a result.
   SUPERSESSION_FORBIDDEN: 403,
   SUPERSESSION_INVALID: 409,
+  // @vouch/ledger: redaction
+  EVENT_NOT_FOUND: 404,
+  REDACTION_INVALID: 400,
+  // The event commits to its whole payload (a record the server acts on, or written before fields/1).
+  EVENT_NOT_REDACTABLE: 409,
+  FIELD_NOT_FOUND: 422,
+  FIELD_ALREADY_REDACTED: 409,
 
   // @vouch/verifier-sdk: configuration problems are the server's (they fail at startup)…
   VERIFIER_INVALID: 500,

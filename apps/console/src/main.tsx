@@ -23,6 +23,7 @@ const ALLOWS: Record<Role, string> = {
   gateway: 'propose and execute (through the API, not this console)',
   policy: 'record decisions (through the API)',
   admin: 'issue and revoke keys (through the API)',
+  redactor: 'erase fields of field-committed events (through the API or `vouch redact`)',
 };
 
 function useHash(): string {

@@ -10,7 +10,7 @@ export type {
   VerificationPage,
 } from '@vouch/records';
 
-export type Role = 'gateway' | 'policy' | 'approver' | 'verifier' | 'auditor' | 'admin';
+export type Role = 'gateway' | 'policy' | 'approver' | 'verifier' | 'auditor' | 'admin' | 'redactor';
 
 /** `GET /v1/me`. */
 export interface Me {

@@ -13,7 +13,7 @@ import {
 import { forEachLine, lineRanges } from './file-lines-node';
 import { SubtreeStack } from './merkle-subtree-stack';
 import { partPool } from './part-pool-node';
-import type { ChainFailure } from './verify-events';
+import { type ChainFailure, matchRedactions, type RedactionEvidence } from './verify-events';
 
 export interface VerifyBundleFileOptions extends VerifyBundleOptions {
   /**
@@ -123,6 +123,7 @@ async function joinParts(
   let state = AFTER_HEADER;
   const chainFailures = new FailureList<ChainFailure>(maxFailures);
   const merkle = new SubtreeStack();
+  const evidence: RedactionEvidence = { erasures: [], redactionEvents: [] };
   try {
     for (let index = 0; index < ranges.length; index++) {
       fill(index);
@@ -135,6 +136,8 @@ async function joinParts(
       }
       for (const failure of part.chain.kept) chainFailures.add(failure);
       chainFailures.countOmitted(part.chain.count - part.chain.kept.length);
+      evidence.erasures.push(...part.redactionEvidence.erasures);
+      evidence.redactionEvents.push(...part.redactionEvidence.redactionEvents);
       // Malformed lines and what onEvent reports, in line order, as one pass would add them.
       let next = 0;
       for (const { event, failuresBefore } of part.events) {
@@ -150,6 +153,8 @@ async function joinParts(
   } finally {
     await drain();
   }
+  const matched = matchRedactions(evidence);
+  for (const failure of matched.failures) chainFailures.add(failure);
   return finishBundle(
     {
       start: verification.start,
@@ -161,6 +166,7 @@ async function joinParts(
         checked: state.events,
         head: state.previous,
         failures: chainFailures.kept,
+        ...(matched.redactions.length > 0 ? { redactions: matched.redactions } : {}),
         ...(chainFailures.omitted > 0 ? { failuresOmitted: chainFailures.omitted } : {}),
       },
       state,

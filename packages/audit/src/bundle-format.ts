@@ -1,6 +1,17 @@
+import { AuditError } from './errors';
 import type { StoredEvent } from './event-hash';
 
 /**
+ * `vouch-bundle/2` (what `encodeBundle` writes) is `vouch-bundle/1` with one addition: an
+ * event whose payload commits to its fields one by one (`"commitment":"fields/1"`, see
+ * docs/chain.md) carries two more members, `commitment` and `fields` (an object of
+ * `{"salt","value"}` openings, one per field not erased; `{}` when all were). Both or
+ * neither: an event line with exactly the ten members below is an event under the
+ * whole-payload rule. Readers take both formats; a `/1` bundle simply has no such events.
+ *
+ * An erased field has no opening; the verifier reports it with the `event.redacted` event
+ * of the same bundle that authorized it, or as `REDACTION_UNAUTHORIZED` when none does.
+ *
  * `vouch-bundle/1`: a self-contained export of one log that an auditor verifies offline
  * with nothing but the log's checkpoint verifier key(s).
  *
@@ -23,11 +34,14 @@ import type { StoredEvent } from './event-hash';
  * ends in a newline leaves). A bundle of an empty log has N = 0, no event lines, and a
  * checkpoint of size 0 whose root is SHA-256 of the empty string.
  */
-export const BUNDLE_FORMAT = 'vouch-bundle/1';
+export const BUNDLE_FORMAT = 'vouch-bundle/2';
+
+/** Every bundle format a reader accepts. */
+export const BUNDLE_FORMATS = ['vouch-bundle/1', BUNDLE_FORMAT] as const;
 
 /** The first line of a bundle. */
 export interface BundleHeader {
-  format: typeof BUNDLE_FORMAT;
+  format: (typeof BUNDLE_FORMATS)[number];
   log: string;
   origin: string;
   treeSize: number;
@@ -78,6 +92,17 @@ export async function* encodeBundle(bundle: {
     // Copy member by member: a row object with extra columns must not leak them into the bundle.
     const line: Record<string, unknown> = {};
     for (const field of BUNDLE_EVENT_FIELDS) line[field] = event[field];
+    if (event.commitment !== undefined && event.commitment !== null) {
+      // Without its content the event would read as every field erased, without authority.
+      if (event.fields === undefined) {
+        throw new AuditError(
+          'MALFORMED_BUNDLE',
+          `event ${event.seq} commits to fields: bundle it with its content`,
+        );
+      }
+      line.commitment = event.commitment;
+      line.fields = event.fields;
+    }
     yield JSON.stringify(line);
   }
   yield JSON.stringify({ checkpoint: bundle.checkpoint });

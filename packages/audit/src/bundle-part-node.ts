@@ -4,7 +4,7 @@ import type { BundleFailure } from './bundle-verify';
 import type { StoredEvent } from './event-hash';
 import { type ByteRange, forEachLine } from './file-lines-node';
 import type { SubtreeHash } from './merkle-subtrees';
-import type { ChainFailure } from './verify-events';
+import type { ChainFailure, RedactionEvidence } from './verify-events';
 
 /** A part of a bundle file to verify on its own: whole lines, after the header. */
 export interface PartTask {
@@ -27,6 +27,8 @@ export interface PartResult {
   start: ScanState | null;
   end: ScanState | null;
   chain: { kept: ChainFailure[]; count: number };
+  /** Erasures and redaction events, matched once every part is in. */
+  redactionEvidence: RedactionEvidence;
   /** Malformed lines. */
   failures: { kept: BundleFailure[]; count: number };
   /** The events to hand to `onEvent`, each with how many of `failures.kept` came before it. */
@@ -51,7 +53,13 @@ export async function verifyPart(task: PartTask): Promise<PartResult> {
   let start = task.start;
   let scan: BundleScan<BundleFailure> | undefined;
   const begin = (state: ScanState) =>
-    new BundleScan(state, { log: task.log, maxFailures: task.maxFailures, failures, onEvent });
+    new BundleScan(state, {
+      log: task.log,
+      maxFailures: task.maxFailures,
+      failures,
+      onEvent,
+      deferRedactions: true,
+    });
   if (start !== null) scan = begin(start);
   const handle = await open(task.path, 'r');
   try {
@@ -72,6 +80,7 @@ export async function verifyPart(task: PartTask): Promise<PartResult> {
       start: null,
       end: null,
       chain: { kept: [], count: 0 },
+      redactionEvidence: { erasures: [], redactionEvents: [] },
       failures: { kept: [], count: 0 },
       events,
       subtrees: [],
@@ -82,6 +91,7 @@ export async function verifyPart(task: PartTask): Promise<PartResult> {
     start,
     end: scan.state(),
     chain: { kept: chain.failures, count: chain.failures.length + (chain.failuresOmitted ?? 0) },
+    redactionEvidence: scan.chain.redactionEvidence,
     failures: { kept: failures.kept, count: failures.count },
     events,
     // Copies: a digest may be a view into a larger pooled buffer, all of which would be cloned.

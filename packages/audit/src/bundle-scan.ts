@@ -1,4 +1,4 @@
-import { BUNDLE_EVENT_FIELDS, BUNDLE_FORMAT, type BundleHeader } from './bundle-format';
+import { BUNDLE_EVENT_FIELDS, BUNDLE_FORMATS, type BundleHeader } from './bundle-format';
 import type { StoredEvent } from './event-hash';
 import { SubtreeStack } from './merkle-subtree-stack';
 import { type ChainChecker, type ChainHead, createChainChecker } from './verify-events';
@@ -83,6 +83,8 @@ export interface BundleScanOptions<F extends ScanFailure> {
   onEvent?: (event: StoredEvent, fail: (failure: F) => void) => void;
   /** Keep the Merkle root at this many events (`trustedRoot`); only for a scan from the header. */
   trustedSize?: number;
+  /** A scan of one part of a bundle: its caller matches erasures with redactions across parts. */
+  deferRedactions?: boolean;
 }
 
 /** The lines after a bundle's header, checked one at a time from `start`. */
@@ -111,6 +113,7 @@ export class BundleScan<F extends ScanFailure = ScanFailure> {
       onProgress: options.onProgress,
       progressEvery: options.progressEvery,
       maxFailures: options.maxFailures,
+      deferRedactions: options.deferRedactions,
     });
   }
 
@@ -159,12 +162,17 @@ export class BundleScan<F extends ScanFailure = ScanFailure> {
   }
 }
 
-/** The header line, or undefined when it is not a vouch-bundle/1 header. */
+/** The header line, or undefined when it is not a vouch-bundle/1 or /2 header. */
 export function parseHeader(line: string): BundleHeader | undefined {
   const value = parseJson(line);
   if (!isObject(value)) return undefined;
   const { format, log, origin, treeSize } = value;
-  if (format !== BUNDLE_FORMAT || !isNonEmptyString(log) || !isNonEmptyString(origin)) return undefined;
+  if (
+    !(BUNDLE_FORMATS as readonly unknown[]).includes(format) ||
+    !isNonEmptyString(log) ||
+    !isNonEmptyString(origin)
+  )
+    return undefined;
   if (typeof treeSize !== 'number' || !Number.isSafeInteger(treeSize) || treeSize < 0) return undefined;
   return value as BundleHeader;
 }
@@ -198,11 +206,19 @@ export function parseLine(line: string): ParsedLine {
         : { kind: 'malformed', reason: 'checkpoint must be the note text' };
     }
   }
-  if (!hasExactlyEventFields(value)) {
+  const committed = Object.hasOwn(value, 'commitment') || Object.hasOwn(value, 'fields');
+  if (!hasExactlyEventFields(value, committed ? FIELD_EVENT_EXTRA : [])) {
     return {
       kind: 'malformed',
-      reason: `an event line has exactly the members ${BUNDLE_EVENT_FIELDS.join(', ')}`,
+      reason: `an event line has exactly the members ${BUNDLE_EVENT_FIELDS.join(', ')}, and with a field commitment also ${FIELD_EVENT_EXTRA.join(', ')}`,
     };
+  }
+  if (committed) {
+    if (typeof value.commitment !== 'string')
+      return { kind: 'malformed', reason: 'commitment must be a string' };
+    if (!isFieldOpenings(value.fields)) {
+      return { kind: 'malformed', reason: 'fields must be an object of {salt, value} openings' };
+    }
   }
   const { seq } = value;
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) {
@@ -224,14 +240,28 @@ export function parseLine(line: string): ParsedLine {
   return { kind: 'event', event: value as unknown as StoredEvent };
 }
 
-function hasExactlyEventFields(value: Record<string, unknown>): boolean {
+/** The members an event line with a field commitment has beside {@link BUNDLE_EVENT_FIELDS}. */
+const FIELD_EVENT_EXTRA = ['commitment', 'fields'] as const;
+
+function hasExactlyEventFields(value: Record<string, unknown>, extra: readonly string[]): boolean {
   let count = 0;
   for (const key in value) {
     if (!Object.hasOwn(value, key)) continue;
     count++;
   }
-  if (count !== BUNDLE_EVENT_FIELDS.length) return false;
+  if (count !== BUNDLE_EVENT_FIELDS.length + extra.length) return false;
   for (const field of BUNDLE_EVENT_FIELDS) if (!Object.hasOwn(value, field)) return false;
+  for (const field of extra) if (!Object.hasOwn(value, field)) return false;
+  return true;
+}
+
+function isFieldOpenings(fields: unknown): boolean {
+  if (!isObject(fields)) return false;
+  for (const opening of Object.values(fields)) {
+    if (!isObject(opening) || typeof opening.salt !== 'string' || !Object.hasOwn(opening, 'value'))
+      return false;
+    if (Object.keys(opening).length !== 2) return false;
+  }
   return true;
 }
 

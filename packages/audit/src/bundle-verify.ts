@@ -13,12 +13,12 @@ import { AuditError } from './errors';
 import type { StoredEvent } from './event-hash';
 import { bytesEqual, EMPTY_TREE_ROOT, MERKLE_HASH_SIZE } from './merkle-hash';
 import type { NoteVerifier } from './note-keys';
-import type { ChainFailureCode, ChainHead, ChainReport } from './verify-events';
+import type { ChainFailureCode, ChainHead, ChainReport, RedactionReport } from './verify-events';
 
 /** Why a bundle failed: every chain failure code, plus what only a bundle can get wrong. */
 export type BundleFailureCode =
   | ChainFailureCode
-  /** The file is not a vouch-bundle/1: bad header, a line that is not an event, a missing checkpoint line. */
+  /** The file is not a vouch-bundle/1 or /2: bad header, a line that is not an event, a missing checkpoint line. */
   | 'BUNDLE_MALFORMED'
   /** The checkpoint line is not a signed checkpoint. */
   | 'CHECKPOINT_INVALID'
@@ -52,6 +52,8 @@ export interface BundleReport {
   checkpoint: { origin: string; treeSize: number; rootHash: string; verifiedBy: string[] } | null;
   /** Hex Merkle root recomputed over every event line. */
   root: string;
+  /** Every authorized erasure of fields in the bundle (see `ChainReport`); absent when there was none. */
+  redactions?: RedactionReport[];
 }
 
 export interface VerifyBundleOptions {
@@ -261,6 +263,7 @@ export function finishBundle(ending: BundleEnding, options: VerifyBundleOptions)
       ...(omitted > 0 ? { failuresOmitted: omitted } : {}),
       checkpoint,
       root: bytesToHex(root),
+      ...(chain?.redactions ? { redactions: chain.redactions } : {}),
     };
   };
   if (start === undefined) {

@@ -117,7 +117,7 @@ describe('verifyBundle', () => {
     });
   });
 
-  describe('when lines are not what vouch-bundle/1 allows', () => {
+  describe('when lines are not what vouch-bundle/1 or /2 allows', () => {
     it.each([
       ['not JSON', '{"log":'],
       ['an array', '[1]'],
@@ -144,7 +144,7 @@ describe('verifyBundle', () => {
 
     it.each([
       ['no JSON object', () => 'x'],
-      ['an unknown format', (h: Record<string, unknown>) => ({ ...h, format: 'vouch-bundle/2' })],
+      ['an unknown format', (h: Record<string, unknown>) => ({ ...h, format: 'vouch-bundle/3' })],
       ['no log', (h: Record<string, unknown>) => ({ ...h, log: undefined })],
       ['an empty origin', (h: Record<string, unknown>) => ({ ...h, origin: '' })],
       ['a negative tree size', (h: Record<string, unknown>) => ({ ...h, treeSize: -1 })],

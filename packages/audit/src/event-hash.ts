@@ -1,4 +1,5 @@
 import { canonicalJson } from './canonical-json';
+import type { FieldOpening } from './payload-fields';
 import { sha256Hex } from './sha256';
 
 /**
@@ -18,12 +19,24 @@ export interface EventHeader {
   at: string;
   payload_hash: string;
   prev_hash: string;
+  /**
+   * The payload commitment, when it is not the whole-payload rule: `fields/1` (see
+   * `FIELDS_COMMITMENT`). Absent (or null, as a database column reads) for every event
+   * written before it existed, whose hash is then exactly the eight-member form.
+   */
+  commitment?: string | null;
 }
 
 /** An event as stored and exported: `payload` is the canonical JSON text that was hashed. */
 export interface StoredEvent extends EventHeader {
   payload: string;
   hash: string;
+  /**
+   * A `fields/1` event's content, kept apart from the chain: an opening per field that was
+   * not erased. Absent when the reader did not fetch the content (then only the commitment
+   * is checked); `{}` when every field was erased.
+   */
+  fields?: Record<string, FieldOpening>;
 }
 
 /** `payload_hash = SHA-256(canonical(payload))`, hashed over already-canonical text. */
@@ -34,10 +47,16 @@ export function payloadHashOf(canonicalPayload: string): string {
 /**
  * `hash = SHA-256(canonical({log, seq, kind, entity, actor, at, payload_hash, prev_hash}))`:
  * every metadata field is inside the hash, so editing any of them breaks the link as surely
- * as editing the payload.
+ * as editing the payload. An event with a `commitment` hashes it as a ninth member.
  */
 export function eventHashOf(header: EventHeader): string {
-  const { actor, at, entity, kind, log, payload_hash, prev_hash, seq } = header;
+  const { actor, at, entity, kind, log, payload_hash, prev_hash, seq, commitment } = header;
+  if (commitment !== undefined && commitment !== null) {
+    // A ninth member, so the commitment rule an event was written under is as fixed as its seq.
+    return sha256Hex(
+      canonicalJson({ log, seq, kind, entity, actor, at, commitment, payload_hash, prev_hash }),
+    );
+  }
   // Fast path, taken for every event the ledger writes and an auditor checks: the eight
   // members with keys already in RFC 8785 order (UTF-16 code units), strings through
   // JSON.stringify and the number through String. For well-formed strings and finite

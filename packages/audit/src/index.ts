@@ -4,7 +4,13 @@
 // `@vouch/audit/witness` (checking a live log or a bundle against a trusted checkpoint) and
 // `@vouch/audit/transport` (the HTTP transport to a Vouch server). All of it runs in browsers.
 export type { BundleHeader } from './bundle-format';
-export { BUNDLE_EVENT_FIELDS, BUNDLE_FORMAT, encodeBundle, splitLines } from './bundle-format';
+export {
+  BUNDLE_EVENT_FIELDS,
+  BUNDLE_FORMAT,
+  BUNDLE_FORMATS,
+  encodeBundle,
+  splitLines,
+} from './bundle-format';
 export type { BundleFailure, BundleFailureCode, BundleReport, VerifyBundleOptions } from './bundle-verify';
 export { verifyBundle } from './bundle-verify';
 export { canonicalJson } from './canonical-json';
@@ -38,6 +44,17 @@ export {
   parseSignerKey,
   parseVerifierKey,
 } from './note-keys';
+export type { FieldCheck, FieldOpening, RedactionPayload } from './payload-fields';
+export {
+  checkFieldOpenings,
+  commitFields,
+  FIELDS_COMMITMENT,
+  fieldHashOf,
+  newFieldSalt,
+  parseFieldHashes,
+  parseRedaction,
+  REDACTION_KIND,
+} from './payload-fields';
 export { sha256, sha256Hex, sha256Implementation } from './sha256';
 export type {
   ChainChecker,
@@ -45,6 +62,8 @@ export type {
   ChainFailureCode,
   ChainHead,
   ChainReport,
+  RedactionEvidence,
+  RedactionReport,
   VerifyEventsOptions,
 } from './verify-events';
-export { createChainChecker, verifyEvents } from './verify-events';
+export { createChainChecker, matchRedactions, verifyEvents } from './verify-events';

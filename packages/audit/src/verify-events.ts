@@ -1,4 +1,12 @@
 import { eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from './event-hash';
+import {
+  checkFieldOpenings,
+  FIELDS_COMMITMENT,
+  parseFieldHashes,
+  parseRedaction,
+  REDACTION_KIND,
+  type RedactionPayload,
+} from './payload-fields';
 
 /** Why a chain check failed, one code per kind of damage. */
 export type ChainFailureCode =
@@ -6,6 +14,12 @@ export type ChainFailureCode =
   | 'PAYLOAD_HASH_MISMATCH'
   /** The event's metadata does not hash to its `hash`: seq, kind, entity, actor, time or a hash was edited. */
   | 'HASH_MISMATCH'
+  /** A field's content (value and salt) does not hash to the field hash its event committed to: the content was edited. */
+  | 'FIELD_MISMATCH'
+  /** An unknown `commitment`, a `fields/1` payload that is not a map of field hashes, or field content on an event without a field commitment. */
+  | 'COMMITMENT_INVALID'
+  /** A field of an event was erased, and no later `event.redacted` event of the log names it: erased behind the ledger's back. */
+  | 'REDACTION_UNAUTHORIZED'
   /** `prev_hash` is not the hash of the event before: a row was inserted, replaced or reordered. */
   | 'PREV_HASH_MISMATCH'
   /** A seq is missing (or repeated, or the log does not start at 1): a row was deleted. */
@@ -55,6 +69,16 @@ export interface ChainHead {
   hash: string;
 }
 
+/** Fields of an event that were erased, and the redaction event that authorized it. */
+export interface RedactionReport {
+  /** The event whose fields were erased. */
+  seq: number;
+  fields: string[];
+  /** The seq of the `event.redacted` event that authorized the erasure. */
+  by: number;
+  reason: string;
+}
+
 /** Everything an auditor needs to act on: every break, not just the first. */
 export interface ChainReport {
   ok: boolean;
@@ -62,6 +86,11 @@ export interface ChainReport {
   checked: number;
   head: ChainHead | null;
   failures: ChainFailure[];
+  /**
+   * Every authorized erasure of fields the run saw (erasures without authority are
+   * failures); absent when there was none.
+   */
+  redactions?: RedactionReport[];
   /** How many failures were counted past `maxFailures` and not kept. */
   failuresOmitted?: number;
 }
@@ -83,6 +112,72 @@ export interface VerifyEventsOptions {
   signal?: AbortSignal;
   /** Cap on failures kept in memory; the count goes on past it (default 10,000). */
   maxFailures?: number;
+  /**
+   * Leave erasures unmatched at `finish` (the report's `redactions` is empty): for a run
+   * that is one part of a log, whose caller matches every part's `redactionEvidence` at once.
+   */
+  deferRedactions?: boolean;
+}
+
+/** Erased fields and redaction events, as a run saw them. */
+export interface RedactionEvidence {
+  /** Events with committed fields that had no content. */
+  erasures: Array<{ seq: number; hash: string; fields: string[] }>;
+  /** `event.redacted` events, with what they name. */
+  redactionEvents: Array<RedactionPayload & { seq: number }>;
+}
+
+/**
+ * Match every erased field with a later redaction event of the log that names it (its
+ * target seq and hash, and the field): matched erasures are reported, the rest are
+ * `REDACTION_UNAUTHORIZED`. Evidence from several runs over parts of one log may be merged first.
+ */
+export function matchRedactions(evidence: RedactionEvidence): {
+  redactions: RedactionReport[];
+  failures: ChainFailure[];
+} {
+  const authority = new Map<string, { by: number; reason: string }>();
+  for (const event of evidence.redactionEvents) {
+    for (const field of event.fields) {
+      const key = `${event.target.seq}\u0000${event.target.hash}\u0000${field}`;
+      // The first redaction event that names a field is the one that erased it.
+      if (event.target.seq < event.seq && !authority.has(key)) {
+        authority.set(key, { by: event.seq, reason: event.reason });
+      }
+    }
+  }
+  const redactions: RedactionReport[] = [];
+  const failures: ChainFailure[] = [];
+  for (const erasure of evidence.erasures) {
+    const unauthorized: string[] = [];
+    const byRedaction = new Map<number, RedactionReport>();
+    for (const field of erasure.fields) {
+      const found = authority.get(`${erasure.seq}\u0000${erasure.hash}\u0000${field}`);
+      if (found === undefined) {
+        unauthorized.push(field);
+        continue;
+      }
+      const report = byRedaction.get(found.by) ?? {
+        seq: erasure.seq,
+        fields: [],
+        by: found.by,
+        reason: found.reason,
+      };
+      report.fields.push(field);
+      byRedaction.set(found.by, report);
+    }
+    redactions.push(...byRedaction.values());
+    if (unauthorized.length > 0) {
+      failures.push({
+        seq: erasure.seq,
+        code: 'REDACTION_UNAUTHORIZED',
+        message: `fields ${unauthorized.join(', ')} were erased without an ${REDACTION_KIND} event naming them`,
+        fields: unauthorized,
+      });
+    }
+  }
+  redactions.sort((a, b) => a.seq - b.seq || a.by - b.by);
+  return { redactions, failures };
 }
 
 /**
@@ -112,6 +207,8 @@ export async function verifyEvents(
 export interface ChainChecker {
   check(event: StoredEvent): void;
   finish(): ChainReport;
+  /** The erasures and redaction events seen so far (for {@link matchRedactions} across runs). */
+  readonly redactionEvidence: RedactionEvidence;
   readonly checked: number;
 }
 
@@ -124,16 +221,65 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
   let checked = 0;
   let previous: ChainHead | null = options.after ?? null;
   let expectedHeadSeen = false;
+  // Erasures and redaction events are rare: kept until the end, matched then (see matchRedactions).
+  const evidence: RedactionEvidence = { erasures: [], redactionEvents: [] };
 
   const fail = (failure: ChainFailure) => {
     failureCount++;
     if (failures.length < maxFailures) failures.push(failure);
   };
 
+  /** A field commitment's content against its field hashes; a redaction event's authority. */
+  const checkContent = (event: StoredEvent, authentic: boolean) => {
+    const { seq } = event;
+    const commitment = event.commitment ?? null;
+    if (commitment === null) {
+      if (event.fields !== undefined) {
+        fail({
+          seq,
+          code: 'COMMITMENT_INVALID',
+          message: 'field content on an event that commits to no fields',
+        });
+      }
+      if (event.kind === REDACTION_KIND && authentic) authorize(event);
+      return;
+    }
+    const hashes = commitment === FIELDS_COMMITMENT ? parseFieldHashes(event.payload) : null;
+    if (hashes === null) {
+      fail({
+        seq,
+        code: 'COMMITMENT_INVALID',
+        message:
+          commitment === FIELDS_COMMITMENT
+            ? 'a fields/1 payload must be an object of field hashes'
+            : `unknown payload commitment ${JSON.stringify(commitment)}`,
+      });
+      return;
+    }
+    // Without content only the commitment itself (payload hash, event hash) is checked.
+    if (event.fields === undefined) return;
+    const check = checkFieldOpenings(hashes, event.fields);
+    if (check.mismatched.length > 0) {
+      fail({
+        seq,
+        code: 'FIELD_MISMATCH',
+        message: `fields ${check.mismatched.join(', ')} do not match the field hashes the event committed to: the content was edited`,
+        fields: check.mismatched,
+      });
+    }
+    if (check.erased.length > 0) evidence.erasures.push({ seq, hash: event.hash, fields: check.erased });
+  };
+
+  const authorize = (event: StoredEvent) => {
+    const redaction = parseRedaction(event.payload);
+    if (redaction !== null) evidence.redactionEvents.push({ seq: event.seq, ...redaction });
+  };
+
   return {
     get checked() {
       return checked;
     },
+    redactionEvidence: evidence,
     check(event) {
       const { seq } = event;
       if (event.log !== options.log) {
@@ -162,6 +308,8 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
         });
       }
       const actualHash = eventHashOf(event);
+      // A redaction event authorizes nothing unless it is the event that was hashed.
+      checkContent(event, actualPayloadHash === event.payload_hash && actualHash === event.hash);
       if (actualHash !== event.hash) {
         fail({
           seq,
@@ -202,6 +350,12 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
       if (checked % progressEvery === 0) options.onProgress?.(checked);
     },
     finish() {
+      let redactions: RedactionReport[] = [];
+      if (!options.deferRedactions) {
+        const matched = matchRedactions(evidence);
+        redactions = matched.redactions;
+        for (const failure of matched.failures) fail(failure);
+      }
       const expectHead = options.expectHead;
       if (expectHead && !expectedHeadSeen) {
         fail({
@@ -218,6 +372,7 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
         checked,
         head: previous,
         failures,
+        ...(redactions.length > 0 ? { redactions } : {}),
         ...(failureCount > failures.length ? { failuresOmitted: failureCount - failures.length } : {}),
       };
     },

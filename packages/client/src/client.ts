@@ -24,6 +24,8 @@ import type {
   ProposeBody,
   ProposeResponse,
   RecordedVerification,
+  RedactBody,
+  RedactionResult,
   RegisterToolBody,
   RegisterToolResponse,
   ToolRecord,
@@ -135,6 +137,12 @@ export interface VouchClient {
     verify(log: string, query?: { expectHead?: ChainHead }, options?: CallOptions): Promise<ChainReport>;
     /** Every event of a log, streamed from the JSON Lines export with constant memory. */
     export(log: string, query?: { after?: number }, options?: CallOptions): AsyncIterable<AuditEvent>;
+    /**
+     * Erase fields of a field-committed event (role `redactor`), recorded as an
+     * `event.redacted` event; every proof stays valid. Never retried: a lost answer is
+     * settled by reading the log, not by erasing again.
+     */
+    redact(log: string, seq: number, body: RedactBody, options?: CallOptions): Promise<RedactionResult>;
   };
   keys: {
     /** Issue an API key (admin); the secret is in the answer once. */
@@ -336,6 +344,14 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
           ...o,
         }),
       export: (log, query, o) => exportEvents(http, log, query?.after, o?.signal),
+      redact: (log, seq, body, o) =>
+        http.json<RedactionResult>({
+          method: 'POST',
+          path: `/v1/logs/${seg(log)}/events/${seq}/redactions`,
+          body,
+          retry: 'never',
+          ...o,
+        }),
     },
     keys: {
       create: (body, o) =>

@@ -34,6 +34,7 @@ export interface StagedEvent {
   actor: string;
   canonicalPayload: string;
   payloadHash: string;
+  commitment?: string;
   row: StagedRow | undefined;
 }
 
@@ -54,8 +55,9 @@ interface WaveResult {
 /** Validate an event, canonicalize and hash its payload: all it needs before it gets a seq. */
 export function stageEvent(input: AppendInput, limits: EventLimits, row?: StagedRow): StagedEvent {
   const { canonicalPayload } = prepareEvent(input, limits);
-  const { kind, entity, actor } = input;
-  return { kind, entity, actor, canonicalPayload, payloadHash: payloadHashOf(canonicalPayload), row };
+  const { kind, entity, actor, commitment } = input;
+  const staged = { kind, entity, actor, canonicalPayload, payloadHash: payloadHashOf(canonicalPayload), row };
+  return commitment === undefined ? staged : { ...staged, commitment };
 }
 
 /** `staged` as the event right after `head` in `log`, recorded at `at`. */
@@ -69,6 +71,7 @@ export function chainEvent(log: string, at: string, head: ChainHead, s: StagedEv
     at,
     payload_hash: s.payloadHash,
     prev_hash: head.hash,
+    ...(s.commitment === undefined ? {} : { commitment: s.commitment }),
   };
   return { ...header, payload: s.canonicalPayload, hash: eventHashOf(header) };
 }

@@ -1,4 +1,4 @@
-import { canonicalJson, isAuditError } from '@vouch/audit';
+import { canonicalJson, FIELDS_COMMITMENT, isAuditError } from '@vouch/audit';
 import { LedgerError } from './errors';
 
 /** What a caller asks the ledger to append; seq, time and hashes are the ledger's. */
@@ -8,6 +8,11 @@ export interface AppendInput {
   entity: string;
   actor: string;
   payload: unknown;
+  /**
+   * `fields/1` when `payload` is the object of field hashes of a field commitment (see
+   * `appendWithFields`, which writes the content beside it). Default: the whole-payload rule.
+   */
+  commitment?: typeof FIELDS_COMMITMENT;
 }
 
 /** Limits on what one event may carry. */
@@ -43,6 +48,9 @@ export function prepareEvent(input: AppendInput, limits: EventLimits): { canonic
     ) {
       throw invalid(field, `${field} must be a non-empty well-formed string of at most 512 characters`);
     }
+  }
+  if (input.commitment !== undefined && input.commitment !== FIELDS_COMMITMENT) {
+    throw invalid('commitment', `the only payload commitment besides the default is ${FIELDS_COMMITMENT}`);
   }
   let canonicalPayload: string;
   try {

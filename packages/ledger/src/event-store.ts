@@ -2,6 +2,7 @@ import type { ChainHead, StoredEvent } from '@vouch/audit';
 import { and, asc, eq, gt, sql } from 'drizzle-orm';
 import { anyOf, insertRows } from './batched-sql';
 import type { Database, Db } from './database';
+import { attachFields } from './event-fields';
 import { auditEvents } from './schema/core';
 
 const eventColumns = {
@@ -15,6 +16,7 @@ const eventColumns = {
   payload_hash: auditEvents.payloadHash,
   prev_hash: auditEvents.prevHash,
   hash: auditEvents.hash,
+  commitment: auditEvents.commitment,
 };
 
 /** The events of `log` about any of `entities`, in chain order. */
@@ -23,11 +25,24 @@ export async function readEventsOfEntities(
   log: string,
   entities: readonly string[],
 ): Promise<StoredEvent[]> {
-  return db
-    .select(eventColumns)
-    .from(auditEvents)
-    .where(and(eq(auditEvents.logId, log), anyOf(auditEvents.entityId, entities)))
-    .orderBy(asc(auditEvents.seq));
+  return asStoredEvents(
+    await db
+      .select(eventColumns)
+      .from(auditEvents)
+      .where(and(eq(auditEvents.logId, log), anyOf(auditEvents.entityId, entities)))
+      .orderBy(asc(auditEvents.seq)),
+  );
+}
+
+/**
+ * Rows as events: a whole-payload event has no `commitment` member at all (the column reads
+ * NULL), so what is exported and served is what it always was.
+ */
+function asStoredEvents(
+  rows: Array<Omit<StoredEvent, 'commitment'> & { commitment?: string | null }>,
+): StoredEvent[] {
+  for (const row of rows) if (row.commitment === null) delete row.commitment;
+  return rows as StoredEvent[];
 }
 
 /**
@@ -73,6 +88,8 @@ export function eventRows(events: readonly StoredEvent[]): Array<typeof auditEve
     payloadHash: e.payload_hash,
     prevHash: e.prev_hash,
     hash: e.hash,
+    // Left out (not NULL) for whole-payload events, so a batch of them inserts the columns it always did.
+    commitment: e.commitment ?? undefined,
   }));
 }
 
@@ -103,19 +120,24 @@ export async function readEvents(
     // see readRange for why that beats ORDER BY ... LIMIT. A short range is the end of the
     // log unless a row lies beyond it (a gap, i.e. damage): then fall back to the plain query.
     const page = await readRange(database, log, after, after + limit);
-    if (page.length === limit || (await nextSeqAfter(database, log, after + limit)) === null) return page;
+    if (page.length === limit || (await nextSeqAfter(database, log, after + limit)) === null) {
+      return attachFields(database, log, page);
+    }
   }
-  return executor
-    .select(eventColumns)
-    .from(auditEvents)
-    .where(and(eq(auditEvents.logId, log), gt(auditEvents.seq, after)))
-    .orderBy(asc(auditEvents.seq))
-    .limit(limit);
+  const events = asStoredEvents(
+    await executor
+      .select(eventColumns)
+      .from(auditEvents)
+      .where(and(eq(auditEvents.logId, log), gt(auditEvents.seq, after)))
+      .orderBy(asc(auditEvents.seq))
+      .limit(limit),
+  );
+  return attachFields(database, log, events, executor);
 }
 
 // The columns under StoredEvent's names, so a driver's row object is the event itself.
 const RANGE_QUERY = `select log_id as log, seq, kind, entity_id as entity, actor, recorded_at as at, payload,
-  payload_hash, prev_hash, hash from audit_events where log_id = $1 and seq > $2 and seq <= $3`;
+  payload_hash, prev_hash, hash, commitment from audit_events where log_id = $1 and seq > $2 and seq <= $3`;
 
 /**
  * The events with `after < seq <= through`, in seq order, straight from the driver (the rows
@@ -139,7 +161,7 @@ async function readRange(
     database.driver.kind === 'pglite'
       ? (await database.driver.client.query<StoredEvent>(RANGE_QUERY, params)).rows
       : ((await database.driver.client.unsafe<StoredEvent[]>(RANGE_QUERY, params)) as StoredEvent[]);
-  return rows.sort((a, b) => a.seq - b.seq);
+  return asStoredEvents(rows).sort((a, b) => a.seq - b.seq);
 }
 
 /** The first seq after `after`, or null: min() is answered from the primary key whatever the statistics. */
@@ -150,6 +172,17 @@ async function nextSeqAfter(database: Database, log: string, after: number): Pro
   return row?.next ?? null;
 }
 
+export interface StreamOptions {
+  after?: number;
+  pageSize?: number;
+  /**
+   * Read each `fields/1` event's content (default true). A reader that checks only hashes
+   * (the checkpointer) passes false: content erased by a redaction committed after it chose
+   * its range would otherwise look erased without its redaction event.
+   */
+  content?: boolean;
+}
+
 /**
  * Every event of a log in seq order, in pages of `pageSize` seqs, with the next page read
  * while the caller works on the current one: constant memory, and reading overlaps
@@ -158,7 +191,7 @@ async function nextSeqAfter(database: Database, log: string, after: number): Pro
 export async function* streamEvents(
   database: Database,
   log: string,
-  options: { after?: number; pageSize?: number } = {},
+  options: StreamOptions = {},
 ): AsyncGenerator<StoredEvent> {
   for await (const page of streamEventPages(database, log, options)) yield* page;
 }
@@ -170,7 +203,7 @@ export async function* streamEvents(
 export async function* streamEventPages(
   database: Database,
   log: string,
-  options: { after?: number; pageSize?: number } = {},
+  options: StreamOptions = {},
 ): AsyncGenerator<StoredEvent[]> {
   const pageSize = options.pageSize ?? 5_000;
   let after = options.after ?? 0;
@@ -189,6 +222,6 @@ export async function* streamEventPages(
     next = readRange(database, log, after, after + pageSize);
     // A prefetch the caller abandons must not surface as an unhandled rejection.
     next.catch(() => {});
-    yield page;
+    yield options.content === false ? page : await attachFields(database, log, page);
   }
 }

@@ -143,6 +143,8 @@ export type {
   VerificationStatusReason,
 } from './records/verification-status';
 export { effectiveVerification } from './records/verification-status';
+export type { FieldsAppendInput, RedactionInput, RedactionResult } from './redaction';
+export { appendWithFields, redactedAfter, redactFields } from './redaction';
 export type { RoleStatus, RuntimeRoleOptions } from './runtime-role';
 export {
   assertMigrationsCurrent,

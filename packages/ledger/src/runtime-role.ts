@@ -122,7 +122,7 @@ export async function checkRuntimeRole(
 /**
  * Create (if missing) and grant the runtime role the service connects as: it may read and
  * insert into every ledger table and read the migration journal, nothing else. No UPDATE,
- * DELETE or TRUNCATE, and it owns no table, so it cannot disable or drop the triggers that
+ * DELETE (but erased field content, under its redaction event) or TRUNCATE, and it owns no table, so it cannot disable or drop the triggers that
  * keep the tables append-only. Idempotent: run after every migration (`vouch migrate
  * --runtime-role` does), so tables added later are granted too. Granting an existing role
  * without a password needs no CREATEROLE.
@@ -164,6 +164,9 @@ export async function grantRuntimeRole(
     sql`grant usage on schema public to ${name}`,
     sql`revoke all on all tables in schema public from ${name}`,
     sql`grant select, insert on all tables in schema public to ${name}`,
+    // The one DELETE it holds: erasing a field's content, which the table's trigger allows
+    // only under an `event.redacted` event naming that field (migration 0011).
+    sql`grant delete on event_fields to ${name}`,
     // `vouch serve` checks the schema is current before it serves.
     sql`grant usage on schema drizzle to ${name}`,
     sql`revoke all on all tables in schema drizzle from ${name}`,

@@ -13,6 +13,17 @@ export const auditEventSchema = z.object({
   payload_hash: hashSchema,
   prev_hash: hashSchema,
   hash: hashSchema,
+  commitment: z.string().nullish().meta({
+    description:
+      'Present when the payload commits to its fields one by one (docs/chain.md): `payload` is then the object of field hashes, and the content is in `fields`',
+  }),
+  fields: z
+    .record(z.string(), z.object({ salt: z.string(), value: z.unknown() }))
+    .optional()
+    .meta({
+      description:
+        "A `fields/1` event's content: the value and salt of each field not erased (an erased field has none)",
+    }),
 });
 export type AuditEvent = z.output<typeof auditEventSchema>;
 
@@ -41,6 +52,9 @@ export const CHAIN_FAILURE_CODES = [
   'KEY_UNPROVEN',
   'REVOCATION_WITHOUT_EVENT',
   'REVOCATION_MISMATCH',
+  'FIELD_MISMATCH',
+  'COMMITMENT_INVALID',
+  'REDACTION_UNAUTHORIZED',
 ] as const;
 
 /** One break the chain verification found. */
@@ -79,8 +93,44 @@ export const chainFailureSchema = z.looseObject({
   reason: z.string().optional().meta({
     description: 'CHECKPOINT_SIGNATURE_INVALID: SIGNATURE_INVALID, NO_TRUSTED_SIGNATURE or ORIGIN_MISMATCH',
   }),
+  fields: z
+    .array(z.string())
+    .optional()
+    .meta({ description: 'FIELD_MISMATCH, REDACTION_UNAUTHORIZED: the fields concerned' }),
 });
 export type ChainFailure = z.output<typeof chainFailureSchema>;
+
+/** Fields of an event erased under a redaction event. */
+export const redactionReportSchema = z.object({
+  seq: z.number().int().meta({ description: 'The event whose fields were erased' }),
+  fields: z.array(z.string()),
+  by: z.number().int().meta({ description: 'The seq of the `event.redacted` event that authorized it' }),
+  reason: z.string(),
+});
+export type RedactionReport = z.output<typeof redactionReportSchema>;
+
+/** `POST /v1/logs/{log}/events/{seq}/redactions`. */
+export const redactionRequestSchema = z.strictObject({
+  fields: z
+    .array(z.string().min(1).max(256))
+    .min(1)
+    .max(256)
+    .meta({ description: 'Top-level field names of the event to erase', example: ['email'] }),
+  reason: z.string().min(1).max(500).meta({
+    description: 'Why; kept in the chain for good, so name the request (a ticket), not the person',
+    example: 'GDPR erasure request 2026-117',
+  }),
+});
+export type RedactionRequest = z.output<typeof redactionRequestSchema>;
+
+/** A redaction as written. */
+export const redactionResultSchema = z.object({
+  log: z.string(),
+  target: chainHeadSchema.meta({ description: 'The event whose fields were erased (seq and hash)' }),
+  fields: z.array(z.string()),
+  event: auditEventSchema.meta({ description: 'The `event.redacted` event appended to the log' }),
+});
+export type RedactionResult = z.output<typeof redactionResultSchema>;
 
 /** The chain verification report of one log. */
 export const chainReportSchema = z.object({
@@ -90,6 +140,9 @@ export const chainReportSchema = z.object({
   head: chainHeadSchema.nullable(),
   failures: z.array(chainFailureSchema),
   failuresOmitted: z.number().int().optional(),
+  redactions: z.array(redactionReportSchema).optional().meta({
+    description: 'Fields erased under an `event.redacted` event of the log; absent when none were',
+  }),
   /** Merkle nodes the server recomputed from the event hashes, each compared with its stored row. */
   merkle: z.object({ nodes: z.number().int() }).meta({
     description: 'Merkle nodes recomputed from the event hashes, each compared with its stored row',

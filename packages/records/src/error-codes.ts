@@ -78,6 +78,12 @@ export const LEDGER_ERROR_CODES = [
   'RECORD_INTEGRITY_VIOLATION',
   'SUPERSESSION_FORBIDDEN',
   'SUPERSESSION_INVALID',
+  // redaction (erasing fields of a fields/1 event)
+  'EVENT_NOT_FOUND',
+  'REDACTION_INVALID',
+  'EVENT_NOT_REDACTABLE',
+  'FIELD_NOT_FOUND',
+  'FIELD_ALREADY_REDACTED',
 ] as const;
 
 /** What `@vouch/audit` refuses with, as the server passes it on (mirrors its `AuditErrorCode`; its `LOG_NOT_FOUND` is listed with the ledger's). */

@@ -11,8 +11,12 @@ import { z } from 'zod';
  * - `verifier`: post checks from an external verifier, run the configured verifiers.
  * - `auditor`: read everything, verify the chain, export a log.
  * - `admin`: register tools, create and revoke keys.
+ * - `redactor`: erase fields of field-committed events (an erasure request), and nothing
+ *   else: not the auditor, who must be able to trust that evidence stays; not the audited
+ *   gateway; not the admin, whose keys and tools are not personal data. Every erasure is
+ *   itself an `event.redacted` event naming the key's identity.
  */
-export const ROLES = ['gateway', 'policy', 'approver', 'verifier', 'auditor', 'admin'] as const;
+export const ROLES = ['gateway', 'policy', 'approver', 'verifier', 'auditor', 'admin', 'redactor'] as const;
 /** One role a key can hold (see {@link ROLES}). */
 export type Role = (typeof ROLES)[number];
 

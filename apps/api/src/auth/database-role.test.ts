@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import {
+  appendWithFields,
+  createLedger,
   createWebhookStore,
   type Database,
   grantRuntimeRole,
   migrate,
   openDatabase,
+  redactFields,
   roleStatus,
 } from '@vouch/ledger';
 import { createTestDatabase } from '@vouch/ledger/testing';
@@ -103,10 +106,49 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
         `drop table "${table}"`,
       ];
       for (const attempt of attempts) {
+        // The one DELETE granted: erased field content, which the trigger guards (next test).
+        if (table === 'event_fields' && attempt.startsWith('delete')) continue;
         // 42501 insufficient_privilege: refused by the grants, before any trigger runs.
         expect(await asRuntime(attempt), attempt).toBe('42501');
       }
       expect(await asRuntime(`select 1 from "${table}" limit 1`), `select on ${table}`).toBe('ok');
+    }
+  });
+
+  it('may DELETE field content only under a redaction event naming it', async () => {
+    const asApp = await openDatabase({ url: runtimeUrl });
+    const ledger = createLedger(asApp);
+    try {
+      const log = 'runtime-redaction';
+      const event = await appendWithFields(ledger, {
+        log,
+        kind: 'customer.contacted',
+        entity: 'cust_1',
+        actor: 'gateway:mcp',
+        payload: { email: 'ana@example.com', channel: 'email' },
+      });
+      // Straight DELETEs, as a compromised service would send them: the trigger refuses.
+      expect(await asRuntime(`delete from event_fields where log_id = '${log}'`)).toBe('VC001');
+      await redactFields(ledger, {
+        log,
+        seq: event.seq,
+        fields: ['email'],
+        reason: 'ticket 1',
+        actor: 'user:dpo',
+      });
+      const left = await owner.rows<{ name: string }>(
+        sql`select name from event_fields where log_id = ${log} order by name`,
+      );
+      expect(left.map((row) => row.name)).toEqual(['channel']);
+      // The redaction names email only: channel still cannot go.
+      expect(await asRuntime(`delete from event_fields where log_id = '${log}'`)).toBe('VC001');
+      expect(await ledger.verifyChain({ log })).toMatchObject({
+        ok: true,
+        redactions: [{ seq: event.seq, fields: ['email'] }],
+      });
+    } finally {
+      await ledger.close();
+      await asApp.close();
     }
   });
 

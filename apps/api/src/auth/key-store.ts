@@ -41,11 +41,13 @@ export interface NewApiKey {
 /**
  * Pairs of roles one key may not hold together, unless explicitly allowed: the party that
  * acts (gateway) or grants keys (admin) must not also be the one that approves, or one
- * leaked key could both ask for and grant an action.
+ * leaked key could both ask for and grant an action, nor erase its own trail.
  */
 export const SEPARATED_ROLES: ReadonlyArray<readonly [Role, Role]> = [
   ['gateway', 'approver'],
   ['admin', 'approver'],
+  // The audited party must not be able to erase what it did.
+  ['gateway', 'redactor'],
 ];
 
 /** What a key hash finds: a live key proven by the chain, a row that fails its proof, or nothing. */

@@ -7,6 +7,7 @@ import {
   latestCheckpoint,
   logOrigin,
   migrationStatus,
+  redactedAfter,
   requireLog,
   type StoredCheckpoint,
   signLogCheckpoint,
@@ -23,7 +24,7 @@ import { CliError, type CliIo, EXIT } from './io';
 export const exportCommand = defineCommand({
   name: 'vouch export',
   synopsis: 'vouch export --log L > bundle.jsonl',
-  description: `Write a self-contained audit bundle of log L to stdout (format vouch-bundle/1: a header,
+  description: `Write a self-contained audit bundle of log L to stdout (format vouch-bundle/2: a header,
 every event as one JSON line, then a signed checkpoint at exactly the exported size; see
 docs/transparency.md). An auditor verifies it offline with
 \`vouch verify --bundle FILE --public-key KEY\`.
@@ -58,7 +59,13 @@ memory; progress goes to stderr.`,
       // Before anything is signed: a typo must not come back as a signed empty log.
       await requireLog(database, log);
       ledger = createLedger(database);
-      const checkpoint = await checkpointToExport(io, database, log, keys);
+      const checkpoint = await checkpointCoveringRedactions(
+        io,
+        database,
+        log,
+        keys,
+        await checkpointToExport(io, database, log, keys),
+      );
       await writeBundle(io, log, checkpoint, ledger.streamEvents(log));
       return EXIT.OK;
     } finally {
@@ -143,6 +150,34 @@ async function checkpointToExport(
     `vouch export: no log signing key here; exporting up to the latest checkpoint (${latest.treeSize} events)\n`,
   );
   return latest;
+}
+
+/**
+ * A checkpoint whose events include every redaction of them: a field erased by a redaction
+ * event past the checkpoint would be in the bundle erased, without its authority. With a
+ * key, sign again at the new head (a redaction may commit meanwhile: a few tries); without
+ * one, say which events the verifier will report.
+ */
+async function checkpointCoveringRedactions(
+  io: CliIo,
+  database: Database,
+  log: string,
+  keys: ReturnType<typeof loadLogKeys>,
+  first: StoredCheckpoint,
+): Promise<StoredCheckpoint> {
+  let checkpoint = first;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const redacted = await redactedAfter(database, log, checkpoint.treeSize);
+    if (redacted.length === 0) return checkpoint;
+    if (keys === null) {
+      io.err(
+        `vouch export: events ${redacted.join(', ')} had fields erased by redactions after the latest checkpoint; the bundle will report them REDACTION_UNAUTHORIZED until a newer checkpoint is signed (\`vouch serve\` does, or configure the log signing key here)\n`,
+      );
+      return checkpoint;
+    }
+    checkpoint = await checkpointToExport(io, database, log, keys);
+  }
+  return checkpoint;
 }
 
 /** The events with seq <= `last`, stopping the underlying stream there (appends may go on meanwhile). */

@@ -10,7 +10,7 @@ import { CliError, type CliIo, EXIT } from './io';
 import { keysLogNewCommand, keysLogPublicCommand } from './keys-log';
 
 /** Who the CLI acts as: whoever can open the database is the operator. */
-const CLI_ACTOR = 'system:cli';
+export const CLI_ACTOR = 'system:cli';
 
 type Store = Awaited<ReturnType<typeof openStore>>;
 
@@ -78,7 +78,7 @@ const createCommand = defineCommand({
     json: { type: 'boolean', help: 'print the key record and the secret as JSON' },
     'allow-role-combination': {
       type: 'boolean',
-      help: 'issue a key holding roles that must stay apart\n(gateway + approver, admin + approver)',
+      help: 'issue a key holding roles that must stay apart\n(gateway + approver, admin + approver, gateway + redactor)',
     },
   },
   footer: STORAGE,

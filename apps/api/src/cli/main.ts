@@ -47,6 +47,11 @@ export const vouchCommand = defineGroup({
       load: async () => (await import('./witness')).witnessCommand,
     },
     {
+      name: 'vouch redact',
+      summary: 'erase fields of an event, keeping every proof valid',
+      load: async () => (await import('./redact')).redactCommand,
+    },
+    {
       name: 'vouch export',
       summary: 'write a self-contained, signed audit bundle of a log',
       load: async () => (await import('./export')).exportCommand,

@@ -157,7 +157,7 @@ describe.each(storages)('vouch export and vouch verify --bundle on $name', (stor
       expect(exported.err).toContain('6 events');
       bundle = exported.out;
       const lines = bundle.trimEnd().split('\n');
-      expect(JSON.parse(lines[0]!)).toMatchObject({ format: 'vouch-bundle/1', log: 'orders', treeSize: 6 });
+      expect(JSON.parse(lines[0]!)).toMatchObject({ format: 'vouch-bundle/2', log: 'orders', treeSize: 6 });
       expect(lines).toHaveLength(8);
       const path = file('bundle.jsonl', bundle);
       const verified = await run(['verify', '--bundle', path, '--public-key', keys.verifierKey]);

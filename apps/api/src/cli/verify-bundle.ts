@@ -13,6 +13,7 @@ import { createRecordRuleCheck, type RecordRuleCheck } from '@vouch/ledger';
 import { RECORD_KINDS } from '@vouch/records';
 import { defineCommand, type OptionSpec } from './command';
 import { CliError, type CliIo, EXIT } from './io';
+import { redactionLines } from './redaction-lines';
 import {
   bundleCheckpointNote,
   parseWitnessRequirement,
@@ -89,14 +90,14 @@ export function describeBundleReport(report: BundleReport): string {
   const count = (n: number) => n.toLocaleString('en-US');
   if (report.ok) {
     const cp = report.checkpoint!;
-    return `bundle of log ${report.log}: INTACT — ${count(report.checked)} events verified; checkpoint ${cp.origin} at ${count(cp.treeSize)} events, root ${cp.rootHash}, signed by ${cp.verifiedBy.join(', ')}\n`;
+    return `bundle of log ${report.log}: INTACT — ${count(report.checked)} events verified; checkpoint ${cp.origin} at ${count(cp.treeSize)} events, root ${cp.rootHash}, signed by ${cp.verifiedBy.join(', ')}\n${redactionLines(report.redactions)}`;
   }
   const problems = report.failures.length + (report.failuresOmitted ?? 0);
   let text = `bundle of log ${report.log || '(unknown)'}: BROKEN — ${count(problems)} problem(s) in ${count(report.checked)} events\n`;
   for (const failure of report.failures)
     text += `  seq ${failure.seq}  ${failure.code}  ${failure.message}\n`;
   if (report.failuresOmitted) text += `  … and ${count(report.failuresOmitted)} more not listed\n`;
-  return text;
+  return text + redactionLines(report.redactions);
 }
 
 /** `vouch verify --bundle`: exit 0 intact, 1 broken, 2 usage or unreadable file. */

@@ -18,6 +18,7 @@ import { transparencyConfig } from '../transparency/config';
 import { loadLogKeys } from '../transparency/log-keys';
 import { type Command, defineCommand, type OptionSpecs, type OptionValues } from './command';
 import { CliError, type CliIo, EXIT } from './io';
+import { redactionLines } from './redaction-lines';
 import { JSON_OPTION, parseVerifierKeys, verifyBundleCommand } from './verify-bundle';
 import { verifySinceCommand } from './verify-since';
 
@@ -67,6 +68,7 @@ function printHuman(io: CliIo, report: LogVerificationReport): void {
     }
     if (report.failuresOmitted) io.out(`  … and ${count(report.failuresOmitted)} more not listed\n`);
   }
+  io.out(redactionLines(report.redactions));
   const { checkpoints } = report;
   const signatures =
     checkpoints.checked === 0

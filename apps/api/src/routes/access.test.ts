@@ -8,7 +8,7 @@ const EXPECTED: Record<string, readonly Role[]> = {
   'POST /v1/keys': ['admin'],
   'GET /v1/keys': ['admin'],
   'POST /v1/keys/{id}/revoke': ['admin'],
-  'GET /v1/me': ['gateway', 'policy', 'approver', 'verifier', 'auditor', 'admin'],
+  'GET /v1/me': ['gateway', 'policy', 'approver', 'verifier', 'auditor', 'admin', 'redactor'],
   'POST /v1/tools': ['admin', 'gateway'],
   'GET /v1/tools': ['admin', 'gateway', 'auditor'],
   'POST /v1/proposals': ['gateway'],
@@ -35,6 +35,7 @@ const EXPECTED: Record<string, readonly Role[]> = {
   'GET /v1/logs/{log}/proofs/inclusion': ['auditor'],
   'GET /v1/logs/{log}/proofs/consistency': ['auditor'],
   'GET /v1/webhooks/deliveries': ['admin', 'auditor'],
+  'POST /v1/logs/{log}/events/{seq}/redactions': ['redactor'],
 };
 
 let h: Harness;

@@ -26,6 +26,8 @@ export const ACCESS = {
   postVerification: ['verifier'],
   // Operators (admin) run the targets; auditors read what was notified. Neither sees a secret.
   listWebhookDeliveries: ['admin', 'auditor'],
+  // Erasing evidence is its own role: see `redactor` in @vouch/records' ROLES.
+  redact: ['redactor'],
 } as const satisfies Record<string, readonly Role[]>;
 
 /** "Roles: a, b." for an OpenAPI description. */

@@ -74,7 +74,7 @@ describe('key policy over HTTP', () => {
   });
 
   describe('when a key would hold roles that must stay apart', () => {
-    it.each([[['gateway', 'approver']], [['admin', 'approver']]])(
+    it.each([[['gateway', 'approver']], [['admin', 'approver']], [['gateway', 'redactor']]])(
       'refuses %j with 400 ROLE_COMBINATION_FORBIDDEN and writes nothing',
       async (roles) => {
         const before = await h.rowCounts();

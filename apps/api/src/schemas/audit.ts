@@ -8,6 +8,9 @@ import {
   chainReportSchema,
   eventPageSchema,
   logHeadSchema,
+  redactionReportSchema,
+  redactionRequestSchema,
+  redactionResultSchema,
 } from '@vouch/records';
 import { errorResponseSpec, LogIdSchema } from './common';
 import { component } from './component';
@@ -26,6 +29,9 @@ export const ChainFailureSchema = component(chainFailureSchema, 'ChainFailure');
 export const ChainReportSchema = component(chainReportSchema, 'ChainReport');
 export const EventPageSchema = component(eventPageSchema, 'EventPage');
 export const LogHeadSchema = logHeadSchema;
+export const RedactionReportSchema = component(redactionReportSchema, 'RedactionReport');
+export const RedactionRequestSchema = component(redactionRequestSchema, 'RedactionRequest');
+export const RedactionResultSchema = component(redactionResultSchema, 'RedactionResult');
 
 /** 404 for a log id nothing was ever stored under: a typo must not look like an empty log. */
 export const LogNotFoundResponse = errorResponseSpec(
@@ -86,3 +92,13 @@ export const VerifyProgressLineSchema = z
     z.object({ type: z.literal('error'), error: z.object({ code: z.string(), message: z.string() }) }),
   ])
   .openapi('ChainVerificationLine');
+
+export const EventParamSchema = z.object({
+  log: LogIdSchema.clone().openapi({ param: { name: 'log', in: 'path' }, example: 'default' }),
+  // A path segment is a string: a positive decimal without leading zeros, at most 16 digits.
+  seq: z
+    .string()
+    .regex(/^[1-9][0-9]{0,15}$/)
+    .transform(Number)
+    .openapi({ param: { name: 'seq', in: 'path' }, example: '42' }),
+});

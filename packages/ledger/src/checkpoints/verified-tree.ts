@@ -131,7 +131,9 @@ export async function extendVerifiedTree(
   const range = CompactRange.fromFrontier(from.range.size, from.range.frontier());
   const checker = createChainChecker({ log, maxFailures: 1, ...(from.head ? { after: from.head } : {}) });
   if (target.treeSize > range.size) {
-    for await (const event of streamEvents(database, log, { after: range.size, pageSize: PAGE })) {
+    // Hashes only: the tree and the chain do not depend on field content (see StreamOptions).
+    const events = streamEvents(database, log, { after: range.size, pageSize: PAGE, content: false });
+    for await (const event of events) {
       if (event.seq > target.treeSize) break;
       checker.check(event);
       range.append(eventLeafHash(event.hash));

@@ -30,6 +30,11 @@ export const auditEvents = pgTable(
     payloadHash: text('payload_hash').notNull(),
     prevHash: text('prev_hash').notNull(),
     hash: text('hash').notNull(),
+    /**
+     * The payload commitment (docs/chain.md): NULL for the whole-payload rule, `fields/1`
+     * when `payload` holds the field hashes and the content is in {@link eventFields}.
+     */
+    commitment: text('commitment'),
     // The seq this row links to; NULL for the first event so the link check below skips it.
     prevSeq: bigint('prev_seq', { mode: 'number' }).generatedAlwaysAs(
       sql`CASE WHEN seq > 1 THEN seq - 1 END`,
@@ -58,6 +63,33 @@ export const auditEvents = pgTable(
       sql`octet_length(${t.hash}) = 64 AND octet_length(${t.payloadHash}) = 64`,
     ),
     index('audit_events_entity').on(t.logId, t.entityId),
+    check('audit_events_commitment', sql`${t.commitment} IS NULL OR ${t.commitment} = 'fields/1'`),
+  ],
+);
+
+/**
+ * The content of `fields/1` events, one row per field, kept apart from the chain: the chain
+ * holds only each field's salted hash, so erasing a field (a DELETE of its row, which the
+ * database allows only under an `event.redacted` event that names it) removes its value and
+ * salt and leaves every hash, proof and checkpoint as it was.
+ */
+export const eventFields = pgTable(
+  'event_fields',
+  {
+    logId: text('log_id').notNull(),
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    name: text('name').notNull(),
+    salt: text('salt').notNull(),
+    /** The field's value as canonical JSON text, exactly as hashed. */
+    value: text('value').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.logId, t.seq, t.name] }),
+    foreignKey({
+      name: 'event_fields_event',
+      columns: [t.logId, t.seq],
+      foreignColumns: [auditEvents.logId, auditEvents.seq],
+    }),
   ],
 );
 

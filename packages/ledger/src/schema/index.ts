@@ -4,6 +4,7 @@ export {
   auditEvents,
   checkpointCosignatures,
   checkpoints,
+  eventFields,
   merkleNodes,
 } from './core';
 export {

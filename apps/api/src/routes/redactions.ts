@@ -1,0 +1,50 @@
+import { createRoute } from '@hono/zod-openapi';
+import { type Ledger, redactFields } from '@vouch/ledger';
+import type { VouchApp } from '../app';
+import { assertLog, requireRole } from '../auth/authorize';
+import { jsonBody } from '../http/json-body';
+import { EventParamSchema, RedactionRequestSchema, RedactionResultSchema } from '../schemas/audit';
+import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
+import { ACCESS, rolesNote } from './access';
+
+const redact = createRoute({
+  method: 'post',
+  path: '/v1/logs/{log}/events/{seq}/redactions',
+  tags: ['audit'],
+  summary: 'Erase fields of an event, keeping every proof valid (redactor)',
+  description: `Erases the value and salt of the named top-level fields of a \`fields/1\` event (docs/chain.md, "Erasing a field") and appends an \`event.redacted\` event naming the event, the fields, the reason and the caller, in one transaction. The event's field hashes stay in the chain, so the chain, the Merkle tree and every signed checkpoint verify as before, and verification reports the erasure. Nothing is written when the request is refused. ${rolesNote(ACCESS.redact)}`,
+  security: bearerSecurity,
+  middleware: [requireRole(...ACCESS.redact), jsonBody({ required: true })] as const,
+  request: {
+    params: EventParamSchema,
+    body: { required: true, content: { 'application/json': { schema: RedactionRequestSchema } } },
+  },
+  responses: {
+    ...commonErrors,
+    ...bodyErrors,
+    201: { description: 'Erased', content: { 'application/json': { schema: RedactionResultSchema } } },
+    404: errorResponseSpec('No such event in the log (`EVENT_NOT_FOUND`)'),
+    409: errorResponseSpec(
+      'The event commits to its whole payload, so no single field can be erased (`EVENT_NOT_REDACTABLE`: a record the server acts on, or an event written before fields/1), or a field is already erased (`FIELD_ALREADY_REDACTED`)',
+    ),
+    422: errorResponseSpec('The event has no such field (`FIELD_NOT_FOUND`)'),
+  },
+});
+
+/** `POST /v1/logs/{log}/events/{seq}/redactions`: erase fields of a field-committed event. */
+export function registerRedactionRoutes(app: VouchApp, deps: { ledger: Ledger }): void {
+  app.openapi(redact, async (c) => {
+    const { log, seq } = c.req.valid('param');
+    const principal = c.get('principal');
+    assertLog(principal, log);
+    const body = c.req.valid('json');
+    const result = await redactFields(deps.ledger, {
+      log,
+      seq,
+      fields: body.fields,
+      reason: body.reason,
+      actor: principal.identity,
+    });
+    return c.json({ log, target: result.target, fields: result.fields, event: result.event }, 201);
+  });
+}
