@@ -17,8 +17,10 @@ export default defineConfig({
       'docs/**/*.test.ts',
     ],
     setupFiles: ['./vitest.setup.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Generous: the end-to-end files start real servers and CLIs, and a loaded CI machine can
+    // take tens of seconds to spawn them. A limit is a hang detector here, never a speed check.
+    testTimeout: 90_000,
+    hookTimeout: 120_000,
     pool: 'forks',
   },
 });
