@@ -156,6 +156,23 @@ describe('loadVerifierConfig', () => {
       });
     });
 
+    it('names the verifier, the field and the position for a CEL condition that does not compile', async () => {
+      const file = await write({
+        verifiers: [
+          httpEntry({
+            options: { url: 'http://api.test/refunds/1', successCondition: 'result.status == "ok" &&' },
+          }),
+        ],
+      });
+      const error = await loadVerifierConfig(file, { resolveHost }).catch((e: unknown) => e);
+      expect(error).toMatchObject({
+        code: 'OPTIONS_INVALID',
+        verifier: 'refund-api',
+        field: '/verifiers/0/options/successCondition',
+      });
+      expect((error as Error).message).toMatch(/line 1, column 25/);
+    });
+
     it.each([
       ['a misspelt key', { verifiers: [{ use: 'file', optoins: {} }] }, '/verifiers/0/optoins', 'file'],
       [

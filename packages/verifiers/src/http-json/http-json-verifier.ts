@@ -1,4 +1,5 @@
 import { type CheckResult, defineVerifier, type JsonObject, VERIFIER_API_VERSION } from '@vouch/verifier-sdk';
+import { type ConditionOutcome, combineVerdicts, evaluateConditions } from '../shared/conditions';
 import { type AssertionOutcome, evaluateJsonAssertion, verdictOf } from '../shared/json-assertions';
 import { fillTemplate, templateScope } from '../shared/template';
 import { type HttpJsonOptions, httpJsonOptionsSchema } from './http-json-options';
@@ -92,6 +93,19 @@ export const httpJsonVerifier = defineVerifier({
       });
     }
     if (options.method === 'HEAD') {
+      const conditions = evaluateConditions(options, {
+        result: null,
+        scope,
+        extras: { status: response.status },
+      });
+      if (conditions.verdict !== null) {
+        return result(conditions.verdict, {
+          observed: { status: response.status },
+          evidence: { ...evidence, conditions: conditions.evidence },
+          message: conditions.message,
+          ...(conditions.reason ? { reason: conditions.reason } : {}),
+        });
+      }
       return result('pass', {
         observed: { status: response.status },
         evidence,
@@ -127,7 +141,12 @@ export const httpJsonVerifier = defineVerifier({
       });
     }
     const outcomes = options.assertions.map((assertion) => evaluateJsonAssertion(document, assertion, scope));
-    return assertionResult(result, outcomes, evidence);
+    const conditions = evaluateConditions(options, {
+      result: document,
+      scope,
+      extras: { status: response.status },
+    });
+    return assertionResult(result, outcomes, evidence, conditions);
   },
 });
 
@@ -138,15 +157,34 @@ function assertionResult(
   ) => CheckResult,
   outcomes: AssertionOutcome[],
   evidence: Record<string, JsonObject[string]>,
+  conditions: ConditionOutcome,
 ): CheckResult {
-  const verdict = verdictOf(outcomes);
+  const asserted = verdictOf(outcomes);
+  const verdict = combineVerdicts(asserted, conditions.verdict);
   const failed = outcomes.filter((o) => o.ok !== true);
+  const messages = failed.map((o) => o.message);
+  if (conditions.verdict !== null && conditions.verdict !== 'pass') messages.push(conditions.message);
+  const reason =
+    verdict !== 'inconclusive'
+      ? undefined
+      : asserted === 'inconclusive'
+        ? 'TEMPLATE_VALUE_MISSING'
+        : conditions.reason;
   return result(verdict, {
     observed: Object.fromEntries(outcomes.map((o) => [o.pointer, o.observed])),
     expected: outcomes.map((o) => ({ op: o.op, pointer: o.pointer, value: o.expected })),
-    evidence: { ...evidence, assertions: outcomes.map((o) => ({ ...o })) },
-    message: failed.length === 0 ? 'every assertion holds' : failed.map((o) => o.message).join('; '),
-    ...(verdict === 'inconclusive' ? { reason: 'TEMPLATE_VALUE_MISSING' } : {}),
+    evidence: {
+      ...evidence,
+      assertions: outcomes.map((o) => ({ ...o })),
+      ...(conditions.verdict !== null ? { conditions: conditions.evidence } : {}),
+    },
+    message:
+      messages.length > 0
+        ? messages.join('; ')
+        : conditions.verdict === null
+          ? 'every assertion holds'
+          : 'every assertion and condition holds',
+    ...(reason !== undefined ? { reason } : {}),
   });
 }
 
