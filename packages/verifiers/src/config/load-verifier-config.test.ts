@@ -132,6 +132,65 @@ describe('loadVerifierConfig', () => {
     });
   });
 
+  describe('when it names mysql and redis connections', () => {
+    it('gives the sql verifier a MySQL grant and the redis verifier a Redis grant', async () => {
+      const file = await write({
+        connections: {
+          'orders-db': { type: 'mysql', urlEnv: 'ORDERS_DB' },
+          cache: {
+            type: 'redis',
+            url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+            keyPrefix: 'vouch-config-test:',
+          },
+        },
+        verifiers: [
+          {
+            use: 'sql',
+            name: 'orders',
+            handles: ['refund.recorded'],
+            connection: 'orders-db',
+            options: {
+              query: "select 'mariadb' as kind from dual where version() like $1",
+              params: [{ value: '%' }],
+              expect: { op: 'exists' },
+            },
+          },
+          {
+            use: 'redis',
+            handles: ['refund.recorded'],
+            connection: 'cache',
+            options: { command: 'GET', key: 'nothing-here', successCondition: 'result == null' },
+          },
+        ],
+      });
+      const loaded = await loadVerifierConfig(file, {
+        resolveHost,
+        env: { ORDERS_DB: process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/mysql' },
+      });
+      try {
+        const outcome = await runVerifiers({
+          registry: loaded.registry,
+          proposal: exampleProposal({ postconditions: [{ name: 'refund.recorded' }] }),
+          observation: exampleObservation(),
+        });
+        expect(outcome.checks.map((c) => [c.source, c.status])).toEqual([
+          ['orders-db', 'pass'],
+          ['cache', 'pass'],
+        ]);
+      } finally {
+        await loaded.close();
+      }
+    });
+
+    it('refuses a redis verifier without a redis connection', async () => {
+      expect(
+        await refusal({
+          verifiers: [{ use: 'redis', options: { command: 'GET', key: 'k', successCondition: 'true' } }],
+        }),
+      ).toMatchObject({ code: 'CONFIG_INVALID', field: '/verifiers/0/connection' });
+    });
+  });
+
   describe('when the configuration is wrong', () => {
     it('throws CONFIG_NOT_FOUND for a missing file', async () => {
       await expect(loadVerifierConfig(path.join(dir, 'nope.json'))).rejects.toMatchObject({

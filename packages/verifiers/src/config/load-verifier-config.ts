@@ -8,6 +8,7 @@ import {
   type FetchGrant,
   type Grants,
   isVerifierError,
+  type RedisGrant,
   type SqlGrant,
   VerifierError,
   type VerifierRegistration,
@@ -16,7 +17,10 @@ import {
 import { fileVerifier } from '../file/file-verifier';
 import { httpJsonVerifier } from '../http-json/http-json-verifier';
 import { createGuardedFetch, type ResolveHost } from '../net/guarded-fetch';
-import { createPostgresSqlGrant, type PostgresSqlGrant } from '../sql/postgres-sql-grant';
+import { createRedisGrant } from '../redis/redis-grant';
+import { redisVerifier } from '../redis/redis-verifier';
+import { createMysqlSqlGrant } from '../sql/mysql-sql-grant';
+import { createPostgresSqlGrant } from '../sql/postgres-sql-grant';
 import { sqlVerifier } from '../sql/sql-verifier';
 import {
   type VerifierConfigEntry,
@@ -29,6 +33,7 @@ export const BUILTIN_VERIFIERS: Readonly<Record<string, AnyVerifier>> = Object.f
   'http-json': httpJsonVerifier,
   sql: sqlVerifier,
   file: fileVerifier,
+  redis: redisVerifier,
 });
 
 /** Options for {@link loadVerifierConfig}. */
@@ -44,7 +49,7 @@ export interface LoadedVerifierConfig {
   file: string;
   registry: VerifierRegistry;
   /** Grants by connection name. */
-  connections: Readonly<Record<string, FetchGrant | SqlGrant>>;
+  connections: Readonly<Record<string, FetchGrant | SqlGrant | RedisGrant>>;
   /** Close every database pool the configuration opened. */
   close(): Promise<void>;
 }
@@ -85,15 +90,15 @@ export async function loadVerifierConfig(
   }
   const config = parsed.data;
   const env = options.env ?? process.env;
-  const opened: PostgresSqlGrant[] = [];
+  const opened: { close(): Promise<void> }[] = [];
   const close = async () => {
     await Promise.all(opened.map((grant) => grant.close()));
   };
   try {
-    const connections: Record<string, FetchGrant | SqlGrant> = {};
-    const kinds: Record<string, 'sql' | 'fetch'> = {};
+    const connections: Record<string, FetchGrant | SqlGrant | RedisGrant> = {};
+    const kinds: Record<string, 'sql' | 'fetch' | 'redis'> = {};
     for (const [name, connection] of Object.entries(config.connections)) {
-      if (connection.type === 'postgres') {
+      if (connection.type !== 'http') {
         const url = connection.url ?? env[connection.urlEnv!];
         if (!url) {
           throw new VerifierError(
@@ -105,14 +110,30 @@ export async function loadVerifierConfig(
             },
           );
         }
-        const grant = createPostgresSqlGrant({
+        if (connection.type === 'redis') {
+          const grant = createRedisGrant({
+            name,
+            url,
+            ...(connection.keyPrefix ? { keyPrefix: connection.keyPrefix } : {}),
+            ...(connection.connectTimeoutMs ? { connectTimeoutMs: connection.connectTimeoutMs } : {}),
+          });
+          opened.push(grant);
+          connections[name] = grant;
+          kinds[name] = 'redis';
+          continue;
+        }
+        const sqlOptions = {
           name,
           url,
           ...(connection.max ? { max: connection.max } : {}),
           ...(connection.connectTimeoutSeconds
             ? { connectTimeoutSeconds: connection.connectTimeoutSeconds }
             : {}),
-        });
+        };
+        const grant =
+          connection.type === 'postgres'
+            ? createPostgresSqlGrant(sqlOptions)
+            : createMysqlSqlGrant(sqlOptions);
         opened.push(grant);
         connections[name] = grant;
         kinds[name] = 'sql';
@@ -150,7 +171,14 @@ export async function loadVerifierConfig(
       }
       const requires = verifier.requires ?? [];
       if (requires.includes('sql') && grants.sql === undefined) {
-        fail('/connection', 'this verifier reads a database: name a postgres connection', verifier.id);
+        fail(
+          '/connection',
+          'this verifier reads a database: name a postgres or mysql connection',
+          verifier.id,
+        );
+      }
+      if (requires.includes('redis') && grants.redis === undefined) {
+        fail('/connection', 'this verifier reads Redis: name a redis connection', verifier.id);
       }
       if (requires.includes('fetch') && grants.fetch === undefined) grants.fetch = defaultFetch;
       const registration: VerifierRegistration = {
