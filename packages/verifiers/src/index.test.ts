@@ -7,14 +7,19 @@ describe('@vouch/verifiers', () => {
     it('exports exactly these values', () => {
       expect(Object.keys(verifiers).sort()).toEqual([
         'BUILTIN_VERIFIERS',
+        'REDIS_READ_COMMANDS',
         'checkAddress',
         'createGuardedFetch',
+        'createMysqlSqlGrant',
         'createPostgresSqlGrant',
+        'createRedisGrant',
         'defineVerifierConfig',
         'fileVerifier',
         'httpJsonVerifier',
         'isAllowListEntry',
         'loadVerifierConfig',
+        'prometheusVerifier',
+        'redisVerifier',
         'resolvePinnedAddress',
         'sqlVerifier',
       ]);
@@ -25,6 +30,8 @@ describe('@vouch/verifiers', () => {
         ['http-json', 'http-json'],
         ['sql', 'sql'],
         ['file', 'file'],
+        ['redis', 'redis'],
+        ['prometheus', 'prometheus'],
       ]);
     });
   });

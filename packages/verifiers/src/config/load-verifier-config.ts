@@ -17,6 +17,7 @@ import {
 import { fileVerifier } from '../file/file-verifier';
 import { httpJsonVerifier } from '../http-json/http-json-verifier';
 import { createGuardedFetch, type ResolveHost } from '../net/guarded-fetch';
+import { prometheusVerifier } from '../prometheus/prometheus-verifier';
 import { createRedisGrant } from '../redis/redis-grant';
 import { redisVerifier } from '../redis/redis-verifier';
 import { createMysqlSqlGrant } from '../sql/mysql-sql-grant';
@@ -34,6 +35,7 @@ export const BUILTIN_VERIFIERS: Readonly<Record<string, AnyVerifier>> = Object.f
   sql: sqlVerifier,
   file: fileVerifier,
   redis: redisVerifier,
+  prometheus: prometheusVerifier,
 });
 
 /** Options for {@link loadVerifierConfig}. */

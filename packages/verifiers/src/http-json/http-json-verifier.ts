@@ -1,6 +1,7 @@
 import { type CheckResult, defineVerifier, type JsonObject, VERIFIER_API_VERSION } from '@vouch/verifier-sdk';
 import { type ConditionOutcome, combineVerdicts, evaluateConditions } from '../shared/conditions';
 import { type AssertionOutcome, evaluateJsonAssertion, verdictOf } from '../shared/json-assertions';
+import { readCapped } from '../shared/read-capped';
 import { fillTemplate, templateScope } from '../shared/template';
 import { type HttpJsonOptions, httpJsonOptionsSchema } from './http-json-options';
 
@@ -195,36 +196,6 @@ function acceptsContentType(header: string, accepted: readonly string[]): boolea
     const want = entry.toLowerCase();
     return want.startsWith('+') ? mediaType.endsWith(want) : mediaType === want;
   });
-}
-
-/** Read at most `maxBytes`; null when the body is larger. Stops reading (and cancels) as soon as the cap is passed. */
-async function readCapped(response: Response, maxBytes: number): Promise<Uint8Array | null> {
-  const declared = Number(response.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    await response.body?.cancel();
-    return null;
-  }
-  if (response.body === null) return new Uint8Array();
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel();
-      return null;
-    }
-    chunks.push(value);
-  }
-  const body = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return body;
 }
 
 export type { HttpJsonOptions };
