@@ -22,6 +22,7 @@ describe('@vouch/verifiers', () => {
         'redisVerifier',
         'resolvePinnedAddress',
         'sqlVerifier',
+        'verifierConfigSchema',
       ]);
     });
 

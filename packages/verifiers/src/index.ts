@@ -2,6 +2,7 @@
 export type { LoadedVerifierConfig, LoadVerifierConfigOptions } from './config/load-verifier-config';
 export { BUILTIN_VERIFIERS, defineVerifierConfig, loadVerifierConfig } from './config/load-verifier-config';
 export type { VerifierConfigInput } from './config/verifier-config-schema';
+export { verifierConfigSchema } from './config/verifier-config-schema';
 /** `file`: what a coding agent wrote, under configured roots. */
 export type { FileOptions } from './file/file-options';
 export { fileVerifier } from './file/file-verifier';

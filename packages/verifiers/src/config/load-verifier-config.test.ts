@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isVerifierError, runVerifiers } from '@vouch/verifier-sdk';
@@ -188,6 +188,43 @@ describe('loadVerifierConfig', () => {
           verifiers: [{ use: 'redis', options: { command: 'GET', key: 'k', successCondition: 'true' } }],
         }),
       ).toMatchObject({ code: 'CONFIG_INVALID', field: '/verifiers/0/connection' });
+    });
+  });
+
+  describe('when a plugin package exports only an `import` condition', () => {
+    it("is resolved from the config file's directory, not from Vouch's", async () => {
+      // An installed package next to the config, as `npm install acme-vouch-plugin` leaves it.
+      const project = path.join(dir, 'import-only');
+      const pkg = path.join(project, 'node_modules', 'acme-vouch-plugin');
+      await mkdir(path.join(pkg, 'dist'), { recursive: true });
+      await writeFile(
+        path.join(pkg, 'package.json'),
+        JSON.stringify({
+          name: 'acme-vouch-plugin',
+          type: 'module',
+          exports: { '.': { import: './dist/index.js' } },
+        }),
+      );
+      await writeFile(
+        path.join(pkg, 'dist', 'index.js'),
+        `export default { id: 'acme/always', version: '1.0.0', apiVersion: 1, handles: ['acme.always'],
+          check: () => ({ name: 'acme.always', status: 'pass', source: 'acme-source' }) };`,
+      );
+      const file = path.join(project, 'vouch.config.json');
+      await writeFile(file, JSON.stringify({ verifiers: [{ use: 'acme-vouch-plugin' }] }));
+      const loaded = await loadVerifierConfig(file, { resolveHost });
+      try {
+        expect(loaded.registry.entries.map((e) => e.name)).toEqual(['acme/always']);
+      } finally {
+        await loaded.close();
+      }
+    });
+
+    it('names the package when it is not installed there', async () => {
+      expect(await refusal({ verifiers: [{ use: 'acme-not-installed' }] })).toMatchObject({
+        code: 'CONFIG_INVALID',
+        field: '/verifiers/0/use',
+      });
     });
   });
 

@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
@@ -14,6 +13,7 @@ import {
   type VerifierRegistration,
   type VerifierRegistry,
 } from '@vouch/verifier-sdk';
+import { resolve as resolveModule } from 'import-meta-resolve';
 import { fileVerifier } from '../file/file-verifier';
 import { httpJsonVerifier } from '../http-json/http-json-verifier';
 import { createGuardedFetch, type ResolveHost } from '../net/guarded-fetch';
@@ -282,17 +282,24 @@ async function loadVerifier(
 }
 
 async function importFrom(specifier: string, configFile: string): Promise<Record<string, unknown>> {
-  if (specifier.startsWith('.') || path.isAbsolute(specifier)) {
-    return import(pathToFileURL(path.resolve(path.dirname(configFile), specifier)).href);
-  }
-  // A package: resolve it from the configuration's directory, as the user would expect.
-  let resolved: string | undefined;
+  // A package is resolved from the configuration's directory with Node's own ESM algorithm
+  // (package `exports`, the `import` condition), so a plugin installed next to the config file
+  // is found even when it has no `require` export, and never one from Vouch's own directory.
+  const url =
+    specifier.startsWith('.') || path.isAbsolute(specifier)
+      ? pathToFileURL(path.resolve(path.dirname(configFile), specifier)).href
+      : resolveModule(specifier, pathToFileURL(configFile).href);
   try {
-    resolved = createRequire(configFile).resolve(specifier);
-  } catch {
-    resolved = undefined;
+    return await import(url);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[cm]?ts$/.test(url)) {
+      throw new Error(
+        `${url} is TypeScript, which this Node.js cannot load: build the plugin to JavaScript (tsc) and point "use" at the built .js file or package`,
+        { cause: error },
+      );
+    }
+    throw error;
   }
-  return import(resolved ? pathToFileURL(resolved).href : specifier);
 }
 
 function withAbsoluteRoots(options: unknown, file: string): unknown {
