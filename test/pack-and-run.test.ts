@@ -326,13 +326,13 @@ console.log(JSON.stringify(failed));`;
           body: {
             server_id: 'items',
             tool_name: 'item.finish',
-            side_effect: 'reversible',
+            side_effect: 'idempotent',
             required_scopes: ['items:write'],
             allowed_environments: ['test'],
             approval_required: false,
           },
         });
-        expect(tool.status).toBe(201);
+        expect(tool.status, await tool.clone().text()).toBe(201);
         const proposed = await server.call('POST', '/v1/proposals', {
           key: gateway,
           body: {
@@ -342,11 +342,11 @@ console.log(JSON.stringify(failed));`;
             tool_name: 'item.finish',
             target: { kind: 'item', id: 'item-1', env: 'test' },
             arguments: {},
-            side_effect: 'reversible',
+            side_effect: 'idempotent',
             postconditions: [{ name: 'item.done' }],
           },
         });
-        expect(proposed.status).toBe(201);
+        expect(proposed.status, await proposed.clone().text()).toBe(201);
         const { proposal, decision } = (await proposed.json()) as {
           proposal: { id: string };
           decision: { verdict: string };
@@ -355,7 +355,7 @@ console.log(JSON.stringify(failed));`;
         const authorized = await server.call('POST', `/v1/proposals/${proposal.id}/authorize`, {
           key: gateway,
         });
-        expect(authorized.status).toBe(200);
+        expect(authorized.status, await authorized.clone().text()).toBe(200);
         const observed = await server.call('POST', '/v1/observations', {
           key: gateway,
           body: {
@@ -365,16 +365,17 @@ console.log(JSON.stringify(failed));`;
             transport_status: 200,
           },
         });
-        expect(observed.status).toBe(201);
+        expect(observed.status, await observed.clone().text()).toBe(201);
         const { observation } = (await observed.json()) as { observation: { id: string } };
         const verified = await server.call('POST', `/v1/observations/${observation.id}/verify`, {
           key: verifier,
         });
-        expect(verified.status).toBe(201);
+        expect(verified.status, await verified.clone().text()).toBe(201);
         const story = await server.call('GET', `/v1/proposals/${proposal.id}`, { key: auditor });
         expect(story.status).toBe(200);
+        // The story carries the plugin's check: canonical JSON, so keys are in sorted order.
         expect(JSON.stringify(await story.json())).toMatch(
-          /"name":"item\.done","status":"pass","source":"items-api"/,
+          /"postcondition":"item\.done","reason":null,"source":"items-api","status":"pass","verifier":\{"apiVersion":1,"id":"acme\/item-done"/,
         );
       } finally {
         await server.stop();
