@@ -383,6 +383,28 @@ console.log(JSON.stringify(failed));`;
       }
     });
 
+    it('refuses a .ts plugin on plain node with a message saying to build it', async () => {
+      const site = join(project, 'ts-plugin-site');
+      mkdirSync(site);
+      writeFileSync(join(site, 'plugin.ts'), 'export default { id: "acme/x" } as const;\n');
+      writeFileSync(join(site, 'vouch.config.json'), JSON.stringify({ verifiers: [{ use: './plugin.ts' }] }));
+      const out = await step(
+        'loadVerifierConfig from the packed @vouch/verifiers',
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `import { loadVerifierConfig } from '@vouch/verifiers';
+           try { await loadVerifierConfig('vouch.config.json'); console.log('{}'); }
+           catch (e) { console.log(JSON.stringify({ code: e.code, field: e.field, message: e.message })); }`,
+        ],
+        site,
+      );
+      const refused = JSON.parse(out);
+      expect(refused).toMatchObject({ code: 'CONFIG_INVALID', field: '/verifiers/0/use' });
+      expect(refused.message).toMatch(/build the plugin to JavaScript/);
+    });
+
     it('without the optional PGlite package, `vouch serve` names the package to install', async () => {
       const pglite = installed('@electric-sql/pglite');
       const aside = `${pglite}.aside`;
