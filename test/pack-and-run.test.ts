@@ -5,8 +5,18 @@
 // `vouch serve` on PGlite, `vouch export` + `vouch verify --bundle`, and a verifier package
 // compiled against the packed @vouch/verifier-sdk passing its harness tests.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -226,6 +236,173 @@ console.log(JSON.stringify(failed));`;
       );
       expect(out).toMatch(/# pass [1-9]/);
       expect(out).toMatch(/# fail 0/);
+    });
+
+    it('scaffolds a verifier with `vouch verifier init`, packs it, and `vouch serve` runs its check into a story', async () => {
+      // The author's side: scaffold, build against the packed SDK, pack.
+      const author = join(project, 'acme-item-done');
+      const init = await runVouchWithEnv(
+        ['verifier', 'init', author, '--id', 'acme/item-done'],
+        {},
+        project,
+        vouchBin(),
+      );
+      expect(init.code, init.stderr).toBe(0);
+      await step(
+        'tsc of the scaffold against the packed @vouch/verifier-sdk',
+        process.execPath,
+        [TSC, '-p', 'tsconfig.json', '--typeRoots', join(repo, 'node_modules/@types')],
+        author,
+      );
+      const harness = await step(
+        'node --test of the scaffold',
+        process.execPath,
+        ['--test', 'dist/'],
+        author,
+      );
+      expect(harness).toMatch(/# fail 0/);
+      const tarball = (
+        await step('npm pack of the scaffold', 'npm', ['pack', '--ignore-scripts', '--silent'], author)
+      )
+        .trim()
+        .split('\n')
+        .at(-1)!;
+
+      // The operator's side: a directory outside the repository with the tarball unpacked into
+      // node_modules (what `npm install ./acme-item-done-0.1.0.tgz` leaves), next to vouch.config.json.
+      const site = join(work, 'site');
+      mkdirSync(join(site, 'node_modules'), { recursive: true });
+      await step('tar', '/bin/tar', ['-xzf', join(author, tarball), '-C', join(site, 'node_modules')], site);
+      renameSync(join(site, 'node_modules/package'), join(site, 'node_modules/acme-item-done'));
+      // Its dependencies come from the packed install (zod, @vouch/verifier-sdk).
+      writeFileSync(
+        join(site, 'package.json'),
+        JSON.stringify({ name: 'site', private: true, type: 'module' }),
+      );
+      for (const dep of ['zod', '@vouch']) {
+        symlinkSync(installed(dep), join(site, 'node_modules', dep), 'dir');
+      }
+      const items = createServer((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'done' }));
+      });
+      await new Promise<void>((resolve) => items.listen(0, '127.0.0.1', resolve));
+      const itemsUrl = `http://127.0.0.1:${(items.address() as AddressInfo).port}`;
+      writeFileSync(
+        join(site, 'vouch.config.json'),
+        JSON.stringify({
+          $schema: './node_modules/@vouch/api/vouch.config.schema.json',
+          connections: { items: { type: 'http', allowHosts: ['127.0.0.1'] } },
+          verifiers: [
+            {
+              use: 'acme-item-done',
+              connection: 'items',
+              options: { baseUrl: itemsUrl, source: 'items-api' },
+            },
+          ],
+        }),
+      );
+      const server = await startVouchServer({
+        storage: { VOUCH_DATA_DIR: join(work, 'site-data') },
+        cwd: site,
+        bin: vouchBin(),
+      });
+      try {
+        const issue = async (identity: string, roles: string[], extra: Record<string, unknown> = {}) => {
+          const created = await server.call('POST', '/v1/keys', {
+            key: server.adminKey,
+            body: { identity, roles, ...extra },
+          });
+          expect(created.status).toBe(201);
+          return ((await created.json()) as { secret: string }).secret;
+        };
+        const gateway = await issue('agent:item-bot', ['gateway'], {
+          scopes: ['items:write'],
+          environments: ['test'],
+        });
+        const verifier = await issue('service:checker', ['verifier']);
+        const auditor = await issue('user:audrey', ['auditor']);
+        const tool = await server.call('POST', '/v1/tools', {
+          key: server.adminKey,
+          body: {
+            server_id: 'items',
+            tool_name: 'item.finish',
+            side_effect: 'idempotent',
+            required_scopes: ['items:write'],
+            allowed_environments: ['test'],
+            approval_required: false,
+          },
+        });
+        expect(tool.status, await tool.clone().text()).toBe(201);
+        const proposed = await server.call('POST', '/v1/proposals', {
+          key: gateway,
+          body: {
+            idempotency_key: 'finish-item-1',
+            action: 'item.finish',
+            server_id: 'items',
+            tool_name: 'item.finish',
+            target: { kind: 'item', id: 'item-1', env: 'test' },
+            arguments: {},
+            side_effect: 'idempotent',
+            postconditions: [{ name: 'item.done' }],
+          },
+        });
+        expect(proposed.status, await proposed.clone().text()).toBe(201);
+        const { proposal, decision } = (await proposed.json()) as {
+          proposal: { id: string };
+          decision: { verdict: string };
+        };
+        expect(decision.verdict).toBe('allow');
+        const authorized = await server.call('POST', `/v1/proposals/${proposal.id}/authorize`, {
+          key: gateway,
+        });
+        expect(authorized.status, await authorized.clone().text()).toBe(200);
+        const observed = await server.call('POST', '/v1/observations', {
+          key: gateway,
+          body: {
+            proposal_id: proposal.id,
+            outcome: 'succeeded',
+            result: { ok: true },
+            transport_status: 200,
+          },
+        });
+        expect(observed.status, await observed.clone().text()).toBe(201);
+        const { observation } = (await observed.json()) as { observation: { id: string } };
+        const verified = await server.call('POST', `/v1/observations/${observation.id}/verify`, {
+          key: verifier,
+        });
+        expect(verified.status, await verified.clone().text()).toBe(201);
+        const story = await server.call('GET', `/v1/proposals/${proposal.id}`, { key: auditor });
+        expect(story.status).toBe(200);
+        // The story carries the plugin's check: canonical JSON, so keys are in sorted order.
+        expect(JSON.stringify(await story.json())).toMatch(
+          /"postcondition":"item\.done","reason":null,"source":"items-api","status":"pass","verifier":\{"apiVersion":1,"id":"acme\/item-done"/,
+        );
+      } finally {
+        await server.stop();
+        await new Promise((resolve) => items.close(resolve));
+      }
+    });
+
+    it('refuses a .ts plugin on plain node with a message saying to build it', async () => {
+      const site = join(project, 'ts-plugin-site');
+      mkdirSync(site);
+      writeFileSync(join(site, 'plugin.ts'), 'export default { id: "acme/x" } as const;\n');
+      writeFileSync(join(site, 'vouch.config.json'), JSON.stringify({ verifiers: [{ use: './plugin.ts' }] }));
+      const out = await step(
+        'loadVerifierConfig from the packed @vouch/verifiers',
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `import { loadVerifierConfig } from '@vouch/verifiers';
+           try { await loadVerifierConfig('vouch.config.json'); console.log('{}'); }
+           catch (e) { console.log(JSON.stringify({ code: e.code, field: e.field, message: e.message })); }`,
+        ],
+        site,
+      );
+      const refused = JSON.parse(out);
+      expect(refused).toMatchObject({ code: 'CONFIG_INVALID', field: '/verifiers/0/use' });
+      expect(refused.message).toMatch(/build the plugin to JavaScript/);
     });
 
     it('without the optional PGlite package, `vouch serve` names the package to install', async () => {

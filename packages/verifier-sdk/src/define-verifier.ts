@@ -1,5 +1,5 @@
 import type { CheckResult } from './check';
-import type { FetchGrant, GrantName, SqlGrant } from './grants';
+import type { FetchGrant, GrantName, RedisGrant, SqlGrant } from './grants';
 import type { Logger } from './logger';
 import type { MeasurementPolicy } from './measurement-policy';
 import type { Observation, Postcondition, Proposal, VerifierPhase } from './records';
@@ -41,6 +41,8 @@ export interface VerifierContext<Options = Record<string, never>> {
   readonly fetch?: FetchGrant;
   /** Present when the host granted a read-only SQL connection. */
   readonly sql?: SqlGrant;
+  /** Present when the host granted a read-only Redis connection. */
+  readonly redis?: RedisGrant;
   readonly logger: Logger;
   /** The host's clock; use it instead of `new Date()` so tests are deterministic. */
   now(): Date;

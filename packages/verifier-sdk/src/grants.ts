@@ -5,7 +5,7 @@
  */
 
 /** The grants a verifier may declare it `requires`. */
-export type GrantName = 'fetch' | 'sql';
+export type GrantName = 'fetch' | 'sql' | 'redis';
 
 /** A WHATWG `fetch`. Hosts grant a guarded one (see `createGuardedFetch` in `@vouch/verifiers`). */
 export type FetchGrant = (input: string | URL, init?: RequestInit) => Promise<Response>;
@@ -37,8 +37,57 @@ export interface SqlGrant {
   ): Promise<Record<string, unknown>[]>;
 }
 
-/** What a host may grant: at most one `fetch` and one `sql` handle per verifier registration. */
+/** The Redis commands a {@link RedisGrant} runs: reads only. */
+export type RedisReadCommand =
+  | 'GET'
+  | 'MGET'
+  | 'EXISTS'
+  | 'TYPE'
+  | 'TTL'
+  | 'PTTL'
+  | 'STRLEN'
+  | 'HGET'
+  | 'HMGET'
+  | 'HGETALL'
+  | 'HEXISTS'
+  | 'HLEN'
+  | 'LLEN'
+  | 'LRANGE'
+  | 'LINDEX'
+  | 'SCARD'
+  | 'SISMEMBER'
+  | 'SMEMBERS'
+  | 'ZCARD'
+  | 'ZSCORE'
+  | 'ZRANK'
+  | 'ZRANGE'
+  | 'XLEN';
+
+/** Per-command limits: the host's deadline. */
+export interface RedisCommandOptions {
+  signal: AbortSignal;
+  /** Upper bound for the command in milliseconds. */
+  timeoutMs: number;
+}
+
+/**
+ * A read-only Redis handle on one named connection. Implementations refuse anything but
+ * {@link RedisReadCommand}s, and may confine keys to a configured prefix.
+ */
+export interface RedisGrant {
+  /** The connection's name from configuration (`session-cache`); verifiers use it as their source. */
+  readonly name: string;
+  /** Run one read command; resolves with its reply as plain JSON (bulk strings as text). */
+  command(
+    name: RedisReadCommand,
+    args: readonly (string | number)[],
+    options: RedisCommandOptions,
+  ): Promise<unknown>;
+}
+
+/** What a host may grant: at most one `fetch`, one `sql` and one `redis` handle per verifier registration. */
 export interface Grants {
   fetch?: FetchGrant;
   sql?: SqlGrant;
+  redis?: RedisGrant;
 }

@@ -50,7 +50,17 @@ export {
   VerifierError,
 } from './errors';
 /** Capabilities a host lends verifiers. */
-export type { FetchGrant, GrantName, Grants, SqlGrant, SqlParam, SqlQueryOptions } from './grants';
+export type {
+  FetchGrant,
+  GrantName,
+  Grants,
+  RedisCommandOptions,
+  RedisGrant,
+  RedisReadCommand,
+  SqlGrant,
+  SqlParam,
+  SqlQueryOptions,
+} from './grants';
 /** JSON values and the local canonicalizability check. */
 export type { JsonIssue, JsonIssueCode, JsonObject, JsonValue } from './json';
 export { findJsonIssue } from './json';

@@ -173,6 +173,7 @@ async function runOne(
     timeoutMs: entry.timeoutMs,
     ...(grants.fetch ? { fetch: grants.fetch } : {}),
     ...(grants.sql ? { sql: grants.sql } : {}),
+    ...(grants.redis ? { redis: grants.redis } : {}),
     logger,
     now: shared.now,
   };

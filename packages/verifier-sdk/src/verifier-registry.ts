@@ -71,7 +71,7 @@ const ID = /^(?:[a-z][a-z0-9]*(?:-[a-z0-9]+)*\/)?[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/
 const SEMVER =
   /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
 const PHASES: readonly string[] = ['pre', 'post'];
-const GRANTS: readonly string[] = ['fetch', 'sql'];
+const GRANTS: readonly string[] = ['fetch', 'sql', 'redis'];
 
 /**
  * Validate verifiers and their options and return a registry. Everything that can be wrong
@@ -193,7 +193,7 @@ export function validateVerifier(value: unknown, label = 'verifier'): AnyVerifie
     v.requires !== undefined &&
     (!Array.isArray(v.requires) || v.requires.some((g) => !GRANTS.includes(g)))
   ) {
-    fail('/requires', 'requires must list grants among "fetch" and "sql"');
+    fail('/requires', 'requires must list grants among "fetch", "sql" and "redis"');
   }
   if (typeof v.check !== 'function') fail('/check', 'check must be a function');
   return v as unknown as AnyVerifier;

@@ -7,16 +7,22 @@ describe('@vouch/verifiers', () => {
     it('exports exactly these values', () => {
       expect(Object.keys(verifiers).sort()).toEqual([
         'BUILTIN_VERIFIERS',
+        'REDIS_READ_COMMANDS',
         'checkAddress',
         'createGuardedFetch',
+        'createMysqlSqlGrant',
         'createPostgresSqlGrant',
+        'createRedisGrant',
         'defineVerifierConfig',
         'fileVerifier',
         'httpJsonVerifier',
         'isAllowListEntry',
         'loadVerifierConfig',
+        'prometheusVerifier',
+        'redisVerifier',
         'resolvePinnedAddress',
         'sqlVerifier',
+        'verifierConfigSchema',
       ]);
     });
 
@@ -25,6 +31,8 @@ describe('@vouch/verifiers', () => {
         ['http-json', 'http-json'],
         ['sql', 'sql'],
         ['file', 'file'],
+        ['redis', 'redis'],
+        ['prometheus', 'prometheus'],
       ]);
     });
   });

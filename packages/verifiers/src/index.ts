@@ -2,6 +2,7 @@
 export type { LoadedVerifierConfig, LoadVerifierConfigOptions } from './config/load-verifier-config';
 export { BUILTIN_VERIFIERS, defineVerifierConfig, loadVerifierConfig } from './config/load-verifier-config';
 export type { VerifierConfigInput } from './config/verifier-config-schema';
+export { verifierConfigSchema } from './config/verifier-config-schema';
 /** `file`: what a coding agent wrote, under configured roots. */
 export type { FileOptions } from './file/file-options';
 export { fileVerifier } from './file/file-verifier';
@@ -13,6 +14,17 @@ export type { AddressPolicy, AddressVerdict } from './net/address-policy';
 export { checkAddress, isAllowListEntry } from './net/address-policy';
 export type { GuardedFetchOptions, ResolveHost } from './net/guarded-fetch';
 export { createGuardedFetch, resolvePinnedAddress } from './net/guarded-fetch';
+/** `prometheus`: an instant PromQL query judged with CEL conditions. */
+export type { PrometheusOptions } from './prometheus/prometheus-options';
+export { prometheusVerifier } from './prometheus/prometheus-verifier';
+/** `redis`: one read-only command on a named Redis connection. */
+export type { OwnedRedisGrant, RedisGrantOptions } from './redis/redis-grant';
+export { createRedisGrant, REDIS_READ_COMMANDS } from './redis/redis-grant';
+export type { RedisOptions } from './redis/redis-options';
+export { redisVerifier } from './redis/redis-verifier';
+/** A read-only MySQL / MariaDB grant for `sql`. */
+export type { MysqlSqlGrant, MysqlSqlGrantOptions } from './sql/mysql-sql-grant';
+export { createMysqlSqlGrant } from './sql/mysql-sql-grant';
 /** A read-only Postgres grant for `sql` (and any verifier that reads a database). */
 export type { PostgresSqlGrant, PostgresSqlGrantOptions } from './sql/postgres-sql-grant';
 export { createPostgresSqlGrant } from './sql/postgres-sql-grant';

@@ -1,6 +1,7 @@
 import { redactUrl } from '@vouch/ledger';
 import { type ServeConfig, serveConfig } from '../config';
 import { loadServerSettings } from '../settings/server-settings';
+import { vouchConfigJsonSchemaText } from '../settings/vouch-config-json-schema';
 import { defineCommand, defineGroup } from './command';
 import { EXIT } from './io';
 
@@ -44,9 +45,23 @@ with every secret masked, or name the setting at fault and why (exit 2).`,
   },
 });
 
+/** `vouch config schema`: print the JSON Schema of vouch.config.json. */
+export const configSchemaCommand = defineCommand({
+  name: 'vouch config schema',
+  summary: 'print the JSON Schema of vouch.config.json',
+  description: `Print the JSON Schema (draft 2020-12) of vouch.config.json, generated from the
+schemas the server validates with. Reference it from the file's "$schema" so an editor checks
+it as you type; @vouch/api ships it as vouch.config.schema.json.`,
+  options: {},
+  async action(_args, io) {
+    io.out(vouchConfigJsonSchemaText());
+    return EXIT.OK;
+  },
+});
+
 /** `vouch config …`. */
 export const configCommand = defineGroup({
   name: 'vouch config',
-  description: 'Check the configuration of `vouch serve`.',
-  commands: [configCheckCommand],
+  description: 'Check the configuration of `vouch serve`, or print its JSON Schema.',
+  commands: [configCheckCommand, configSchemaCommand],
 });

@@ -52,6 +52,11 @@ export const vouchCommand = defineGroup({
       load: async () => (await import('./redact')).redactCommand,
     },
     {
+      name: 'vouch verifier',
+      summary: 'create a verifier plugin package (vouch verifier init DIR)',
+      load: async () => (await import('./verifier-init')).verifierCommand,
+    },
+    {
       name: 'vouch export',
       summary: 'write a self-contained, signed audit bundle of a log',
       load: async () => (await import('./export')).exportCommand,

@@ -32,7 +32,8 @@ const targetSchema = z
     path: ['secretEnv'],
   });
 
-const sectionSchema = z
+/** The `webhooks` section of `vouch.config.json`. */
+export const webhookSectionSchema = z
   .object({
     targets: z
       .array(targetSchema)
@@ -101,7 +102,7 @@ export function webhookConfig(env: NodeJS.ProcessEnv, file: string | undefined):
   }
   const section = (raw as { webhooks?: unknown } | null)?.webhooks;
   if (section === undefined) return undefined;
-  const parsed = sectionSchema.safeParse(section);
+  const parsed = webhookSectionSchema.safeParse(section);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new ConfigError(`${file}: webhooks.${issue.path.join('.')}: ${issue.message}`);

@@ -391,6 +391,7 @@ export class VerifierTester {
       timeoutMs,
       ...(input.grants.fetch ? { fetch: input.grants.fetch } : {}),
       ...(input.grants.sql ? { sql: input.grants.sql } : {}),
+      ...(input.grants.redis ? { redis: input.grants.redis } : {}),
       logger: this.#config.logger ?? silentLogger,
       now: this.#config.now ?? fixedNow,
     };

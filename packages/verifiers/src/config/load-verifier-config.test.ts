@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isVerifierError, runVerifiers } from '@vouch/verifier-sdk';
@@ -132,6 +132,102 @@ describe('loadVerifierConfig', () => {
     });
   });
 
+  describe('when it names mysql and redis connections', () => {
+    it('gives the sql verifier a MySQL grant and the redis verifier a Redis grant', async () => {
+      const file = await write({
+        connections: {
+          'orders-db': { type: 'mysql', urlEnv: 'ORDERS_DB' },
+          cache: {
+            type: 'redis',
+            url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+            keyPrefix: 'vouch-config-test:',
+          },
+        },
+        verifiers: [
+          {
+            use: 'sql',
+            name: 'orders',
+            handles: ['refund.recorded'],
+            connection: 'orders-db',
+            options: {
+              query: "select 'mariadb' as kind from dual where version() like $1",
+              params: [{ value: '%' }],
+              expect: { op: 'exists' },
+            },
+          },
+          {
+            use: 'redis',
+            handles: ['refund.recorded'],
+            connection: 'cache',
+            options: { command: 'GET', key: 'nothing-here', successCondition: 'result == null' },
+          },
+        ],
+      });
+      const loaded = await loadVerifierConfig(file, {
+        resolveHost,
+        env: { ORDERS_DB: process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/mysql' },
+      });
+      try {
+        const outcome = await runVerifiers({
+          registry: loaded.registry,
+          proposal: exampleProposal({ postconditions: [{ name: 'refund.recorded' }] }),
+          observation: exampleObservation(),
+        });
+        expect(outcome.checks.map((c) => [c.source, c.status])).toEqual([
+          ['orders-db', 'pass'],
+          ['cache', 'pass'],
+        ]);
+      } finally {
+        await loaded.close();
+      }
+    });
+
+    it('refuses a redis verifier without a redis connection', async () => {
+      expect(
+        await refusal({
+          verifiers: [{ use: 'redis', options: { command: 'GET', key: 'k', successCondition: 'true' } }],
+        }),
+      ).toMatchObject({ code: 'CONFIG_INVALID', field: '/verifiers/0/connection' });
+    });
+  });
+
+  describe('when a plugin package exports only an `import` condition', () => {
+    it("is resolved from the config file's directory, not from Vouch's", async () => {
+      // An installed package next to the config, as `npm install acme-vouch-plugin` leaves it.
+      const project = path.join(dir, 'import-only');
+      const pkg = path.join(project, 'node_modules', 'acme-vouch-plugin');
+      await mkdir(path.join(pkg, 'dist'), { recursive: true });
+      await writeFile(
+        path.join(pkg, 'package.json'),
+        JSON.stringify({
+          name: 'acme-vouch-plugin',
+          type: 'module',
+          exports: { '.': { import: './dist/index.js' } },
+        }),
+      );
+      await writeFile(
+        path.join(pkg, 'dist', 'index.js'),
+        `export default { id: 'acme/always', version: '1.0.0', apiVersion: 1, handles: ['acme.always'],
+          check: () => ({ name: 'acme.always', status: 'pass', source: 'acme-source' }) };`,
+      );
+      const file = path.join(project, 'vouch.config.json');
+      await writeFile(file, JSON.stringify({ verifiers: [{ use: 'acme-vouch-plugin' }] }));
+      const loaded = await loadVerifierConfig(file, { resolveHost });
+      try {
+        expect(loaded.registry.entries.map((e) => e.name)).toEqual(['acme/always']);
+      } finally {
+        await loaded.close();
+      }
+    });
+
+    it('names the package when it is not installed there', async () => {
+      expect(await refusal({ verifiers: [{ use: 'acme-not-installed' }] })).toMatchObject({
+        code: 'CONFIG_INVALID',
+        field: '/verifiers/0/use',
+      });
+    });
+  });
+
   describe('when the configuration is wrong', () => {
     it('throws CONFIG_NOT_FOUND for a missing file', async () => {
       await expect(loadVerifierConfig(path.join(dir, 'nope.json'))).rejects.toMatchObject({
@@ -154,6 +250,23 @@ describe('loadVerifierConfig', () => {
         verifier: 'refund-api',
         field: '/verifiers/1/options/url',
       });
+    });
+
+    it('names the verifier, the field and the position for a CEL condition that does not compile', async () => {
+      const file = await write({
+        verifiers: [
+          httpEntry({
+            options: { url: 'http://api.test/refunds/1', successCondition: 'result.status == "ok" &&' },
+          }),
+        ],
+      });
+      const error = await loadVerifierConfig(file, { resolveHost }).catch((e: unknown) => e);
+      expect(error).toMatchObject({
+        code: 'OPTIONS_INVALID',
+        verifier: 'refund-api',
+        field: '/verifiers/0/options/successCondition',
+      });
+      expect((error as Error).message).toMatch(/line 1, column 25/);
     });
 
     it.each([

@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
@@ -9,15 +8,21 @@ import {
   type Grants,
   isVerifierError,
   type MeasurementPolicy,
+  type RedisGrant,
   type SqlGrant,
   VerifierError,
   type VerifierRegistration,
   type VerifierRegistry,
 } from '@vouch/verifier-sdk';
+import { resolve as resolveModule } from 'import-meta-resolve';
 import { fileVerifier } from '../file/file-verifier';
 import { httpJsonVerifier } from '../http-json/http-json-verifier';
 import { createGuardedFetch, type ResolveHost } from '../net/guarded-fetch';
-import { createPostgresSqlGrant, type PostgresSqlGrant } from '../sql/postgres-sql-grant';
+import { prometheusVerifier } from '../prometheus/prometheus-verifier';
+import { createRedisGrant } from '../redis/redis-grant';
+import { redisVerifier } from '../redis/redis-verifier';
+import { createMysqlSqlGrant } from '../sql/mysql-sql-grant';
+import { createPostgresSqlGrant } from '../sql/postgres-sql-grant';
 import { sqlVerifier } from '../sql/sql-verifier';
 import {
   type VerifierConfigEntry,
@@ -30,6 +35,8 @@ export const BUILTIN_VERIFIERS: Readonly<Record<string, AnyVerifier>> = Object.f
   'http-json': httpJsonVerifier,
   sql: sqlVerifier,
   file: fileVerifier,
+  redis: redisVerifier,
+  prometheus: prometheusVerifier,
 });
 
 /** Options for {@link loadVerifierConfig}. */
@@ -45,7 +52,7 @@ export interface LoadedVerifierConfig {
   file: string;
   registry: VerifierRegistry;
   /** Grants by connection name. */
-  connections: Readonly<Record<string, FetchGrant | SqlGrant>>;
+  connections: Readonly<Record<string, FetchGrant | SqlGrant | RedisGrant>>;
   /** Close every database pool the configuration opened. */
   close(): Promise<void>;
 }
@@ -86,15 +93,15 @@ export async function loadVerifierConfig(
   }
   const config = parsed.data;
   const env = options.env ?? process.env;
-  const opened: PostgresSqlGrant[] = [];
+  const opened: { close(): Promise<void> }[] = [];
   const close = async () => {
     await Promise.all(opened.map((grant) => grant.close()));
   };
   try {
-    const connections: Record<string, FetchGrant | SqlGrant> = {};
-    const kinds: Record<string, 'sql' | 'fetch'> = {};
+    const connections: Record<string, FetchGrant | SqlGrant | RedisGrant> = {};
+    const kinds: Record<string, 'sql' | 'fetch' | 'redis'> = {};
     for (const [name, connection] of Object.entries(config.connections)) {
-      if (connection.type === 'postgres') {
+      if (connection.type !== 'http') {
         const url = connection.url ?? env[connection.urlEnv!];
         if (!url) {
           throw new VerifierError(
@@ -106,14 +113,30 @@ export async function loadVerifierConfig(
             },
           );
         }
-        const grant = createPostgresSqlGrant({
+        if (connection.type === 'redis') {
+          const grant = createRedisGrant({
+            name,
+            url,
+            ...(connection.keyPrefix ? { keyPrefix: connection.keyPrefix } : {}),
+            ...(connection.connectTimeoutMs ? { connectTimeoutMs: connection.connectTimeoutMs } : {}),
+          });
+          opened.push(grant);
+          connections[name] = grant;
+          kinds[name] = 'redis';
+          continue;
+        }
+        const sqlOptions = {
           name,
           url,
           ...(connection.max ? { max: connection.max } : {}),
           ...(connection.connectTimeoutSeconds
             ? { connectTimeoutSeconds: connection.connectTimeoutSeconds }
             : {}),
-        });
+        };
+        const grant =
+          connection.type === 'postgres'
+            ? createPostgresSqlGrant(sqlOptions)
+            : createMysqlSqlGrant(sqlOptions);
         opened.push(grant);
         connections[name] = grant;
         kinds[name] = 'sql';
@@ -152,7 +175,14 @@ export async function loadVerifierConfig(
       }
       const requires = verifier.requires ?? [];
       if (requires.includes('sql') && grants.sql === undefined) {
-        fail('/connection', 'this verifier reads a database: name a postgres connection', verifier.id);
+        fail(
+          '/connection',
+          'this verifier reads a database: name a postgres or mysql connection',
+          verifier.id,
+        );
+      }
+      if (requires.includes('redis') && grants.redis === undefined) {
+        fail('/connection', 'this verifier reads Redis: name a redis connection', verifier.id);
       }
       if (requires.includes('fetch') && grants.fetch === undefined) grants.fetch = defaultFetch;
       const registration: VerifierRegistration = {
@@ -261,17 +291,24 @@ async function loadVerifier(
 }
 
 async function importFrom(specifier: string, configFile: string): Promise<Record<string, unknown>> {
-  if (specifier.startsWith('.') || path.isAbsolute(specifier)) {
-    return import(pathToFileURL(path.resolve(path.dirname(configFile), specifier)).href);
-  }
-  // A package: resolve it from the configuration's directory, as the user would expect.
-  let resolved: string | undefined;
+  // A package is resolved from the configuration's directory with Node's own ESM algorithm
+  // (package `exports`, the `import` condition), so a plugin installed next to the config file
+  // is found even when it has no `require` export, and never one from Vouch's own directory.
+  const url =
+    specifier.startsWith('.') || path.isAbsolute(specifier)
+      ? pathToFileURL(path.resolve(path.dirname(configFile), specifier)).href
+      : resolveModule(specifier, pathToFileURL(configFile).href);
   try {
-    resolved = createRequire(configFile).resolve(specifier);
-  } catch {
-    resolved = undefined;
+    return await import(url);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[cm]?ts$/.test(url)) {
+      throw new Error(
+        `${url} is TypeScript, which this Node.js cannot load: build the plugin to JavaScript (tsc) and point "use" at the built .js file or package`,
+        { cause: error },
+      );
+    }
+    throw error;
   }
-  return import(resolved ? pathToFileURL(resolved).href : specifier);
 }
 
 function withAbsoluteRoots(options: unknown, file: string): unknown {

@@ -22,6 +22,43 @@ const postgresConnection = z
     path: ['url'],
   });
 
+const mysqlConnection = z
+  .object({
+    type: z.literal('mysql'),
+    /** A mysql:// URL (MySQL or MariaDB). Prefer `urlEnv` so credentials stay out of the file. */
+    url: z.string().min(1).optional(),
+    urlEnv: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+      .optional(),
+    max: z.number().int().min(1).max(20).optional(),
+    connectTimeoutSeconds: z.number().int().min(1).max(60).optional(),
+  })
+  .strict()
+  .refine((c) => (c.url === undefined) !== (c.urlEnv === undefined), {
+    message: 'give exactly one of url and urlEnv',
+    path: ['url'],
+  });
+
+const redisConnection = z
+  .object({
+    type: z.literal('redis'),
+    /** A redis:// or rediss:// URL. Prefer `urlEnv` so credentials stay out of the file. */
+    url: z.string().min(1).optional(),
+    urlEnv: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+      .optional(),
+    /** Every key a verifier reads is put under this prefix (e.g. `refunds:`). */
+    keyPrefix: z.string().min(1).optional(),
+    connectTimeoutMs: z.number().int().min(1).max(60_000).optional(),
+  })
+  .strict()
+  .refine((c) => (c.url === undefined) !== (c.urlEnv === undefined), {
+    message: 'give exactly one of url and urlEnv',
+    path: ['url'],
+  });
+
 const httpConnection = z
   .object({
     type: z.literal('http'),
@@ -49,7 +86,7 @@ const measurementPolicy = z
 
 const entry = z
   .object({
-    /** A built-in id (`http-json`, `sql`, `file`), a path (`./verifiers/x.ts`, relative to this file) or a package name. */
+    /** A built-in id (`http-json`, `sql`, `file`, `redis`, `prometheus`), a path (`./verifiers/x.ts`, relative to this file) or a package name. */
     use: z.union([
       z.string().min(1),
       z.custom<object>((v) => typeof v === 'object' && v !== null, 'must be a verifier'),
@@ -58,7 +95,7 @@ const entry = z
     export: z.string().min(1).optional(),
     name: z.string().min(1).optional(),
     handles: z.array(z.string().min(1)).min(1).optional(),
-    /** Named connections this verifier may use: at most one postgres and one http. */
+    /** Named connections this verifier may use: at most one database (postgres or mysql), one redis and one http. */
     connection: z.union([connectionName, z.array(connectionName).min(1)]).optional(),
     timeoutMs: z.number().int().optional(),
     /** Read each postcondition more than once; the verifier SDK checks ranges at registration. */
@@ -74,7 +111,10 @@ export const verifierConfigSchema = z
   .object({
     $schema: z.string().optional(),
     connections: z
-      .record(connectionName, z.discriminatedUnion('type', [postgresConnection, httpConnection]))
+      .record(
+        connectionName,
+        z.discriminatedUnion('type', [postgresConnection, mysqlConnection, redisConnection, httpConnection]),
+      )
       .default({}),
     verifiers: z.array(entry).default([]),
   })

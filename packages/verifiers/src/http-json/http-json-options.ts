@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { conditionOptions } from '../shared/conditions';
 import { assertionsWithoutOneExpected, jsonAssertionSchema } from '../shared/json-assertions';
 import { placeholdersOf, SCOPE_PATH } from '../shared/template';
 
@@ -35,6 +36,8 @@ export const httpJsonOptionsSchema = z
     maxRedirects: z.number().int().min(0).max(10).default(3),
     /** Media types accepted; `+json` accepts any structured-syntax JSON type (default application/json and +json). */
     contentTypes: z.array(z.string().min(1)).min(1).default(['application/json', '+json']),
+    /** CEL over `result` (the JSON body; null for HEAD), `status` and the proposal; see docs/verification.md. */
+    ...conditionOptions(['status']),
   })
   .strict()
   .superRefine((options, ctx) => {

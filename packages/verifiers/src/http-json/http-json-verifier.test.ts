@@ -303,6 +303,54 @@ describe('http-json verifier', () => {
   });
 });
 
+describe('http-json verifier with CEL conditions', () => {
+  describe('when the successCondition holds over the body and the proposal', () => {
+    it('passes and records the condition with its value', async () => {
+      const { status, check } = await verify({
+        url: url('/refunds/{observation.result.refund_id}'),
+        successCondition:
+          'result.status == "succeeded" && result.amount == arguments.amount && status == 200',
+      });
+      expect(status).toBe('passed');
+      expect(check.evidence).toMatchObject({
+        conditions: { successCondition: { value: true } },
+      });
+    });
+  });
+
+  describe('when the failureCondition holds', () => {
+    it('fails', async () => {
+      const { check } = await verify({
+        url: url('/refunds/re_2'),
+        failureCondition: 'result.status == "pending"',
+      });
+      expect(check).toMatchObject({ status: 'fail' });
+    });
+  });
+
+  describe('when the condition cannot be evaluated on the body', () => {
+    it('is inconclusive with CONDITION_ERROR, never failed', async () => {
+      const { status, check } = await verify({
+        url: url('/refunds/re_1'),
+        successCondition: 'result.settlement.date != ""',
+      });
+      expect(status).toBe('inconclusive');
+      expect(check).toMatchObject({ status: 'inconclusive', reason: 'CONDITION_ERROR' });
+    });
+  });
+
+  describe('when assertions pass but the condition does not', () => {
+    it('fails', async () => {
+      const { check } = await verify({
+        url: url('/refunds/re_1'),
+        assertions: [{ op: 'exists', pointer: '/id' }],
+        successCondition: 'result.amount > 5000',
+      });
+      expect(check.status).toBe('fail');
+    });
+  });
+});
+
 new VerifierTester({
   describe,
   it,
@@ -368,6 +416,16 @@ new VerifierTester({
       field: '/options/assertions/0/value',
     },
     { name: 'an unknown option', options: { url: 'http://x.test/', follow: true }, field: '/options' },
+    {
+      name: 'a successCondition that does not parse',
+      options: { url: 'http://x.test/', successCondition: 'result.status ==' },
+      field: '/options/successCondition',
+    },
+    {
+      name: 'a failureCondition over an unknown variable',
+      options: { url: 'http://x.test/', failureCondition: 'process.env.X == "1"' },
+      field: '/options/failureCondition',
+    },
     {
       name: 'a status both ways',
       options: { url: 'http://x.test/', absentStatus: [200] },

@@ -1,5 +1,7 @@
 import { type CheckResult, defineVerifier, type JsonObject, VERIFIER_API_VERSION } from '@vouch/verifier-sdk';
+import { type ConditionOutcome, combineVerdicts, evaluateConditions } from '../shared/conditions';
 import { type AssertionOutcome, evaluateJsonAssertion, verdictOf } from '../shared/json-assertions';
+import { readCapped } from '../shared/read-capped';
 import { fillTemplate, templateScope } from '../shared/template';
 import { type HttpJsonOptions, httpJsonOptionsSchema } from './http-json-options';
 
@@ -92,6 +94,19 @@ export const httpJsonVerifier = defineVerifier({
       });
     }
     if (options.method === 'HEAD') {
+      const conditions = evaluateConditions(options, {
+        result: null,
+        scope,
+        extras: { status: response.status },
+      });
+      if (conditions.verdict !== null) {
+        return result(conditions.verdict, {
+          observed: { status: response.status },
+          evidence: { ...evidence, conditions: conditions.evidence },
+          message: conditions.message,
+          ...(conditions.reason ? { reason: conditions.reason } : {}),
+        });
+      }
       return result('pass', {
         observed: { status: response.status },
         evidence,
@@ -127,7 +142,12 @@ export const httpJsonVerifier = defineVerifier({
       });
     }
     const outcomes = options.assertions.map((assertion) => evaluateJsonAssertion(document, assertion, scope));
-    return assertionResult(result, outcomes, evidence);
+    const conditions = evaluateConditions(options, {
+      result: document,
+      scope,
+      extras: { status: response.status },
+    });
+    return assertionResult(result, outcomes, evidence, conditions);
   },
 });
 
@@ -138,15 +158,34 @@ function assertionResult(
   ) => CheckResult,
   outcomes: AssertionOutcome[],
   evidence: Record<string, JsonObject[string]>,
+  conditions: ConditionOutcome,
 ): CheckResult {
-  const verdict = verdictOf(outcomes);
+  const asserted = verdictOf(outcomes);
+  const verdict = combineVerdicts(asserted, conditions.verdict);
   const failed = outcomes.filter((o) => o.ok !== true);
+  const messages = failed.map((o) => o.message);
+  if (conditions.verdict !== null && conditions.verdict !== 'pass') messages.push(conditions.message);
+  const reason =
+    verdict !== 'inconclusive'
+      ? undefined
+      : asserted === 'inconclusive'
+        ? 'TEMPLATE_VALUE_MISSING'
+        : conditions.reason;
   return result(verdict, {
     observed: Object.fromEntries(outcomes.map((o) => [o.pointer, o.observed])),
     expected: outcomes.map((o) => ({ op: o.op, pointer: o.pointer, value: o.expected })),
-    evidence: { ...evidence, assertions: outcomes.map((o) => ({ ...o })) },
-    message: failed.length === 0 ? 'every assertion holds' : failed.map((o) => o.message).join('; '),
-    ...(verdict === 'inconclusive' ? { reason: 'TEMPLATE_VALUE_MISSING' } : {}),
+    evidence: {
+      ...evidence,
+      assertions: outcomes.map((o) => ({ ...o })),
+      ...(conditions.verdict !== null ? { conditions: conditions.evidence } : {}),
+    },
+    message:
+      messages.length > 0
+        ? messages.join('; ')
+        : conditions.verdict === null
+          ? 'every assertion holds'
+          : 'every assertion and condition holds',
+    ...(reason !== undefined ? { reason } : {}),
   });
 }
 
@@ -157,36 +196,6 @@ function acceptsContentType(header: string, accepted: readonly string[]): boolea
     const want = entry.toLowerCase();
     return want.startsWith('+') ? mediaType.endsWith(want) : mediaType === want;
   });
-}
-
-/** Read at most `maxBytes`; null when the body is larger. Stops reading (and cancels) as soon as the cap is passed. */
-async function readCapped(response: Response, maxBytes: number): Promise<Uint8Array | null> {
-  const declared = Number(response.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    await response.body?.cancel();
-    return null;
-  }
-  if (response.body === null) return new Uint8Array();
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel();
-      return null;
-    }
-    chunks.push(value);
-  }
-  const body = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return body;
 }
 
 export type { HttpJsonOptions };

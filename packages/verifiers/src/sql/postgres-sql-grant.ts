@@ -29,6 +29,8 @@ export interface PostgresSqlGrant extends SqlGrant {
   close(): Promise<void>;
 }
 
+const ROLL_BACK = Symbol('roll back');
+
 // SQLSTATEs that mean "you may not do this here", as opposed to "could not read".
 const FORBIDDEN_SQLSTATES = new Set([
   '25006', // read_only_sql_transaction: a write inside the READ ONLY transaction
@@ -38,7 +40,8 @@ const FORBIDDEN_SQLSTATES = new Set([
 /**
  * A {@link SqlGrant} on one Postgres connection (the `postgres` driver).
  *
- * Every query runs inside `BEGIN READ ONLY` with a transaction-local `statement_timeout`, on
+ * Every query runs inside `BEGIN READ ONLY`, always rolled back (never committed), with a
+ * transaction-local `statement_timeout`, on
  * a session whose `default_transaction_read_only` is on, through the extended protocol (one
  * statement, values only as bind parameters: `commit; delete ...` cannot be smuggled in).
  * Aborting the signal cancels the statement on the server. A write is refused by Postgres and
@@ -66,20 +69,30 @@ export function createPostgresSqlGrant(options: PostgresSqlGrantOptions): Postgr
       const onAbort = () => pending?.cancel();
       signal.addEventListener('abort', onAbort, { once: true });
       try {
-        const rows = await client.begin('read only', async (tx) => {
-          await tx`select set_config('statement_timeout', ${String(Math.max(1, Math.floor(timeoutMs)))}, true)`;
-          signal.throwIfAborted();
-          const query = tx.unsafe(text, [...params], ONE_STATEMENT);
-          pending = query;
-          if (maxRows === undefined) return [...(await query)];
-          // A cursor, so a query that matches a million rows costs `maxRows`, not a million.
-          const taken: Record<string, unknown>[] = [];
-          for await (const batch of query.cursor(maxRows)) {
-            taken.push(...batch);
-            break;
-          }
-          return taken;
-        });
+        let rows: Record<string, unknown>[] = [];
+        // Roll back, never commit: whatever the statement changed in the session (a
+        // set_config(..., false), a search_path) is undone with the transaction, so no check can
+        // leave state on a pooled connection for the next one to inherit. postgres.js commits
+        // when the callback returns and rolls back when it throws, so it throws on purpose.
+        await client
+          .begin('read only', async (tx) => {
+            await tx`select set_config('statement_timeout', ${String(Math.max(1, Math.floor(timeoutMs)))}, true)`;
+            signal.throwIfAborted();
+            const query = tx.unsafe(text, [...params], ONE_STATEMENT);
+            pending = query;
+            if (maxRows === undefined) rows = [...(await query)];
+            else {
+              // A cursor, so a query that matches a million rows costs `maxRows`, not a million.
+              for await (const batch of query.cursor(maxRows)) {
+                rows.push(...batch);
+                break;
+              }
+            }
+            throw ROLL_BACK;
+          })
+          .catch((error: unknown) => {
+            if (error !== ROLL_BACK) throw error;
+          });
         return rows.map((row) => toJsonRow(row as Record<string, unknown>));
       } catch (error) {
         if (signal.aborted) throw signal.reason;

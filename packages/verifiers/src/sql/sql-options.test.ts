@@ -26,6 +26,18 @@ describe('sql options', () => {
     });
   });
 
+  describe('when a read only looks like a write', () => {
+    it.each([
+      'select \'delete\' as word, "update" from t -- insert into x',
+      "select $1::text where 'a;b' = $$;drop table x$$ /* ; grant */",
+      'with recent as (select * from refunds) select count(*) from recent',
+      'select updated_at, deleted from refunds',
+    ])('accepts %s', (query) => {
+      const params = query.includes('$1') ? [{ value: 'x' }] : [];
+      expect(refusedAt({ query, params, expect: { op: 'exists' } })).toBeUndefined();
+    });
+  });
+
   describe('when invalid', () => {
     it.each([
       [{ query: 'select $1', expect: { op: 'exists' } }, '/options/params'],
@@ -36,6 +48,13 @@ describe('sql options', () => {
       [{ query: 'select 1', expect: { op: 'rowCount', equals: 1, min: 0 } }, '/options/expect'],
       [{ query: 'select 1', expect: { op: 'columnEquals', column: 'a' } }, '/options/expect/value'],
       [{ query: '', expect: { op: 'exists' } }, '/options/query'],
+      [{ query: 'delete from refunds', expect: { op: 'exists' } }, '/options/query'],
+      [{ query: 'select * into copy from refunds', expect: { op: 'exists' } }, '/options/query'],
+      [{ query: 'select * from refunds for update', expect: { op: 'exists' } }, '/options/query'],
+      [{ query: 'select "pg_read_file"(\'x\')', expect: { op: 'exists' } }, '/options/query'],
+      [{ query: "select 'unterminated", expect: { op: 'exists' } }, '/options/query'],
+      [{ query: 'select 1' }, '/options/expect'],
+      [{ query: 'select 1', successCondition: 'rowCount ==' }, '/options/successCondition'],
     ])('refuses %j at %s', (options, field) => {
       expect(refusedAt(options)).toBe(field);
     });

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { conditionOptions } from '../shared/conditions';
 import { SCOPE_PATH } from '../shared/template';
+import { highestPlaceholder, readOnlyProblem } from './read-only-statement';
 
 const scopePath = z.string().regex(SCOPE_PATH, 'must be a path like target.id or arguments.refund_id');
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
@@ -39,7 +41,10 @@ export const sqlOptionsSchema = z
     query: z.string().min(1),
     /** The values for `$1`, `$2`, ..., in order. */
     params: z.array(paramSchema).default([]),
-    expect: expectSchema,
+    /** A built-in assertion on the rows; optional when a condition is given. */
+    expect: expectSchema.optional(),
+    /** CEL over `result` (the rows read, at most maxRows), `rowCount`, `truncated` and the proposal. */
+    ...conditionOptions(['rowCount', 'truncated']),
     /** Name recorded as the check's source; defaults to the connection's name. */
     source: z.string().min(1).optional(),
     /** Upper bound for the statement; defaults to 80% of the verifier's deadline so Postgres gives up first. */
@@ -49,7 +54,11 @@ export const sqlOptionsSchema = z
   })
   .strict()
   .superRefine((options, ctx) => {
-    const highest = Math.max(0, ...[...options.query.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+    const problem = readOnlyProblem(options.query);
+    if (problem !== null) {
+      ctx.addIssue({ code: 'custom', message: `the query ${problem}`, path: ['query'] });
+    }
+    const highest = highestPlaceholder(options.query);
     if (highest !== options.params.length) {
       ctx.addIssue({
         code: 'custom',
@@ -58,6 +67,16 @@ export const sqlOptionsSchema = z
       });
     }
     const expect = options.expect;
+    if (expect === undefined) {
+      if (options.successCondition === undefined && options.failureCondition === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'give expect, successCondition or failureCondition',
+          path: ['expect'],
+        });
+      }
+      return;
+    }
     if (
       expect.op === 'rowCount' &&
       expect.equals === undefined &&

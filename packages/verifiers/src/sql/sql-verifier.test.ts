@@ -175,37 +175,140 @@ describe.skipIf(!hasPostgres)('sql verifier on Postgres', () => {
     });
   });
 
-  describe('when the query tries to write', () => {
+  describe('when the query is not a plain read', () => {
+    it.each([
+      ['an insert', "insert into refunds (refund_id, payment_id, amount) values ('re_x', $1, 1)"],
+      ['a data-modifying CTE', 'with d as (delete from refunds returning 1) select * from d'],
+      ['a second statement', 'select 1; delete from refunds'],
+      ['a session setting', "select set_config('search_path', 'x', false)"],
+      ['a superuser function', "select pg_read_file('/etc/passwd')"],
+    ])('refuses %s when the configuration loads', (_label, query) => {
+      const params = query.includes('$1') ? [{ from: 'target.id' }] : [];
+      expect(() =>
+        createVerifierRegistry([
+          { verifier: sqlVerifier, options: { query, params, expect: { op: 'exists' } } },
+        ]),
+      ).toThrow(expect.objectContaining({ code: 'OPTIONS_INVALID', field: '/options/query' }));
+    });
+  });
+
+  // The load-time check is the first guard; these go straight to the grant to show the second.
+  describe('when a statement that writes reaches the database anyway', () => {
+    const run = (text: string, grant: PostgresSqlGrant = ledger) =>
+      grant.query(text, [], { signal: new AbortController().signal, timeoutMs: 2_000 }).then(
+        () => null,
+        (error: unknown) => error,
+      );
+
     it.each([
       [
         'an insert',
-        "insert into refunds (refund_id, payment_id, amount) values ('re_x', $1, 1) returning refund_id",
-        [{ from: 'target.id' }],
+        "insert into refunds (refund_id, payment_id, amount) values ('re_x', 'p', 1) returning refund_id",
       ],
-      ['a delete', 'delete from refunds where payment_id = $1 returning refund_id', [{ from: 'target.id' }]],
-      ['a data-modifying CTE', 'with d as (delete from refunds returning 1) select * from d', []],
-      ['a function with side effects', "select nextval('s')", []],
-    ])('refuses %s and changes nothing', async (_label, query, params) => {
+      ['a delete', 'delete from refunds returning refund_id'],
+      ['a data-modifying CTE', 'with d as (delete from refunds returning 1) select * from d'],
+      ['a function with side effects', "select nextval('s')"],
+    ])('refuses %s and changes nothing', async (_label, text) => {
       await db.sql`create sequence if not exists s`;
-      const outcome = await verify({ query, params, expect: { op: 'exists' } });
-      expect(outcome.status).toBe('inconclusive');
-      expect(outcome.checks[0]).toMatchObject({
-        status: 'error',
-        reason: 'SOURCE_FORBIDDEN',
-        evidence: { sqlstate: '25006' },
-      });
+      expect(await run(text)).toMatchObject({ code: 'SOURCE_FORBIDDEN', evidence: { sqlstate: '25006' } });
       expect((await db.sql`select count(*)::int as n from refunds`)[0]?.n).toBe(2);
     });
 
     it('cannot escape the transaction with a second statement', async () => {
-      const outcome = await verify({ query: 'commit; delete from refunds', expect: { op: 'exists' } });
       // The extended protocol takes one statement: Postgres refuses the text before running any of it.
-      expect(outcome.checks[0]).toMatchObject({
-        status: 'error',
-        reason: 'SOURCE_UNAVAILABLE',
+      expect(await run('commit; delete from refunds')).toMatchObject({
+        code: 'SOURCE_UNAVAILABLE',
         evidence: { sqlstate: '42601' },
       });
       expect((await db.sql`select count(*)::int as n from refunds`)[0]?.n).toBe(2);
+    });
+
+    it('rolls back, so a session setting made by one check does not carry into the next', async () => {
+      const single = createPostgresSqlGrant({ name: 'ledger-db', url: db.url, max: 1 });
+      try {
+        const signal = new AbortController().signal;
+        await single.query("select set_config('search_path', 'leaked', false)", [], {
+          signal,
+          timeoutMs: 2_000,
+        });
+        await single.query("select set_config('application_name', 'leaked', false)", [], {
+          signal,
+          timeoutMs: 2_000,
+        });
+        const [row] = await single.query(
+          "select current_setting('search_path') as search_path, current_setting('application_name') as app, pg_backend_pid() as pid",
+          [],
+          { signal, timeoutMs: 2_000 },
+        );
+        expect(row).toMatchObject({ app: 'vouch-verifier' });
+        expect(row?.search_path).not.toContain('leaked');
+      } finally {
+        await single.close();
+      }
+    });
+  });
+
+  describe('when the grant connects as a least-privilege role', () => {
+    const role = `vouch_reader_${process.pid}`;
+    let reader: PostgresSqlGrant;
+    beforeAll(async () => {
+      await db.sql.unsafe(`create role ${role} login`);
+      await db.sql.unsafe(`grant select on refunds to ${role}`);
+      const url = new URL(db.url);
+      url.username = role;
+      reader = createPostgresSqlGrant({ name: 'ledger-db', url: url.href, max: 1 });
+    });
+    afterAll(async () => {
+      await reader?.close();
+      await db.sql.unsafe(`drop owned by ${role}`);
+      await db.sql.unsafe(`drop role if exists ${role}`);
+    });
+    const run = (text: string) =>
+      reader.query(text, [], { signal: new AbortController().signal, timeoutMs: 2_000 }).then(
+        (rows) => rows,
+        (error: unknown) => error,
+      );
+
+    it('reads the rows it was granted', async () => {
+      expect(await run('select count(*)::int as n from refunds')).toEqual([{ n: 2 }]);
+    });
+
+    it.each([
+      ['read a server file', "select pg_read_file('/etc/hostname')"],
+      [
+        'terminate another session',
+        "select pg_terminate_backend(pid) from pg_stat_activity where usename = 'postgres'",
+      ],
+    ])('cannot %s', async (_label, text) => {
+      expect(await run(text)).toMatchObject({ code: 'SOURCE_FORBIDDEN', evidence: { sqlstate: '42501' } });
+    });
+  });
+
+  describe('when CEL conditions are given', () => {
+    const { expect: _noExpect, ...rowQuery } = refundRecorded;
+    it('passes when the successCondition holds over the rows', async () => {
+      const outcome = await verify({
+        ...rowQuery,
+        successCondition: 'rowCount == 1 && double(result[0].amount) == arguments.amount',
+      });
+      expect(outcome.status).toBe('passed');
+      expect(outcome.checks[0]?.evidence).toMatchObject({
+        conditions: { successCondition: { value: true } },
+      });
+    });
+
+    it('fails when it does not, and fails an expect that holds if the condition fails', async () => {
+      const condition = { successCondition: 'double(result[0].amount) == 99.0' };
+      expect((await verify({ ...rowQuery, ...condition })).status).toBe('failed');
+      expect((await verify({ ...refundRecorded, ...condition })).status).toBe('failed');
+    });
+
+    it('is inconclusive (CONDITION_ERROR) when the condition cannot be evaluated on the rows', async () => {
+      const outcome = await verify(
+        { ...rowQuery, successCondition: 'result[0].amount == "12.50"' },
+        { refundId: 're_404' },
+      );
+      expect(outcome.checks[0]).toMatchObject({ status: 'inconclusive', reason: 'CONDITION_ERROR' });
     });
   });
 

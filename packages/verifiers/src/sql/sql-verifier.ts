@@ -5,6 +5,7 @@ import {
   type SqlParam,
   VERIFIER_API_VERSION,
 } from '@vouch/verifier-sdk';
+import { combineVerdicts, evaluateConditions } from '../shared/conditions';
 import { jsonEquals } from '../shared/json-assertions';
 import { readScope, templateScope } from '../shared/template';
 import { sqlOptionsSchema } from './sql-options';
@@ -82,91 +83,115 @@ export const sqlVerifier = defineVerifier({
       truncated,
     };
     const count = rows.length;
-    const expect = options.expect;
+    const asserted = options.expect === undefined ? null : checkExpect(options.expect);
+    const conditions = evaluateConditions(options, {
+      result: rows.slice(0, options.maxRows),
+      scope,
+      extras: { rowCount: Math.min(count, options.maxRows), truncated },
+    });
+    if (conditions.verdict === null) return asserted!;
+    const verdict = combineVerdicts(asserted?.status ?? null, conditions.verdict);
+    const reason =
+      verdict !== 'inconclusive'
+        ? undefined
+        : asserted?.status === 'inconclusive'
+          ? asserted.reason
+          : conditions.reason;
+    const messages = [asserted?.message, conditions.verdict === 'pass' ? undefined : conditions.message];
+    const { reason: _dropped, ...base } = asserted ?? result(verdict, { observed: { rows: count } });
+    return {
+      ...base,
+      status: verdict,
+      evidence: { ...evidence, ...(asserted?.evidence ?? {}), conditions: conditions.evidence },
+      message: messages.filter((m) => m !== undefined).join('; ') || conditions.message,
+      ...(reason !== undefined ? { reason } : {}),
+    };
 
-    switch (expect.op) {
-      case 'exists':
-        return result(count > 0 ? 'pass' : 'fail', {
-          observed: { rows: count },
-          expected: { rows: '>= 1' },
-          evidence,
-          message: count > 0 ? 'the row exists' : 'no matching row',
-        });
-      case 'absent':
-        return result(count === 0 ? 'pass' : 'fail', {
-          observed: { rows: count },
-          expected: { rows: 0 },
-          evidence,
-          message: count === 0 ? 'no matching row, as expected' : 'a matching row exists',
-        });
-      case 'rowCount': {
-        if (truncated && expect.max === undefined && expect.equals === undefined) {
-          // Only a lower bound: more rows than we read is still >= min as long as min <= maxRows.
-          const ok = (expect.min ?? 0) <= count;
+    function checkExpect(expect: NonNullable<typeof options.expect>): CheckResult {
+      switch (expect.op) {
+        case 'exists':
+          return result(count > 0 ? 'pass' : 'fail', {
+            observed: { rows: count },
+            expected: { rows: '>= 1' },
+            evidence,
+            message: count > 0 ? 'the row exists' : 'no matching row',
+          });
+        case 'absent':
+          return result(count === 0 ? 'pass' : 'fail', {
+            observed: { rows: count },
+            expected: { rows: 0 },
+            evidence,
+            message: count === 0 ? 'no matching row, as expected' : 'a matching row exists',
+          });
+        case 'rowCount': {
+          if (truncated && expect.max === undefined && expect.equals === undefined) {
+            // Only a lower bound: more rows than we read is still >= min as long as min <= maxRows.
+            const ok = (expect.min ?? 0) <= count;
+            return result(ok ? 'pass' : 'fail', {
+              observed: { rows: `> ${options.maxRows}` },
+              expected: { ...expect },
+              evidence,
+            });
+          }
+          const ok =
+            expect.equals !== undefined
+              ? count === expect.equals
+              : count >= (expect.min ?? 0) && count <= (expect.max ?? Number.POSITIVE_INFINITY);
           return result(ok ? 'pass' : 'fail', {
-            observed: { rows: `> ${options.maxRows}` },
+            observed: { rows: truncated ? `> ${options.maxRows}` : count },
             expected: { ...expect },
             evidence,
+            message: ok
+              ? 'the row count is as expected'
+              : `unexpected row count ${truncated ? `> ${options.maxRows}` : count}`,
           });
         }
-        const ok =
-          expect.equals !== undefined
-            ? count === expect.equals
-            : count >= (expect.min ?? 0) && count <= (expect.max ?? Number.POSITIVE_INFINITY);
-        return result(ok ? 'pass' : 'fail', {
-          observed: { rows: truncated ? `> ${options.maxRows}` : count },
-          expected: { ...expect },
-          evidence,
-          message: ok
-            ? 'the row count is as expected'
-            : `unexpected row count ${truncated ? `> ${options.maxRows}` : count}`,
-        });
-      }
-      case 'columnEquals': {
-        const wanted =
-          expect.from !== undefined
-            ? readScope(scope, expect.from)
-            : { found: true as const, value: expect.value ?? null };
-        if (!wanted.found) {
-          return result('inconclusive', {
-            reason: 'TEMPLATE_VALUE_MISSING',
-            evidence: { ...evidence, from: expect.from ?? null },
-            message: `${expect.from} is missing`,
-          });
-        }
-        if (count === 0) {
-          return result('fail', {
-            observed: { rows: 0 },
+        case 'columnEquals': {
+          const wanted =
+            expect.from !== undefined
+              ? readScope(scope, expect.from)
+              : { found: true as const, value: expect.value ?? null };
+          if (!wanted.found) {
+            return result('inconclusive', {
+              reason: 'TEMPLATE_VALUE_MISSING',
+              evidence: { ...evidence, from: expect.from ?? null },
+              message: `${expect.from} is missing`,
+            });
+          }
+          if (count === 0) {
+            return result('fail', {
+              observed: { rows: 0 },
+              expected: { [expect.column]: wanted.value },
+              evidence,
+              message: 'no matching row',
+            });
+          }
+          const read = rows.slice(0, options.maxRows);
+          if (read.some((row) => !Object.hasOwn(row, expect.column))) {
+            return result('inconclusive', {
+              reason: 'COLUMN_MISSING',
+              evidence: { ...evidence, column: expect.column },
+              message: `the query returns no column "${expect.column}"`,
+            });
+          }
+          const values = read.map((row) => row[expect.column] as JsonValue);
+          const ok = values.every((value) => jsonEquals(value, wanted.value));
+          if (ok && truncated) {
+            // "Every row" cannot be claimed from the first maxRows rows.
+            return result('inconclusive', {
+              reason: 'TOO_MANY_ROWS',
+              evidence,
+              message: `more than ${options.maxRows} rows; narrow the query`,
+            });
+          }
+          const distinct = [...new Map(values.map((v) => [JSON.stringify(v), v])).values()].slice(0, 10);
+          return result(ok ? 'pass' : 'fail', {
+            observed: { [expect.column]: distinct.length === 1 ? distinct[0]! : distinct },
             expected: { [expect.column]: wanted.value },
             evidence,
-            message: 'no matching row',
+            message: ok ? `${expect.column} is as expected` : `${expect.column} differs`,
           });
         }
-        const read = rows.slice(0, options.maxRows);
-        if (read.some((row) => !Object.hasOwn(row, expect.column))) {
-          return result('inconclusive', {
-            reason: 'COLUMN_MISSING',
-            evidence: { ...evidence, column: expect.column },
-            message: `the query returns no column "${expect.column}"`,
-          });
-        }
-        const values = read.map((row) => row[expect.column] as JsonValue);
-        const ok = values.every((value) => jsonEquals(value, wanted.value));
-        if (ok && truncated) {
-          // "Every row" cannot be claimed from the first maxRows rows.
-          return result('inconclusive', {
-            reason: 'TOO_MANY_ROWS',
-            evidence,
-            message: `more than ${options.maxRows} rows; narrow the query`,
-          });
-        }
-        const distinct = [...new Map(values.map((v) => [JSON.stringify(v), v])).values()].slice(0, 10);
-        return result(ok ? 'pass' : 'fail', {
-          observed: { [expect.column]: distinct.length === 1 ? distinct[0]! : distinct },
-          expected: { [expect.column]: wanted.value },
-          evidence,
-          message: ok ? `${expect.column} is as expected` : `${expect.column} differs`,
-        });
       }
     }
   },
