@@ -8,7 +8,7 @@ import type { IntegrityAlarm } from './integrity-alarm';
 import type { AppendHook } from './ledger';
 import { lockLogAndReadHead, refreshStatistics, YOUNG_LOG_EVENTS } from './log-lock';
 import type { MerkleFrontiers } from './merkle/merkle-frontiers';
-import { commitInOneStatement } from './one-statement-batch';
+import { commitInOneStatement, lostRace } from './one-statement-batch';
 
 export interface GroupCommitOptions {
   database: Database;
@@ -153,7 +153,7 @@ export class GroupCommit {
       if (oneStatement.frontiers && done.head.range)
         oneStatement.frontiers.remember(log, done.head.head, done.head.range);
     } catch (cause) {
-      if (sqlStateOf(cause)?.startsWith('23')) {
+      if (lostRace(sqlStateOf(cause))) {
         // Another process appended since (or the head is not what it was): nothing was
         // written. The locked path reads the real head; a few batches go that way, so two
         // processes appending to one log do not each lose a statement per batch.

@@ -6,6 +6,7 @@ import type { Database } from './database';
 import { createLedger, type Ledger, type LedgerOptions } from './ledger';
 import { YOUNG_LOG_EVENTS } from './log-lock';
 import { merkleAppendHook } from './merkle/merkle-append-hook';
+import { lostRace } from './one-statement-batch';
 import { testBackends } from './testing';
 
 const dialect = new PgDialect();
@@ -40,6 +41,17 @@ const note = (log: string, i: number) => ({
 /** Append `count` events to `log`, all queued at once (so they go in a few large batches). */
 const appendMany = (ledger: Ledger, log: string, count: number, from = 0): Promise<StoredEvent[]> =>
   Promise.all(Array.from({ length: count }, (_, i) => ledger.append(note(log, from + i))));
+
+describe('lostRace', () => {
+  // Two processes' statements on one log: one fails on a row the other wrote (class 23), or
+  // each waits on the other's rows and Postgres breaks the deadlock (40P01, seen in CI).
+  it('takes a refused row, a deadlock and a serialization failure for a lost race', () => {
+    expect(['23505', '23503', '40P01', '40001'].map(lostRace)).toEqual([true, true, true, true]);
+  });
+  it('takes an outage or a bug for what it is', () => {
+    expect(['08006', '57P01', '42P01', undefined].map(lostRace)).toEqual([false, false, false, false]);
+  });
+});
 
 describe.each(testBackends())('plain appends to a log past its young phase, on $name', ({ open }) => {
   let database: Database;

@@ -24,8 +24,9 @@ export interface KnownHead {
  * Why it cannot fork the chain: the head is not read, it is assumed, and the database
  * checks the assumption. Each row must link to the row before it by seq and hash (the
  * `audit_events_prev_link` foreign key) and take a seq no other row has (the primary key),
- * so if any process appended since, the statement fails on one of them (class 23) and
- * nothing of it is written; the caller then runs the batch on the locked path. A statement
+ * so if any process appended since, the statement fails on one of them (class 23, or
+ * class 40 when two such statements wait on each other's rows and the database breaks the
+ * deadlock) and nothing of it is written; the caller then runs the batch on the locked path. A statement
  * is atomic and, under `synchronous_commit = on`, durable when the server answers.
  *
  * Resolves with the events as stored and the tree after them.
@@ -52,4 +53,13 @@ export async function commitInOneStatement(options: {
     { table: merkleNodes, rows: nodes },
   ]);
   return { events, head: { head, range } };
+}
+
+/**
+ * The one statement lost a race with another process's: SQLSTATE class 23 (a row of the
+ * same seq or node exists), or class 40 (each waited on the other's rows: the database broke
+ * the deadlock, or the serialization failed). Either way the statement wrote nothing.
+ */
+export function lostRace(sqlState: string | undefined): boolean {
+  return sqlState !== undefined && (sqlState.startsWith('23') || sqlState.startsWith('40'));
 }
