@@ -34,6 +34,8 @@ const EXPECTED: Record<string, readonly Role[]> = {
   'GET /v1/logs/{log}/checkpoints/{tree_size}': ['auditor'],
   'GET /v1/logs/{log}/proofs/inclusion': ['auditor'],
   'GET /v1/logs/{log}/proofs/consistency': ['auditor'],
+  'POST /v1/logs/{log}/checkpoints/{tree_size}/cosignatures': ['auditor'],
+  'GET /v1/logs/{log}/bundle': ['auditor'],
   'GET /v1/webhooks/deliveries': ['admin', 'auditor'],
   'POST /v1/logs/{log}/events/{seq}/redactions': ['redactor'],
 };
