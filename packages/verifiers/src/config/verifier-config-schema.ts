@@ -3,61 +3,54 @@ import { isAllowListEntry } from '../net/address-policy';
 
 const connectionName = z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be kebab-case');
 
+/**
+ * A connection reached by URL: `url` in the file, or (preferred, so credentials stay out of
+ * it) `urlEnv`, the environment variable that holds it; exactly one of the two.
+ */
+const urlFields = {
+  url: z.string().min(1).optional(),
+  urlEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+    .optional(),
+};
+const hasOneUrl = (c: { url?: string; urlEnv?: string }) =>
+  (c.url === undefined) !== (c.urlEnv === undefined);
+const ONE_URL = { message: 'give exactly one of url and urlEnv', path: ['url'] };
+
+/** A postgres:// URL. */
 const postgresConnection = z
   .object({
     type: z.literal('postgres'),
-    /** A postgres:// URL. Prefer `urlEnv` so credentials stay out of the file. */
-    url: z.string().min(1).optional(),
-    /** The environment variable that holds the URL. */
-    urlEnv: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
-      .optional(),
+    ...urlFields,
     max: z.number().int().min(1).max(20).optional(),
     connectTimeoutSeconds: z.number().int().min(1).max(60).optional(),
   })
   .strict()
-  .refine((c) => (c.url === undefined) !== (c.urlEnv === undefined), {
-    message: 'give exactly one of url and urlEnv',
-    path: ['url'],
-  });
+  .refine(hasOneUrl, ONE_URL);
 
+/** A mysql:// URL (MySQL or MariaDB). */
 const mysqlConnection = z
   .object({
     type: z.literal('mysql'),
-    /** A mysql:// URL (MySQL or MariaDB). Prefer `urlEnv` so credentials stay out of the file. */
-    url: z.string().min(1).optional(),
-    urlEnv: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
-      .optional(),
+    ...urlFields,
     max: z.number().int().min(1).max(20).optional(),
     connectTimeoutSeconds: z.number().int().min(1).max(60).optional(),
   })
   .strict()
-  .refine((c) => (c.url === undefined) !== (c.urlEnv === undefined), {
-    message: 'give exactly one of url and urlEnv',
-    path: ['url'],
-  });
+  .refine(hasOneUrl, ONE_URL);
 
+/** A redis:// or rediss:// URL. */
 const redisConnection = z
   .object({
     type: z.literal('redis'),
-    /** A redis:// or rediss:// URL. Prefer `urlEnv` so credentials stay out of the file. */
-    url: z.string().min(1).optional(),
-    urlEnv: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
-      .optional(),
+    ...urlFields,
     /** Every key a verifier reads is put under this prefix (e.g. `refunds:`). */
     keyPrefix: z.string().min(1).optional(),
     connectTimeoutMs: z.number().int().min(1).max(60_000).optional(),
   })
   .strict()
-  .refine((c) => (c.url === undefined) !== (c.urlEnv === undefined), {
-    message: 'give exactly one of url and urlEnv',
-    path: ['url'],
-  });
+  .refine(hasOneUrl, ONE_URL);
 
 const httpConnection = z
   .object({
