@@ -1,8 +1,9 @@
 import { payloadHashOf, proposalPayloadOf } from '@vouch/client';
 import { testBackends } from '@vouch/ledger/testing';
-import { createVerifierRegistry, defineVerifier, VERIFIER_API_VERSION } from '@vouch/verifier-sdk';
+import { createVerifierRegistry } from '@vouch/verifier-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../testing/app-harness';
+import { accountOpen, lookupDone } from '../testing/sample-verifiers';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely, then pinned with toMatchObject
 type Json = Record<string, any>;
@@ -23,27 +24,6 @@ const WRITTEN = [
   'verifications',
   'audit_events',
 ];
-
-// `account.open` holds before execution unless the target is `closed`; `lookup.done` is read back after it.
-const accountOpen = defineVerifier({
-  id: 'account-open',
-  version: '1.0.0',
-  apiVersion: VERIFIER_API_VERSION,
-  handles: ['account.open'],
-  phase: 'pre',
-  check: ({ proposal }) => ({
-    name: 'account.open',
-    status: proposal.target.id === 'closed' ? ('fail' as const) : ('pass' as const),
-    source: 'core-banking',
-  }),
-});
-const lookupDone = defineVerifier({
-  id: 'lookup-done',
-  version: '1.0.0',
-  apiVersion: VERIFIER_API_VERSION,
-  handles: ['lookup.done'],
-  check: () => ({ name: 'lookup.done', status: 'pass' as const, source: 'audit-replica' }),
-});
 
 describe.each(testBackends())('the fast path on $name', ({ open }) => {
   let h: Harness;

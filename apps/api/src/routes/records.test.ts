@@ -1,33 +1,12 @@
 import { createRecords } from '@vouch/ledger';
-import { createVerifierRegistry, defineVerifier, VERIFIER_API_VERSION } from '@vouch/verifier-sdk';
+import { createVerifierRegistry } from '@vouch/verifier-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../app';
 import { createHarness, type Harness } from '../testing/app-harness';
+import { accountOpen, lookupDone } from '../testing/sample-verifiers';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely, then pinned with toMatchObject
 type Json = Record<string, any>;
-
-// Pre phase: `account.open` holds unless the target id is `closed`. Post phase: `lookup.done`
-// is read back from an independent source and passes.
-const accountOpen = defineVerifier({
-  id: 'account-open',
-  version: '1.0.0',
-  apiVersion: VERIFIER_API_VERSION,
-  handles: ['account.open'],
-  phase: 'pre',
-  check: ({ proposal }) => ({
-    name: 'account.open',
-    status: proposal.target.id === 'closed' ? ('fail' as const) : ('pass' as const),
-    source: 'core-banking',
-  }),
-});
-const lookupDone = defineVerifier({
-  id: 'lookup-done',
-  version: '1.0.0',
-  apiVersion: VERIFIER_API_VERSION,
-  handles: ['lookup.done'],
-  check: () => ({ name: 'lookup.done', status: 'pass' as const, source: 'audit-replica' }),
-});
 
 let h: Harness;
 const k = {} as Record<
