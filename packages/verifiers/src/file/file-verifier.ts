@@ -9,6 +9,7 @@ import {
   sourceUnavailable,
   VERIFIER_API_VERSION,
 } from '@vouch/verifier-sdk';
+import { checkResultOf, unfilledTemplate } from '../shared/check-result';
 import { evaluateJsonAssertion } from '../shared/json-assertions';
 import { fillTemplate, readScope, type TemplateScope, templateScope } from '../shared/template';
 import { type FileAssertion, fileOptionsSchema } from './file-options';
@@ -44,23 +45,11 @@ export const fileVerifier = defineVerifier({
   async check(ctx): Promise<CheckResult> {
     const { options, postcondition, signal } = ctx;
     const scope = templateScope(ctx);
-    const result = (
-      status: CheckResult['status'],
-      fields: Omit<CheckResult, 'name' | 'status' | 'source'>,
-    ): CheckResult => ({
-      name: postcondition.name,
-      status,
-      source: options.source,
-      ...fields,
-    });
+    const result = checkResultOf(postcondition.name, options.source);
     // No encoding: this is a file path, not a URL. Containment is enforced after resolution.
     const filled = fillTemplate(options.path, scope, (value) => value);
     if (!filled.ok) {
-      return result('inconclusive', {
-        reason: filled.problem.reason,
-        evidence: { placeholder: filled.problem.path },
-        message: `cannot build the path: {${filled.problem.path}} is missing or not a plain value`,
-      });
+      return unfilledTemplate(result, filled.problem, 'the path');
     }
     const resolved = await resolveUnderRoots(filled.value, options.roots);
     signal.throwIfAborted();

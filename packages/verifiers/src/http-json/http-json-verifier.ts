@@ -1,4 +1,5 @@
 import { type CheckResult, defineVerifier, type JsonObject, VERIFIER_API_VERSION } from '@vouch/verifier-sdk';
+import { checkResultOf, type ResultOf, unfilledTemplate } from '../shared/check-result';
 import { type ConditionOutcome, combineVerdicts, evaluateConditions } from '../shared/conditions';
 import { type AssertionOutcome, evaluateJsonAssertion, verdictOf } from '../shared/json-assertions';
 import { readCapped } from '../shared/read-capped';
@@ -32,21 +33,9 @@ export const httpJsonVerifier = defineVerifier({
     const filled = fillTemplate(options.url, scope, encodeURIComponent);
     const configuredOrigin = new URL(options.url.replaceAll(/\{[^{}]*\}/g, 'x')).origin;
     const source = options.source ?? configuredOrigin;
-    const result = (
-      status: CheckResult['status'],
-      fields: Omit<CheckResult, 'name' | 'status' | 'source'>,
-    ): CheckResult => ({
-      name: postcondition.name,
-      status,
-      source,
-      ...fields,
-    });
+    const result = checkResultOf(postcondition.name, source);
     if (!filled.ok) {
-      return result('inconclusive', {
-        reason: filled.problem.reason,
-        evidence: { placeholder: filled.problem.path },
-        message: `cannot build the URL: {${filled.problem.path}} is missing or not a plain value`,
-      });
+      return unfilledTemplate(result, filled.problem, 'the URL');
     }
 
     const hops: string[] = [];
@@ -152,10 +141,7 @@ export const httpJsonVerifier = defineVerifier({
 });
 
 function assertionResult(
-  result: (
-    status: CheckResult['status'],
-    fields: Omit<CheckResult, 'name' | 'status' | 'source'>,
-  ) => CheckResult,
+  result: ResultOf,
   outcomes: AssertionOutcome[],
   evidence: Record<string, JsonObject[string]>,
   conditions: ConditionOutcome,

@@ -1,4 +1,5 @@
 import { type CheckResult, defineVerifier, type JsonValue, VERIFIER_API_VERSION } from '@vouch/verifier-sdk';
+import { checkResultOf, unfilledTemplate } from '../shared/check-result';
 import { evaluateConditions } from '../shared/conditions';
 import { readCapped } from '../shared/read-capped';
 import { fillTemplate, templateScope } from '../shared/template';
@@ -37,18 +38,11 @@ export const prometheusVerifier = defineVerifier({
     const endpoint = new URL('api/v1/query', options.url.endsWith('/') ? options.url : `${options.url}/`);
     const source = options.source ?? endpoint.origin;
     const scope = templateScope(ctx);
-    const result = (
-      status: CheckResult['status'],
-      fields: Omit<CheckResult, 'name' | 'status' | 'source'>,
-    ): CheckResult => ({ name: postcondition.name, status, source, ...fields });
+    const result = checkResultOf(postcondition.name, source);
 
     const filled = fillTemplate(options.query, scope, escapePromqlString);
     if (!filled.ok) {
-      return result('inconclusive', {
-        reason: filled.problem.reason,
-        evidence: { placeholder: filled.problem.path },
-        message: `cannot build the query: {${filled.problem.path}} is missing or not a plain value`,
-      });
+      return unfilledTemplate(result, filled.problem, 'the query');
     }
     endpoint.searchParams.set('query', filled.value);
     const evidence = { url: `${endpoint.origin}${endpoint.pathname}`, query: filled.value };

@@ -1,4 +1,5 @@
 import { type CheckResult, defineVerifier, type JsonValue, VERIFIER_API_VERSION } from '@vouch/verifier-sdk';
+import { checkResultOf, unfilledTemplate } from '../shared/check-result';
 import { combineVerdicts, evaluateConditions } from '../shared/conditions';
 import { evaluateJsonAssertion, verdictOf } from '../shared/json-assertions';
 import { fillTemplate, templateScope } from '../shared/template';
@@ -28,21 +29,14 @@ export const redisVerifier = defineVerifier({
     const redis = ctx.redis!;
     const source = options.source ?? redis.name;
     const scope = templateScope(ctx);
-    const result = (
-      status: CheckResult['status'],
-      fields: Omit<CheckResult, 'name' | 'status' | 'source'>,
-    ): CheckResult => ({ name: postcondition.name, status, source, ...fields });
+    const result = checkResultOf(postcondition.name, source);
 
     const args: string[] = [];
     for (const text of [options.key, ...options.args]) {
       // Redis keys are binary-safe: nothing to escape, only `.`/`..` and non-scalars are refused.
       const filled = fillTemplate(text, scope, (value) => value);
       if (!filled.ok) {
-        return result('inconclusive', {
-          reason: filled.problem.reason,
-          evidence: { placeholder: filled.problem.path },
-          message: `cannot build the command: {${filled.problem.path}} is missing or not a plain value`,
-        });
+        return unfilledTemplate(result, filled.problem, 'the command');
       }
       args.push(filled.value);
     }

@@ -5,6 +5,7 @@ import {
   type SqlParam,
   VERIFIER_API_VERSION,
 } from '@vouch/verifier-sdk';
+import { checkResultOf } from '../shared/check-result';
 import { combineVerdicts, evaluateConditions } from '../shared/conditions';
 import { jsonEquals } from '../shared/json-assertions';
 import { readScope, templateScope } from '../shared/template';
@@ -36,15 +37,7 @@ export const sqlVerifier = defineVerifier({
     const sql = ctx.sql!;
     const source = options.source ?? sql.name;
     const scope = templateScope(ctx);
-    const result = (
-      status: CheckResult['status'],
-      fields: Omit<CheckResult, 'name' | 'status' | 'source'>,
-    ): CheckResult => ({
-      name: postcondition.name,
-      status,
-      source,
-      ...fields,
-    });
+    const result = checkResultOf(postcondition.name, source);
 
     const params: SqlParam[] = [];
     for (const [index, param] of options.params.entries()) {
