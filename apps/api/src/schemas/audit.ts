@@ -12,7 +12,7 @@ import {
   redactionRequestSchema,
   redactionResultSchema,
 } from '@vouch/records';
-import { errorResponseSpec, LogIdSchema } from './common';
+import { errorResponseSpec, LogIdSchema, pageLimitParam, seqCursorParam } from './common';
 import { component } from './component';
 
 export const EventSchema = component(auditEventSchema, 'AuditEvent');
@@ -43,22 +43,8 @@ export const LogParamSchema = z.object({
 });
 
 export const EventsQuerySchema = z.strictObject({
-  after: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .optional()
-    .openapi({
-      param: { name: 'after', in: 'query' },
-      description: 'Return events with seq greater than this',
-    }),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(10_000)
-    .optional()
-    .openapi({ param: { name: 'limit', in: 'query' }, description: 'Page size (default 100)' }),
+  after: seqCursorParam('Return events with seq greater than this'),
+  limit: pageLimitParam(10_000, 'Page size (default 100)'),
 });
 
 export const VerifyQuerySchema = z.strictObject({
@@ -74,15 +60,7 @@ export const VerifyQuerySchema = z.strictObject({
 });
 
 export const ExportQuerySchema = z.strictObject({
-  after: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .optional()
-    .openapi({
-      param: { name: 'after', in: 'query' },
-      description: 'Export events with seq greater than this',
-    }),
+  after: seqCursorParam('Export events with seq greater than this'),
 });
 
 export const VerifyProgressLineSchema = z

@@ -64,3 +64,22 @@ export const IdentitySchema = identityInput;
 
 /** A log id, as the ledger accepts it (declared with the records). */
 export const LogIdSchema = logIdInput;
+
+/** A `?after=` query parameter: the seq (or list position) a page starts after. */
+export const seqCursorParam = (description: string) =>
+  z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .openapi({ param: { name: 'after', in: 'query' }, description });
+
+/** A `?limit=` query parameter: a page size from 1 to `max`. */
+export const pageLimitParam = (max: number, description: string) =>
+  z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(max)
+    .optional()
+    .openapi({ param: { name: 'limit', in: 'query' }, description });

@@ -42,7 +42,7 @@ import {
   verificationStatusSchema,
 } from '@vouch/records';
 import type { Check } from '@vouch/verifier-sdk';
-import { LogIdSchema } from './common';
+import { LogIdSchema, pageLimitParam, seqCursorParam } from './common';
 import { component } from './component';
 
 /*
@@ -135,34 +135,12 @@ export const ApprovalListQuerySchema = LogQuerySchema.extend({
     .enum(APPROVAL_STATUSES)
     .optional()
     .openapi({ param: { name: 'status', in: 'query' } }),
-  after: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .optional()
-    .openapi({ param: { name: 'after', in: 'query' }, description: 'The `next` of the previous page' }),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(500)
-    .optional()
-    .openapi({ param: { name: 'limit', in: 'query' } }),
+  after: seqCursorParam('The `next` of the previous page'),
+  limit: pageLimitParam(500, 'Page size (default 50)'),
 });
 
-const afterParam = z.coerce
-  .number()
-  .int()
-  .min(0)
-  .optional()
-  .openapi({ param: { name: 'after', in: 'query' }, description: 'The `next` of the previous page' });
-const limitParam = z.coerce
-  .number()
-  .int()
-  .min(1)
-  .max(500)
-  .optional()
-  .openapi({ param: { name: 'limit', in: 'query' }, description: 'Page size (default 50)' });
+const afterParam = seqCursorParam('The `next` of the previous page');
+const limitParam = pageLimitParam(500, 'Page size (default 50)');
 const textFilter = (name: string, description: string) =>
   z
     .string()
@@ -204,15 +182,7 @@ export const VerificationListQuerySchema = LogQuerySchema.extend({
 });
 
 export const ApprovalEventsQuerySchema = LogQuerySchema.extend({
-  after: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .optional()
-    .openapi({
-      param: { name: 'after', in: 'query' },
-      description: 'Replay from after this seq (else `Last-Event-ID`, else from now)',
-    }),
+  after: seqCursorParam('Replay from after this seq (else `Last-Event-ID`, else from now)'),
 });
 
 function idParam(name: string, example: string) {

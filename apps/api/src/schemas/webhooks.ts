@@ -6,6 +6,7 @@ import {
   webhookDeliveryPageSchema,
   webhookDeliverySchema,
 } from '@vouch/records';
+import { pageLimitParam } from './common';
 import { component } from './component';
 
 component(webhookAttemptSchema, 'WebhookAttempt');
@@ -34,11 +35,5 @@ export const WebhookDeliveriesQuerySchema = z.strictObject({
     .regex(/^whd_[0-9a-f]{32}$/)
     .optional()
     .openapi({ param: { name: 'after', in: 'query' }, description: 'The `next` of the previous page' }),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(200)
-    .optional()
-    .openapi({ param: { name: 'limit', in: 'query' }, description: 'Page size (default 50)' }),
+  limit: pageLimitParam(200, 'Page size (default 50)'),
 });
