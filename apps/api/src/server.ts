@@ -199,6 +199,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     webhooks?.start(url);
     const resumed = await verificationQueue.resume();
     if (resumed > 0) logger.info('verifications resumed', { jobs: resumed });
+    // Jobs of a process that died are taken over once their lease runs out.
+    verificationQueue.sweep();
 
     // A gateway that stopped between authorize and observe leaves a claim: recorded `unknown` once it lapses.
     const sweeper = startClaimSweeper({ records, intervalMs: config.claimSweepIntervalMs, logger });

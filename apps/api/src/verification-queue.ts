@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import {
   isLedgerError,
   type ObservationRecord,
@@ -22,13 +23,21 @@ export interface VerificationQueue {
   }): Promise<VerificationJob>;
   /** The jobs of a proposal that have not finished: the story shows `verifying` while there are any. */
   pendingOf(log: string, proposalId: string): Promise<VerificationJob[]>;
-  /** Start every job that has no result (call once when the server starts). */
+  /**
+   * Claim and start every job that has no result and that no live process holds: one pass,
+   * returning how many this process started. A server calls it when it starts; {@link
+   * VerificationQueue.sweep} repeats it, so a job whose process died is taken over once its
+   * lease runs out.
+   */
   resume(): Promise<number>;
+  /** Resume every `intervalMs` (default: the lease) until {@link VerificationQueue.close}. */
+  sweep(intervalMs?: number): void;
   /** Resolves when every job this process started has settled (tests, shutdown). */
   idle(): Promise<void>;
   /**
-   * Stop: running measurements are cancelled and their jobs stay pending, to be resumed by the
-   * next start. Nothing is recorded for a cancelled job: an interrupted series proved nothing.
+   * Stop: running measurements are cancelled and their jobs stay pending, released at once for
+   * the next process to resume. Nothing is recorded for a cancelled job: an interrupted series
+   * proved nothing.
    */
   close(): Promise<void>;
 }
@@ -40,6 +49,11 @@ export interface VerificationQueueOptions {
   store: VerificationJobStore;
   logger: Logger;
   now?: () => Date;
+  /**
+   * How long a claim on a job lasts unless renewed (default 30 s). A running job renews it every
+   * third of that; a process that stops releases its jobs; one that dies holds them this long.
+   */
+  leaseMs?: number;
 }
 
 /**
@@ -51,10 +65,18 @@ export interface VerificationQueueOptions {
 export function createVerificationQueue(options: VerificationQueueOptions): VerificationQueue {
   const { records, host, store, logger } = options;
   const now = options.now ?? (() => new Date());
+  const leaseMs = options.leaseMs ?? 30_000;
+  const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const controller = new AbortController();
   const running = new Map<string, Promise<void>>();
+  let sweeper: NodeJS.Timeout | undefined;
 
-  const run = async (job: VerificationJob): Promise<void> => {
+  const lease = (ms: number) => {
+    const at = now();
+    return { holder, now: at.toISOString(), until: new Date(at.getTime() + ms).toISOString() };
+  };
+
+  const run = async (job: VerificationJob, signal: AbortSignal): Promise<void> => {
     try {
       const [observation, proposal] = await Promise.all([
         records.getObservation(job.log, job.observationId),
@@ -68,10 +90,10 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
         proposal,
         observation,
         writes: tool?.writes ?? [],
-        signal: controller.signal,
+        signal,
       });
-      // Shutting down: leave the job pending; the next start reads the sources again.
-      if (controller.signal.aborted) return;
+      // Shutting down, or the lease was lost: leave the job to whoever holds it next.
+      if (signal.aborted) return;
       const recorded = await records.recordVerification(
         { log: job.log, caller: { identity: job.requestedBy, scopes: [], environments: null } },
         { ...job.body, observation_id: observation.id, checks: outcome.checks },
@@ -83,7 +105,7 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
         finishedAt: now().toISOString(),
       });
     } catch (error) {
-      if (controller.signal.aborted) return;
+      if (signal.aborted) return;
       const code = isLedgerError(error) ? error.code : 'VERIFICATION_JOB_FAILED';
       logger.warn('verification job failed', { job: job.id, log: job.log, code });
       // A refusal (e.g. a supersession the ledger does not allow) will not change on a retry.
@@ -97,11 +119,47 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
     }
   };
 
+  /** Run a job this process has just claimed, renewing the claim while it runs. */
   const start = (job: VerificationJob) => {
     const key = `${job.log}\u0000${job.id}`;
-    if (running.has(key) || controller.signal.aborted) return;
-    const task = run(job).finally(() => running.delete(key));
+    const lost = new AbortController();
+    const signal = AbortSignal.any([controller.signal, lost.signal]);
+    const renew = setInterval(
+      () => {
+        store.claim(job.log, job.id, lease(leaseMs)).then(
+          (held) => {
+            if (held) return;
+            logger.warn('verification job lease lost', { job: job.id, log: job.log });
+            lost.abort();
+          },
+          () => {}, // The database is away: the next renewal tries again; the lease runs on meanwhile.
+        );
+      },
+      Math.max(1, Math.floor(leaseMs / 3)),
+    );
+    renew.unref();
+    const task = run(job, signal).finally(async () => {
+      clearInterval(renew);
+      running.delete(key);
+      // Stopped before a result: hand the job over now rather than when the lease runs out.
+      if (controller.signal.aborted) await store.claim(job.log, job.id, lease(0)).catch(() => false);
+    });
     running.set(key, task);
+  };
+
+  const claimAndStart = async (job: VerificationJob): Promise<boolean> => {
+    const key = `${job.log}\u0000${job.id}`;
+    if (running.has(key) || controller.signal.aborted) return false;
+    if (!(await store.claim(job.log, job.id, lease(leaseMs)))) return false;
+    if (running.has(key) || controller.signal.aborted) return false;
+    start(job);
+    return true;
+  };
+
+  const resume = async () => {
+    let started = 0;
+    for (const job of await store.pending()) if (await claimAndStart(job)) started++;
+    return started;
   };
 
   return {
@@ -116,19 +174,23 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
         requestedAt: now().toISOString(),
       };
       await store.enqueue(job);
-      start(job);
+      await claimAndStart(job);
       return job;
     },
     pendingOf: (log, proposalId) => store.pendingOf(log, proposalId),
-    async resume() {
-      const pending = await store.pending();
-      for (const job of pending) start(job);
-      return pending.length;
+    resume,
+    sweep(intervalMs = leaseMs) {
+      if (sweeper || controller.signal.aborted) return;
+      sweeper = setInterval(() => {
+        resume().catch((error: unknown) => logger.warn('verification sweep failed', { error }));
+      }, intervalMs);
+      sweeper.unref();
     },
     async idle() {
       while (running.size > 0) await Promise.allSettled([...running.values()]);
     },
     async close() {
+      clearInterval(sweeper);
       controller.abort();
       await Promise.allSettled([...running.values()]);
     },

@@ -158,6 +158,7 @@ export { isHotStandby, primaryWalPosition, standbyReplayedTo } from './standby';
 // The verification queue: verifications asked to run in the background (operational data, not the chain).
 export type {
   VerificationJob,
+  VerificationJobLease,
   VerificationJobResult,
   VerificationJobStore,
 } from './verification-jobs/verification-job-store';

@@ -48,13 +48,14 @@ function appWith(
 type VerificationHostLike = { registry: ReturnType<typeof createVerifierRegistry> };
 
 /** A queue over the harness's database, as a server process would have one. */
-function queueOn(h: Harness) {
+function queueOn(h: Harness, leaseMs?: number) {
   return (host: VerificationHostLike) =>
     createVerificationQueue({
       records: createRecords(h.ledger),
       host,
       store: createVerificationJobStore(h.database),
       logger: h.logger,
+      ...(leaseMs === undefined ? {} : { leaseMs }),
     });
 }
 
@@ -230,6 +231,58 @@ describe('POST /v1/observations/{id}/verify with a measurement policy', () => {
       const resumed = await story(restarted, proposalId);
       expect(resumed).toMatchObject({ verifying: false, verification_status: { status: 'passed' } });
       expect(resumed.verifications).toHaveLength(1);
+    });
+
+    it('runs a job once when two servers resume it together, and never while another holds it', async () => {
+      const app = appWith(h, slow);
+      const { proposalId, observationId } = await refunded(app);
+      // A process that queued the job and then died: its claim lasts until its lease runs out.
+      const store = createVerificationJobStore(h.database);
+      const jobId = `vjob_${'d'.repeat(32)}`;
+      await store.enqueue({
+        log: 'default',
+        id: jobId,
+        observationId,
+        proposalId,
+        requestedBy: 'agent:gw',
+        body: {},
+        requestedAt: new Date().toISOString(),
+      });
+      const at = Date.now();
+      const dead = { holder: 'gone:1:dead', now: new Date(at).toISOString() };
+      expect(
+        await store.claim('default', jobId, { ...dead, until: new Date(at + 60_000).toISOString() }),
+      ).toBe(true);
+
+      const queues: VerificationQueue[] = [];
+      const server = (leaseMs?: number) =>
+        appWith(h, slow, (host) => {
+          const queue = queueOn(h, leaseMs)(host);
+          queues.push(queue);
+          return queue;
+        });
+      const [a, b] = [server(), server()];
+      // The dead process's lease is still running: nobody takes the job over yet.
+      expect(await Promise.all(queues.map((q) => q.resume()))).toEqual([0, 0]);
+      expect(await story(a, proposalId)).toMatchObject({ verifying: true, verifications: [] });
+
+      // Its lease ran out (the next term, as a renewal would be, with an end already past).
+      expect(await store.claim('default', jobId, { ...dead, until: new Date(at).toISOString() })).toBe(true);
+      const started = await Promise.all(queues.map((q) => q.resume()));
+      expect(started.reduce((x, y) => x + y, 0)).toBe(1);
+      await Promise.all(queues.map((q) => q.idle()));
+      const done = await story(b, proposalId);
+      expect(done).toMatchObject({ verifying: false, verification_status: { status: 'passed' } });
+      expect(done.verifications).toHaveLength(1);
+      // Finished: no process can claim it again.
+      expect(
+        await store.claim('default', jobId, {
+          holder: 'late:2:x',
+          now: new Date().toISOString(),
+          until: new Date().toISOString(),
+        }),
+      ).toBe(false);
+      await Promise.all(queues.map((q) => q.close()));
     });
   });
 });

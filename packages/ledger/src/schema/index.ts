@@ -19,5 +19,5 @@ export {
   tools,
   verifications,
 } from './records';
-export { verificationJobResults, verificationJobs } from './verification-jobs';
+export { verificationJobLeases, verificationJobResults, verificationJobs } from './verification-jobs';
 export { webhookAttemptResults, webhookAttempts, webhookCursors, webhookDeliveries } from './webhooks';

@@ -1,4 +1,5 @@
-import { foreignKey, index, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
+import { check, foreignKey, index, integer, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
 
 // Verifications asked to run in the background (docs/verification.md): operational data beside
 // the ledger, not part of the audit chain. What a job produces is a verification record, which
@@ -42,5 +43,33 @@ export const verificationJobResults = pgTable(
       columns: [t.logId, t.jobId],
       foreignColumns: [verificationJobs.logId, verificationJobs.id],
     }),
+  ],
+);
+
+/**
+ * Who may run a job, and until when: one row per term. A process runs a job only while it
+ * holds the latest term and that term's lease has not run out; it renews by adding the next
+ * term, and a stop releases the job by adding a term that has already run out. The primary
+ * key is the claim: of two processes adding term n, one wins, so servers that start together
+ * (or `vouch serve --workers N`) never run one job twice.
+ */
+export const verificationJobLeases = pgTable(
+  'verification_job_leases',
+  {
+    logId: text('log_id').notNull(),
+    jobId: text('job_id').notNull(),
+    term: integer('term').notNull(),
+    /** The process holding the term (host, pid and a random part). */
+    holder: text('holder').notNull(),
+    leaseUntil: text('lease_until').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'verification_job_leases_pk', columns: [t.logId, t.jobId, t.term] }),
+    foreignKey({
+      name: 'verification_job_leases_job',
+      columns: [t.logId, t.jobId],
+      foreignColumns: [verificationJobs.logId, verificationJobs.id],
+    }),
+    check('verification_job_leases_term_positive', sql`${t.term} >= 1`),
   ],
 );

@@ -25,9 +25,25 @@ export interface VerificationJobResult {
   finishedAt: string;
 }
 
+/** A claim on a job: who holds it and until when (see {@link VerificationJobStore.claim}). */
+export interface VerificationJobLease {
+  /** The process asking: host, pid and a random part. */
+  holder: string;
+  now: string;
+  /** When the claim runs out unless renewed; `now` (or earlier) releases the job. */
+  until: string;
+}
+
 /** Reads and writes of the verification queue. */
 export interface VerificationJobStore {
   enqueue(job: VerificationJob): Promise<void>;
+  /**
+   * Take the next term of a job's lease. Succeeds when nobody holds it (no term yet, or the
+   * latest term ran out by `now`) or `holder` holds it already (a renewal, or a release when
+   * `until` is `now`); of two processes racing for one term, one wins. False: another
+   * process holds the job, or it has a result.
+   */
+  claim(log: string, jobId: string, lease: VerificationJobLease): Promise<boolean>;
   finish(log: string, jobId: string, result: VerificationJobResult): Promise<void>;
   /** Every job without a result, oldest first: what a starting server resumes. */
   pending(): Promise<VerificationJob[]>;
@@ -70,6 +86,29 @@ export function createVerificationJobStore(database: Database): VerificationJobS
             values (${job.log}, ${job.id}, ${job.observationId}, ${job.proposalId}, ${job.requestedBy},
                     ${JSON.stringify(job.body)}, ${job.requestedAt})`,
       );
+    },
+    async claim(log, jobId, lease) {
+      const [latest] = await database.rows<{
+        term: number;
+        holder: string;
+        lease_until: string;
+        done: boolean;
+      }>(
+        sql`select l.term, l.holder, l.lease_until,
+                   exists(select 1 from verification_job_results r where r.log_id = ${log} and r.job_id = ${jobId}) as done
+            from verification_job_leases l
+            where l.log_id = ${log} and l.job_id = ${jobId}
+            order by l.term desc limit 1`,
+      );
+      if (latest?.done) return false;
+      if (latest && latest.holder !== lease.holder && latest.lease_until > lease.now) return false;
+      // The primary key is the claim: of two processes adding term n, one wins.
+      const won = await database.rows<{ term: number }>(
+        sql`insert into verification_job_leases (log_id, job_id, term, holder, lease_until)
+            values (${log}, ${jobId}, ${(latest?.term ?? 0) + 1}, ${lease.holder}, ${lease.until})
+            on conflict do nothing returning term`,
+      );
+      return won.length === 1;
     },
     async finish(log, jobId, result) {
       // A job resumed by two processes finishes once; the second result is dropped.
