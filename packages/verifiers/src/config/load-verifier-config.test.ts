@@ -77,7 +77,7 @@ describe('loadVerifierConfig', () => {
             },
           },
           { use: 'file', options: { roots: ['./checkout'] } },
-          { use: fixture('acme-ticket-verifier.ts'), options: { board: 'ops' } },
+          { use: fixture('acme-ticket-verifier.mjs'), options: { board: 'ops' } },
         ],
       });
       const loaded = await loadVerifierConfig(file, {
@@ -318,13 +318,13 @@ describe('loadVerifierConfig', () => {
       ],
       [
         'a plugin without a vendor prefix',
-        { verifiers: [{ use: fixture('acme-ticket-verifier.ts'), export: 'unprefixed' }] },
+        { verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), export: 'unprefixed' }] },
         '/verifiers/0/use',
         'ticket-closed',
       ],
       [
         'an export that is not there',
-        { verifiers: [{ use: fixture('acme-ticket-verifier.ts'), export: 'nothing' }] },
+        { verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), export: 'nothing' }] },
         '/verifiers/0/export',
         undefined,
       ],
@@ -338,7 +338,9 @@ describe('loadVerifierConfig', () => {
     it('throws VERIFIER_API_UNSUPPORTED for a plugin written for another contract', async () => {
       expect(
         await refusal({
-          verifiers: [{ use: fixture('acme-ticket-verifier.ts'), export: 'future', options: { board: 'x' } }],
+          verifiers: [
+            { use: fixture('acme-ticket-verifier.mjs'), export: 'future', options: { board: 'x' } },
+          ],
         }),
       ).toMatchObject({
         code: 'VERIFIER_API_UNSUPPORTED',
