@@ -241,6 +241,9 @@ class PluginWorker {
         options: this.options.options,
       },
       env: {},
+      // Plain Node, whatever flags the server runs with (a TypeScript loader, export conditions):
+      // a plugin is built JavaScript and resolves its own imports as it would anywhere.
+      execArgv: [],
       resourceLimits: {
         maxOldGenerationSizeMb: memoryMb,
         maxYoungGenerationSizeMb: Math.min(16, memoryMb / 4),
