@@ -54,7 +54,7 @@ export interface LoadedVerifierConfig {
   registry: VerifierRegistry;
   /** Grants by connection name. */
   connections: Readonly<Record<string, FetchGrant | SqlGrant | RedisGrant>>;
-  /** Close every database pool the configuration opened. */
+  /** Close every database pool the configuration opened, and stop its plugins' workers. */
   close(): Promise<void>;
 }
 
@@ -69,7 +69,9 @@ export function defineVerifierConfig(config: VerifierConfigInput): VerifierConfi
  * Every mistake throws a `VerifierError` with `file`, `verifier` and `field` (a JSON Pointer
  * into the file, e.g. `/verifiers/1/options/url`): `CONFIG_NOT_FOUND`, `CONFIG_INVALID`, or
  * the registry's own `OPTIONS_INVALID` / `VERIFIER_INVALID` / `VERIFIER_API_UNSUPPORTED` /
- * `VERIFIER_DUPLICATE`. Nothing connects until a verifier runs.
+ * `VERIFIER_DUPLICATE`. Nothing connects until a verifier runs. A plugin named by path or
+ * package is imported in a worker thread of its own, with no network but its grants (see
+ * `loadIsolatedVerifier`); `close()` stops those workers too.
  *
  * @example
  * const { registry, close } = await loadVerifierConfig('vouch.config.json');
