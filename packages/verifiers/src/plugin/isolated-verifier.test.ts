@@ -1,11 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runVerifiers, type VerifierRegistry } from '@vouch/verifier-sdk';
 import { exampleObservation, exampleProposal } from '@vouch/verifier-sdk/testing';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type LoadedVerifierConfig, loadVerifierConfig } from '../config/load-verifier-config';
 import { sendJson, startServer, type TestServer } from '../test-support/http-server';
+import { createTestDatabase, hasPostgres, type TestDatabase } from '../test-support/postgres-database';
 
 const plugins = path.join(import.meta.dirname, 'fixtures', 'hostile-plugins.mjs');
 let dir: string;
@@ -134,6 +137,60 @@ describe("a plugin's granted fetch goes through the host's SSRF guard", () => {
     const outcome = await verify(await load('grantedFetch'), 'ticket.closed');
     expect(outcome.checks[0]).toMatchObject({ status: 'error', reason: 'SOURCE_FORBIDDEN' });
     expect(server.requests).toEqual([]);
+  });
+});
+
+describe.skipIf(!hasPostgres)(
+  "a plugin's sql grant is the host's read-only connection (needs DATABASE_URL)",
+  () => {
+    let db: TestDatabase;
+    beforeAll(async () => {
+      db = await createTestDatabase();
+      await db.sql`create table tickets (id int primary key, state text not null)`;
+      await db.sql`insert into tickets values (1, 'closed')`;
+    });
+    afterAll(async () => {
+      await db?.drop();
+    });
+    const ledger = () => ({ ledger: { type: 'postgres', url: db.url } });
+
+    it('reads a row through it', async () => {
+      const outcome = await verify(
+        await load('sqlReader', { connection: 'ledger' }, ledger()),
+        'ticket.closed',
+      );
+      expect(outcome.checks[0]).toMatchObject({
+        status: 'pass',
+        source: 'ledger',
+        observed: [{ state: 'closed' }],
+      });
+    });
+
+    it('cannot write through it: the check is an error and the table is unchanged', async () => {
+      const outcome = await verify(await load('sqlReader', { connection: 'ledger' }, ledger()), 'write');
+      expect(outcome.checks[0]).toMatchObject({ status: 'error', reason: 'SOURCE_FORBIDDEN' });
+      expect(await db.sql`select id from tickets order by id`).toEqual([{ id: 1 }]);
+    });
+  },
+);
+
+describe("a plugin's redis grant is the host's read-only connection, under its prefix", () => {
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const prefix = `vouch-isolation-${randomBytes(4).toString('hex')}:`;
+  let owner: Redis;
+  beforeAll(async () => {
+    owner = new Redis(redisUrl);
+    await owner.set(`${prefix}ticket`, 'closed');
+  });
+  afterAll(async () => {
+    await owner.del(`${prefix}ticket`);
+    owner.disconnect();
+  });
+
+  it('reads the key under the configured prefix', async () => {
+    const cache = { cache: { type: 'redis', url: redisUrl, keyPrefix: prefix } };
+    const outcome = await verify(await load('redisReader', { connection: 'cache' }, cache), 'ticket.closed');
+    expect(outcome.checks[0]).toMatchObject({ status: 'pass', source: 'cache', observed: 'closed' });
   });
 });
 
