@@ -272,6 +272,18 @@ describe('loadVerifierConfig', () => {
     it.each([
       ['a misspelt key', { verifiers: [{ use: 'file', optoins: {} }] }, '/verifiers/0/optoins', 'file'],
       [
+        'a memory limit on a built-in, which runs in the server',
+        { verifiers: [{ use: 'file', memoryMb: 64, options: { roots: ['/r'] } }] },
+        '/verifiers/0/memoryMb',
+        'file',
+      ],
+      [
+        'a memory limit below 16 MB',
+        { verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), memoryMb: 8, options: { board: 'x' } }] },
+        '/verifiers/0/memoryMb',
+        undefined,
+      ],
+      [
         'an unknown connection',
         { verifiers: [httpEntry({ connection: 'nope' })] },
         '/verifiers/0/connection',
@@ -346,6 +358,16 @@ describe('loadVerifierConfig', () => {
         code: 'VERIFIER_API_UNSUPPORTED',
         verifier: 'acme/ticket-closed',
         field: '/verifiers/0/use',
+      });
+    });
+
+    it("throws OPTIONS_INVALID at the field a plugin's own schema refuses, validated in its worker", async () => {
+      expect(
+        await refusal({ verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), options: { board: 3 } }] }),
+      ).toMatchObject({
+        code: 'OPTIONS_INVALID',
+        verifier: 'acme/ticket-closed',
+        field: '/verifiers/0/options/board',
       });
     });
 
