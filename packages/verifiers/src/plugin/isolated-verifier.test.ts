@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { runVerifiers, type VerifierRegistry } from '@vouch/verifier-sdk';
+import { runVerifiers, silentLogger, type VerifierRegistry } from '@vouch/verifier-sdk';
 import { exampleObservation, exampleProposal } from '@vouch/verifier-sdk/testing';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -202,6 +202,28 @@ describe('limits', () => {
     expect(performance.now() - started).toBeLessThan(5_000);
     expect(spun.status).toBe('inconclusive');
     expect(spun.checks[0]).toMatchObject({ status: 'error', reason: 'VERIFIER_TIMEOUT' });
+    const next = await verify(registry, 'after');
+    expect(next.checks[0]).toMatchObject({ status: 'pass', observed: 'answered' });
+  });
+
+  it('stops waiting for a plugin that ignores its signal once it is aborted; its worker, still alive, answers the next check', async () => {
+    const registry = await load('hangs');
+    const entry = registry.entries[0]!;
+    const controller = new AbortController();
+    const pending = entry.verifier.check({
+      verifier: { id: entry.verifier.id, version: entry.verifier.version, name: entry.name },
+      phase: 'post',
+      proposal: exampleProposal(),
+      observation: exampleObservation(),
+      postcondition: { name: 'hang' },
+      options: entry.options,
+      signal: controller.signal,
+      timeoutMs: 1_000,
+      logger: silentLogger,
+      now: () => new Date(),
+    });
+    setTimeout(() => controller.abort(new Error('the deadline passed')), 100);
+    await expect(pending).rejects.toThrow('the deadline passed');
     const next = await verify(registry, 'after');
     expect(next.checks[0]).toMatchObject({ status: 'pass', observed: 'answered' });
   });

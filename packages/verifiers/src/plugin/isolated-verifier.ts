@@ -165,7 +165,8 @@ class PluginWorker {
   private closed = false;
   private nextCheck = 0;
   private readonly checks = new Map<number, RunningCheck>();
-  private readonly calls = new Map<number, AbortController>();
+  /** Grant calls in flight, by worker and the worker's call id. */
+  private readonly calls = new Map<Worker, Map<number, AbortController>>();
   /** Workers stopped because they did not answer after a deadline. */
   private readonly stuck = new WeakSet<Worker>();
   private awaitingPong: (() => void)[] = [];
@@ -187,13 +188,20 @@ class PluginWorker {
     if (this.closed) throw new VerifierError('VERIFIER_CRASHED', 'the plugin was closed');
     while (this.probing) await this.probing;
     await this.start();
-    const worker = this.worker!;
+    const worker = this.worker;
+    if (worker === null)
+      throw new VerifierError('VERIFIER_CRASHED', "the plugin's worker stopped as it started");
     const id = ++this.nextCheck;
     const result = new Promise<unknown>((resolve, reject) => {
       this.checks.set(id, { worker, context, resolve, reject });
     });
     worker.ref();
-    const onAbort = () => this.abort(id, worker, context.signal.reason);
+    const onAbort = () => {
+      this.abort(id, worker, context.signal.reason);
+      // Stop waiting: a plugin that ignores its signal must not keep this check (and the worker's
+      // reference on the event loop) open. Whatever it answers later is dropped.
+      this.checks.get(id)?.reject(context.signal.reason);
+    };
     context.signal.addEventListener('abort', onAbort, { once: true });
     try {
       worker.postMessage({
@@ -308,9 +316,10 @@ class PluginWorker {
       case 'call': {
         const check = this.checks.get(message.checkId);
         const controller = new AbortController();
-        this.calls.set(message.id, controller);
+        const calls = this.calls.get(worker) ?? new Map<number, AbortController>();
+        this.calls.set(worker, calls.set(message.id, controller));
         const reply = (answer: Record<string, unknown>, transfer: ArrayBuffer[] = []) => {
-          this.calls.delete(message.id);
+          calls.delete(message.id);
           if (this.worker === worker)
             worker.postMessage({ type: 'reply', id: message.id, ...answer }, transfer);
         };
@@ -326,7 +335,7 @@ class PluginWorker {
         return;
       }
       case 'abort-call':
-        this.calls.get(message.id)?.abort(new Error('the plugin aborted the call'));
+        this.calls.get(worker)?.get(message.id)?.abort(new Error('the plugin aborted the call'));
         return;
       case 'log': {
         const check = this.checks.get(message.checkId);
@@ -369,6 +378,10 @@ class PluginWorker {
   }
 
   private failRunning(worker: Worker, died: Error | undefined, memoryMb: number): void {
+    for (const controller of this.calls.get(worker)?.values() ?? []) {
+      controller.abort(new Error("the plugin's worker stopped"));
+    }
+    this.calls.delete(worker);
     const outOfMemory = (died as NodeJS.ErrnoException | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
     const error = new VerifierError(
       'VERIFIER_CRASHED',
