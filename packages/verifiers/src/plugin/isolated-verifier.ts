@@ -23,7 +23,11 @@ export const DEFAULT_PLUGIN_MEMORY_MB = 128;
 /** How long a plugin module may take to import and describe itself. */
 export const PLUGIN_LOAD_TIMEOUT_MS = 30_000;
 
-/** After a check's deadline, how long its worker has to show it is not stuck before it is stopped. */
+/**
+ * After a check's deadline, how long its worker has to show it is not stuck before it is stopped.
+ * Short on purpose: a check that arrives meanwhile waits for the answer against its own deadline,
+ * and stopping a worker that was merely slow to answer costs only a restart.
+ */
 export const PLUGIN_STUCK_GRACE_MS = 250;
 
 /** The largest response body a plugin's `fetch` hands across (the whole body is read by the host). */
