@@ -1,8 +1,13 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { createVerifierRegistry, runVerifiers } from '@vouch/verifier-sdk';
 import { exampleObservation, exampleProposal } from '@vouch/verifier-sdk/testing';
 import { loadVerifierConfig } from '@vouch/verifiers';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { fakeCarrier } from './fake-carrier';
 import { orderShipped } from './order-shipped';
@@ -73,22 +78,55 @@ describe('the "Write your first verifier" tutorial', () => {
   });
 
   describe('when its configuration is loaded', () => {
-    it('registers the verifier with a guarded fetch and its options', async () => {
-      const loaded = await loadVerifierConfig(path.join(import.meta.dirname, 'vouch.config.json'));
+    it('registers the built verifier with a guarded fetch and its options', async () => {
+      // A plugin runs in a worker on plain Node, so the configuration names the built
+      // order-shipped.js: build it as tsc would, next to a copy of the configuration, with the
+      // dependencies an `npm install` would give it.
+      const site = await mkdtemp(path.join(tmpdir(), 'vouch-tutorial-'));
       try {
-        expect(
-          loaded.registry.entries.map((e) => [e.name, e.timeoutMs, e.options, Object.keys(e.grants)]),
-        ).toEqual([
-          [
-            'acme/order-shipped',
-            2000,
-            { carrierUrl: 'https://tracking.carrier.example', source: 'carrier-api' },
-            ['fetch'],
-          ],
-        ]);
+        const source = await readFile(path.join(import.meta.dirname, 'order-shipped.ts'), 'utf8');
+        const built = ts.transpileModule(source, {
+          compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+        });
+        await writeFile(path.join(site, 'order-shipped.js'), built.outputText);
+        await copyFile(
+          path.join(import.meta.dirname, 'vouch.config.json'),
+          path.join(site, 'vouch.config.json'),
+        );
+        await linkDependencies(site);
+        const loaded = await loadVerifierConfig(path.join(site, 'vouch.config.json'));
+        try {
+          expect(
+            loaded.registry.entries.map((e) => [e.name, e.timeoutMs, e.options, Object.keys(e.grants)]),
+          ).toEqual([
+            [
+              'acme/order-shipped',
+              2000,
+              { carrierUrl: 'https://tracking.carrier.example', source: 'carrier-api' },
+              ['fetch'],
+            ],
+          ]);
+        } finally {
+          await loaded.close();
+        }
       } finally {
-        await loaded.close();
+        await rm(site, { recursive: true, force: true });
       }
     });
   });
 });
+
+const repo = path.resolve(import.meta.dirname, '../..');
+
+/** `@vouch/verifier-sdk` (its built dist, building it once if absent) and zod, in `dir/node_modules`. */
+async function linkDependencies(dir: string): Promise<void> {
+  const sdk = path.join(repo, 'packages/verifier-sdk');
+  if (!existsSync(path.join(sdk, 'dist/index.js'))) {
+    await promisify(execFile)(process.execPath, [path.join(repo, 'node_modules/tsup/dist/cli-default.js')], {
+      cwd: sdk,
+    });
+  }
+  await mkdir(path.join(dir, 'node_modules/@vouch'), { recursive: true });
+  await symlink(sdk, path.join(dir, 'node_modules/@vouch/verifier-sdk'), 'dir');
+  await symlink(path.join(repo, 'node_modules/zod'), path.join(dir, 'node_modules/zod'), 'dir');
+}

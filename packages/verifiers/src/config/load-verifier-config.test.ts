@@ -77,7 +77,7 @@ describe('loadVerifierConfig', () => {
             },
           },
           { use: 'file', options: { roots: ['./checkout'] } },
-          { use: fixture('acme-ticket-verifier.ts'), options: { board: 'ops' } },
+          { use: fixture('acme-ticket-verifier.mjs'), options: { board: 'ops' } },
         ],
       });
       const loaded = await loadVerifierConfig(file, {
@@ -272,6 +272,18 @@ describe('loadVerifierConfig', () => {
     it.each([
       ['a misspelt key', { verifiers: [{ use: 'file', optoins: {} }] }, '/verifiers/0/optoins', 'file'],
       [
+        'a memory limit on a built-in, which runs in the server',
+        { verifiers: [{ use: 'file', memoryMb: 64, options: { roots: ['/r'] } }] },
+        '/verifiers/0/memoryMb',
+        'file',
+      ],
+      [
+        'a memory limit below 16 MB',
+        { verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), memoryMb: 8, options: { board: 'x' } }] },
+        '/verifiers/0/memoryMb',
+        undefined,
+      ],
+      [
         'an unknown connection',
         { verifiers: [httpEntry({ connection: 'nope' })] },
         '/verifiers/0/connection',
@@ -318,13 +330,13 @@ describe('loadVerifierConfig', () => {
       ],
       [
         'a plugin without a vendor prefix',
-        { verifiers: [{ use: fixture('acme-ticket-verifier.ts'), export: 'unprefixed' }] },
+        { verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), export: 'unprefixed' }] },
         '/verifiers/0/use',
         'ticket-closed',
       ],
       [
         'an export that is not there',
-        { verifiers: [{ use: fixture('acme-ticket-verifier.ts'), export: 'nothing' }] },
+        { verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), export: 'nothing' }] },
         '/verifiers/0/export',
         undefined,
       ],
@@ -338,12 +350,24 @@ describe('loadVerifierConfig', () => {
     it('throws VERIFIER_API_UNSUPPORTED for a plugin written for another contract', async () => {
       expect(
         await refusal({
-          verifiers: [{ use: fixture('acme-ticket-verifier.ts'), export: 'future', options: { board: 'x' } }],
+          verifiers: [
+            { use: fixture('acme-ticket-verifier.mjs'), export: 'future', options: { board: 'x' } },
+          ],
         }),
       ).toMatchObject({
         code: 'VERIFIER_API_UNSUPPORTED',
         verifier: 'acme/ticket-closed',
         field: '/verifiers/0/use',
+      });
+    });
+
+    it("throws OPTIONS_INVALID at the field a plugin's own schema refuses, validated in its worker", async () => {
+      expect(
+        await refusal({ verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), options: { board: 3 } }] }),
+      ).toMatchObject({
+        code: 'OPTIONS_INVALID',
+        verifier: 'acme/ticket-closed',
+        field: '/verifiers/0/options/board',
       });
     });
 

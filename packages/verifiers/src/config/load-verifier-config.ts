@@ -18,6 +18,7 @@ import { resolve as resolveModule } from 'import-meta-resolve';
 import { fileVerifier } from '../file/file-verifier';
 import { httpJsonVerifier } from '../http-json/http-json-verifier';
 import { createGuardedFetch, type ResolveHost } from '../net/guarded-fetch';
+import { type IsolatedVerifier, loadIsolatedVerifier, PluginLoadError } from '../plugin/isolated-verifier';
 import { prometheusVerifier } from '../prometheus/prometheus-verifier';
 import { createRedisGrant } from '../redis/redis-grant';
 import { redisVerifier } from '../redis/redis-verifier';
@@ -53,7 +54,7 @@ export interface LoadedVerifierConfig {
   registry: VerifierRegistry;
   /** Grants by connection name. */
   connections: Readonly<Record<string, FetchGrant | SqlGrant | RedisGrant>>;
-  /** Close every database pool the configuration opened. */
+  /** Close every database pool the configuration opened, and stop its plugins' workers. */
   close(): Promise<void>;
 }
 
@@ -68,7 +69,9 @@ export function defineVerifierConfig(config: VerifierConfigInput): VerifierConfi
  * Every mistake throws a `VerifierError` with `file`, `verifier` and `field` (a JSON Pointer
  * into the file, e.g. `/verifiers/1/options/url`): `CONFIG_NOT_FOUND`, `CONFIG_INVALID`, or
  * the registry's own `OPTIONS_INVALID` / `VERIFIER_INVALID` / `VERIFIER_API_UNSUPPORTED` /
- * `VERIFIER_DUPLICATE`. Nothing connects until a verifier runs.
+ * `VERIFIER_DUPLICATE`. Nothing connects until a verifier runs. A plugin named by path or
+ * package is imported in a worker thread of its own, with no network but its grants (see
+ * `loadIsolatedVerifier`); `close()` stops those workers too.
  *
  * @example
  * const { registry, close } = await loadVerifierConfig('vouch.config.json');
@@ -163,7 +166,7 @@ export async function loadVerifierConfig(
           verifier: verifier ?? entry.name ?? (typeof entry.use === 'string' ? entry.use : undefined),
         });
       };
-      const verifier = await loadVerifier(entry, absolute, fail);
+      const verifier = await loadVerifier(entry, absolute, fail, opened);
       const grants: Grants = {};
       const connectionNames = [entry.connection ?? []].flat();
       for (const name of connectionNames) {
@@ -252,63 +255,85 @@ async function readConfig(file: string): Promise<unknown> {
   }
 }
 
+/**
+ * A verifier object (from a `.ts` configuration) or a built-in is host code and runs in this
+ * process; a plugin named by path or package runs in a worker of its own (see
+ * `loadIsolatedVerifier`), whose stopper is added to `opened`.
+ */
 async function loadVerifier(
   entry: VerifierConfigEntry,
   file: string,
   fail: (field: string, message: string, verifier?: string) => never,
+  opened: { close(): Promise<void> }[],
 ): Promise<AnyVerifier> {
   if (typeof entry.use !== 'string') {
     const id = (entry.use as { id?: unknown }).id;
     if (typeof id !== 'string' || !id.includes('/'))
       return fail('/use', 'a third-party verifier id must be vendor/name');
+    if (entry.memoryMb !== undefined)
+      fail(
+        '/memoryMb',
+        'a verifier object runs in the server; memoryMb limits a plugin named by path or package',
+      );
     return entry.use as AnyVerifier;
   }
   const builtin = BUILTIN_VERIFIERS[entry.use];
   if (builtin !== undefined) {
     if (entry.export !== undefined) fail('/export', 'built-in verifiers have no exports to choose from');
+    if (entry.memoryMb !== undefined)
+      fail('/memoryMb', 'built-in verifiers run in the server; memoryMb limits a plugin');
     return builtin;
   }
   const specifier = entry.use;
-  let module: Record<string, unknown>;
+  let url: string;
   try {
-    module = await importFrom(specifier, file);
+    url = resolveSpecifier(specifier, file);
   } catch (error) {
     return fail('/use', `cannot load "${specifier}": ${(error as Error).message}`);
   }
-  const exported = module[entry.export ?? 'default'];
-  if (typeof exported !== 'object' || exported === null || Array.isArray(exported)) {
-    return fail(
-      entry.export ? '/export' : '/use',
-      `"${specifier}" has no verifier as export "${entry.export ?? 'default'}"`,
-    );
+  const exportName = entry.export ?? 'default';
+  let plugin: IsolatedVerifier;
+  try {
+    plugin = await loadIsolatedVerifier({
+      url,
+      exportName,
+      options: entry.options,
+      ...(entry.memoryMb !== undefined ? { memoryMb: entry.memoryMb } : {}),
+    });
+  } catch (error) {
+    if (!(error instanceof PluginLoadError)) throw error;
+    if (error.code === 'EXPORT_MISSING') {
+      return fail(
+        entry.export ? '/export' : '/use',
+        `"${specifier}" has no verifier as export "${exportName}"`,
+      );
+    }
+    if (error.code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[cm]?ts$/.test(url)) {
+      return fail(
+        '/use',
+        `cannot load "${specifier}": ${url} is TypeScript, which this Node.js cannot load: build the plugin to JavaScript (tsc) and point "use" at the built .js file or package`,
+      );
+    }
+    return fail('/use', `cannot load "${specifier}": ${error.message}`);
   }
-  const id = (exported as { id?: unknown }).id;
+  opened.push(plugin);
+  const id = (plugin.verifier as { id?: unknown }).id;
   // Unprefixed ids are Vouch's own; a plugin that takes one could be mistaken for a built-in.
   if (typeof id === 'string' && !id.includes('/')) {
     return fail('/use', `verifier "${id}" from "${specifier}" must have a vendor/name id`, id);
   }
-  return exported as AnyVerifier;
+  return plugin.verifier;
 }
 
-async function importFrom(specifier: string, configFile: string): Promise<Record<string, unknown>> {
-  // A package is resolved from the configuration's directory with Node's own ESM algorithm
-  // (package `exports`, the `import` condition), so a plugin installed next to the config file
-  // is found even when it has no `require` export, and never one from Vouch's own directory.
-  const url =
-    specifier.startsWith('.') || path.isAbsolute(specifier)
-      ? pathToFileURL(path.resolve(path.dirname(configFile), specifier)).href
-      : resolveModule(specifier, pathToFileURL(configFile).href);
-  try {
-    return await import(url);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ERR_UNKNOWN_FILE_EXTENSION' && /\.[cm]?ts$/.test(url)) {
-      throw new Error(
-        `${url} is TypeScript, which this Node.js cannot load: build the plugin to JavaScript (tsc) and point "use" at the built .js file or package`,
-        { cause: error },
-      );
-    }
-    throw error;
-  }
+/**
+ * A package is resolved from the configuration's directory with Node's own ESM algorithm
+ * (package `exports`, the `import` condition), so a plugin installed next to the config file
+ * is found even when it has no `require` export, and never one from Vouch's own directory.
+ */
+function resolveSpecifier(specifier: string, configFile: string): string {
+  return specifier.startsWith('.') || path.isAbsolute(specifier)
+    ? pathToFileURL(path.resolve(path.dirname(configFile), specifier)).href
+    : resolveModule(specifier, pathToFileURL(configFile).href);
 }
 
 function withAbsoluteRoots(options: unknown, file: string): unknown {

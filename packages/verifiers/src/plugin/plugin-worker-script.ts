@@ -1,0 +1,266 @@
+/**
+ * The program a plugin worker runs (CommonJS, started with `eval: true` so it needs no file of
+ * its own next to the built package). It closes every way to the network and to other
+ * processes that Node offers plain JavaScript, and only then imports the plugin; the plugin's
+ * `fetch`, `sql` and `redis` are proxies that ask the host over the worker's port, where the
+ * SSRF guard and the configured connections apply. See `isolated-verifier.ts` for the protocol.
+ */
+export const PLUGIN_WORKER_SCRIPT = String.raw`
+'use strict';
+const { parentPort, workerData } = require('node:worker_threads');
+const { syncBuiltinESMExports } = require('node:module');
+
+class PluginCapabilityDenied extends Error {
+  constructor(code, what) {
+    super(code + ': ' + what + ' is not available to a verifier plugin; use the fetch, sql or redis its context grants');
+    this.name = 'PluginCapabilityDenied';
+    this.code = code;
+  }
+}
+const NETWORK = 'PLUGIN_NETWORK_DENIED';
+const PROCESS = 'PLUGIN_PROCESS_DENIED';
+
+function denied(code, what) {
+  return function denied() {
+    throw new PluginCapabilityDenied(code, what);
+  };
+}
+function close(target, keys, code, label) {
+  if (target === undefined || target === null) return;
+  for (const key of keys) {
+    if (!(key in target)) continue;
+    Object.defineProperty(target, key, {
+      value: denied(code, label + '.' + key),
+      // Writable: instances assign some of these (an Agent its createConnection). The original is
+      // gone either way; what a plugin puts back is its own code, which meets the same closed doors.
+      writable: true,
+      configurable: false,
+      enumerable: true,
+    });
+  }
+}
+
+// 1. The network. Prototype methods too, so a socket made some other way cannot connect.
+const net = require('node:net');
+close(net.Socket.prototype, ['connect'], NETWORK, 'net.Socket.prototype');
+close(net.Server.prototype, ['listen'], NETWORK, 'net.Server.prototype');
+close(net, ['connect', 'createConnection', 'createServer', 'Socket', 'Stream', 'Server'], NETWORK, 'net');
+close(require('node:tls'), ['connect', 'createServer', 'TLSSocket', 'Server', 'createSecurePair'], NETWORK, 'tls');
+for (const name of ['node:http', 'node:https']) {
+  const module = require(name);
+  close(module.Agent.prototype, ['createConnection'], NETWORK, name.slice(5) + '.Agent.prototype');
+  close(module, ['request', 'get', 'createServer', 'Server', 'Agent', 'ClientRequest'], NETWORK, name.slice(5));
+}
+close(require('node:http2'), ['connect', 'createServer', 'createSecureServer'], NETWORK, 'http2');
+const dgram = require('node:dgram');
+close(dgram.Socket.prototype, ['bind', 'connect', 'send'], NETWORK, 'dgram.Socket.prototype');
+close(dgram, ['createSocket', 'Socket'], NETWORK, 'dgram');
+const dns = require('node:dns');
+const dnsKeys = (target) => Object.keys(target).filter((key) => /^(lookup|resolve|reverse|Resolver)/.test(key));
+close(dns.promises, dnsKeys(dns.promises), NETWORK, 'dns.promises');
+close(dns, dnsKeys(dns), NETWORK, 'dns');
+close(require('node:tty'), ['ReadStream', 'WriteStream'], NETWORK, 'tty');
+close(globalThis, ['fetch', 'WebSocket', 'EventSource'], NETWORK, 'globalThis');
+
+// 2. Other processes and threads, and the ways around the module system: a child process, a
+// worker or a loader thread would start with none of the above closed; the inspector can
+// reach into the host's own thread; bindings and native addons are below JavaScript.
+close(require('node:child_process'), ['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork', 'ChildProcess'], PROCESS, 'child_process');
+close(require('node:worker_threads'), ['Worker'], PROCESS, 'worker_threads');
+close(require('node:cluster'), ['fork', 'setupPrimary', 'setupMaster'], PROCESS, 'cluster');
+close(require('node:inspector'), ['open', 'Session', 'url', 'waitForDebugger'], PROCESS, 'inspector');
+close(require('node:module'), ['register'], PROCESS, 'module');
+close(process, ['binding', '_linkedBinding', 'dlopen', 'kill', 'execve'], PROCESS, 'process');
+syncBuiltinESMExports();
+
+// 3. Talk to the host.
+let nextCall = 0;
+const calls = new Map();
+const checks = new Map();
+
+function errorOut(error) {
+  if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
+  const out = { name: error.name, message: error.message };
+  if (typeof error.code === 'string') out.code = error.code;
+  if (error.evidence !== undefined) {
+    try {
+      out.evidence = structuredClone(error.evidence);
+    } catch {}
+  }
+  return out;
+}
+function errorIn(shape) {
+  const error = new Error(shape.message);
+  error.name = shape.name;
+  if (shape.code !== undefined) error.code = shape.code;
+  if (shape.evidence !== undefined) error.evidence = shape.evidence;
+  return error;
+}
+function send(message, transfer) {
+  parentPort.postMessage(message, transfer);
+}
+
+function ask(checkId, grant, args, signal) {
+  if (signal && signal.aborted) return Promise.reject(signal.reason);
+  const id = ++nextCall;
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      calls.delete(id);
+      send({ type: 'abort-call', id });
+      reject(signal.reason);
+    };
+    if (signal) signal.addEventListener('abort', onAbort, { once: true });
+    calls.set(id, {
+      resolve,
+      reject,
+      done: () => signal && signal.removeEventListener('abort', onAbort),
+    });
+    send({ type: 'call', id, checkId, grant, args });
+  });
+}
+
+async function proxiedFetch(checkId, input, init) {
+  init = init || {};
+  const request = input instanceof Request ? input : null;
+  const url = request ? request.url : input instanceof URL ? input.href : String(input);
+  const headers = [...new Headers(init.headers || (request ? request.headers : undefined))];
+  const source = init.body !== undefined ? init.body : request ? request.body : null;
+  const body = source === null || source === undefined ? undefined : new Uint8Array(await new Response(source).arrayBuffer());
+  const reply = await ask(checkId, 'fetch', [url, {
+    method: init.method || (request ? request.method : 'GET'),
+    headers,
+    ...(body ? { body } : {}),
+    ...(init.redirect ? { redirect: init.redirect } : request ? { redirect: request.redirect } : {}),
+  }], init.signal || (request ? request.signal : undefined));
+  const response = new Response(reply.body, { status: reply.status, statusText: reply.statusText, headers: reply.headers });
+  Object.defineProperty(response, 'url', { value: reply.url });
+  Object.defineProperty(response, 'redirected', { value: reply.redirected });
+  return response;
+}
+
+function deepFreeze(value) {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const key of Object.keys(value)) deepFreeze(value[key]);
+  }
+  return value;
+}
+
+function contextFor(id, input, controller) {
+  const started = performance.now();
+  const log = (level) => (message, fields) => {
+    try {
+      send({ type: 'log', checkId: id, level, message: String(message), fields: fields === undefined ? undefined : structuredClone(fields) });
+    } catch {
+      send({ type: 'log', checkId: id, level, message: String(message) });
+    }
+  };
+  const context = {
+    verifier: input.verifier,
+    phase: input.phase,
+    proposal: deepFreeze(input.proposal),
+    observation: deepFreeze(input.observation),
+    postcondition: deepFreeze(input.postcondition),
+    options: deepFreeze(input.options),
+    signal: controller.signal,
+    timeoutMs: input.timeoutMs,
+    logger: Object.freeze({ debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') }),
+    now: () => new Date(input.now + (performance.now() - started)),
+  };
+  if (input.grants.fetch) context.fetch = (url, init) => proxiedFetch(id, url, init);
+  if (input.grants.sql !== null) {
+    context.sql = Object.freeze({
+      name: input.grants.sql,
+      query: (text, params, options) =>
+        ask(id, 'sql', [text, params, { timeoutMs: options && options.timeoutMs, maxRows: options && options.maxRows }], options && options.signal),
+    });
+  }
+  if (input.grants.redis !== null) {
+    context.redis = Object.freeze({
+      name: input.grants.redis,
+      command: (name, args, options) =>
+        ask(id, 'redis', [name, args, { timeoutMs: options && options.timeoutMs }], options && options.signal),
+    });
+  }
+  return Object.freeze(context);
+}
+
+let verifier;
+
+async function runCheck(id, input) {
+  const controller = new AbortController();
+  checks.set(id, controller);
+  try {
+    const value = await verifier.check(contextFor(id, input, controller));
+    try {
+      send({ type: 'result', id, ok: true, value });
+    } catch (error) {
+      send({ type: 'result', id, ok: false, error: { name: 'ResultNotTransferable', message: 'the verifier returned a value that cannot leave its worker: ' + error.message } });
+    }
+  } catch (error) {
+    send({ type: 'result', id, ok: false, error: errorOut(error) });
+  } finally {
+    checks.delete(id);
+  }
+}
+
+parentPort.on('message', (message) => {
+  if (message.type === 'check') void runCheck(message.id, message.context);
+  else if (message.type === 'abort') checks.get(message.id)?.abort(errorIn(message.reason));
+  else if (message.type === 'reply') {
+    const call = calls.get(message.id);
+    if (call === undefined) return;
+    calls.delete(message.id);
+    call.done();
+    if (message.ok) call.resolve(message.value);
+    else call.reject(errorIn(message.error));
+  } else if (message.type === 'ping') send({ type: 'pong' });
+});
+
+// 4. Load the plugin, and describe it to the host, which validates it as it does a built-in.
+function optionsResult(schema, options) {
+  const standard = schema && schema['~standard'];
+  if (typeof standard !== 'object' || standard === null || typeof standard.validate !== 'function') return undefined;
+  const result = standard.validate(options === undefined ? {} : options);
+  if (result instanceof Promise) {
+    result.catch(() => undefined);
+    return { async: true };
+  }
+  if (result.issues !== undefined) {
+    return {
+      issues: result.issues.map((issue) => ({
+        message: String(issue.message),
+        path: (issue.path || []).map((segment) => (typeof segment === 'object' && segment !== null ? segment.key : segment)),
+      })),
+    };
+  }
+  return { value: result.value };
+}
+
+(async () => {
+  let module;
+  try {
+    module = await import(workerData.url);
+  } catch (error) {
+    send({ type: 'load-failed', error: errorOut(error) });
+    return;
+  }
+  const exported = module[workerData.exportName];
+  if (typeof exported !== 'object' || exported === null || Array.isArray(exported)) {
+    send({ type: 'load-failed', error: { name: 'Error', message: 'no verifier', code: 'EXPORT_MISSING' } });
+    return;
+  }
+  verifier = exported;
+  const descriptor = {};
+  for (const key of ['id', 'version', 'apiVersion', 'description', 'handles', 'phase', 'timeoutMs', 'measurement', 'requires']) {
+    if (exported[key] !== undefined) descriptor[key] = exported[key];
+  }
+  descriptor.checkType = typeof exported.check;
+  descriptor.options = exported.options === undefined ? undefined : optionsResult(exported.options, workerData.options) || { notSchema: true };
+  try {
+    send({ type: 'ready', descriptor });
+  } catch (error) {
+    send({ type: 'load-failed', error: { name: 'Error', message: 'its definition cannot be described to the host: ' + error.message } });
+  }
+})();
+`;
