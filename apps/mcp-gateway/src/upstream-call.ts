@@ -19,9 +19,9 @@ const LOCAL_FAILURES = new Set<number>([ErrorCode.RequestTimeout, ErrorCode.Conn
  * THE ONE PLACE THAT CALLS AN UPSTREAM TOOL. Trust boundary: everything else in the gateway
  * reaches a tool only by handing this function to `execute` as its `invoke`, so the call
  * happens after Vouch authorized it and before its observation is recorded.
- * `scripts/check-execute-path.ts` (run by `npm test`) fails the build if `tools/call` or
- * `callTool` appears anywhere else in the gateway, or if this function is used outside the
- * `invoke` argument of an `execute` call.
+ * `vouch check-execute-path` (run by `npm test`, allow-list in `.vouch-execute-path.json`)
+ * fails the build if `tools/call` or `callTool` appears anywhere else in the gateway, or if
+ * this function is used outside the `invoke` argument of an `execute` call.
  *
  * It runs what the proposal holds (tool name and arguments from the authorized record),
  * not what the agent sent, so an approval covers exactly the call that is made. It never
