@@ -5,6 +5,8 @@ import {
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
 import {
+  type ExecuteAction,
+  type ExecuteOptions,
   type ExecuteResult,
   isVouchClientError,
   type JsonObject,
@@ -64,22 +66,45 @@ export async function handleToolCall(
     registered: deps.registry.sideEffectOf(toolName),
     settings: deps.tools[toolName],
   });
+  return answerThroughVouch(deps, toolName, action, signal, (options) =>
+    deps.vouch.execute(
+      action,
+      (context) =>
+        callUpstreamTool(deps.upstream, context, forwardingOptions(request, extra, deps.invokeTimeoutMs)),
+      options,
+    ),
+  );
+}
+
+/** The options of one `execute`: the call's key, signal, approval wait, time limit and observation. */
+export type ExecuteOptionsOf = ExecuteOptions<UpstreamOutcome>;
+
+/**
+ * Run one action through `execute` (the caller writes the `execute` call, with its upstream
+ * call inline as the invoke, so the execute-path guard sees it) and answer the agent: the
+ * upstream's own result with `_meta` on success, an explanation with `_meta` when nothing
+ * ran, an MCP error when the outcome is a protocol error or unknown. `label` names the call
+ * in messages (a tool name, or a method and its target).
+ */
+export async function answerThroughVouch(
+  deps: Pick<CallToolDeps, 'keys' | 'approvalWait' | 'invokeTimeoutMs' | 'logger'>,
+  label: string,
+  action: ExecuteAction,
+  signal: AbortSignal,
+  run: (options: ExecuteOptionsOf) => Promise<ExecuteResult<UpstreamOutcome>>,
+): Promise<CallToolResult> {
+  const toolName = label;
   const { key, settle } = deps.keys.keyFor(action);
 
   let result: ExecuteResult<UpstreamOutcome>;
   try {
-    result = await deps.vouch.execute(
-      action,
-      (context) =>
-        callUpstreamTool(deps.upstream, context, forwardingOptions(request, extra, deps.invokeTimeoutMs)),
-      {
-        idempotencyKey: key,
-        signal,
-        wait: deps.approvalWait,
-        invokeTimeoutMs: deps.invokeTimeoutMs,
-        observe: observedOf,
-      },
-    );
+    result = await run({
+      idempotencyKey: key,
+      signal,
+      wait: deps.approvalWait,
+      invokeTimeoutMs: deps.invokeTimeoutMs,
+      observe: observedOf,
+    });
   } catch (error) {
     settle(false);
     if (!isVouchClientError(error)) throw error;
