@@ -201,6 +201,8 @@ export async function handle(vouch, client, action, forged) {
 `,
       'src/forward.ts':
         'export const forward = (client, request) => client.request(request, ResultSchema);\n',
+      'src/reexport.ts':
+        "export { callUpstream } from './upstream';\nexport type { Context } from './upstream';\n",
     };
     const allow = [
       { file: 'src/upstream.ts', function: 'callUpstream', reason: 'the one upstream call' },
@@ -211,6 +213,7 @@ export async function handle(vouch, client, action, forged) {
       const root = project({ ...files, '.vouch-execute-path.json': JSON.stringify({ allow }) });
       expect(await found(root)).toEqual([
         'src/handler.ts:4 UPSTREAM_CALL_OUTSIDE_EXECUTE', // callUpstream with a forged context
+        'src/reexport.ts:1 UPSTREAM_CALL_OUTSIDE_EXECUTE', // handing callUpstream to anyone
         'src/upstream.ts:4 UPSTREAM_CALL_OUTSIDE_EXECUTE', // outside the allowed function
       ]);
     });
@@ -226,7 +229,7 @@ export async function handle(vouch, client, action, forged) {
 
     it('reads --config from anywhere', async () => {
       const root = project({ ...files, 'ci/guard.json': JSON.stringify({ allow }) });
-      expect(await found(root, '--config', 'ci/guard.json')).toHaveLength(2);
+      expect(await found(root, '--config', 'ci/guard.json')).toHaveLength(3);
     });
   });
 
