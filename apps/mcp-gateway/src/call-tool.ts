@@ -93,7 +93,6 @@ export async function answerThroughVouch(
   signal: AbortSignal,
   run: (options: ExecuteOptionsOf) => Promise<ExecuteResult<UpstreamOutcome>>,
 ): Promise<CallToolResult> {
-  const toolName = label;
   const { key, settle } = deps.keys.keyFor(action);
 
   let result: ExecuteResult<UpstreamOutcome>;
@@ -109,7 +108,8 @@ export async function answerThroughVouch(
     settle(false);
     if (!isVouchClientError(error)) throw error;
     deps.logger.error('vouch execute failed', {
-      tool_name: toolName,
+      // The tool or method, never the label: a resource URI can carry whatever the agent put in it.
+      tool_name: action.tool_name,
       code: error.code,
       request_id: error.requestId,
     });
@@ -119,10 +119,10 @@ export async function answerThroughVouch(
       // replays rather than running the tool again.
       throw new McpError(
         ErrorCode.InternalError,
-        `${toolName} was called but Vouch did not record its result; do not repeat it blindly`,
+        `${label} was called but Vouch did not record its result; do not repeat it blindly`,
       );
     }
-    return unavailableResult(toolName, error.code);
+    return unavailableResult(label, error.code);
   }
 
   // Pending and a failed precondition keep their key (a retry continues the same proposal,
@@ -132,15 +132,15 @@ export async function answerThroughVouch(
   settle(result.status !== 'pending' && result.status !== 'precondition_failed' && !unknownOutcome);
   switch (result.status) {
     case 'pending':
-      return pendingResult(toolName, result);
+      return pendingResult(label, result);
     case 'denied':
-      return deniedResult(toolName, result);
+      return deniedResult(label, result);
     case 'repair':
-      return repairResult(toolName, result);
+      return repairResult(label, result);
     case 'not_authorized':
-      return notAuthorizedResult(toolName, result);
+      return notAuthorizedResult(label, result);
     case 'precondition_failed':
-      return preconditionFailedResult(toolName, result);
+      return preconditionFailedResult(label, result);
     case 'executed':
       break;
   }
@@ -152,7 +152,7 @@ export async function answerThroughVouch(
     // `invoke` did not return (timeout) or the record is not one this gateway wrote.
     throw new McpError(
       ErrorCode.InternalError,
-      `${toolName}: outcome ${result.observation.outcome}; it is recorded as such and will not be retried automatically`,
+      `${label}: outcome ${result.observation.outcome}; it is recorded as such and will not be retried automatically`,
     );
   }
   switch (outcome.layer) {
@@ -164,7 +164,7 @@ export async function answerThroughVouch(
     case 'transport':
       throw new McpError(
         ErrorCode.InternalError,
-        `${toolName}: the upstream did not answer (${outcome.error.message}); the outcome is unknown and will not be retried automatically`,
+        `${label}: the upstream did not answer (${outcome.error.message}); the outcome is unknown and will not be retried automatically`,
       );
   }
 }
