@@ -74,10 +74,11 @@ module.exports = {
     },
     {
       name: 'declared-dependencies',
-      comment: 'Shipped code imports only what its own package.json declares as a dependency.',
+      comment:
+        'Shipped code imports only what its own package.json declares as a dependency (or as a peer the user installs).',
       severity: 'error',
       from: { path: SHIPPED, pathNot: NOT_SHIPPED },
-      to: { dependencyTypes: ['npm-no-pkg', 'npm-unknown', 'npm-dev'] },
+      to: { dependencyTypes: ['npm-no-pkg', 'npm-unknown', 'npm-dev'], dependencyTypesNot: ['npm-peer'] },
     },
     {
       name: 'resolvable',

@@ -103,9 +103,16 @@ function installLock(dirs, tarballs) {
     const name = [...workspaceDir].find(([, dir]) => dir === repoPath)?.[0];
     const target = relocate(repoPath);
     if (name !== undefined) {
-      const { version, license, dependencies, optionalDependencies, engines, bin } = readJson(
-        join(root, repoPath, 'package.json'),
-      );
+      const {
+        version,
+        license,
+        dependencies,
+        optionalDependencies,
+        peerDependencies,
+        peerDependenciesMeta,
+        engines,
+        bin,
+      } = readJson(join(root, repoPath, 'package.json'));
       const tarball = tarballs.get(name);
       packages[target] = {
         version,
@@ -114,6 +121,9 @@ function installLock(dirs, tarballs) {
         license,
         ...(dependencies && { dependencies }),
         ...(optionalDependencies && { optionalDependencies }),
+        // As npm records them: @vouch/api's optional peer (typescript) is not installed.
+        ...(peerDependencies && { peerDependencies }),
+        ...(peerDependenciesMeta && { peerDependenciesMeta }),
         ...(bin && { bin }),
         ...(engines && { engines }),
       };

@@ -142,6 +142,15 @@ console.log(JSON.stringify(failed));`;
       expect(sources, 'packages that ship src/').toEqual([]);
     });
 
+    it('does not install typescript (an optional peer), and `vouch check-execute-path` says how to', async () => {
+      expect(existsSync(installed('typescript')), 'typescript is installed: some package depends on it').toBe(
+        false,
+      );
+      const result = await runVouchWithEnv(['check-execute-path', '.'], {}, project, vouchBin());
+      expect(result.stderr).toContain('npm install --save-dev typescript');
+      expect(result.code).toBe(2);
+    });
+
     it('runs `vouch serve` on PGlite, answering /healthz, and exports a bundle that `vouch verify --bundle` accepts', async () => {
       const dataDir = join(work, 'data');
       const server = await startVouchServer({

@@ -5,6 +5,8 @@ import {
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
 import {
+  type ExecuteAction,
+  type ExecuteOptions,
   type ExecuteResult,
   isVouchClientError,
   type JsonObject,
@@ -64,27 +66,50 @@ export async function handleToolCall(
     registered: deps.registry.sideEffectOf(toolName),
     settings: deps.tools[toolName],
   });
+  return answerThroughVouch(deps, toolName, action, signal, (options) =>
+    deps.vouch.execute(
+      action,
+      (context) =>
+        callUpstreamTool(deps.upstream, context, forwardingOptions(request, extra, deps.invokeTimeoutMs)),
+      options,
+    ),
+  );
+}
+
+/** The options of one `execute`: the call's key, signal, approval wait, time limit and observation. */
+export type ExecuteOptionsOf = ExecuteOptions<UpstreamOutcome>;
+
+/**
+ * Run one action through `execute` (the caller writes the `execute` call, with its upstream
+ * call inline as the invoke, so the execute-path guard sees it) and answer the agent: the
+ * upstream's own result with `_meta` on success, an explanation with `_meta` when nothing
+ * ran, an MCP error when the outcome is a protocol error or unknown. `label` names the call
+ * in messages (a tool name, or a method and its target).
+ */
+export async function answerThroughVouch(
+  deps: Pick<CallToolDeps, 'keys' | 'approvalWait' | 'invokeTimeoutMs' | 'logger'>,
+  label: string,
+  action: ExecuteAction,
+  signal: AbortSignal,
+  run: (options: ExecuteOptionsOf) => Promise<ExecuteResult<UpstreamOutcome>>,
+): Promise<CallToolResult> {
   const { key, settle } = deps.keys.keyFor(action);
 
   let result: ExecuteResult<UpstreamOutcome>;
   try {
-    result = await deps.vouch.execute(
-      action,
-      (context) =>
-        callUpstreamTool(deps.upstream, context, forwardingOptions(request, extra, deps.invokeTimeoutMs)),
-      {
-        idempotencyKey: key,
-        signal,
-        wait: deps.approvalWait,
-        invokeTimeoutMs: deps.invokeTimeoutMs,
-        observe: observedOf,
-      },
-    );
+    result = await run({
+      idempotencyKey: key,
+      signal,
+      wait: deps.approvalWait,
+      invokeTimeoutMs: deps.invokeTimeoutMs,
+      observe: observedOf,
+    });
   } catch (error) {
     settle(false);
     if (!isVouchClientError(error)) throw error;
     deps.logger.error('vouch execute failed', {
-      tool_name: toolName,
+      // The tool or method, never the label: a resource URI can carry whatever the agent put in it.
+      tool_name: action.tool_name,
       code: error.code,
       request_id: error.requestId,
     });
@@ -94,10 +119,10 @@ export async function handleToolCall(
       // replays rather than running the tool again.
       throw new McpError(
         ErrorCode.InternalError,
-        `${toolName} was called but Vouch did not record its result; do not repeat it blindly`,
+        `${label} was called but Vouch did not record its result; do not repeat it blindly`,
       );
     }
-    return unavailableResult(toolName, error.code);
+    return unavailableResult(label, error.code);
   }
 
   // Pending and a failed precondition keep their key (a retry continues the same proposal,
@@ -107,15 +132,15 @@ export async function handleToolCall(
   settle(result.status !== 'pending' && result.status !== 'precondition_failed' && !unknownOutcome);
   switch (result.status) {
     case 'pending':
-      return pendingResult(toolName, result);
+      return pendingResult(label, result);
     case 'denied':
-      return deniedResult(toolName, result);
+      return deniedResult(label, result);
     case 'repair':
-      return repairResult(toolName, result);
+      return repairResult(label, result);
     case 'not_authorized':
-      return notAuthorizedResult(toolName, result);
+      return notAuthorizedResult(label, result);
     case 'precondition_failed':
-      return preconditionFailedResult(toolName, result);
+      return preconditionFailedResult(label, result);
     case 'executed':
       break;
   }
@@ -127,7 +152,7 @@ export async function handleToolCall(
     // `invoke` did not return (timeout) or the record is not one this gateway wrote.
     throw new McpError(
       ErrorCode.InternalError,
-      `${toolName}: outcome ${result.observation.outcome}; it is recorded as such and will not be retried automatically`,
+      `${label}: outcome ${result.observation.outcome}; it is recorded as such and will not be retried automatically`,
     );
   }
   switch (outcome.layer) {
@@ -139,7 +164,7 @@ export async function handleToolCall(
     case 'transport':
       throw new McpError(
         ErrorCode.InternalError,
-        `${toolName}: the upstream did not answer (${outcome.error.message}); the outcome is unknown and will not be retried automatically`,
+        `${label}: the upstream did not answer (${outcome.error.message}); the outcome is unknown and will not be retried automatically`,
       );
   }
 }

@@ -42,6 +42,17 @@ describe('loadConfig', () => {
         invokeTimeoutMs: 60_000,
       });
       expect(config.tools.write_file?.target?.idArgument).toBe('path');
+      expect(config.governed).toEqual([]);
+    });
+
+    it('reads the governed methods', async () => {
+      const governed = [
+        { method: 'resources/read', match: 'file:///secrets/**', sideEffect: 'read_only' },
+        { method: 'prompts/get', action: 'prompt.render' },
+      ];
+      const withGoverned = JSON.stringify({ ...JSON.parse(file), governed });
+      const { config } = await loadConfig(sources({ files: { 'gateway.json': withGoverned } }));
+      expect(config.governed).toEqual(governed);
     });
   });
 
@@ -87,6 +98,15 @@ describe('loadConfig', () => {
       expect(await codeOf(loadConfig(sources({ files: { 'gateway.json': withExtra } })))).toBe(
         'CONFIG_INVALID',
       );
+    });
+    it.each([
+      [{ method: 'tools/call' }, '/governed/0/method'],
+      [{ method: 'resources/read', match: '' }, '/governed/0/match'],
+      [{ method: 'prompts/get', sideEffect: 'harmless' }, '/governed/0/sideEffect'],
+    ])('refuses the governed entry %j, naming %s', async (entry, path) => {
+      const governed = JSON.stringify({ ...JSON.parse(file), governed: [entry] });
+      const error = await loadConfig(sources({ files: { 'gateway.json': governed } })).catch((e: Error) => e);
+      expect(error).toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining(path) });
     });
     it('refuses upstream args that are not a JSON array with CONFIG_INVALID', async () => {
       const env = { VOUCH_API_KEY: 'k', VOUCH_UPSTREAM_COMMAND: 'x', VOUCH_UPSTREAM_ARGS: '-y server' };

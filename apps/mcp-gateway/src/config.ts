@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { GatewayError } from './errors';
+import { GOVERNABLE_METHODS } from './governed-request';
 
 const name = z
   .string()
@@ -25,6 +26,17 @@ const toolSettings = z.strictObject({
   sideEffect: z.enum(['read_only', 'idempotent', 'compensatable', 'irreversible']).optional(),
   preconditions: z.array(condition).optional(),
   postconditions: z.array(condition).optional(),
+});
+
+/**
+ * A request other than `tools/call` that goes through Vouch like a tool call: `resources/read`
+ * (and `resources/subscribe`) by URI, `prompts/get` by prompt name. `match` is a glob over that
+ * URI or name (`*` within a path segment, `**` across them; default: every one). The rest of
+ * the settings describe the proposal as for a tool.
+ */
+const governedMethod = toolSettings.extend({
+  method: z.enum(GOVERNABLE_METHODS),
+  match: z.string().min(1).max(2048).optional(),
 });
 
 const upstream = z.union([
@@ -76,6 +88,8 @@ export const gatewayConfigSchema = z.strictObject({
   /** The environment every call acts in. */
   environment: name,
   tools: z.record(z.string(), toolSettings).default({}),
+  /** Requests besides `tools/call` that Vouch governs; the first entry that matches applies. */
+  governed: z.array(governedMethod).default([]),
   /** How long a call waits for an approval before answering "pending" (default 0). */
   approvalWaitMs: z.number().int().min(0).max(3_600_000).default(0),
   invokeTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),

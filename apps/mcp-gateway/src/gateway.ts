@@ -9,9 +9,10 @@ import {
 import type { VouchClient, WaitOptions } from '@vouch/client';
 import type { ToolSettings } from './action-of-call';
 import { createCallKeys } from './call-keys';
-import { handleToolCall } from './call-tool';
+import { type CallToolDeps, handleToolCall } from './call-tool';
+import { type GovernedMethod, governedMatch, handleGovernedRequest } from './governed-request';
 import { type Logger, silentLogger } from './logger';
-import { agentCapabilitiesOf, passThrough } from './pass-through';
+import { agentCapabilitiesOf, type ForwardingExtra, passThrough } from './pass-through';
 import { createToolRegistry } from './tool-registry';
 import type { Upstream } from './upstream-call';
 
@@ -27,6 +28,12 @@ export interface GatewayOptions {
   environment: string;
   /** How calls to particular tools are described to Vouch. */
   tools?: Record<string, ToolSettings>;
+  /**
+   * Requests besides `tools/call` that go through Vouch like a tool call (`resources/read`
+   * of matching URIs, `prompts/get` of matching prompts); the first matching entry applies.
+   * Everything else passes through ungoverned.
+   */
+  governed?: readonly GovernedMethod[];
   /** How long a call waits for an approval before answering "pending" (default: answer at once). */
   approvalWait?: WaitOptions;
   /** Time limit of one upstream call (default 60 000 ms); past it the outcome is `unknown`. */
@@ -93,7 +100,6 @@ export function createGateway(options: GatewayOptions): Gateway {
   // Created with the upstream's logging capability, the SDK answers logging/setLevel itself;
   // the level is the upstream's to apply, so that request passes through like the rest.
   server.removeRequestHandler('logging/setLevel');
-  passThrough({ server, upstream: upstream.client, timeoutMs: options.requestTimeoutMs ?? 60_000, logger });
 
   const listAll = async () => {
     const tools = [];
@@ -106,9 +112,19 @@ export function createGateway(options: GatewayOptions): Gateway {
     return tools;
   };
 
+  // Governed methods are registered like tools (under the method's name), so the registry
+  // holds their class and policy can allow them; the agent's tools/list does not show them.
+  const governed = options.governed ?? [];
+  const governedTools = [...new Set(governed.map((rule) => rule.method))].map((method) => ({
+    name: method,
+    inputSchema: { type: 'object' as const },
+  }));
+  const discover = async (tools: Awaited<ReturnType<typeof listAll>>) =>
+    registry.discover([...tools, ...governedTools]);
+
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const tools = await listAll();
-    await registry.discover(tools);
+    await discover(tools);
     return { tools };
   });
 
@@ -116,33 +132,50 @@ export function createGateway(options: GatewayOptions): Gateway {
   const inFlight = new Set<Promise<unknown>>();
   const stopping = new AbortController();
   let draining = false;
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+  const deps: CallToolDeps = {
+    upstream,
+    vouch,
+    registry,
+    keys,
+    serverId,
+    environment: options.environment,
+    tools: options.tools ?? {},
+    approvalWait: { timeoutMs: 0, ...options.approvalWait },
+    invokeTimeoutMs: options.invokeTimeoutMs ?? 60_000,
+    logger,
+  };
+  /** Run one governed call (a tool call or a governed request), counted in flight until it settles. */
+  const governedCall = <T>(
+    extra: ForwardingExtra,
+    run: (extra: ForwardingExtra) => Promise<T>,
+  ): Promise<T> => {
     if (stopping.signal.aborted || draining) {
       throw new McpError(ErrorCode.InvalidRequest, 'the gateway is stopping; call again later');
     }
     const signal = callSignal(extra.signal, stopping.signal, () => server.transport === undefined);
-    const call = handleToolCall(
-      {
-        upstream,
-        vouch,
-        registry,
-        keys,
-        serverId,
-        environment: options.environment,
-        tools: options.tools ?? {},
-        approvalWait: { timeoutMs: 0, ...options.approvalWait },
-        invokeTimeoutMs: options.invokeTimeoutMs ?? 60_000,
-        logger,
-      },
-      request,
-      { ...extra, signal },
-    );
+    const call = run({ ...extra, signal });
     inFlight.add(call);
     void call.then(
       () => inFlight.delete(call),
       () => inFlight.delete(call),
     );
     return call;
+  };
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+    governedCall(extra, (governedExtra) => handleToolCall(deps, request, governedExtra)),
+  );
+  passThrough({
+    server,
+    upstream: upstream.client,
+    timeoutMs: options.requestTimeoutMs ?? 60_000,
+    logger,
+    governed: (request, extra) => {
+      const match = governedMatch(governed, request);
+      if (match === null) return null;
+      return governedCall(extra, (governedExtra) =>
+        handleGovernedRequest(deps, match, request, governedExtra),
+      );
+    },
   });
   // The upstream may change its tools; tell the agent, which lists again (and so rediscovers).
   upstream.client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
@@ -153,7 +186,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   return {
     server,
-    discover: async () => registry.discover(await listAll()),
+    discover: async () => discover(await listAll()),
     inFlight: () => inFlight.size,
     drain: async (graceMs) => {
       draining = true;

@@ -8,6 +8,7 @@ describe('@vouch/mcp-gateway', () => {
     it('exports exactly these values', () => {
       expect(Object.keys(gateway).sort()).toEqual([
         'GATEWAY_ERROR_CODES',
+        'GOVERNABLE_METHODS',
         'GatewayError',
         'META_KEY',
         'actionOfCall',

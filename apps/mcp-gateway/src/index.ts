@@ -13,6 +13,9 @@ export { GATEWAY_ERROR_CODES, GatewayError, isGatewayError } from './errors';
 /** The gateway itself: an MCP server whose every tools/call goes through Vouch's execute. */
 export type { Gateway, GatewayOptions } from './gateway';
 export { createGateway } from './gateway';
+/** Requests besides tools/call that Vouch governs (resources/read, resources/subscribe, prompts/get). */
+export type { GovernableMethod, GovernedMethod } from './governed-request';
+export { GOVERNABLE_METHODS } from './governed-request';
 /** Injected logging (the bin writes JSON lines to stderr; stdout is the MCP channel). */
 export type { Logger } from './logger';
 export { jsonLineLogger, silentLogger } from './logger';

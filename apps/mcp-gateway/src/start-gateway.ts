@@ -81,6 +81,7 @@ export async function openGateway(
     serverId: config.serverId,
     environment: config.environment,
     tools: config.tools,
+    governed: config.governed,
     approvalWait: { timeoutMs: config.approvalWaitMs },
     invokeTimeoutMs: config.invokeTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,

@@ -1,7 +1,13 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { CallToolResultSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type CallToolResult,
+  CallToolResultSchema,
+  ErrorCode,
+  McpError,
+  ResultSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { InvokeContext, JsonValue } from '@vouch/client';
 import type { UpstreamOutcome, UpstreamTransportKind } from './upstream-outcome';
 
@@ -19,9 +25,9 @@ const LOCAL_FAILURES = new Set<number>([ErrorCode.RequestTimeout, ErrorCode.Conn
  * THE ONE PLACE THAT CALLS AN UPSTREAM TOOL. Trust boundary: everything else in the gateway
  * reaches a tool only by handing this function to `execute` as its `invoke`, so the call
  * happens after Vouch authorized it and before its observation is recorded.
- * `scripts/check-execute-path.ts` (run by `npm test`) fails the build if `tools/call` or
- * `callTool` appears anywhere else in the gateway, or if this function is used outside the
- * `invoke` argument of an `execute` call.
+ * `vouch check-execute-path` (run by `npm test`, allow-list in `.vouch-execute-path.json`)
+ * fails the build if `tools/call` or `callTool` appears anywhere else in the gateway, or if
+ * this function is used outside the `invoke` argument of an `execute` call.
  *
  * It runs what the proposal holds (tool name and arguments from the authorized record),
  * not what the agent sent, so an approval covers exactly the call that is made. It never
@@ -48,38 +54,70 @@ export async function callUpstreamTool(
     return { layer: 'tool_result', transportStatus: answered, result };
   } catch (error) {
     if (signal.aborted) throw signal.reason;
-    if (error instanceof StreamableHTTPError) {
-      return {
-        layer: 'transport',
-        transportStatus: error.code ?? null,
-        error: {
-          name: error.name,
-          message: error.message,
-          ...(error.code === undefined ? {} : { code: error.code }),
-        },
-      };
-    }
-    if (error instanceof McpError && !LOCAL_FAILURES.has(error.code)) {
-      return {
-        layer: 'jsonrpc_error',
-        transportStatus: answered,
-        error: {
-          code: error.code,
-          // The SDK prefixes "MCP error <code>: "; keep the upstream's own words.
-          message: error.message.replace(/^(MCP error -?\d+: )+/, ''),
-          ...(error.data === undefined ? {} : { data: JSON.parse(JSON.stringify(error.data)) as JsonValue }),
-        },
-      };
-    }
-    const described = error instanceof Error ? error : new Error(String(error));
+    return failedOutcome(error, answered);
+  }
+}
+
+/**
+ * The upstream call of a governed method other than `tools/call` (`resources/read`,
+ * `prompts/get`, …): like {@link callUpstreamTool}, used only as the `invoke` of
+ * `vouch.execute`, and it sends what the proposal holds: the method is its `tool_name`, the
+ * params its `arguments`. The answer is kept in the `tool_result` layer (it has no `isError`,
+ * so `tool_error` is false).
+ */
+export async function callUpstreamRequest(
+  upstream: Upstream,
+  context: InvokeContext,
+  forwarding: Pick<RequestOptions, 'onprogress'> = {},
+): Promise<UpstreamOutcome> {
+  const { proposal, signal } = context;
+  const answered = upstream.transport === 'http' ? 200 : null;
+  try {
+    const result = await upstream.client.request(
+      { method: proposal.tool_name, params: proposal.arguments },
+      ResultSchema,
+      { onprogress: forwarding.onprogress, signal, timeout: 2_147_483_647 },
+    );
+    return { layer: 'tool_result', transportStatus: answered, result: result as CallToolResult };
+  } catch (error) {
+    if (signal.aborted) throw signal.reason;
+    return failedOutcome(error, answered);
+  }
+}
+
+/** Which layer failed when the upstream call threw: the protocol, or the transport. */
+function failedOutcome(error: unknown, answered: number | null): UpstreamOutcome {
+  if (error instanceof StreamableHTTPError) {
     return {
       layer: 'transport',
-      transportStatus: null,
+      transportStatus: error.code ?? null,
       error: {
-        name: described.name,
-        message: described.message,
-        ...(error instanceof McpError ? { code: error.code } : {}),
+        name: error.name,
+        message: error.message,
+        ...(error.code === undefined ? {} : { code: error.code }),
       },
     };
   }
+  if (error instanceof McpError && !LOCAL_FAILURES.has(error.code)) {
+    return {
+      layer: 'jsonrpc_error',
+      transportStatus: answered,
+      error: {
+        code: error.code,
+        // The SDK prefixes "MCP error <code>: "; keep the upstream's own words.
+        message: error.message.replace(/^(MCP error -?\d+: )+/, ''),
+        ...(error.data === undefined ? {} : { data: JSON.parse(JSON.stringify(error.data)) as JsonValue }),
+      },
+    };
+  }
+  const described = error instanceof Error ? error : new Error(String(error));
+  return {
+    layer: 'transport',
+    transportStatus: null,
+    error: {
+      name: described.name,
+      message: described.message,
+      ...(error instanceof McpError ? { code: error.code } : {}),
+    },
+  };
 }

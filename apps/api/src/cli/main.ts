@@ -57,6 +57,11 @@ export const vouchCommand = defineGroup({
       load: async () => (await import('./verifier-init')).verifierCommand,
     },
     {
+      name: 'vouch check-execute-path',
+      summary: 'fail when code can call an MCP tool outside vouch.execute() (for CI)',
+      load: async () => (await import('./check-execute-path')).checkExecutePathCommand,
+    },
+    {
       name: 'vouch export',
       summary: 'write a self-contained, signed audit bundle of a log',
       load: async () => (await import('./export')).exportCommand,

@@ -1,0 +1,269 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runVouch } from '../testing/cli-io';
+
+const temporary: string[] = [];
+afterEach(() => {
+  for (const dir of temporary.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A project directory holding `files` (path → text). */
+function project(files: Record<string, string>): string {
+  const root = mkdtempSync(join(tmpdir(), 'vouch-execute-path-'));
+  temporary.push(root);
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(root, path)), { recursive: true });
+    writeFileSync(join(root, path), text);
+  }
+  return root;
+}
+
+async function check(root: string, ...args: string[]) {
+  return runVouch(['check-execute-path', ...args], { cwd: root });
+}
+
+/** `file:line RULE` of each violation the command reports as JSON. */
+async function found(root: string, ...args: string[]): Promise<string[]> {
+  const { code, out } = await check(root, '--json', ...args);
+  const report = JSON.parse(out) as { violations: Array<{ file: string; line: number; rule: string }> };
+  expect(code).toBe(report.violations.length === 0 ? 0 : 1);
+  return report.violations.map((v) => `${v.file}:${v.line} ${v.rule}`);
+}
+
+// The documented pattern: the tool call is the invoke of vouch.execute, inline.
+const GOVERNED = `export async function governed(vouch, mcp, action) {
+  return vouch.execute(action, () => mcp.callTool({ name: 'close_account' }));
+}
+`;
+
+describe('vouch check-execute-path', () => {
+  describe('when every tool call is the invoke of vouch.execute()', () => {
+    it('accepts the documented inline pattern, in every flavour, and exits 0', async () => {
+      const root = project({
+        'src/agent.ts': GOVERNED,
+        'src/agent.mjs': GOVERNED,
+        'src/this-vouch.ts': `export class Host {
+  async run(action) {
+    return this.vouch.execute(action, async (context) => {
+      const method = 'tools/' + 'call';
+      return this.mcp.request({ method, params: context.proposal }, CallToolResultSchema);
+    });
+  }
+}
+`,
+        // Comments and types cannot call anything.
+        'src/types.ts': `// callTool and tools/call in a comment\nimport type { CallToolResultSchema } from 'sdk';\nexport type R = typeof CallToolResultSchema;\n`,
+      });
+      const { code, err } = await check(root);
+      expect(err).toContain('4 file(s), every upstream tool call goes through execute()');
+      expect(code).toBe(0);
+    });
+  });
+
+  describe('when code calls a tool outside execute()', () => {
+    it.each([
+      ['bypass.js', 'module.exports = (client) => client.callTool({ name: "x" });\n'],
+      ['bypass.mjs', 'export default (client) => client.callTool({ name: "x" });\n'],
+      ['bypass.cjs', 'exports.go = (client) => client.callToolStream({ name: "x" });\n'],
+      [
+        'bypass.tsx',
+        'export const Button = ({ c }) => <button onClick={() => c.callTool({ name: "x" })} />;\n',
+      ],
+      [
+        'bypass.jsx',
+        'export const Button = ({ c }) => <button onClick={() => c.callTool({ name: "x" })} />;\n',
+      ],
+      ['bypass.ts', 'export const go = (c: any) => c.request({ method: "tools/call" }, S);\n'],
+    ])('flags %s', async (file, text) => {
+      const root = project({ [file]: text });
+      expect(await found(root)).toEqual([`${file}:1 UPSTREAM_CALL_OUTSIDE_EXECUTE`]);
+    });
+
+    it('reports file:line:column: rule: message and exits 1', async () => {
+      const root = project({ 'src/ok.ts': GOVERNED, 'src/go.js': '\n  client.callTool({ name: "x" });\n' });
+      const { code, out } = await check(root);
+      expect(out).toBe(
+        'src/go.js:2:10: UPSTREAM_CALL_OUTSIDE_EXECUTE: callTool outside the invoke of vouch.execute(): an upstream tool call must go through Vouch\n',
+      );
+      expect(code).toBe(1);
+    });
+
+    it('catches names computed at run time', async () => {
+      const root = project({
+        'computed.ts': `export async function go(client, name, other) {
+  await client['call' + 'Tool']({ name: 'x' });
+  await client[\`call\${'Tool'}\`]({ name: 'x' });
+  const verb = 'call';
+  await client[verb.concat('Tool')]({ name: 'x' });
+  await client[name]({ name: 'x' });
+  await client[name].call(client, { name: 'x' });
+  await Reflect.get(client, name)({ name: 'x' });
+  await client.request({ method: ['tools', 'call'].join('/') }, S);
+  await client.request({ method: other }, S);
+  await client.request(other, ResultSchema);
+  return [client[0], client[name], client[name.length - 1]];
+}
+`,
+      });
+      expect(await found(root)).toEqual([
+        'computed.ts:2 UPSTREAM_CALL_OUTSIDE_EXECUTE', // 'call' + 'Tool'
+        'computed.ts:3 UPSTREAM_CALL_OUTSIDE_EXECUTE', // `call${'Tool'}`
+        'computed.ts:5 UPSTREAM_CALL_OUTSIDE_EXECUTE', // verb.concat('Tool')
+        'computed.ts:6 COMPUTED_MEMBER_CALL', // client[name]()
+        'computed.ts:7 COMPUTED_MEMBER_CALL', // client[name].call()
+        'computed.ts:8 COMPUTED_MEMBER_CALL', // Reflect.get(client, name)
+        'computed.ts:9 UPSTREAM_CALL_OUTSIDE_EXECUTE', // ['tools', 'call'].join('/')
+        'computed.ts:10 COMPUTED_MEMBER_CALL', // method: other
+        'computed.ts:11 COMPUTED_MEMBER_CALL', // request(other, ResultSchema)
+      ]);
+    });
+
+    it('flags every computed member read with computedMembers "all"', async () => {
+      const root = project({
+        'read.ts': 'export const pick = (client, name) => client[name];\n',
+        '.vouch-execute-path.json': JSON.stringify({ computedMembers: 'all' }),
+      });
+      expect(await found(root)).toEqual(['read.ts:1 COMPUTED_MEMBER_CALL']);
+    });
+
+    it('flags an execute() that is not the Vouch client, and an alias of callTool', async () => {
+      const root = project({
+        'lookalike.ts': `export async function go(queue, client, action) {
+  await queue.execute(action, () => client.callTool({ name: 'x' }));
+  const { callTool: later } = client;
+  return later;
+}
+`,
+      });
+      expect(await found(root)).toEqual([
+        'lookalike.ts:2 UPSTREAM_CALL_OUTSIDE_EXECUTE',
+        'lookalike.ts:3 UPSTREAM_CALL_OUTSIDE_EXECUTE',
+      ]);
+    });
+  });
+
+  describe('what it scans', () => {
+    it('skips node_modules, dist, tests and declarations by default', async () => {
+      const bypass = 'export const go = (c) => c.callTool({ name: "x" });\n';
+      const root = project({
+        'node_modules/sdk/index.js': bypass,
+        'dist/agent.js': bypass,
+        'src/agent.test.ts': bypass,
+        'src/__tests__/agent.ts': bypass,
+        'src/agent.d.ts': 'export declare function callTool(): void;\n',
+        'src/agent.ts': GOVERNED,
+      });
+      expect(await found(root)).toEqual([]);
+    });
+
+    it('takes include and exclude from the configuration and the command line', async () => {
+      const bypass = 'export const go = (c) => c.callTool({ name: "x" });\n';
+      const root = project({
+        'gateway/a.ts': bypass,
+        'gateway/generated/b.ts': bypass,
+        'scripts/c.ts': bypass,
+        '.vouch-execute-path.json': JSON.stringify({ include: ['gateway/**'] }),
+      });
+      expect(await found(root)).toEqual([
+        'gateway/a.ts:1 UPSTREAM_CALL_OUTSIDE_EXECUTE',
+        'gateway/generated/b.ts:1 UPSTREAM_CALL_OUTSIDE_EXECUTE',
+      ]);
+      expect(await found(root, '--exclude', 'gateway/generated/')).toEqual([
+        'gateway/a.ts:1 UPSTREAM_CALL_OUTSIDE_EXECUTE',
+      ]);
+    });
+
+    it('scans the directory it is given, and the receivers the configuration names', async () => {
+      const root = project({
+        'host/agent.ts': `export const go = (guard, c, a) => guard.execute(a, () => c.callTool({ name: 'x' }));\n`,
+        'host/.vouch-execute-path.json': JSON.stringify({ receivers: ['guard'] }),
+      });
+      const { code, err } = await runVouch(['check-execute-path', 'host'], { cwd: root });
+      expect(err).toContain('1 file(s), every upstream tool call goes through execute()');
+      expect(code).toBe(0);
+    });
+  });
+
+  describe('the allow-list', () => {
+    const files = {
+      'src/upstream.ts': `export async function callUpstream(client, context) {
+  return client.callTool({ name: context.proposal.tool_name });
+}
+export const leak = (client) => client.callTool({ name: 'x' });
+`,
+      'src/handler.ts': `import { callUpstream } from './upstream';
+export async function handle(vouch, client, action, forged) {
+  await vouch.execute(action, (context) => callUpstream(client, context));
+  return callUpstream(client, forged);
+}
+`,
+      'src/forward.ts':
+        'export const forward = (client, request) => client.request(request, ResultSchema);\n',
+      'src/reexport.ts':
+        "export { callUpstream } from './upstream';\nexport type { Context } from './upstream';\n",
+    };
+    const allow = [
+      { file: 'src/upstream.ts', function: 'callUpstream', reason: 'the one upstream call' },
+      { file: 'src/forward.ts', rule: 'COMPUTED_MEMBER_CALL', reason: 'forwards everything but tools/call' },
+    ];
+
+    it('honours each entry, and guards an allowed function like callTool', async () => {
+      const root = project({ ...files, '.vouch-execute-path.json': JSON.stringify({ allow }) });
+      expect(await found(root)).toEqual([
+        'src/handler.ts:4 UPSTREAM_CALL_OUTSIDE_EXECUTE', // callUpstream with a forged context
+        'src/reexport.ts:1 UPSTREAM_CALL_OUTSIDE_EXECUTE', // handing callUpstream to anyone
+        'src/upstream.ts:4 UPSTREAM_CALL_OUTSIDE_EXECUTE', // outside the allowed function
+      ]);
+    });
+
+    it('flags the same code without it', async () => {
+      const root = project(files);
+      expect(await found(root)).toEqual([
+        'src/forward.ts:1 COMPUTED_MEMBER_CALL',
+        'src/upstream.ts:2 UPSTREAM_CALL_OUTSIDE_EXECUTE',
+        'src/upstream.ts:4 UPSTREAM_CALL_OUTSIDE_EXECUTE',
+      ]);
+    });
+
+    it('reads --config from anywhere', async () => {
+      const root = project({ ...files, 'ci/guard.json': JSON.stringify({ allow }) });
+      expect(await found(root, '--config', 'ci/guard.json')).toHaveLength(3);
+    });
+  });
+
+  describe('the configuration the client README shows', () => {
+    it('is one the command accepts', async () => {
+      const readme = readFileSync(new URL('../../../../packages/client/README.md', import.meta.url), 'utf8');
+      const example = /```json\n(\{\n {2}"include"[\s\S]*?)```/.exec(readme)?.[1];
+      expect(example).toBeDefined();
+      const root = project({ 'src/agent.ts': GOVERNED, '.vouch-execute-path.json': example! });
+      expect(await found(root)).toEqual([]);
+    });
+  });
+
+  describe('when the input is wrong', () => {
+    it.each([
+      ['{ "allow": [ { "file": "a.ts" } ] }', /invalid configuration at \/allow\/0\/reason/],
+      ['{ "allow": [ { "file": "a.ts", "rule": "NOPE", "reason": "x" } ] }', /\/allow\/0\/rule/],
+      ['{ "recievers": ["vouch"] }', /invalid configuration at \/: .*recievers/],
+      ['{ "allow": ', /is not JSON/],
+    ])('exits 2 naming the fault for %s', async (config, message) => {
+      const root = project({ 'a.ts': GOVERNED, '.vouch-execute-path.json': config });
+      const { code, out, err } = await check(root);
+      expect(err).toMatch(message);
+      expect(out).toBe('');
+      expect(code).toBe(2);
+    });
+
+    it('exits 2 for a missing directory, config file or option value', async () => {
+      const root = project({ 'a.ts': GOVERNED });
+      for (const args of [['nowhere'], ['--config', 'missing.json'], ['--include']]) {
+        const { code, err } = await check(root, ...args);
+        expect(err).toMatch(/not a directory|cannot read the configuration file|argument missing/);
+        expect(code).toBe(2);
+      }
+    });
+  });
+});

@@ -1,0 +1,448 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import type ts from 'typescript';
+import { globMatcher } from './execute-path-glob';
+
+// The execute-path guard: code may reach an upstream MCP tool call only inside the `invoke`
+// (second argument) of `<receiver>.execute(…)`, so Vouch authorizes it first and records its
+// outcome after. It reads syntax trees, not text: comments never trip it, and a name built at
+// run time (`'call' + 'Tool'`, `client[name]()`) is flagged rather than missed.
+
+/** One reason the guard refuses the code. */
+export type ExecutePathRule = 'UPSTREAM_CALL_OUTSIDE_EXECUTE' | 'COMPUTED_MEMBER_CALL';
+
+export const EXECUTE_PATH_RULES: readonly ExecutePathRule[] = [
+  'UPSTREAM_CALL_OUTSIDE_EXECUTE',
+  'COMPUTED_MEMBER_CALL',
+];
+
+/** One place that can reach an upstream tool call outside the execute path. */
+export interface ExecutePathViolation {
+  /** Path relative to the scanned directory, with `/` separators. */
+  file: string;
+  line: number;
+  column: number;
+  rule: ExecutePathRule;
+  message: string;
+}
+
+/** An exception to the rules, with the reason a reviewer reads. */
+export interface AllowEntry {
+  /** A glob relative to the scanned directory, e.g. `src/upstream-call.ts`. */
+  file: string;
+  /**
+   * Only inside this function (declaration, `const f = () => …`, or method). Allowing an
+   * upstream call inside a function makes the function itself guarded: it may then be used
+   * only inside `execute`'s invoke, like `callTool`.
+   */
+  function?: string;
+  /** Only this rule (default: both). */
+  rule?: ExecutePathRule;
+  reason: string;
+}
+
+/** What to scan and what counts as an upstream call. */
+export interface ExecutePathOptions {
+  /** Globs of files to scan, relative to the directory (default: every source file). */
+  include: readonly string[];
+  exclude: readonly string[];
+  /** Names the Vouch client has where `execute` is called on it (`vouch.execute`, `this.vouch.execute`). */
+  receivers: readonly string[];
+  /** Member and binding names that call an upstream tool (`callTool`, …). */
+  names: readonly string[];
+  /** JSON-RPC method names that call an upstream tool, matched in any string (`tools/call`). */
+  methods: readonly string[];
+  /** `calls` flags computed members that are called; `all` flags every computed member read. */
+  computedMembers: 'calls' | 'all';
+  allow: readonly AllowEntry[];
+}
+
+/** The result of one scan. */
+export interface ExecutePathReport {
+  /** Files read, relative to the directory. */
+  files: string[];
+  violations: ExecutePathViolation[];
+}
+
+/** The extensions the guard reads, and how TypeScript's parser reads each. */
+const SOURCE_EXTENSIONS = /\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/;
+
+/** Scan `root` and return every violation not covered by the allow-list, in file and line order. */
+export function checkExecutePath(
+  typescript: typeof ts,
+  root: string,
+  options: ExecutePathOptions,
+): ExecutePathReport {
+  const included = globMatcher(options.include);
+  const excluded = globMatcher(options.exclude);
+  const files = listFiles(root, '').filter(
+    (file) => SOURCE_EXTENSIONS.test(file) && included(file) && !excluded(file),
+  );
+  const allow = options.allow.map((entry) => ({ ...entry, matches: globMatcher([entry.file]) }));
+  // An allowed upstream call inside a function makes that function an upstream call itself.
+  const wrappers = allow
+    .filter((entry) => entry.function !== undefined && entry.rule !== 'COMPUTED_MEMBER_CALL')
+    .map((entry) => ({ name: entry.function!, matches: entry.matches }));
+  const guarded = new Set([...options.names, ...wrappers.map((w) => w.name)]);
+
+  const violations: ExecutePathViolation[] = [];
+  for (const file of files) {
+    const text = readFileSync(join(root, file), 'utf8');
+    const found = scanSource(typescript, file, text, {
+      guarded,
+      methods: options.methods,
+      receivers: new Set(options.receivers),
+      computedMembers: options.computedMembers,
+      ownWrappers: new Set(wrappers.filter((w) => w.matches(file)).map((w) => w.name)),
+    });
+    for (const violation of found) {
+      const allowed = allow.some(
+        (entry) =>
+          entry.matches(file) &&
+          (entry.rule === undefined || entry.rule === violation.rule) &&
+          (entry.function === undefined || violation.functions.includes(entry.function)),
+      );
+      if (!allowed) {
+        const { functions: _, ...rest } = violation;
+        violations.push(rest);
+      }
+    }
+  }
+  violations.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line || a.column - b.column);
+  return { files, violations };
+}
+
+interface ScanOptions {
+  guarded: ReadonlySet<string>;
+  methods: readonly string[];
+  receivers: ReadonlySet<string>;
+  computedMembers: 'calls' | 'all';
+  /** Wrapper functions declared in this file: their own declaration name is not a use. */
+  ownWrappers: ReadonlySet<string>;
+}
+
+type Found = ExecutePathViolation & { functions: string[] };
+
+function scanSource(typescript: typeof ts, file: string, text: string, options: ScanOptions): Found[] {
+  const t = typescript;
+  const source = t.createSourceFile(file, text, t.ScriptTarget.Latest, true, scriptKind(t, file));
+  const constants = constantStrings(t, source);
+  const fold = (node: ts.Node) => foldString(t, node, constants);
+  const found: Found[] = [];
+  const report = (node: ts.Node, rule: ExecutePathRule, message: string) => {
+    const at = source.getLineAndCharacterOfPosition(node.getStart(source));
+    found.push({
+      file,
+      line: at.line + 1,
+      column: at.character + 1,
+      rule,
+      message,
+      functions: enclosingFunctionNames(t, node),
+    });
+  };
+  const guardedIn = (value: string): string | undefined => {
+    if (options.guarded.has(value)) return value;
+    return options.methods.find((method) => value.includes(method));
+  };
+
+  const visit = (node: ts.Node): void => {
+    // A type cannot call anything; neither can an import of a name under that name.
+    if (isTypeOnly(t, node)) return;
+    if (insideExecuteInvoke(t, node, options.receivers)) return;
+
+    const mentioned = mentionedName(t, node);
+    if (mentioned !== undefined && !isPlainImportName(t, node) && !isOwnDeclaration(t, node, options)) {
+      const name = guardedIn(mentioned);
+      if (name !== undefined) {
+        report(
+          node,
+          'UPSTREAM_CALL_OUTSIDE_EXECUTE',
+          `${name} outside the invoke of ${receiverText(options)}.execute(): an upstream tool call must go through Vouch`,
+        );
+      }
+    } else if (mentioned === undefined && isComposedString(t, node)) {
+      const folded = fold(node);
+      const name = folded === undefined ? undefined : guardedIn(folded);
+      if (name !== undefined) {
+        report(
+          node,
+          'UPSTREAM_CALL_OUTSIDE_EXECUTE',
+          `a string computed to ${name} outside the invoke of ${receiverText(options)}.execute()`,
+        );
+        return;
+      }
+    }
+
+    const computed = computedMember(t, node, fold, options.computedMembers);
+    if (computed) report(node, 'COMPUTED_MEMBER_CALL', computed);
+    t.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+function scriptKind(t: typeof ts, file: string): ts.ScriptKind {
+  if (file.endsWith('.tsx')) return t.ScriptKind.TSX;
+  if (/\.(c|m)?ts$/.test(file)) return t.ScriptKind.TS;
+  if (file.endsWith('.jsx')) return t.ScriptKind.JSX;
+  return t.ScriptKind.JS;
+}
+
+function listFiles(root: string, dir: string): string[] {
+  const files: string[] = [];
+  for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+    const path = dir === '' ? entry.name : `${dir}/${entry.name}`;
+    if (entry.isDirectory()) {
+      // Never worth descending into, whatever the globs say.
+      if (entry.name === 'node_modules' || entry.name === '.git') continue;
+      files.push(...listFiles(root, path));
+    } else if (entry.isFile()) {
+      files.push(relative(root, join(root, path)).split(sep).join('/'));
+    }
+  }
+  return files.sort();
+}
+
+/** The name a node mentions: an identifier, a property name, or the text of a string or template part. */
+function mentionedName(t: typeof ts, node: ts.Node): string | undefined {
+  if (t.isIdentifier(node) || t.isPrivateIdentifier(node)) return node.text;
+  if (t.isStringLiteral(node) || t.isNoSubstitutionTemplateLiteral(node)) {
+    // Module specifiers name files, not calls.
+    const parent = node.parent;
+    if (
+      t.isImportDeclaration(parent) ||
+      t.isExportDeclaration(parent) ||
+      t.isExternalModuleReference(parent)
+    ) {
+      return undefined;
+    }
+    return node.text;
+  }
+  if (t.isTemplateHead(node) || t.isTemplateMiddle(node) || t.isTemplateTail(node)) return node.text;
+  return undefined;
+}
+
+/** A string built from parts: `a + b`, a template with substitutions, `.concat(…)`, `[…].join(…)`. */
+function isComposedString(t: typeof ts, node: ts.Node): boolean {
+  if (t.isBinaryExpression(node)) return node.operatorToken.kind === t.SyntaxKind.PlusToken;
+  if (t.isTemplateExpression(node)) return true;
+  if (t.isCallExpression(node) && t.isPropertyAccessExpression(node.expression)) {
+    return ['concat', 'join'].includes(node.expression.name.text);
+  }
+  return false;
+}
+
+/** `const NAME = <string expression>` at any level of the file, when NAME is bound once. */
+function constantStrings(t: typeof ts, source: ts.SourceFile): Map<string, ts.Expression | null> {
+  const constants = new Map<string, ts.Expression | null>();
+  const visit = (node: ts.Node): void => {
+    if (
+      t.isVariableDeclaration(node) &&
+      t.isIdentifier(node.name) &&
+      node.initializer &&
+      t.isVariableDeclarationList(node.parent) &&
+      (node.parent.flags & t.NodeFlags.Const) !== 0
+    ) {
+      const name = node.name.text;
+      constants.set(name, constants.has(name) ? null : node.initializer);
+    }
+    t.forEachChild(node, visit);
+  };
+  visit(source);
+  return constants;
+}
+
+/** The string an expression always evaluates to, when the file alone says so. */
+function foldString(
+  t: typeof ts,
+  node: ts.Node,
+  constants: ReadonlyMap<string, ts.Expression | null>,
+  depth = 0,
+): string | undefined {
+  if (depth > 20) return undefined;
+  const again = (next: ts.Node) => foldString(t, next, constants, depth + 1);
+  if (t.isStringLiteral(node) || t.isNoSubstitutionTemplateLiteral(node)) return node.text;
+  if (t.isParenthesizedExpression(node) || t.isAsExpression(node) || t.isSatisfiesExpression(node)) {
+    return again(node.expression);
+  }
+  if (t.isBinaryExpression(node) && node.operatorToken.kind === t.SyntaxKind.PlusToken) {
+    const left = again(node.left);
+    const right = left === undefined ? undefined : again(node.right);
+    return right === undefined ? undefined : left! + right;
+  }
+  if (t.isTemplateExpression(node)) {
+    let text = node.head.text;
+    for (const span of node.templateSpans) {
+      const value = again(span.expression);
+      if (value === undefined) return undefined;
+      text += value + span.literal.text;
+    }
+    return text;
+  }
+  if (t.isIdentifier(node)) {
+    const initializer = constants.get(node.text);
+    return initializer ? again(initializer) : undefined;
+  }
+  if (t.isCallExpression(node) && t.isPropertyAccessExpression(node.expression)) {
+    const method = node.expression.name.text;
+    if (method === 'concat') {
+      const parts = [node.expression.expression, ...node.arguments].map(again);
+      return parts.every((part) => part !== undefined) ? parts.join('') : undefined;
+    }
+    if (method === 'join' && t.isArrayLiteralExpression(node.expression.expression)) {
+      const parts = node.expression.expression.elements.map(again);
+      const separator = node.arguments[0] === undefined ? ',' : again(node.arguments[0]);
+      return separator !== undefined && parts.every((part) => part !== undefined)
+        ? parts.join(separator)
+        : undefined;
+    }
+  }
+  return undefined;
+}
+
+/** Why `node` reaches a member whose name the guard cannot see, or undefined. */
+function computedMember(
+  t: typeof ts,
+  node: ts.Node,
+  fold: (node: ts.Node) => string | undefined,
+  mode: 'calls' | 'all',
+): string | undefined {
+  const remedy = 'name it, or allow-list the line with a reason';
+  if (t.isElementAccessExpression(node)) {
+    const key = node.argumentExpression;
+    if (t.isNumericLiteral(key) || fold(key) !== undefined || looksNumeric(t, key)) return undefined;
+    if (mode === 'all' || isCalled(t, node)) {
+      return `${node.getText()}: a member chosen at run time could be an upstream tool call; ${remedy}`;
+    }
+    return undefined;
+  }
+  if (!t.isCallExpression(node)) return undefined;
+  const callee = node.expression;
+  // Reflect.get(client, name) / Reflect.apply(fn, …) with a name the file does not fix.
+  if (
+    t.isPropertyAccessExpression(callee) &&
+    t.isIdentifier(callee.expression) &&
+    callee.expression.text === 'Reflect' &&
+    (callee.name.text === 'get' || callee.name.text === 'apply')
+  ) {
+    const key = callee.name.text === 'get' ? node.arguments[1] : undefined;
+    if (key === undefined || fold(key) === undefined) {
+      return `Reflect.${callee.name.text}(…) reaches a member the guard cannot name; ${remedy}`;
+    }
+    return undefined;
+  }
+  // An MCP client's `request({ method, … }, Schema)` whose method is not a fixed string.
+  if (t.isPropertyAccessExpression(callee) && callee.name.text === 'request') {
+    const [message, schema] = node.arguments;
+    if (message && t.isObjectLiteralExpression(message)) {
+      const method = message.properties.find(
+        (p) => p.name !== undefined && t.isIdentifier(p.name) && p.name.text === 'method',
+      );
+      if (method && !(t.isPropertyAssignment(method) && fold(method.initializer) !== undefined)) {
+        return `request() with a method chosen at run time could be tools/call; ${remedy}`;
+      }
+    } else if (message && schema && /Schema$/.test(nameOf(t, schema) ?? '')) {
+      return `request(${message.getText()}, ${schema.getText()}) forwards a request whose method the guard cannot see; ${remedy}`;
+    }
+  }
+  return undefined;
+}
+
+/** `xs[i]`, `xs[i + 1]`, `xs[xs.length - 1]`: index arithmetic, not a member name. */
+function looksNumeric(t: typeof ts, key: ts.Expression): boolean {
+  if (t.isPrefixUnaryExpression(key) || t.isPostfixUnaryExpression(key)) return true;
+  if (t.isBinaryExpression(key)) {
+    return [t.SyntaxKind.MinusToken, t.SyntaxKind.AsteriskToken, t.SyntaxKind.SlashToken].includes(
+      key.operatorToken.kind,
+    );
+  }
+  return false;
+}
+
+/** Called directly, or through `.call`, `.apply` or `.bind`. */
+function isCalled(t: typeof ts, node: ts.Expression): boolean {
+  let at: ts.Node = node;
+  while (t.isParenthesizedExpression(at.parent) || t.isNonNullExpression(at.parent)) at = at.parent;
+  const parent = at.parent;
+  if (t.isCallExpression(parent) && parent.expression === at) return true;
+  if (t.isTaggedTemplateExpression(parent) && parent.tag === at) return true;
+  return (
+    t.isPropertyAccessExpression(parent) &&
+    ['call', 'apply', 'bind'].includes(parent.name.text) &&
+    t.isCallExpression(parent.parent)
+  );
+}
+
+function isTypeOnly(t: typeof ts, node: ts.Node): boolean {
+  if (t.isTypeNode(node) && !t.isExpressionWithTypeArguments(node)) return true;
+  if (t.isInterfaceDeclaration(node) || t.isTypeAliasDeclaration(node)) return true;
+  if (t.isImportDeclaration(node)) return node.importClause?.isTypeOnly === true;
+  if (t.isImportSpecifier(node) || t.isExportSpecifier(node)) return node.isTypeOnly;
+  if (t.isExportDeclaration(node)) return node.isTypeOnly;
+  return false;
+}
+
+/**
+ * `import { callTool } from …` binds the name under its own name; using it is what the guard
+ * checks. An alias (`import { callTool as go }`) would hide the uses, so the alias is flagged.
+ */
+function isPlainImportName(t: typeof ts, node: ts.Node): boolean {
+  const parent = node.parent;
+  if (t.isImportSpecifier(parent)) return parent.propertyName === undefined;
+  return t.isImportClause(parent) || t.isNamespaceImport(parent);
+}
+
+/** The name in the declaration of an allowed wrapper, in its own file. */
+function isOwnDeclaration(t: typeof ts, node: ts.Node, options: ScanOptions): boolean {
+  if (!t.isIdentifier(node) || !options.ownWrappers.has(node.text)) return false;
+  const parent = node.parent;
+  return (
+    (t.isFunctionDeclaration(parent) || t.isVariableDeclaration(parent) || t.isMethodDeclaration(parent)) &&
+    parent.name === node
+  );
+}
+
+/** Every named function around `node`, innermost first: declarations, `const f = () => …`, methods. */
+function enclosingFunctionNames(t: typeof ts, node: ts.Node): string[] {
+  const names: string[] = [];
+  for (let at: ts.Node = node; at; at = at.parent) {
+    if ((t.isFunctionDeclaration(at) || t.isMethodDeclaration(at)) && at.name) {
+      names.push(at.name.getText());
+    } else if (
+      t.isVariableDeclaration(at) &&
+      t.isIdentifier(at.name) &&
+      at.initializer &&
+      (t.isArrowFunction(at.initializer) || t.isFunctionExpression(at.initializer))
+    ) {
+      names.push(at.name.text);
+    }
+  }
+  return names;
+}
+
+/**
+ * True when `node` sits inside a function passed as the second argument of
+ * `<…>.<receiver>.execute(…)`: the Vouch client's execute, not any method of that name.
+ */
+function insideExecuteInvoke(t: typeof ts, node: ts.Node, receivers: ReadonlySet<string>): boolean {
+  const parent = node.parent;
+  return (
+    parent !== undefined &&
+    (t.isArrowFunction(node) || t.isFunctionExpression(node)) &&
+    t.isCallExpression(parent) &&
+    parent.arguments[1] === node &&
+    t.isPropertyAccessExpression(parent.expression) &&
+    parent.expression.name.text === 'execute' &&
+    receivers.has(nameOf(t, parent.expression.expression) ?? '')
+  );
+}
+
+function nameOf(t: typeof ts, expression: ts.Expression): string | undefined {
+  if (t.isIdentifier(expression)) return expression.text;
+  if (t.isPropertyAccessExpression(expression)) return expression.name.text;
+  return undefined;
+}
+
+function receiverText(options: ScanOptions): string {
+  return [...options.receivers].join('|') || 'vouch';
+}

@@ -1,0 +1,118 @@
+import { ErrorCode, McpError, type Result } from '@modelcontextprotocol/sdk/types.js';
+import type { JsonObject } from '@vouch/client';
+import { actionOfCall, type ToolSettings } from './action-of-call';
+import { answerThroughVouch, type CallToolDeps } from './call-tool';
+import { type ForwardingExtra, forwardingOptions } from './pass-through';
+import { type ExecutionMeta, META_KEY } from './tool-results';
+import { callUpstreamRequest } from './upstream-call';
+
+/** The requests besides `tools/call` that can be governed, and the param that names each one's target. */
+const TARGET_PARAM = {
+  'resources/read': 'uri',
+  'resources/subscribe': 'uri',
+  'prompts/get': 'name',
+} as const;
+
+export type GovernableMethod = keyof typeof TARGET_PARAM;
+
+export const GOVERNABLE_METHODS = Object.keys(TARGET_PARAM) as [GovernableMethod, ...GovernableMethod[]];
+
+/**
+ * One governed method: which requests (`match`, a glob over the URI or prompt name) and how
+ * their proposals are described, as for a tool (`action`, `target.kind`, `sideEffect`, …).
+ */
+export interface GovernedMethod extends ToolSettings {
+  method: GovernableMethod;
+  match?: string;
+}
+
+/** A governed request from the agent: the rule that matched and the target it names. */
+export interface GovernedMatch {
+  rule: GovernedMethod;
+  target: string;
+}
+
+/** The first rule that governs `request`, or null when it passes through ungoverned. */
+export function governedMatch(
+  rules: readonly GovernedMethod[],
+  request: { method: string; params?: Record<string, unknown> },
+): GovernedMatch | null {
+  const param = TARGET_PARAM[request.method as GovernableMethod];
+  if (param === undefined) return null;
+  const value = request.params?.[param];
+  const target = typeof value === 'string' ? value : '';
+  const rule = rules.find(
+    (candidate) =>
+      candidate.method === request.method &&
+      (candidate.match === undefined || globRegExp(candidate.match).test(target)),
+  );
+  return rule ? { rule, target } : null;
+}
+
+/**
+ * Send one governed request through Vouch like a tool call: the proposal's `tool_name` is the
+ * method, its `arguments` the request's params (without `_meta`), its target the URI or
+ * prompt name (kind `mcp_resource` or `mcp_prompt` unless configured). The upstream is asked
+ * only as the `invoke` of `vouch.execute`, so after Vouch allowed it or an approval of exactly
+ * these params. The agent gets the upstream's answer with `_meta["vouch.dev/execution"]`, or,
+ * when nothing ran (denied, pending approval, …), an MCP error whose `data` holds that meta.
+ */
+export async function handleGovernedRequest(
+  deps: CallToolDeps,
+  match: GovernedMatch,
+  request: { method: string; params?: Record<string, unknown> },
+  extra: ForwardingExtra,
+): Promise<Result> {
+  const { rule } = match;
+  const method = rule.method;
+  const { _meta: _, ...params } = request.params ?? {};
+  const label = `${method} ${match.target}`;
+  const isPrompt = method === 'prompts/get';
+  const action = actionOfCall({
+    serverId: deps.serverId,
+    environment: deps.environment,
+    toolName: method,
+    args: JSON.parse(JSON.stringify(params)) as JsonObject,
+    registered: deps.registry.sideEffectOf(method),
+    settings: {
+      ...rule,
+      target: {
+        kind: rule.target?.kind ?? (isPrompt ? 'mcp_prompt' : 'mcp_resource'),
+        ...(rule.target?.id === undefined ? { idArgument: TARGET_PARAM[method] } : { id: rule.target.id }),
+      },
+    },
+  });
+  const answer = await answerThroughVouch(deps, label, action, extra.signal, (options) =>
+    deps.vouch.execute(
+      action,
+      (context) =>
+        callUpstreamRequest(deps.upstream, context, forwardingOptions(request, extra, deps.invokeTimeoutMs)),
+      options,
+    ),
+  );
+  const meta = answer._meta?.[META_KEY] as ExecutionMeta | undefined;
+  // Executed: the upstream's own answer (`contents`, `messages`, …), with `_meta` added.
+  if (meta?.status === 'executed') return answer as Result;
+  const text = answer.content
+    .map((block) => (block.type === 'text' ? block.text : ''))
+    .filter(Boolean)
+    .join('\n');
+  throw new McpError(meta?.status === 'error' ? ErrorCode.InternalError : ErrorCode.InvalidRequest, text, {
+    [META_KEY]: meta ?? null,
+  });
+}
+
+/** `*` within one path segment, `**` across segments, `?` one character; the rest literal. */
+function globRegExp(glob: string): RegExp {
+  let source = '';
+  for (let i = 0; i < glob.length; i++) {
+    const char = glob[i]!;
+    if (char === '*' && glob[i + 1] === '*') {
+      source += '.*';
+      i++;
+    } else if (char === '*') source += '[^/]*';
+    else if (char === '?') source += '[^/]';
+    else source += char.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${source}$`);
+}
