@@ -4,6 +4,7 @@ import {
   ErrorCode,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
+import { trace } from '@opentelemetry/api';
 import {
   type ExecuteResult,
   isVouchClientError,
@@ -13,6 +14,7 @@ import {
 } from '@vouch/client';
 import { actionOfCall, type ToolSettings } from './action-of-call';
 import type { CallKeys } from './call-keys';
+import { inCallSpan } from './call-span';
 import type { Logger } from './logger';
 import { type ForwardingExtra, forwardingOptions } from './pass-through';
 import type { ToolRegistry } from './tool-registry';
@@ -48,7 +50,15 @@ export interface CallToolDeps {
  * `invoke` of `vouch.execute`, so only after Vouch allowed it, or after an approval of
  * exactly these arguments, and the observation is recorded before the agent sees the result.
  */
-export async function handleToolCall(
+export function handleToolCall(
+  deps: CallToolDeps,
+  request: CallToolRequest,
+  extra: ForwardingExtra,
+): Promise<CallToolResult> {
+  return inCallSpan(request.params.name, () => governCall(deps, request, extra));
+}
+
+async function governCall(
   deps: CallToolDeps,
   request: CallToolRequest,
   extra: ForwardingExtra,
@@ -83,6 +93,7 @@ export async function handleToolCall(
   } catch (error) {
     settle(false);
     if (!isVouchClientError(error)) throw error;
+    trace.getActiveSpan()?.setAttribute('vouch.error_code', error.code);
     deps.logger.error('vouch execute failed', {
       tool_name: toolName,
       code: error.code,
@@ -103,6 +114,7 @@ export async function handleToolCall(
   // Pending and a failed precondition keep their key (a retry continues the same proposal,
   // with its approval unused); so does `unknown`: the tool may have acted, and an identical
   // call must replay that answer, never run the tool again.
+  trace.getActiveSpan()?.setAttribute('vouch.status', result.status);
   const unknownOutcome = result.status === 'executed' && result.observation.outcome === 'unknown';
   settle(result.status !== 'pending' && result.status !== 'precondition_failed' && !unknownOutcome);
   switch (result.status) {
