@@ -144,6 +144,14 @@ describe('tracing across the MCP gateway and the API', () => {
         attributes: { 'gen_ai.tool.name': 'get_balance', 'vouch.status': 'executed' },
       });
       const inTrace = () => receiver.spans.filter((s) => s.traceId === call.traceId);
+      const upstream = await eventually('the upstream call span', () =>
+        receiver.spans.find((s) => s.name === 'upstream tools/call get_balance'),
+      );
+      expect(upstream).toMatchObject({
+        traceId: call.traceId,
+        parentSpanId: call.spanId,
+        kind: SPAN_KIND_CLIENT,
+      });
       // The gateway proposes, then records the observation: at least two requests to the API.
       const apiRequests = await eventually('the API request spans of the call', () => {
         const spans = inTrace().filter((s) => s.service === 'vouch-api' && s.kind === SPAN_KIND_SERVER);

@@ -31,3 +31,29 @@ export function inCallSpan<T>(toolName: string, call: () => Promise<T>): Promise
     },
   );
 }
+
+/**
+ * Run the upstream `tools/call` (the `invoke` Vouch allowed) in a client span under the call's
+ * span, so a trace shows where the tool's own time went.
+ */
+export function inUpstreamSpan<T>(toolName: string, call: () => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(
+    `upstream tools/call ${toolName}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': toolName },
+    },
+    async (span) => {
+      try {
+        return await call();
+      } catch (error) {
+        const type = error instanceof Error ? error.name : 'unknown';
+        span.setAttribute('error.type', type);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: type });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}

@@ -14,7 +14,7 @@ import {
 } from '@vouch/client';
 import { actionOfCall, type ToolSettings } from './action-of-call';
 import type { CallKeys } from './call-keys';
-import { inCallSpan } from './call-span';
+import { inCallSpan, inUpstreamSpan } from './call-span';
 import type { Logger } from './logger';
 import { type ForwardingExtra, forwardingOptions } from './pass-through';
 import type { ToolRegistry } from './tool-registry';
@@ -81,7 +81,9 @@ async function governCall(
     result = await deps.vouch.execute(
       action,
       (context) =>
-        callUpstreamTool(deps.upstream, context, forwardingOptions(request, extra, deps.invokeTimeoutMs)),
+        inUpstreamSpan(toolName, () =>
+          callUpstreamTool(deps.upstream, context, forwardingOptions(request, extra, deps.invokeTimeoutMs)),
+        ),
       {
         idempotencyKey: key,
         signal,
