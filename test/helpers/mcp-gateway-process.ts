@@ -33,18 +33,24 @@ export interface GatewayAgent {
 }
 
 /**
- * Start `vouch-mcp-gateway --config <configPath>` with `VOUCH_API_KEY` and connect an MCP
- * client to it. Only PATH and HOME are passed through: nothing else of the test runner's
- * environment (no DATABASE_URL, no keys) reaches the gateway.
+ * Start `vouch-mcp-gateway --config <configPath>` with `VOUCH_API_KEY` (and `env`) and connect
+ * an MCP client to it. Only PATH and HOME are passed through: nothing else of the test
+ * runner's environment (no DATABASE_URL, no keys) reaches the gateway.
  */
 export async function startGatewayAgent(options: {
   configPath: string;
   apiKey: string;
+  env?: Record<string, string>;
 }): Promise<GatewayAgent> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [GATEWAY_BIN, '--config', options.configPath],
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', VOUCH_API_KEY: options.apiKey },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      VOUCH_API_KEY: options.apiKey,
+      ...options.env,
+    },
     stderr: 'pipe',
   });
   let stderr = '';

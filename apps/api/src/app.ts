@@ -16,6 +16,7 @@ import type { AppEnv } from './http/app-env';
 import { registerConsoleAssets } from './http/console-assets';
 import { createRateLimiter, type RateLimit, rateLimit } from './http/rate-limit';
 import { requestMetrics } from './http/request-metrics';
+import { traceRequests } from './http/trace-requests';
 import { validationHook } from './http/validation-hook';
 import { type Limits, resolveLimits } from './limits';
 import { type Logger, silentLogger } from './logger';
@@ -136,6 +137,8 @@ export function createApp(options: AppOptions): VouchApp {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
 
   app.use('*', requestId({ limitLength: 128 }));
+  // Before the access log, which writes the trace id of the span this opens.
+  app.use('*', traceRequests());
   app.use('*', async (c, next) => {
     c.set('logger', logger);
     c.set('limits', limits);

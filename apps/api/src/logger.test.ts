@@ -56,3 +56,48 @@ describe('createJsonLogger', () => {
     });
   });
 });
+
+describe('createJsonLogger lines', () => {
+  describe('when a line is written', () => {
+    it('is one JSON object on its own line with level, ISO time, msg and the fields', () => {
+      const lines: string[] = [];
+      const logger = createJsonLogger(
+        (line) => lines.push(line),
+        () => new Date('2026-01-02T03:04:05.678Z'),
+      );
+      logger.warn('slow', { request_id: 'r1', duration_ms: 12.5 });
+      expect(lines).toHaveLength(1);
+      expect(lines[0]!.endsWith('\n')).toBe(true);
+      expect(lines[0]!.trimEnd()).not.toContain('\n');
+      expect(JSON.parse(lines[0]!)).toEqual({
+        level: 'warn',
+        time: '2026-01-02T03:04:05.678Z',
+        msg: 'slow',
+        request_id: 'r1',
+        duration_ms: 12.5,
+      });
+    });
+  });
+
+  describe('when fields hold a cycle, a BigInt, or errors deep inside arrays', () => {
+    it('still writes the line, cut at the cycle and with every error summarized', () => {
+      const cyclic: Record<string, unknown> = { name: 'a' };
+      cyclic.self = cyclic;
+      const text = linesOf((logger) =>
+        logger.error('odd', {
+          cyclic,
+          big: 10n ** 30n,
+          errors: [{ nested: new DrizzleQueryError('select $1', [SECRET], undefined) }],
+        }),
+      );
+      const line = JSON.parse(text);
+      expect(line).toMatchObject({
+        msg: 'odd',
+        cyclic: { name: 'a', self: '[circular]' },
+        big: '1000000000000000000000000000000',
+        errors: [{ nested: { message: 'Failed query: select $1' } }],
+      });
+      expect(text).not.toContain(SECRET);
+    });
+  });
+});

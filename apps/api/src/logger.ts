@@ -1,3 +1,5 @@
+import pino from 'pino';
+
 /** Structured fields of one log line: plain JSON values, never secrets or request payloads. */
 export type LogFields = Record<string, unknown>;
 
@@ -12,22 +14,30 @@ export interface Logger {
 export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
 /**
- * One JSON object per line (`{"level","time","msg",...fields}`), for log shippers.
+ * One JSON object per line (`{"level","time",...fields,"msg"}`), for log shippers, written by
+ * pino. Every line's fields go through {@link redactFields} first, whatever its caller passed.
  *
  * @example
  * const logger = createJsonLogger((line) => process.stdout.write(line));
  * logger.info('listening', { port: 8787 });
  */
 export function createJsonLogger(write: (line: string) => void, now: () => Date = () => new Date()): Logger {
-  const emit = (level: string, message: string, fields?: LogFields) => {
-    let line: string;
+  const lines = pino(
+    {
+      base: undefined,
+      messageKey: 'msg',
+      timestamp: () => `,"time":"${now().toISOString()}"`,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    { write },
+  );
+  const emit = (level: 'info' | 'warn' | 'error', message: string, fields?: LogFields) => {
     try {
-      line = JSON.stringify({ level, time: now().toISOString(), msg: message, ...fields }, redactForLog);
+      lines[level](redactFields(fields ?? {}), message);
     } catch {
-      // A field JSON cannot carry (a cycle, a BigInt) must not take the request down with it.
-      line = JSON.stringify({ level, time: now().toISOString(), msg: message, fields_dropped: true });
+      // A field JSON cannot carry (a throwing getter, a BigInt) must not take the request down with it.
+      lines[level]({ fields_dropped: true }, message);
     }
-    write(`${line}\n`);
   };
   return {
     info: (message, fields) => emit('info', message, fields),
@@ -46,15 +56,33 @@ export function createMemoryLogger(): Logger & { lines: Array<{ level: string; m
 }
 
 /**
- * The `JSON.stringify` replacer every log line goes through, whatever its caller passed: an
+ * What every log line's fields become before they are written, whatever its caller passed: an
  * error becomes its {@link summarizeError} (an error object's own enumerable members can be
- * its query parameters: drizzle's `DrizzleQueryError` has `params`), and a member named like
- * query parameters is dropped. The last line of defence; callers summarize errors themselves.
+ * its query parameters: drizzle's `DrizzleQueryError` has `params`), a member named like
+ * query parameters is replaced, and a cycle is cut. The last line of defence; callers
+ * summarize errors themselves.
  */
-export function redactForLog(key: string, value: unknown): unknown {
-  if (QUERY_PARAMETER_KEYS.has(key)) return '[redacted]';
+export function redactFields(fields: LogFields): LogFields {
+  return redactValue(fields, new Set()) as LogFields;
+}
+
+function redactValue(value: unknown, ancestors: Set<object>): unknown {
   if (value instanceof Error) return summarizeError(value);
-  return value;
+  if (typeof value === 'bigint') return value.toString();
+  if (value === null || typeof value !== 'object') return value;
+  if (ancestors.has(value)) return '[circular]';
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') return redactValue(toJSON.call(value), ancestors);
+  ancestors.add(value);
+  try {
+    if (Array.isArray(value)) return value.map((item) => redactValue(item, ancestors));
+    const redacted: Record<string, unknown> = {};
+    for (const [key, member] of Object.entries(value))
+      redacted[key] = QUERY_PARAMETER_KEYS.has(key) ? '[redacted]' : redactValue(member, ancestors);
+    return redacted;
+  } finally {
+    ancestors.delete(value);
+  }
 }
 
 const QUERY_PARAMETER_KEYS = new Set(['params', 'parameters']);

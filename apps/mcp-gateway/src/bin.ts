@@ -8,10 +8,15 @@ import { loadConfig } from './config';
 import { isGatewayError } from './errors';
 import { jsonLineLogger } from './logger';
 import { startGateway, startHttpGateway } from './start-gateway';
+import { startTracing, type Tracing } from './start-tracing';
 
 const logger = jsonLineLogger((line) => process.stderr.write(line));
 
+let tracing: Tracing | undefined;
 try {
+  // OTEL_TRACES_EXPORTER=otlp: a span per governed call, continued by the API.
+  tracing = startTracing(process.env, { name: 'vouch-mcp-gateway' });
+  if (tracing) logger.info('tracing on', { endpoint: tracing.endpoint, protocol: tracing.protocol });
   const { config, apiKey, agentApiKeys } = await loadConfig({
     argv: process.argv.slice(2),
     env: process.env,
@@ -24,6 +29,8 @@ try {
     stopping = true;
     logger.info('stopping', { reason });
     await close?.().catch(() => {});
+    // The spans of the last calls are still buffered: export them before exiting.
+    await tracing?.shutdown().catch(() => {});
     process.exit(code);
   };
   process.once('SIGINT', () => void stop('SIGINT'));
@@ -60,5 +67,6 @@ try {
     code: isGatewayError(error) ? error.code : 'UNEXPECTED',
     error: error instanceof Error ? error.message : String(error),
   });
+  await tracing?.shutdown().catch(() => {});
   process.exit(2);
 }

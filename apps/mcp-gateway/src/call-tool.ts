@@ -4,6 +4,7 @@ import {
   ErrorCode,
   McpError,
 } from '@modelcontextprotocol/sdk/types.js';
+import { trace } from '@opentelemetry/api';
 import {
   type ExecuteAction,
   type ExecuteOptions,
@@ -15,6 +16,7 @@ import {
 } from '@vouch/client';
 import { actionOfCall, type ToolSettings } from './action-of-call';
 import type { CallKeys } from './call-keys';
+import { inCallSpan, inUpstreamSpan } from './call-span';
 import type { Logger } from './logger';
 import { type ForwardingExtra, forwardingOptions } from './pass-through';
 import type { ToolRegistry } from './tool-registry';
@@ -50,7 +52,15 @@ export interface CallToolDeps {
  * `invoke` of `vouch.execute`, so only after Vouch allowed it, or after an approval of
  * exactly these arguments, and the observation is recorded before the agent sees the result.
  */
-export async function handleToolCall(
+export function handleToolCall(
+  deps: CallToolDeps,
+  request: CallToolRequest,
+  extra: ForwardingExtra,
+): Promise<CallToolResult> {
+  return inCallSpan(request.params.name, () => governCall(deps, request, extra));
+}
+
+async function governCall(
   deps: CallToolDeps,
   request: CallToolRequest,
   extra: ForwardingExtra,
@@ -70,7 +80,9 @@ export async function handleToolCall(
     deps.vouch.execute(
       action,
       (context) =>
-        callUpstreamTool(deps.upstream, context, forwardingOptions(request, extra, deps.invokeTimeoutMs)),
+        inUpstreamSpan(toolName, () =>
+          callUpstreamTool(deps.upstream, context, forwardingOptions(request, extra, deps.invokeTimeoutMs)),
+        ),
       options,
     ),
   );
@@ -107,6 +119,7 @@ export async function answerThroughVouch(
   } catch (error) {
     settle(false);
     if (!isVouchClientError(error)) throw error;
+    trace.getActiveSpan()?.setAttribute('vouch.error_code', error.code);
     deps.logger.error('vouch execute failed', {
       // The tool or method, never the label: a resource URI can carry whatever the agent put in it.
       tool_name: action.tool_name,
@@ -128,6 +141,7 @@ export async function answerThroughVouch(
   // Pending and a failed precondition keep their key (a retry continues the same proposal,
   // with its approval unused); so does `unknown`: the tool may have acted, and an identical
   // call must replay that answer, never run the tool again.
+  trace.getActiveSpan()?.setAttribute('vouch.status', result.status);
   const unknownOutcome = result.status === 'executed' && result.observation.outcome === 'unknown';
   settle(result.status !== 'pending' && result.status !== 'precondition_failed' && !unknownOutcome);
   switch (result.status) {

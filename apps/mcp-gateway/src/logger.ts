@@ -1,3 +1,5 @@
+import pino from 'pino';
+
 /** Where the gateway reports what operators should know. Injected: the library never prints. */
 export interface Logger {
   info(message: string, fields?: Record<string, unknown>): void;
@@ -9,11 +11,21 @@ export interface Logger {
 export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
 /**
- * JSON lines on a writable (stderr in the bin: on a stdio gateway, stdout is the MCP channel
- * and one stray line there corrupts the protocol stream).
+ * JSON lines (`{"level","time",...fields,"message"}`), written by pino, on a writable (stderr in
+ * the bin: on a stdio gateway, stdout is the MCP channel and one stray line there corrupts the
+ * protocol stream).
  */
 export function jsonLineLogger(write: (line: string) => void): Logger {
-  const log = (level: string) => (message: string, fields?: Record<string, unknown>) =>
-    write(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })}\n`);
+  const lines = pino(
+    {
+      base: undefined,
+      messageKey: 'message',
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    { write },
+  );
+  const log = (level: 'info' | 'warn' | 'error') => (message: string, fields?: Record<string, unknown>) =>
+    lines[level](fields ?? {}, message);
   return { info: log('info'), warn: log('warn'), error: log('error') };
 }

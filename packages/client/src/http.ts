@@ -7,6 +7,7 @@ import {
 } from '@vouch/audit/transport';
 import { abortedError } from './delay';
 import { isServerErrorCode, VouchClientError } from './errors';
+import { tracedFetch } from './traced-fetch';
 
 export type { HttpRequest, RetryOptions, RetryPolicy } from '@vouch/audit/transport';
 
@@ -47,7 +48,7 @@ export function createHttp(options: HttpOptions): Http {
   const transport: HttpTransport<Response> = createHttpTransport({
     baseUrl: options.baseUrl,
     apiKey: options.apiKey,
-    fetch: fetchImpl,
+    fetch: tracedFetch(fetchImpl),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     ...(options.retry === undefined ? {} : { retry: options.retry }),
   });

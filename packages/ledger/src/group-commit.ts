@@ -1,3 +1,4 @@
+import { type Context, context, trace } from '@opentelemetry/api';
 import type { ChainHead, StoredEvent } from '@vouch/audit';
 import { raiseOnChainConflict, toStorageError } from './append-errors';
 import { BatchRun, type Pending, type StagedEvent } from './batch-run';
@@ -9,6 +10,7 @@ import type { AppendHook } from './ledger';
 import { lockLogAndReadHead, refreshStatistics, YOUNG_LOG_EVENTS } from './log-lock';
 import type { MerkleFrontiers } from './merkle/merkle-frontiers';
 import { commitInOneStatement, lostRace } from './one-statement-batch';
+import { inBatchSpan, linksTo, markFailed } from './tracing';
 
 export interface GroupCommitOptions {
   database: Database;
@@ -70,6 +72,8 @@ export class GroupCommit {
   /** ANALYZE runs in flight (see `refreshStatistics`): `close` waits for them. */
   private readonly maintenance = new Set<Promise<void>>();
   private closed = false;
+  /** The trace context each item was queued in, when it was queued inside a span (tracing on). */
+  private readonly queuedIn = new WeakMap<Pending, Context>();
 
   constructor(private readonly options: GroupCommitOptions) {}
 
@@ -84,6 +88,7 @@ export class GroupCommit {
       queue = { pending: [], flushing: null, full: null };
       this.queues.set(log, queue);
     }
+    if (trace.getActiveSpan()) this.queuedIn.set(item, context.active());
     queue.pending.push(item);
     if (queue.full && queue.pending.length >= this.options.maxBatch) queue.full();
     if (!queue.flushing) queue.flushing = this.drain(log, queue);
@@ -110,7 +115,7 @@ export class GroupCommit {
       await new Promise<void>((resolve) => setImmediate(resolve));
       if (maxWaitMs > 0 && queue.pending.length < maxBatch && !this.closed) await this.fill(queue);
       if (await this.commitInOneStatement(log, queue)) continue;
-      await this.commitBatch(log, () => queue.pending.splice(0, maxBatch), false);
+      await this.commitBatch(log, () => queue.pending.splice(0, maxBatch), false, queue.pending[0]);
     }
     queue.flushing = null;
     if (queue.pending.length === 0) this.queues.delete(log);
@@ -138,45 +143,58 @@ export class GroupCommit {
     while (count < this.options.maxBatch && queue.pending[count]?.type === 'event') count++;
     const items = queue.pending.splice(0, count) as Array<Extract<Pending, { type: 'event' }>>;
     const staged: StagedEvent[] = items.map((item) => item.staged);
-    let events: StoredEvent[];
-    const started = performance.now();
-    try {
-      const done = await commitInOneStatement({
-        database: this.options.database,
-        log,
-        now: this.options.clock().toISOString(),
-        known: { head, range },
-        staged,
-      });
-      events = done.events;
-      this.knownHeads.set(log, done.head.head);
-      if (oneStatement.frontiers && done.head.range)
-        oneStatement.frontiers.remember(log, done.head.head, done.head.range);
-    } catch (cause) {
-      if (lostRace(sqlStateOf(cause))) {
-        // Another process appended since (or the head is not what it was): nothing was
-        // written. The locked path reads the real head; a few batches go that way, so two
-        // processes appending to one log do not each lose a statement per batch.
-        this.knownHeads.delete(log);
-        this.lockedOnly.set(log, LOCKED_AFTER_LOST_RACE);
-        queue.pending.unshift(...items);
-        return false;
+    const first = this.queuedIn.get(items[0]!);
+    return inBatchSpan(first, { 'vouch.log': log, 'vouch.batch.path': 'one_statement' }, async (span) => {
+      span.addLinks(
+        linksTo(
+          items.map((item) => this.queuedIn.get(item)),
+          first,
+        ),
+      );
+      span.setAttribute('vouch.batch.size', items.length);
+      let events: StoredEvent[];
+      const started = performance.now();
+      try {
+        const done = await commitInOneStatement({
+          database: this.options.database,
+          log,
+          now: this.options.clock().toISOString(),
+          known: { head, range },
+          staged,
+        });
+        events = done.events;
+        this.knownHeads.set(log, done.head.head);
+        if (oneStatement.frontiers && done.head.range)
+          oneStatement.frontiers.remember(log, done.head.head, done.head.range);
+      } catch (cause) {
+        if (lostRace(sqlStateOf(cause))) {
+          // Another process appended since (or the head is not what it was): nothing was
+          // written. The locked path reads the real head; a few batches go that way, so two
+          // processes appending to one log do not each lose a statement per batch.
+          this.knownHeads.delete(log);
+          this.lockedOnly.set(log, LOCKED_AFTER_LOST_RACE);
+          queue.pending.unshift(...items);
+          span.setAttribute('vouch.batch.lost_race', true);
+          return false;
+        }
+        this.rejectAll(log, items, cause);
+        markFailed(span, cause);
+        return true;
       }
-      this.rejectAll(log, items, cause);
+      items.forEach((item, i) => {
+        item.resolve(events[i]);
+      });
+      for (const notify of oneStatement.notifiers)
+        void notify(this.options.database.db, log, events, this.options.database).catch(() => {});
+      span.setAttribute('vouch.batch.head_seq', events.at(-1)!.seq);
+      this.report({
+        log,
+        size: items.length,
+        headSeq: events.at(-1)!.seq,
+        durationMs: performance.now() - started,
+      });
       return true;
-    }
-    items.forEach((item, i) => {
-      item.resolve(events[i]);
     });
-    for (const notify of oneStatement.notifiers)
-      void notify(this.options.database.db, log, events, this.options.database).catch(() => {});
-    this.report({
-      log,
-      size: items.length,
-      headSeq: events.at(-1)!.seq,
-      durationMs: performance.now() - started,
-    });
-    return true;
   }
 
   /** Resolves after `maxWaitMs`, or as soon as the queue holds a full batch. */
@@ -201,29 +219,57 @@ export class GroupCommit {
    * nothing of it committed, and it runs again `isolated`: one item at a time, each in a
    * savepoint of its own, so each gets its own answer.
    */
-  private async commitBatch(log: string, take: () => Pending[], isolated: boolean): Promise<void> {
-    let taken: Pending[] | null = null;
-    let run = null as BatchRun | null;
-    const started = performance.now();
-    try {
-      await this.options.database.db.transaction(async (transaction) => {
-        run = await this.openRun(transaction as unknown as Db, log, () => (taken = take()));
-        await run.run(isolated);
-        await run.runHooks(this.options.hooks);
+  private async commitBatch(
+    log: string,
+    take: () => Pending[],
+    isolated: boolean,
+    first?: Pending,
+  ): Promise<void> {
+    const parent = first ? this.queuedIn.get(first) : undefined;
+    const attributes = { 'vouch.log': log, 'vouch.batch.path': isolated ? 'isolated' : 'locked' };
+    let retry: Pending[] | null = null;
+    await inBatchSpan(parent, attributes, async (span) => {
+      let taken: Pending[] | null = null;
+      let run = null as BatchRun | null;
+      const started = performance.now();
+      try {
+        await this.options.database.db.transaction(async (transaction) => {
+          run = await this.openRun(transaction as unknown as Db, log, () => {
+            taken = take();
+            span.addLinks(
+              linksTo(
+                taken.map((item) => this.queuedIn.get(item)),
+                parent,
+              ),
+            );
+            span.setAttribute('vouch.batch.size', taken.length);
+            return taken;
+          });
+          await run.run(isolated);
+          await run.runHooks(this.options.hooks);
+        });
+      } catch (cause) {
+        const failed = taken ?? take();
+        if (!isolated && run?.needsIsolatedRetry(cause)) {
+          span.setAttribute('vouch.batch.retried_isolated', true);
+          retry = failed;
+          return;
+        }
+        this.rejectAll(log, failed, cause);
+        markFailed(span, cause);
+        return;
+      }
+      this.settle(log, run!);
+      span.setAttribute('vouch.batch.head_seq', run!.headAfter.seq);
+      this.report({
+        log,
+        size: run!.items.length,
+        headSeq: run!.headAfter.seq,
+        durationMs: performance.now() - started,
       });
-    } catch (cause) {
-      const failed = taken ?? take();
-      if (!isolated && run?.needsIsolatedRetry(cause)) return this.commitBatch(log, () => failed, true);
-      this.rejectAll(log, failed, cause);
-      return;
-    }
-    this.settle(log, run!);
-    this.report({
-      log,
-      size: run!.items.length,
-      headSeq: run!.headAfter.seq,
-      durationMs: performance.now() - started,
     });
+    const failed: Pending[] | null = retry;
+    if (failed) await this.commitBatch(log, () => failed, true, failed[0]);
   }
 
   private report(batch: CommittedBatch): void {

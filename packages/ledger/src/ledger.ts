@@ -10,6 +10,7 @@ import { type BatchListener, GroupCommit } from './group-commit';
 import { createIntegrityAlarm, type IntegrityAlarm } from './integrity-alarm';
 import { createMerkleAppendHook, merkleAppendHook } from './merkle/merkle-append-hook';
 import { MerkleFrontiers } from './merkle/merkle-frontiers';
+import { inSpan } from './tracing';
 import { type LogVerificationReport, type VerifyChainOptions, verifyChain } from './verify-chain';
 
 /** Where a staged record row points: the event staged with it, once that event has its seq. */
@@ -159,22 +160,34 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
       : null,
     ...(options.onBatch ? { onBatch: options.onBatch } : {}),
   });
-  /** A promise settled by the batch that runs the item `build` makes for a log; what `build` throws rejects it. */
-  const queued = <T>(build: (settle: Settle) => readonly [log: string, item: Pending]) =>
-    new Promise<T>((resolve, reject) => {
-      commits.enqueue(...build({ resolve: resolve as (value: unknown) => void, reject }));
-    });
+  /**
+   * A promise settled by the batch that runs the item `build` makes for a log; what `build`
+   * throws rejects it. In a span `name` (tracing on), from queueing to the batch's answer.
+   */
+  const queued = <T>(
+    name: string,
+    log: string,
+    build: (settle: Settle) => readonly [log: string, item: Pending],
+  ) =>
+    inSpan(
+      name,
+      { 'vouch.log': log },
+      () =>
+        new Promise<T>((resolve, reject) => {
+          commits.enqueue(...build({ resolve: resolve as (value: unknown) => void, reject }));
+        }),
+    );
 
   return {
     database,
     integrityAlarm,
     append: (input) =>
-      queued<StoredEvent>((settle) => [
+      queued<StoredEvent>('ledger.append', input.log, (settle) => [
         input.log,
         { type: 'event', input, staged: stageEvent(input, limits), ...settle },
       ]),
     transact: <T>(log: string, work: (tx: LedgerTransaction) => Promise<T>) =>
-      queued<T>((settle) => {
+      queued<T>('ledger.transact', log, (settle) => {
         assertLogId(log);
         return [log, { type: 'work', work, ...settle }];
       }),
@@ -183,7 +196,7 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
       keys: ConflictKeys,
       work: (tx: StagingTransaction) => Promise<T>,
     ) =>
-      queued<T>((settle) => {
+      queued<T>('ledger.transact_concurrently', log, (settle) => {
         assertLogId(log);
         return [log, { type: 'staged', keys, work, ...settle }];
       }),

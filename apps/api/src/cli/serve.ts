@@ -3,6 +3,7 @@ import { serveConfig } from '../config';
 import { createJsonLogger } from '../logger';
 import { startServer } from '../server';
 import { loadServerSettings } from '../settings/server-settings';
+import { startTracing } from '../tracing/start-tracing';
 import { defineCommand } from './command';
 import { EXIT } from './io';
 import { superviseWorkers, withFields, workerCount } from './serve-workers';
@@ -12,7 +13,8 @@ export const serveCommand = defineCommand({
   name: 'vouch serve',
   description: `Run the HTTP API. Storage: DATABASE_URL (Postgres) or embedded PGlite in VOUCH_DATA_DIR
 (default ./.vouch/data; PGlite runs with fsync off: for trying Vouch and for tests, not for
-production). Logs one JSON object per line on stdout.
+production). Logs one JSON object per line on stdout. Traces go to an OTLP/HTTP collector with
+OTEL_TRACES_EXPORTER=otlp and OTEL_EXPORTER_OTLP_ENDPOINT (off by default).
 
 On PGlite, migrations are applied first. On Postgres, serve connects as the runtime role
 (\`vouch migrate --runtime-role\` creates it): it does not migrate, refuses a schema that is
@@ -64,6 +66,9 @@ worker did not stop cleanly; every log line then carries the pid of the process 
     if (workers > 1 && cluster.isPrimary) {
       return superviseWorkers({ count: workers, config, logger, stopping });
     }
+    // Tracing (OTEL_TRACES_EXPORTER=otlp) in the process that serves, before its first request.
+    const tracing = startTracing(env, { name: 'vouch-api' });
+    if (tracing) logger.info('tracing on', { endpoint: tracing.endpoint, protocol: tracing.protocol });
     // A worker: the primary applied the migrations; a worker whose primary is gone stops too.
     if (cluster.isWorker) config = { ...config, migrate: false };
     const orphaned = cluster.isWorker
@@ -80,6 +85,8 @@ worker did not stop cleanly; every log line then carries the pid of the process 
     const signal = await Promise.race([stopping, orphaned]);
     logger.info('signal received', { signal });
     await server.close();
+    // The spans of the last requests are still buffered: export them before exiting.
+    await tracing?.shutdown().catch((error) => logger.warn('tracing shutdown failed', { error }));
     return EXIT.OK;
   },
 });

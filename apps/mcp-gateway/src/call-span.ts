@@ -1,0 +1,59 @@
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+
+const tracer = trace.getTracer('@vouch/mcp-gateway');
+
+/**
+ * Run one governed `tools/call` in a span `tools/call <tool>`: the Vouch requests it makes
+ * (their client spans carry `traceparent`, so the API continues the trace) and the upstream
+ * call are its children. The call's Vouch status (`executed`, `pending`, `denied`, …) is set
+ * by the handler. A no-op while no tracer provider is registered (`startTracing`).
+ */
+export function inCallSpan<T>(toolName: string, call: () => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(
+    `tools/call ${toolName}`,
+    {
+      kind: SpanKind.SERVER,
+      attributes: { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': toolName },
+    },
+    async (span) => {
+      try {
+        return await call();
+      } catch (error) {
+        const type =
+          error instanceof McpError ? `mcp:${error.code}` : error instanceof Error ? error.name : 'unknown';
+        span.setAttribute('error.type', type);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: type });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+/**
+ * Run the upstream `tools/call` (the `invoke` Vouch allowed) in a client span under the call's
+ * span, so a trace shows where the tool's own time went.
+ */
+export function inUpstreamSpan<T>(toolName: string, call: () => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(
+    `upstream tools/call ${toolName}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': toolName },
+    },
+    async (span) => {
+      try {
+        return await call();
+      } catch (error) {
+        const type = error instanceof Error ? error.name : 'unknown';
+        span.setAttribute('error.type', type);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: type });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
