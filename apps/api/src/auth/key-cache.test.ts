@@ -18,6 +18,7 @@ const found = (id: string, overrides: { revokedAt?: string | null; proof?: 'prov
       createdAt: '2026-12-01T00:00:00.000Z',
       eventSeq: 1,
       revokedAt: overrides.revokedAt ?? null,
+      expiresAt: null,
       revokedBy: null,
     },
     keyHash: `hash-${id}`,
