@@ -320,6 +320,43 @@ describe.each(testBackends())('an external policy engine the server asks, on $na
     await decider.decide('default', proposal);
   });
 
+  it('walks every undecided proposal of every log in pages, past ones that stay stuck', async () => {
+    engine.reply = () => ({ body: { result: { decision: 'allow' } } });
+    const direct = (log: string, tool: string, key: string) =>
+      records.propose(
+        { log, caller: { identity: 'agent:gw' } },
+        {
+          idempotency_key: key,
+          action: `pay.${tool}`,
+          server_id: 'pay',
+          tool_name: tool,
+          target: { kind: 'account', id: key, env: 'production' },
+          arguments: {},
+          side_effect: 'read_only',
+        },
+      );
+    // First in order, and never decidable: an allow of an unregistered tool.
+    const stuck = await direct('a-first', 'wire', 'page-stuck');
+    await call('POST', '/v1/tools?log=b-second', key.admin, {
+      server_id: 'pay',
+      tool_name: 'lookup',
+      side_effect: 'read_only',
+    });
+    const waiting = [
+      await direct('a-first', 'wire', 'page-stuck-2'),
+      await direct('b-second', 'lookup', 'page-1'),
+      await direct('b-second', 'lookup', 'page-2'),
+    ];
+    const paged = createExternalDecider({ engine: settings, records, logger, pageSize: 1 });
+    expect(await paged.retryUndecided()).toBe(2);
+    for (const { proposal } of waiting.slice(1)) {
+      expect((await records.story('b-second', proposal.id)).decision).toMatchObject({ verdict: 'allow' });
+    }
+    for (const { proposal } of [stuck, waiting[0]!]) {
+      expect((await records.story('a-first', proposal.id)).decision).toBeNull();
+    }
+  });
+
   it('keeps the token out of the log, the answers and the ledger', async () => {
     const lines = JSON.stringify(logger.lines);
     expect(lines).not.toContain(TOKEN);
