@@ -283,6 +283,7 @@ describe('createApp', () => {
             createdBy: 'x',
             createdAt: 'x',
             revokedAt: null,
+            expiresAt: null,
           },
         }),
         list: async () => {

@@ -22,6 +22,7 @@ import { type Limits, resolveLimits } from './limits';
 import { type Logger, silentLogger } from './logger';
 import { createMetrics, type Metrics } from './metrics/metrics';
 import { registerOpenApiRoutes } from './openapi/routes';
+import type { ExternalDecider } from './policy/external-decider';
 import { primaryReads, type ReadRouter, type ReadSide } from './read-routing';
 import { type ApprovalEventsOptions, registerApprovalEventRoutes } from './routes/approval-events';
 import { registerApprovalRoutes } from './routes/approvals';
@@ -47,6 +48,12 @@ export interface AppOptions {
   keys?: KeyStore;
   /** Defaults to `createRecords(ledger)` with the built-in policy. */
   records?: Records;
+  /**
+   * The external policy engine the server asks about each new proposal
+   * (`server.policy.decisionUrl`); default none: the built-in policy decides, or (with
+   * `records` in external mode) the engine posts its decisions.
+   */
+  policyEngine?: ExternalDecider;
   /** The verifiers `POST /v1/observations/{id}/verify` runs; default none (every check inconclusive). */
   verification?: VerificationHost;
   /**
@@ -190,7 +197,12 @@ export function createApp(options: AppOptions): VouchApp {
   registerKeyRoutes(app, { keys });
   registerMeRoutes(app);
   registerToolRoutes(app, { records });
-  registerProposalRoutes(app, { records, verification, queue: verificationQueue });
+  registerProposalRoutes(app, {
+    records,
+    verification,
+    queue: verificationQueue,
+    ...(options.policyEngine ? { policyEngine: options.policyEngine } : {}),
+  });
   // Before the approval routes: `/v1/approvals/events` is not an approval id.
   registerApprovalEventRoutes(app, {
     ledger: options.ledger,

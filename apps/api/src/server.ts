@@ -18,7 +18,8 @@ import { createMetrics, type Metrics } from './metrics/metrics';
 import { createMetricsApp } from './metrics/metrics-app';
 import { type OpenStandby, openStandby } from './open-standby';
 import { openTarget } from './open-target';
-import { DEFAULT_SERVER_SETTINGS } from './settings/server-settings';
+import { createExternalDecider, startPolicyRetryLoop } from './policy/external-decider';
+import { DEFAULT_SERVER_SETTINGS, policyEngineOf } from './settings/server-settings';
 import { checkpointKeysFor } from './transparency/checkpoint-keys';
 import { transparencyConfig } from './transparency/config';
 import { startCheckpoints } from './transparency/start-checkpoints';
@@ -138,6 +139,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       approvalRequestTtlSeconds: settings.approvals.requestTtlSeconds,
       maxApprovalWindowSeconds: settings.approvals.maxWindowSeconds,
     });
+    const engine = policyEngineOf(settings.policy);
+    const policyEngine = engine ? createExternalDecider({ engine, records, logger, metrics }) : undefined;
     // Background verifications (`Prefer: respond-async`): written before they run, resumed below.
     const verificationQueue = createVerificationQueue({
       records,
@@ -150,6 +153,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       verificationQueue,
       ...(standby ? { reads: standby.reads } : {}),
       records,
+      ...(policyEngine ? { policyEngine } : {}),
       limits: settings.limits,
       rateLimit: settings.rateLimit,
       keyMaxAgeDays: settings.keys.maxAgeDays,
@@ -204,6 +208,19 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
 
     // A gateway that stopped between authorize and observe leaves a claim: recorded `unknown` once it lapses.
     const sweeper = startClaimSweeper({ records, intervalMs: config.claimSweepIntervalMs, logger });
+    // Proposals the engine did not answer (it was down, or this server stopped first): asked again.
+    const policyRetry =
+      policyEngine && engine
+        ? startPolicyRetryLoop({ decider: policyEngine, intervalMs: engine.retrySeconds * 1000, logger })
+        : undefined;
+    if (engine) {
+      // Origin and path only: a query string could carry a credential.
+      const { origin, pathname } = new URL(engine.decisionUrl);
+      logger.info('policy engine asked about each proposal', {
+        url: `${origin}${pathname}`,
+        identity: engine.identity,
+      });
+    }
     const openLedger = ledger;
     const openVerification = verification;
     const openedStandby = standby;
@@ -226,6 +243,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           if ('closeIdleConnections' in server) server.closeIdleConnections();
         });
         await sweeper.close();
+        await policyRetry?.close();
         // Running measurements stop; their jobs stay queued for the next start.
         await verificationQueue.close();
         await dispatcher?.close();

@@ -43,7 +43,14 @@ export { createIntegrityAlarm } from './integrity-alarm';
 export type { ApiKeyRecord, KeyProof } from './keys/api-key-events';
 export { keyHashCommitment, SYSTEM_LOG } from './keys/api-key-events';
 export type { FoundApiKey, IssueApiKeyInput } from './keys/api-keys';
-export { countApiKeys, findApiKeysByHash, issueApiKey, listApiKeys, revokeApiKey } from './keys/api-keys';
+export {
+  countApiKeys,
+  findApiKeysByHash,
+  issueApiKey,
+  listApiKeys,
+  revokeApiKey,
+  scheduleApiKeyExpiry,
+} from './keys/api-keys';
 export type { ApiKeyFailure, CheckApiKeyTablesOptions } from './keys/check-api-key-tables';
 export { checkApiKeyTables } from './keys/check-api-key-tables';
 export {

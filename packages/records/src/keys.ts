@@ -75,6 +75,8 @@ export const apiKeySchema = z.object({
   created_by: z.string(),
   created_at: z.string(),
   revoked_at: z.string().nullable(),
+  /** When the key stops authenticating (a rotation's grace period, in the chain); null: never. */
+  expires_at: z.string().nullable(),
 });
 export type ApiKey = z.output<typeof apiKeySchema>;
 

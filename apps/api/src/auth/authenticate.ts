@@ -42,6 +42,12 @@ export function authenticate(
       throw new ApiError('UNAUTHENTICATED', 'the API key is not valid (unknown or revoked)');
     }
     const { key } = found;
+    // A deadline the chain records (`api_key.expires`: a rotation's grace period).
+    if (key.expiresAt !== null && now().getTime() >= Date.parse(key.expiresAt)) {
+      throw new ApiError('KEY_EXPIRED', 'the API key has expired: it was rotated, use its replacement', {
+        details: { key_id: key.id, expired_at: key.expiresAt },
+      });
+    }
     if (expiry.maxAgeDays > 0) {
       const expiresAt = Date.parse(key.createdAt) + expiry.maxAgeDays * 86_400_000;
       if (now().getTime() >= expiresAt) {

@@ -18,6 +18,7 @@ const found = (id: string, overrides: { revokedAt?: string | null; proof?: 'prov
       createdAt: '2026-12-01T00:00:00.000Z',
       eventSeq: 1,
       revokedAt: overrides.revokedAt ?? null,
+      expiresAt: null,
       revokedBy: null,
     },
     keyHash: `hash-${id}`,
@@ -133,5 +134,33 @@ describe.each(testBackends())('the key store with its cache, on $name', ({ open 
       answer = await cached.findByHash(hash);
     }
     expect(answer).toBeNull();
+  });
+
+  it('learns a grace deadline another process set, once it commits', async () => {
+    const cached = storeOn(database, true);
+    const other = storeOn(database, false);
+    expect(await cached.caching).toBe(true);
+    const { key, secret } = await other.create({
+      identity: 'user:rotating',
+      roles: ['gateway'],
+      createdBy: 'user:admin',
+    });
+    const hash = hashApiKey(secret);
+    const seen = await cached.findByHash(hash);
+    expect(seen?.status === 'valid' && seen.key.expiresAt).toBeNull();
+
+    const expiring = await other.expire(key.id, 900, 'user:admin');
+    expect(expiring.expiresAt).not.toBeNull();
+    // The cached entry had no deadline: the commit's notification must evict it.
+    const deadline = async () => {
+      const answer = await cached.findByHash(hash);
+      return answer?.status === 'valid' ? answer.key.expiresAt : 'not valid';
+    };
+    let found = await deadline();
+    for (let attempt = 0; found === null && attempt < 200; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      found = await deadline();
+    }
+    expect(found).toBe(expiring.expiresAt);
   });
 });

@@ -9,6 +9,7 @@ import {
   listApiKeys,
   revokeApiKey,
   SYSTEM_LOG,
+  scheduleApiKeyExpiry,
   watchKeyRevocations,
 } from '@vouch/ledger';
 import DataLoader from 'dataloader';
@@ -73,6 +74,12 @@ export interface KeyStore {
   list(): Promise<StoredApiKey[]>;
   /** Revoke a key (idempotent); `KEY_NOT_FOUND` for an unknown id. */
   revoke(id: string, by: string): Promise<StoredApiKey>;
+  /**
+   * End a key `graceSeconds` from now (a rotation's grace period), recorded in the chain as
+   * an `api_key.expires` event; from then on it is refused with `KEY_EXPIRED`. The first
+   * deadline stands; a revoked key is returned as it is. `KEY_NOT_FOUND` for an unknown id.
+   */
+  expire(id: string, graceSeconds: number, by: string): Promise<StoredApiKey>;
   /**
    * On a store with no keys at all, issue the first admin key (from `secret` when given,
    * otherwise random) and return it; otherwise do nothing and return null. Runs under the
@@ -168,6 +175,12 @@ export function createKeyStore(ledger: Ledger, options: KeyStoreOptions = {}): K
     async revoke(id, by) {
       const record = await revokeApiKey(ledger, id, by);
       // This process at once; the others when the database's notification reaches them.
+      if (record) remembered.revoked(id);
+      if (!record) throw new ApiError('KEY_NOT_FOUND', `no API key with id ${id}`, { details: { id } });
+      return toStored(record);
+    },
+    async expire(id, graceSeconds, by) {
+      const record = await scheduleApiKeyExpiry(ledger, id, { graceSeconds, by });
       if (record) remembered.revoked(id);
       if (!record) throw new ApiError('KEY_NOT_FOUND', `no API key with id ${id}`, { details: { id } });
       return toStored(record);

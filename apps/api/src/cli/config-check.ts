@@ -9,9 +9,25 @@ const MASK = '[set, not shown]';
 
 /** The effective configuration with every secret replaced by {@link MASK}. */
 export function maskedConfig(config: ServeConfig): Record<string, unknown> {
-  const { database, adminKey, transparency, allowOwnerRoleBy: _, ...rest } = config;
+  const { database, adminKey, transparency, allowOwnerRoleBy: _, settings, ...rest } = config;
+  const policy = settings?.policy;
   return {
     ...rest,
+    ...(settings
+      ? {
+          settings: {
+            ...settings,
+            policy:
+              policy && 'decisionUrl' in policy
+                ? {
+                    ...policy,
+                    decisionUrl: redactUrl(policy.decisionUrl),
+                    token: policy.token ? { header: policy.token.header, value: MASK } : null,
+                  }
+                : policy,
+          },
+        }
+      : {}),
     database: database.kind === 'postgres' ? { ...database, url: redactUrl(database.url) } : database,
     adminKey: adminKey === undefined ? null : MASK,
     ...(transparency

@@ -36,7 +36,28 @@ function describeKey(key: StoredApiKey): string {
     key.environments ? `environments ${key.environments.join(', ')}` : 'any environment',
     key.logs ? `logs ${key.logs.join(', ')}` : 'any log',
   ].join('; ');
-  return `${key.id}  ${key.identity}  roles ${key.roles.join(', ')}  (${limits})${key.revokedAt ? `  REVOKED ${key.revokedAt}` : ''}`;
+  const end = key.revokedAt
+    ? `  REVOKED ${key.revokedAt}`
+    : key.expiresAt
+      ? `  EXPIRES ${key.expiresAt}`
+      : '';
+  return `${key.id}  ${key.identity}  roles ${key.roles.join(', ')}  (${limits})${end}`;
+}
+
+const UNIT_SECONDS = { s: 1, m: 60, h: 3_600, d: 86_400 } as const;
+/** The longest grace a rotation may give the old key. */
+const MAX_GRACE_SECONDS = 30 * 86_400;
+
+/** `15m`, `24h`, `90s`, `7d` in seconds; a CliError naming `--grace` for anything else. */
+export function parseGrace(text: string): number {
+  const match = /^(\d{1,7})([smhd])$/.exec(text.trim());
+  const seconds = match ? Number(match[1]) * UNIT_SECONDS[match[2] as keyof typeof UNIT_SECONDS] : Number.NaN;
+  if (!(seconds > 0) || seconds > MAX_GRACE_SECONDS) {
+    throw new CliError(
+      `--grace ${text}: a duration from 1s to 30d, as a number and a unit (s, m, h, d), e.g. 15m or 24h`,
+    );
+  }
+  return seconds;
 }
 
 const STORAGE = `Keys are stored directly in the database (DATABASE_URL or VOUCH_DATA_DIR); only the
@@ -157,10 +178,17 @@ const rotateCommand = defineCommand({
   name: 'vouch keys rotate',
   summary: 'issue a replacement key and revoke the old one',
   description: `Issue a new key with the same identity, roles, scopes, environments and logs as KEY_ID,
-print it once on stdout, then revoke KEY_ID. With --keep-old the old key stays valid so
-clients can switch over; revoke it afterwards with \`vouch keys revoke\` (keys past
+print it once on stdout, then revoke KEY_ID. With --grace the old key keeps working for that
+long while clients switch over, then is refused with KEY_EXPIRED; the deadline is recorded in
+the system log (an api_key.expires event), so \`vouch verify\` proves it. With --keep-old the
+old key stays valid until you revoke it with \`vouch keys revoke\` (keys past
 server.keys.maxAgeDays are refused with KEY_EXPIRED in any case).`,
   options: {
+    grace: {
+      type: 'string',
+      value: 'DURATION',
+      help: 'the old key keeps working this long (e.g. 15m, 24h; at most 30d), then expires',
+    },
     'keep-old': { type: 'boolean', help: 'leave the old key valid (revoke it yourself later)' },
     json: { type: 'boolean', help: 'print the new key record and the secret as JSON' },
   },
@@ -169,6 +197,10 @@ server.keys.maxAgeDays are refused with KEY_EXPIRED in any case).`,
   action: ({ values, positionals }, io) =>
     withStore(io, async ({ keys }) => {
       const id = positionals[0]!;
+      if (values.grace !== undefined && values['keep-old']) {
+        throw new CliError('--grace and --keep-old contradict each other: choose one');
+      }
+      const graceSeconds = values.grace === undefined ? undefined : parseGrace(values.grace);
       const old = (await keys.list()).find((key) => key.id === id);
       if (!old) throw new CliError(`no API key with id ${id} (see vouch keys list)`);
       if (old.revokedAt)
@@ -183,14 +215,30 @@ server.keys.maxAgeDays are refused with KEY_EXPIRED in any case).`,
         // The same roles the old key was issued with: rotating is not the place to refuse them.
         allowRoleCombination: true,
       });
-      const revoked = values['keep-old'] ? null : await keys.revoke(old.id, CLI_ACTOR);
+      const expiring = graceSeconds === undefined ? null : await keys.expire(old.id, graceSeconds, CLI_ACTOR);
+      const revoked = values['keep-old'] || expiring !== null ? null : await keys.revoke(old.id, CLI_ACTOR);
       if (values.json) {
         io.out(
-          `${JSON.stringify({ key: keyView(key), secret, replaces: old.id, old_revoked: revoked !== null }, null, 2)}\n`,
+          `${JSON.stringify(
+            {
+              key: keyView(key),
+              secret,
+              replaces: old.id,
+              old_revoked: revoked !== null,
+              old_expires_at: expiring?.expiresAt ?? null,
+            },
+            null,
+            2,
+          )}\n`,
         );
       } else {
+        const fate = revoked
+          ? ', which is now revoked'
+          : expiring
+            ? `, which keeps working until ${expiring.expiresAt} and is refused from then on`
+            : ' (still valid: revoke it once clients switched)';
         io.err(
-          `Issued ${describeKey(key)} to replace ${old.id}${revoked ? ', which is now revoked' : ' (still valid: revoke it once clients switched)'}.\nThe key is shown this once and only its SHA-256 is stored:\n`,
+          `Issued ${describeKey(key)} to replace ${old.id}${fate}.\nThe key is shown this once and only its SHA-256 is stored:\n`,
         );
         io.out(`${secret}\n`);
       }

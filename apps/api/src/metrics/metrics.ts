@@ -4,6 +4,12 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 /** How a webhook delivery ended, as the `outcome` label of `vouch_webhook_deliveries_total`. */
 export type WebhookDeliveryOutcome = 'delivered' | 'failed' | 'retried' | 'dropped';
 
+/**
+ * How one question to the external policy engine ended, as the `outcome` label of
+ * `vouch_policy_engine_answers_total`: the verdict recorded, `already_decided`, or the error code.
+ */
+export type PolicyEngineOutcome = string;
+
 /** A verification record's status, as the `status` label of `vouch_verifications_total`. */
 export type VerificationOutcome = 'passed' | 'failed' | 'inconclusive';
 
@@ -24,6 +30,8 @@ export interface Metrics {
   countVerification(status: VerificationOutcome): void;
   /** One webhook delivery attempt ended (for the webhook sender). */
   countWebhookDelivery(outcome: WebhookDeliveryOutcome): void;
+  /** One question to the external policy engine ended (`seconds`: the HTTP exchange, when there was one). */
+  countPolicyEngineAnswer(outcome: PolicyEngineOutcome, seconds?: number): void;
   /** The Prometheus text exposition of every metric. */
   scrape(): Promise<string>;
 }
@@ -39,6 +47,8 @@ export const METRIC_NAMES = [
   'vouch_checkpoint_age_seconds',
   'vouch_verifications_total',
   'vouch_webhook_deliveries_total',
+  'vouch_policy_engine_answers_total',
+  'vouch_policy_engine_duration_seconds',
   'vouch_db_pool_max',
   'vouch_db_pool_in_use',
   'vouch_db_pool_waiting',
@@ -120,6 +130,18 @@ export function createMetrics(options: { database?: Database; now?: () => Date }
     labelNames: ['outcome'] as const,
     registers: [registry],
   });
+  const policyAnswers = new Counter({
+    name: 'vouch_policy_engine_answers_total',
+    help: 'Questions to the external policy engine, by outcome: the verdict recorded, already_decided, or the error code.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const policySeconds = new Histogram({
+    name: 'vouch_policy_engine_duration_seconds',
+    help: 'How long the external policy engine took to answer (or to fail).',
+    buckets: SECONDS_BUCKETS,
+    registers: [registry],
+  });
   const { database } = options;
   const poolGauges = [
     ['vouch_db_pool_max', 'Connections the database pool may open (1 for embedded PGlite).', 'max'],
@@ -167,6 +189,10 @@ export function createMetrics(options: { database?: Database; now?: () => Date }
     },
     countWebhookDelivery(outcome) {
       webhooks.inc({ outcome });
+    },
+    countPolicyEngineAnswer(outcome, seconds) {
+      policyAnswers.inc({ outcome });
+      if (seconds !== undefined) policySeconds.observe(seconds);
     },
     scrape: () => registry.metrics(),
   };

@@ -25,6 +25,7 @@ export function keyView(key: StoredApiKey) {
     created_by: key.createdBy,
     created_at: key.createdAt,
     revoked_at: key.revokedAt,
+    expires_at: key.expiresAt,
   };
 }
 

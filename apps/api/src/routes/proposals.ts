@@ -9,6 +9,7 @@ import { ApiError } from '../errors';
 import type { AppEnv } from '../http/app-env';
 import { jsonBody } from '../http/json-body';
 import { OUTCOME_VALUES_TEXT, PROPOSAL_LIFE_DIAGRAM, STAGE_VALUES_TEXT } from '../openapi/proposal-life';
+import type { ExternalDecider } from '../policy/external-decider';
 import {
   bearerSecurity,
   bodyErrors,
@@ -42,7 +43,7 @@ const propose = createRoute({
   path: '/v1/proposals',
   tags: ['proposals'],
   summary: 'Propose an action',
-  description: `A proposal is not a decision. With the built-in policy the answer carries the decision (201); with an external policy engine it waits for one (202). The same idempotency key with the same payload replays the stored result (200, \`replayed: true\`) and never re-executes; with another payload it is \`IDEMPOTENCY_CONFLICT\`. A key limited to environments cannot propose outside them. The fast path: with \`?authorize=<payload hash>\` an allowed new proposal is also authorized in the same request (\`authorization\`), exactly as \`POST /v1/proposals/{id}/authorize\` would; a refusal comes back as \`authorization_refused\` beside the recorded proposal, and any other decision leaves \`authorization\` null. The key then needs the roles of both routes. ${rolesNote(ACCESS.propose)}`,
+  description: `A proposal is not a decision. With the built-in policy the answer carries the decision (201). With an external policy engine the server asks (\`server.policy.decisionUrl\`), the answer carries the engine's decision (201); when the engine is down, slow or answers nonsense, or when no URL is configured and the engine posts its decisions, the proposal waits (202: never an allow by default) and the server asks again in the background. The same idempotency key with the same payload replays the stored result (200, \`replayed: true\`) and never re-executes; with another payload it is \`IDEMPOTENCY_CONFLICT\`. A key limited to environments cannot propose outside them. The fast path: with \`?authorize=<payload hash>\` an allowed new proposal is also authorized in the same request (\`authorization\`), exactly as \`POST /v1/proposals/{id}/authorize\` would; a refusal comes back as \`authorization_refused\` beside the recorded proposal, and any other decision leaves \`authorization\` null. The key then needs the roles of both routes. ${rolesNote(ACCESS.propose)}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.propose), jsonBody({ required: true })] as const,
   request: { query: ProposeQuerySchema, body: { required: true, content: json(ProposalInputSchema) } },
@@ -149,7 +150,13 @@ const authorize = createRoute({
 /** `/v1/proposals`: propose, read the story, decide (external policy), authorize execution. */
 export function registerProposalRoutes(
   app: VouchApp,
-  deps: { records: Records; verification: VerificationHost; queue: VerificationQueue },
+  deps: {
+    records: Records;
+    verification: VerificationHost;
+    queue: VerificationQueue;
+    /** The external engine the server asks about each new proposal, when one is configured. */
+    policyEngine?: ExternalDecider;
+  },
 ): void {
   const { records } = deps;
 
@@ -188,7 +195,16 @@ export function registerProposalRoutes(
     // action, and a key asking for the authorization it could not ask for on its own.
     assertEnvironment(principal, c.req.valid('json').target.env);
     if (authorizeHash !== undefined) assertRole(principal, ACCESS.authorize);
-    const result = await records.propose(recordContext(c, log), rawBody(c));
+    let result = await records.propose(recordContext(c, log), rawBody(c));
+    if (!result.replayed && result.decision === null && deps.policyEngine) {
+      const asked = await deps.policyEngine.decide(log, result.proposal);
+      if (asked.status === 'decided')
+        result = { ...result, decision: asked.decision, approval: asked.approval };
+      else if (asked.status === 'already_decided') {
+        const told = await records.story(log, result.proposal.id);
+        result = { ...result, decision: told.decision, approval: told.approval?.request ?? null };
+      }
+    }
     const status = result.replayed ? 200 : result.decision === null ? 202 : 201;
     if (authorizeHash === undefined) return c.json(result, status);
     let authorization: Authorization | null = null;

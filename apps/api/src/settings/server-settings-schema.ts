@@ -1,8 +1,18 @@
+import { identityInput } from '@vouch/records';
 import { z } from 'zod';
 
 const seconds = (max: number) => z.int().min(1).max(max);
 
-/** The policy engine: the built-in one, or an external engine that posts its decisions. */
+const name = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[^\s]+$/, 'no spaces');
+
+/**
+ * The policy engine: the built-in one, or an external one. With `decisionUrl` the server asks
+ * the engine about each proposal; without it the engine posts its decisions itself.
+ */
 const policySchema = z.discriminatedUnion('engine', [
   z.strictObject({ engine: z.literal('built_in') }),
   z.strictObject({
@@ -13,6 +23,24 @@ const policySchema = z.discriminatedUnion('engine', [
      */
     decisionUrl: z.url({ protocol: /^https?$/ }).optional(),
     allowHosts: z.array(z.string().min(1)).optional(),
+    /** Who the decisions the server records from the engine are by (`decided_by`, the event's actor). */
+    identity: identityInput.optional(),
+    /** The engine's name in each decision it answers (`source`); never `built_in`. */
+    source: name.refine((s) => s !== 'built_in', 'built_in is the ledger policy').optional(),
+    /** How long one question to the engine may take. */
+    timeoutMs: z.int().min(100).max(60_000).optional(),
+    /** How often undecided proposals (the engine was down, or answered nonsense) are asked again. */
+    retrySeconds: seconds(3_600).optional(),
+    /** The variable holding the engine's token (a secret; default `VOUCH_POLICY_TOKEN`). */
+    tokenEnv: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')
+      .optional(),
+    /** The header the token is sent in: `authorization` (default) as `Bearer <token>`, any other as is. */
+    tokenHeader: z
+      .string()
+      .regex(/^[A-Za-z0-9-]+$/, 'a header name')
+      .optional(),
   }),
 ]);
 

@@ -157,12 +157,83 @@ describe('vouch config check', () => {
       expect(JSON.parse(out).settings.policy).toEqual({
         engine: 'external',
         decisionUrl: 'http://10.1.2.3/decide',
+        allowHosts: ['10.1.2.3'],
+        identity: 'service:policy-engine',
+        source: 'external',
+        timeoutMs: 5000,
+        retrySeconds: 15,
+        token: null,
       });
       const settings = await loadServerSettings({
         env: { VOUCH_POLICY_ENGINE: 'external', VOUCH_POLICY_DECISION_URL: 'https://policy.example/decide' },
         resolveHost: async () => ['93.184.215.14'],
       });
-      expect(settings.policy).toEqual({ engine: 'external', decisionUrl: 'https://policy.example/decide' });
+      expect(settings.policy).toMatchObject({
+        engine: 'external',
+        decisionUrl: 'https://policy.example/decide',
+      });
+    });
+
+    it('keeps an engine that posts its decisions (no decisionUrl) as it was', async () => {
+      const settings = await loadServerSettings({ env: { VOUCH_POLICY_ENGINE: 'external' } });
+      expect(settings.policy).toEqual({ engine: 'external' });
+    });
+
+    it('reads the identity, timeout and token, and masks the token', async () => {
+      const token = 'opa-bearer-0123456789-secret';
+      const file = configFile('engine.json', {
+        server: {
+          policy: {
+            engine: 'external',
+            decisionUrl: 'http://10.1.2.3/v1/data/vouch/decision',
+            allowHosts: ['10.1.2.3'],
+            source: 'opa',
+            retrySeconds: 30,
+            tokenEnv: 'OPA_TOKEN',
+            tokenHeader: 'X-Opa-Key',
+          },
+        },
+      });
+      const env = { VOUCH_POLICY_IDENTITY: 'service:opa', VOUCH_POLICY_TIMEOUT_MS: '2500', OPA_TOKEN: token };
+      const settings = await loadServerSettings({ file, env });
+      expect(settings.policy).toMatchObject({
+        identity: 'service:opa',
+        source: 'opa',
+        timeoutMs: 2500,
+        retrySeconds: 30,
+        token: { header: 'x-opa-key', value: token },
+      });
+      const { code, out } = await check(['--file', file], env);
+      expect(code).toBe(0);
+      expect(JSON.parse(out).settings.policy.token).toEqual({
+        header: 'x-opa-key',
+        value: '[set, not shown]',
+      });
+      expect(out).not.toContain(token);
+    });
+
+    it.each([
+      ['a token variable that is not set', { tokenEnv: 'OPA_TOKEN' }, {}, 'server.policy.tokenEnv'],
+      ['an identity that is not one', {}, { VOUCH_POLICY_IDENTITY: 'opa' }, 'VOUCH_POLICY_IDENTITY'],
+      ['a timeout that is not a number', {}, { VOUCH_POLICY_TIMEOUT_MS: 'soon' }, 'VOUCH_POLICY_TIMEOUT_MS'],
+      ['a timeout too long', { timeoutMs: 600_000 }, {}, 'server.policy.timeoutMs'],
+      ['the ledger policy as the source', { source: 'built_in' }, {}, 'server.policy.source'],
+      ['a retry interval of zero', { retrySeconds: 0 }, {}, 'server.policy.retrySeconds'],
+    ])('refuses %s, naming the key', async (_name, policy, env, key) => {
+      const file = configFile('bad-engine.json', {
+        server: {
+          policy: {
+            engine: 'external',
+            decisionUrl: 'http://10.1.2.3/decide',
+            allowHosts: ['10.1.2.3'],
+            ...policy,
+          },
+        },
+      });
+      await expect(loadServerSettings({ file, env })).rejects.toMatchObject({ name: 'ConfigError', key });
+      const { code, err } = await check(['--file', file], env);
+      expect(code).toBe(2);
+      expect(err).toContain(key);
     });
   });
 });

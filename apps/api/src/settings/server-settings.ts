@@ -8,9 +8,39 @@ import { ConfigError } from '../config-error';
 import { DEFAULT_LIMITS, type Limits } from '../limits';
 import { type ServerSettingsInput, serverSettingsSchema } from './server-settings-schema';
 
+/**
+ * The external engine the server asks about each proposal (`server.policy.decisionUrl`), and
+ * how: OPA's data API (`POST {"input": …}`, answer `{"result": …}`), see `policy/`.
+ */
+export interface PolicyEngineSettings {
+  decisionUrl: string;
+  /** Internal hosts the decision URL may name anyway (the SSRF guard's allow list). */
+  allowHosts: string[];
+  /** The actor of the decisions recorded from the engine (`decided_by`). */
+  identity: string;
+  /** The engine's name in those decisions (`source`). */
+  source: string;
+  timeoutMs: number;
+  /** How often proposals still undecided are asked again. */
+  retrySeconds: number;
+  /** The token and the header it is sent in. A secret: `vouch config check` masks it. */
+  token?: { header: string; value: string };
+}
+
+/** The policy engine: built in; external, posting its decisions; or external, asked by the server. */
+export type PolicySettings =
+  | { engine: 'built_in' }
+  | { engine: 'external' }
+  | ({ engine: 'external' } & PolicyEngineSettings);
+
+/** The engine the server asks, when the settings name one (`decisionUrl`). */
+export function policyEngineOf(policy: PolicySettings): PolicyEngineSettings | undefined {
+  return 'decisionUrl' in policy ? policy : undefined;
+}
+
 /** The server's settings, from `vouch.config.json`'s `server` section and the environment. */
 export interface ServerSettings {
-  policy: { engine: 'built_in' } | { engine: 'external'; decisionUrl?: string };
+  policy: PolicySettings;
   approvals: { requestTtlSeconds: number; maxWindowSeconds: number };
   limits: Limits;
   /** Per key, per instance (an in-process token bucket); `requestsPerSecond` 0 is off. */
@@ -33,6 +63,8 @@ type Path = readonly [section: keyof ServerSettingsInput, member: string];
 const ENVIRONMENT: ReadonlyArray<{ name: string; path: Path; read: 'number' | 'boolean' | 'string' }> = [
   { name: 'VOUCH_POLICY_ENGINE', path: ['policy', 'engine'], read: 'string' },
   { name: 'VOUCH_POLICY_DECISION_URL', path: ['policy', 'decisionUrl'], read: 'string' },
+  { name: 'VOUCH_POLICY_IDENTITY', path: ['policy', 'identity'], read: 'string' },
+  { name: 'VOUCH_POLICY_TIMEOUT_MS', path: ['policy', 'timeoutMs'], read: 'number' },
   { name: 'VOUCH_APPROVAL_REQUEST_TTL_SECONDS', path: ['approvals', 'requestTtlSeconds'], read: 'number' },
   { name: 'VOUCH_APPROVAL_MAX_WINDOW_SECONDS', path: ['approvals', 'maxWindowSeconds'], read: 'number' },
   { name: 'VOUCH_BODY_LIMIT_BYTES', path: ['limits', 'bodyBytes'], read: 'number' },
@@ -72,25 +104,67 @@ export async function loadServerSettings(options: {
   }
   const parsed = serverSettingsSchema.safeParse(written);
   if (!parsed.success) throw settingError(parsed.error, fromEnv, options.file);
-  const settings = withDefaults(parsed.data);
-  if (settings.policy.engine === 'external' && settings.policy.decisionUrl) {
+  const settings = withDefaults(parsed.data, policyToken(parsed.data, options.env));
+  if ('decisionUrl' in settings.policy) {
     const key = fromEnv.get('policy.decisionUrl') ?? 'server.policy.decisionUrl';
     await assertReachableSafely(settings.policy.decisionUrl, key, {
-      allowHosts: parsed.data.policy?.engine === 'external' ? (parsed.data.policy.allowHosts ?? []) : [],
+      allowHosts: settings.policy.allowHosts,
       resolveHost: options.resolveHost ?? resolveHost,
     });
   }
   return settings;
 }
 
-function withDefaults(input: z.infer<typeof serverSettingsSchema>): ServerSettings {
-  const d = DEFAULT_SERVER_SETTINGS;
-  const policy = input.policy ?? d.policy;
+/** The default variable that holds the external engine's token. */
+export const POLICY_TOKEN_VARIABLE = 'VOUCH_POLICY_TOKEN';
+
+/**
+ * The engine's token from the variable `tokenEnv` names (default {@link POLICY_TOKEN_VARIABLE}).
+ * A variable the file names explicitly must be set: a token the operator meant to send and
+ * did not is an error at startup, not a 401 on every proposal.
+ */
+function policyToken(
+  input: z.infer<typeof serverSettingsSchema>,
+  env: NodeJS.ProcessEnv,
+): { header: string; value: string } | undefined {
+  const policy = input.policy;
+  if (policy?.engine !== 'external' || !policy.decisionUrl) return undefined;
+  const variable = policy.tokenEnv ?? POLICY_TOKEN_VARIABLE;
+  const value = env[variable]?.trim();
+  if (!value) {
+    if (policy.tokenEnv === undefined) return undefined;
+    throw new ConfigError(`server.policy.tokenEnv: ${variable} is not set`, {
+      key: 'server.policy.tokenEnv',
+    });
+  }
+  return { header: (policy.tokenHeader ?? 'authorization').toLowerCase(), value };
+}
+
+function policyWithDefaults(
+  policy: NonNullable<z.infer<typeof serverSettingsSchema>['policy']>,
+  token: { header: string; value: string } | undefined,
+): PolicySettings {
+  if (policy.engine === 'built_in') return { engine: 'built_in' };
+  if (!policy.decisionUrl) return { engine: 'external' };
   return {
-    policy:
-      policy.engine === 'external'
-        ? { engine: 'external', ...(policy.decisionUrl ? { decisionUrl: policy.decisionUrl } : {}) }
-        : { engine: 'built_in' },
+    engine: 'external',
+    decisionUrl: policy.decisionUrl,
+    allowHosts: policy.allowHosts ?? [],
+    identity: policy.identity ?? 'service:policy-engine',
+    source: policy.source ?? 'external',
+    timeoutMs: policy.timeoutMs ?? 5_000,
+    retrySeconds: policy.retrySeconds ?? 15,
+    ...(token ? { token } : {}),
+  };
+}
+
+function withDefaults(
+  input: z.infer<typeof serverSettingsSchema>,
+  token: { header: string; value: string } | undefined,
+): ServerSettings {
+  const d = DEFAULT_SERVER_SETTINGS;
+  return {
+    policy: input.policy ? policyWithDefaults(input.policy, token) : d.policy,
     approvals: {
       requestTtlSeconds: input.approvals?.requestTtlSeconds ?? d.approvals.requestTtlSeconds,
       maxWindowSeconds: input.approvals?.maxWindowSeconds ?? d.approvals.maxWindowSeconds,

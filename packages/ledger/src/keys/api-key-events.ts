@@ -4,6 +4,11 @@ import { canonicalJson, payloadHashOf, sha256Hex } from '@vouch/audit';
 export const SYSTEM_LOG = 'system';
 export const KEY_CREATED = 'api_key.created';
 export const KEY_REVOKED = 'api_key.revoked';
+/**
+ * A revocation that takes effect later (a rotation's grace period): the event alone, no row.
+ * It only takes power away, so the event is all the proof it needs: the chain covers it.
+ */
+export const KEY_EXPIRES = 'api_key.expires';
 
 /** A key row as the ledger stores it (no secret; the hash only in {@link KeyRow}). */
 export interface ApiKeyRecord {
@@ -17,10 +22,12 @@ export interface ApiKeyRecord {
   createdAt: string;
   revokedAt: string | null;
   revokedBy: string | null;
+  /** When the key stops authenticating, from its `api_key.expires` event (a rotation's grace); null: never. */
+  expiresAt: string | null;
 }
 
 /** What a key row holds, hash included: the input of the proofs below. */
-export type KeyRow = Omit<ApiKeyRecord, 'revokedAt' | 'revokedBy'> & { keyHash: string };
+export type KeyRow = Omit<ApiKeyRecord, 'revokedAt' | 'revokedBy' | 'expiresAt'> & { keyHash: string };
 
 /** What a revocation row holds. */
 export interface RevocationRow {
@@ -97,6 +104,37 @@ export function proveKeyRow(row: KeyRow, event: BindingEvent | null): KeyProof {
     if (hashOf(older) === event.payloadHash) return 'unproven';
   }
   return 'mismatch';
+}
+
+/** The payload of the `api_key.expires` event that ends a key at `expiresAt`. */
+export function keyExpiresPayload(input: { keyId: string; expiresAt: string; setBy: string }) {
+  return { id: input.keyId, expires_at: input.expiresAt, set_by: input.setBy };
+}
+
+/**
+ * The deadline an `api_key.expires` event sets for key `keyId`. The event only takes power
+ * away, so whatever is wrong with it fails closed: a payload that is not the one its chained
+ * hash covers, that names another key or holds no time, ends the key at the event's own
+ * time (`proof: 'mismatch'`, for the caller to raise the alarm).
+ */
+export function expiryOf(
+  keyId: string,
+  event: Omit<BindingEvent, 'kind' | 'entityId'>,
+): { expiresAt: string; proof: 'proven' | 'mismatch' } {
+  const mismatch = { expiresAt: event.recordedAt, proof: 'mismatch' } as const;
+  let payload: unknown;
+  try {
+    payload = JSON.parse(event.payload);
+  } catch {
+    return mismatch;
+  }
+  const { id, expires_at, set_by } = (payload ?? {}) as Record<string, unknown>;
+  if (id !== keyId || typeof expires_at !== 'string' || typeof set_by !== 'string') return mismatch;
+  if (Number.isNaN(Date.parse(expires_at))) return mismatch;
+  if (hashOf(keyExpiresPayload({ keyId, expiresAt: expires_at, setBy: set_by })) !== event.payloadHash) {
+    return mismatch;
+  }
+  return { expiresAt: expires_at, proof: 'proven' };
 }
 
 /** Prove a revocation row against its `api_key.revoked` event. */

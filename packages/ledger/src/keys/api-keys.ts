@@ -1,4 +1,4 @@
-import { asc, count, eq, sql } from 'drizzle-orm';
+import { and, asc, count, eq, sql } from 'drizzle-orm';
 import { type Database, type Db, rowsOf } from '../database';
 import { LedgerError } from '../errors';
 import { identitiesCollide } from '../identity/identity';
@@ -7,15 +7,19 @@ import type { Ledger } from '../ledger';
 import { apiKeyRevocations, apiKeys, auditEvents } from '../schema/core';
 import {
   type ApiKeyRecord,
+  expiryOf,
   KEY_CREATED,
+  KEY_EXPIRES,
   KEY_REVOKED,
   type KeyProof,
   type KeyRow,
   keyCreatedPayload,
+  keyExpiresPayload,
   keyRevokedPayload,
   proveKeyRow,
   SYSTEM_LOG,
 } from './api-key-events';
+import { KEY_REVOKED_CHANNEL } from './key-revocation-feed';
 
 /** What to issue a key for; the caller made the secret and passes only its hash. */
 export type IssueApiKeyInput = Omit<KeyRow, 'createdAt'>;
@@ -88,6 +92,33 @@ export function revokeApiKey(ledger: Ledger, id: string, by: string): Promise<Ap
   });
 }
 
+/**
+ * End a key `graceSeconds` after now (the system log batch's time): an `api_key.expires`
+ * event, which the key lookup reads beside the key's row. Until then the key works; from
+ * then on it authenticates nothing. The first deadline set stands (asking again returns the
+ * key as it is), and a revoked key is returned as it is. Null for an unknown id. Every
+ * process's key cache forgets the key at the commit (the revocation channel).
+ */
+export function scheduleApiKeyExpiry(
+  ledger: Ledger,
+  id: string,
+  options: { graceSeconds: number; by: string },
+): Promise<ApiKeyRecord | null> {
+  return ledger.transact(SYSTEM_LOG, async (tx) => {
+    const [found] = await listApiKeysWhere(tx.db, eq(apiKeys.id, id));
+    if (!found || found.revokedAt !== null || found.expiresAt !== null) return found ?? null;
+    const expiresAt = new Date(Date.parse(tx.now) + options.graceSeconds * 1000).toISOString();
+    await tx.append({
+      kind: KEY_EXPIRES,
+      entity: id,
+      actor: options.by,
+      payload: keyExpiresPayload({ keyId: id, expiresAt, setBy: options.by }),
+    });
+    await tx.db.execute(sql`select pg_notify(${KEY_REVOKED_CHANNEL}, ${id})`);
+    return { ...found, expiresAt };
+  });
+}
+
 /** Every key, oldest first, with its revocation. */
 export function listApiKeys(db: Db): Promise<ApiKeyRecord[]> {
   return listApiKeysWhere(db);
@@ -123,7 +154,8 @@ export async function findApiKeysByHash(
              e.kind as "eventKind", e.entity_id as "eventEntity", e.recorded_at as "eventAt",
              e.payload as "eventPayload", e.payload_hash as "eventPayloadHash",
              coalesce(r.revoked_at, re.recorded_at) as "revokedAt",
-             coalesce(r.revoked_by, re.actor) as "revokedBy"
+             coalesce(r.revoked_by, re.actor) as "revokedBy",
+             xe.recorded_at as "expiryAt", xe.payload as "expiryPayload", xe.payload_hash as "expiryPayloadHash"
       from ${apiKeys} k
       left join ${auditEvents} e on e.log_id = ${SYSTEM_LOG} and e.seq = k.event_seq
       left join ${apiKeyRevocations} r on r.key_id = k.id
@@ -132,6 +164,11 @@ export async function findApiKeysByHash(
         where log_id = ${SYSTEM_LOG} and entity_id = k.id and kind = ${KEY_REVOKED}
         order by seq limit 1
       ) re on true
+      left join lateral (
+        select recorded_at, payload, payload_hash from ${auditEvents}
+        where log_id = ${SYSTEM_LOG} and entity_id = k.id and kind = ${KEY_EXPIRES}
+        order by seq limit 1
+      ) xe on true
       where k.key_hash = any(${sql.param([...new Set(hashes)])}::text[])`),
   );
   const found = new Map<string, FoundApiKey>();
@@ -168,8 +205,28 @@ export async function findApiKeysByHash(
         message: `api_keys row ${row.id} fails its chain proof (${proof})`,
       });
     }
+    const expiry =
+      row.expiryAt === null
+        ? null
+        : expiryOf(row.id, {
+            recordedAt: row.expiryAt,
+            payload: row.expiryPayload!,
+            payloadHash: row.expiryPayloadHash!,
+          });
+    if (expiry?.proof === 'mismatch') {
+      alarm.raise({
+        code: 'KEY_MISMATCH',
+        log: SYSTEM_LOG,
+        table: 'api_keys',
+        message: `the ${KEY_EXPIRES} event of key ${row.id} differs from its chained hash: the key is refused`,
+      });
+    }
     found.set(row.keyHash, {
-      key: toRecord(keyRow, row.revokedAt === null ? null : { at: row.revokedAt, by: row.revokedBy! }),
+      key: toRecord(
+        keyRow,
+        row.revokedAt === null ? null : { at: row.revokedAt, by: row.revokedBy! },
+        expiry?.expiresAt ?? null,
+      ),
       keyHash: row.keyHash,
       proof,
     });
@@ -195,6 +252,9 @@ interface LookupRow {
   eventPayloadHash: string | null;
   revokedAt: string | null;
   revokedBy: string | null;
+  expiryAt: string | null;
+  expiryPayload: string | null;
+  expiryPayloadHash: string | null;
 }
 
 async function listApiKeysWhere(db: Db, where?: ReturnType<typeof eq>): Promise<ApiKeyRecord[]> {
@@ -203,6 +263,23 @@ async function listApiKeysWhere(db: Db, where?: ReturnType<typeof eq>): Promise<
     .from(apiKeys)
     .leftJoin(apiKeyRevocations, eq(apiKeyRevocations.keyId, apiKeys.id));
   const rows = await (where ? query.where(where) : query).orderBy(asc(apiKeys.createdAt), asc(apiKeys.id));
+  const expiries = new Map<string, string>();
+  const events = await db
+    .select({
+      entityId: auditEvents.entityId,
+      recordedAt: auditEvents.recordedAt,
+      payload: auditEvents.payload,
+      payloadHash: auditEvents.payloadHash,
+    })
+    .from(auditEvents)
+    .where(and(eq(auditEvents.logId, SYSTEM_LOG), eq(auditEvents.kind, KEY_EXPIRES)))
+    .orderBy(asc(auditEvents.seq));
+  for (const event of events) {
+    // The first deadline set stands, as in the key lookup.
+    if (event.entityId !== null && !expiries.has(event.entityId)) {
+      expiries.set(event.entityId, expiryOf(event.entityId, event).expiresAt);
+    }
+  }
   return rows.map(({ key, revocation }) =>
     toRecord(
       {
@@ -212,6 +289,7 @@ async function listApiKeysWhere(db: Db, where?: ReturnType<typeof eq>): Promise<
         logs: key.logs ?? null,
       },
       revocation ? { at: revocation.revokedAt, by: revocation.revokedBy } : null,
+      expiries.get(key.id) ?? null,
     ),
   );
 }
@@ -219,6 +297,7 @@ async function listApiKeysWhere(db: Db, where?: ReturnType<typeof eq>): Promise<
 function toRecord(
   row: Omit<KeyRow, 'keyHash'> & { keyHash?: string },
   revoked: { at: string; by: string } | null,
+  expiresAt: string | null = null,
 ) {
   return {
     id: row.id,
@@ -231,5 +310,6 @@ function toRecord(
     createdAt: row.createdAt,
     revokedAt: revoked?.at ?? null,
     revokedBy: revoked?.by ?? null,
+    expiresAt,
   } satisfies ApiKeyRecord;
 }

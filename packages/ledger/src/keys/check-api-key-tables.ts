@@ -6,7 +6,9 @@ import { eventPagesOfKinds } from '../event-store';
 import { apiKeyRevocations, apiKeys, auditEvents } from '../schema/core';
 import {
   type BindingEvent,
+  expiryOf,
   KEY_CREATED,
+  KEY_EXPIRES,
   KEY_REVOKED,
   type KeyProof,
   proveKeyRow,
@@ -42,7 +44,8 @@ export interface CheckApiKeyTablesOptions {
  *   gone; `KEY_UNPROVEN`: a key issued before events committed to the key hash: all but the
  *   hash is proven, and the key should be rotated;
  * - `REVOCATION_WITHOUT_EVENT` / `REVOCATION_MISMATCH`: the same for revocation rows and
- *   `api_key.revoked` events.
+ *   `api_key.revoked` events; `REVOCATION_MISMATCH` also for an `api_key.expires` event (a
+ *   rotation's grace deadline, which has no row) that is malformed or names no key.
  * `seq` is the event the row names (0 when it names none).
  *
  * The payload hashes are trusted only because `verifyChain` checks them in the same run:
@@ -134,6 +137,8 @@ export async function* checkApiKeyTables(
     after = page[page.length - 1]!.row.keyId;
   }
 
+  yield* checkExpiryEvents(db, { pageSize, ...(options.signal ? { signal: options.signal } : {}) });
+
   // The other direction: a key event whose row is gone.
   for await (const events of eventPagesOfKinds(db, SYSTEM_LOG, [KEY_CREATED, KEY_REVOKED], {
     pageSize,
@@ -154,6 +159,64 @@ export async function* checkApiKeyTables(
         message: `event ${event.seq} records ${event.kind} ${event.entity}, but no ${created ? 'api_keys' : 'api_key_revocations'} row names it`,
       };
     }
+  }
+}
+
+/**
+ * Each `api_key.expires` event must set a deadline for a key that exists. Its payload is
+ * trusted only as far as `verifyChain` checks its hash; a malformed one ends the key at once
+ * at authentication (fail closed), and is reported here.
+ */
+async function* checkExpiryEvents(
+  db: Db,
+  options: { pageSize: number; signal?: AbortSignal },
+): AsyncGenerator<ApiKeyFailure> {
+  let after = 0;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const page = await db
+      .select({
+        seq: auditEvents.seq,
+        entityId: auditEvents.entityId,
+        recordedAt: auditEvents.recordedAt,
+        payload: auditEvents.payload,
+        payloadHash: auditEvents.payloadHash,
+      })
+      .from(auditEvents)
+      .where(
+        and(eq(auditEvents.logId, SYSTEM_LOG), eq(auditEvents.kind, KEY_EXPIRES), gt(auditEvents.seq, after)),
+      )
+      .orderBy(asc(auditEvents.seq))
+      .limit(options.pageSize);
+    const ids = [...new Set(page.map((e) => e.entityId).filter((id): id is string => id !== null))];
+    const known = new Set(
+      ids.length === 0
+        ? []
+        : (
+            await db
+              .select({ id: apiKeys.id })
+              .from(apiKeys)
+              .where(anyOf(apiKeys.id, ids, 'text'))
+          ).map((row) => row.id),
+    );
+    for (const event of page) {
+      const id = event.entityId ?? '';
+      const why = !known.has(id)
+        ? 'names no key'
+        : expiryOf(id, event).proof === 'mismatch'
+          ? 'is not the deadline its hash covers'
+          : null;
+      if (why === null) continue;
+      yield {
+        seq: event.seq,
+        code: 'REVOCATION_MISMATCH',
+        table: 'api_key_revocations',
+        id,
+        message: `event ${event.seq} (${KEY_EXPIRES} ${id}) ${why}`,
+      };
+    }
+    if (page.length < options.pageSize) return;
+    after = page[page.length - 1]!.seq;
   }
 }
 

@@ -76,6 +76,16 @@ export interface Records {
     ctx: RecordContext,
     input: unknown,
   ): Promise<{ decision: DecisionRecord; approval: ApprovalRequestRecord | null }>;
+  /**
+   * Proposals with no decision yet (at most `limit`, default 100), in every log or `log`, in
+   * log then chain order after the cursor `after` (the last one of the previous page): what
+   * an external engine the server asks still has to answer.
+   */
+  undecidedProposals(options?: {
+    log?: string;
+    limit?: number;
+    after?: { log: string; seq: number };
+  }): Promise<Array<{ log: string; seq: number; proposalId: string }>>;
   getProposal(log: string, id: string): Promise<ProposalRecord>;
   /** One observation by id; NOT_FOUND when the log has none with that id. */
   getObservation(log: string, id: string): Promise<ObservationRecord>;
@@ -157,6 +167,12 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     listTools: (log) => runtime.reads(log).latestTools(),
     propose: (ctx, body) => propose(runtime, ctx, body),
     decide: (ctx, body) => decide(runtime, ctx, body),
+    undecidedProposals: (opts = {}) =>
+      runtime.undecidedProposals({
+        limit: opts.limit ?? 100,
+        ...(opts.log === undefined ? {} : { log: opts.log }),
+        ...(opts.after === undefined ? {} : { after: opts.after }),
+      }),
     getProposal: async (log, proposalId) => mustGetProposal(runtime.reads(log), proposalId),
     getObservation: (log, observationId) => getObservation(runtime, log, observationId),
     getApproval: (log, requestId) => getApproval(runtime, log, requestId),

@@ -7,6 +7,7 @@ import {
   approvalRequests,
   approvalResolutions,
   approvalUses,
+  decisions,
   executionClaims,
   observations,
   proposals,
@@ -232,6 +233,34 @@ export async function lapsedClaims(
       ),
     )
     .orderBy(asc(executionClaims.deadline))
+    .limit(options.limit);
+}
+
+/**
+ * Proposals with no decision, in log then chain order after `after` (a keyset cursor, so a
+ * caller walks them all in pages, however many stay undecided), in every log or one: what an
+ * external engine the server asks has not answered yet. Only narrows the search; a decision
+ * is written under the proposal's lock, and one already there is `DECISION_EXISTS`.
+ */
+export async function undecidedProposals(
+  db: Db,
+  options: { limit: number; log?: string | undefined; after?: { log: string; seq: number } | undefined },
+): Promise<Array<{ log: string; seq: number; proposalId: string }>> {
+  const undecided = sql`not exists (select 1 from ${decisions} where ${decisions.logId} = ${proposals.logId} and ${decisions.proposalId} = ${proposals.id})`;
+  const after = options.after;
+  return db
+    .select({ log: proposals.logId, seq: proposals.eventSeq, proposalId: proposals.id })
+    .from(proposals)
+    .where(
+      and(
+        options.log === undefined ? undefined : eq(proposals.logId, options.log),
+        after === undefined
+          ? undefined
+          : sql`(${proposals.logId}, ${proposals.eventSeq}) > (${after.log}, ${after.seq})`,
+        undecided,
+      ),
+    )
+    .orderBy(asc(proposals.logId), asc(proposals.eventSeq))
     .limit(options.limit);
 }
 

@@ -2,7 +2,7 @@ import type { ConflictKeys } from '../batch-plan';
 import { LedgerError } from '../errors';
 import type { Ledger } from '../ledger';
 import { type LogReads, logReads } from './log-reads';
-import { lapsedClaims } from './queries';
+import { lapsedClaims, undecidedProposals } from './queries';
 import { type RecordTransaction, recordTransaction } from './record-transaction';
 import type { ProposalRecord } from './types';
 
@@ -34,6 +34,12 @@ export interface RecordsRuntime {
     limit: number;
     log?: string;
   }): Promise<Array<{ log: string; proposalId: string }>>;
+  /** Proposals with no decision yet, in every log or one (see `undecidedProposals`). */
+  undecidedProposals(options: {
+    limit: number;
+    log?: string;
+    after?: { log: string; seq: number };
+  }): Promise<Array<{ log: string; seq: number; proposalId: string }>>;
 }
 
 export function recordsRuntime(
@@ -52,6 +58,7 @@ export function recordsRuntime(
     reads: (log) => logReads(ledger.database.db, log, alarm),
     wallNow: () => (clock ?? (() => new Date()))().toISOString(),
     lapsedClaims: (options) => lapsedClaims(ledger.database.db, options),
+    undecidedProposals: (options) => undecidedProposals(ledger.database.db, options),
   };
 }
 
