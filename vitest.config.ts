@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 // Workspace packages resolve to their TypeScript sources through the "@vouch/source"
@@ -22,5 +23,8 @@ export default defineConfig({
     testTimeout: 90_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Most files wait on Postgres, child processes and sockets rather than compute, so one more
+    // file than there are cores keeps the cores busy (vitest's default is one fewer).
+    maxWorkers: availableParallelism() + 1,
   },
 });

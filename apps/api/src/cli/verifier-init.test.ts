@@ -16,10 +16,10 @@ import { exampleObservation, exampleProposal } from '@vouch/verifier-sdk/testing
 import { createGuardedFetch, loadVerifierConfig } from '@vouch/verifiers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runVouch } from '../testing/cli-io';
+import { buildVerifierSdk } from '../testing/verifier-sdk-build';
 
 const run = promisify(execFile);
 const repo = path.resolve(import.meta.dirname, '../../../..');
-const sdk = path.join(repo, 'packages/verifier-sdk');
 const TSC = path.join(repo, 'node_modules/typescript/bin/tsc');
 
 async function step(what: string, args: string[], cwd: string): Promise<string> {
@@ -41,17 +41,12 @@ function link(dir: string, name: string, target: string): void {
 describe('vouch verifier init', { timeout: 120_000 }, () => {
   let work: string;
   let plugin: string;
+  let sdk: string;
   beforeAll(async () => {
     work = mkdtempSync(path.join(tmpdir(), 'vouch-verifier-init-'));
     plugin = path.join(work, 'acme-item-done');
-    // The scaffold imports the SDK as a package: reuse its built dist, building it once if absent.
-    if (!existsSync(path.join(sdk, 'dist/testing.js'))) {
-      await step(
-        'build @vouch/verifier-sdk',
-        [path.join(repo, 'node_modules/tsup/dist/cli-default.js')],
-        sdk,
-      );
-    }
+    // The scaffold imports the SDK as a package: a private build of it, as an install would give.
+    sdk = await buildVerifierSdk(work);
   }, 120_000);
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
