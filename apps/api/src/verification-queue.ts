@@ -76,7 +76,12 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
     return { holder, now: at.toISOString(), until: new Date(at.getTime() + ms).toISOString() };
   };
 
-  const run = async (job: VerificationJob, signal: AbortSignal): Promise<void> => {
+  /** `state.recording`: the readings are done and the result is being written; the lease no longer matters. */
+  const run = async (
+    job: VerificationJob,
+    signal: AbortSignal,
+    state: { recording: boolean },
+  ): Promise<void> => {
     try {
       const [observation, proposal] = await Promise.all([
         records.getObservation(job.log, job.observationId),
@@ -94,6 +99,7 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
       });
       // Shutting down, or the lease was lost: leave the job to whoever holds it next.
       if (signal.aborted) return;
+      state.recording = true;
       const recorded = await records.recordVerification(
         { log: job.log, caller: { identity: job.requestedBy, scopes: [], environments: null } },
         { ...job.body, observation_id: observation.id, checks: outcome.checks },
@@ -124,11 +130,13 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
     const key = `${job.log}\u0000${job.id}`;
     const lost = new AbortController();
     const signal = AbortSignal.any([controller.signal, lost.signal]);
+    const state = { recording: false };
     const renew = setInterval(
       () => {
         store.claim(job.log, job.id, lease(leaseMs)).then(
           (held) => {
-            if (held) return;
+            // A job whose result is being written cannot be claimed any more: not a lost lease.
+            if (held || state.recording) return;
             logger.warn('verification job lease lost', { job: job.id, log: job.log });
             lost.abort();
           },
@@ -138,7 +146,7 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
       Math.max(1, Math.floor(leaseMs / 3)),
     );
     renew.unref();
-    const task = run(job, signal).finally(async () => {
+    const task = run(job, signal, state).finally(async () => {
       clearInterval(renew);
       running.delete(key);
       // Stopped before a result: hand the job over now rather than when the lease runs out.

@@ -1,5 +1,5 @@
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
 const tracer = trace.getTracer('@vouch/mcp-gateway');
 
@@ -16,19 +16,10 @@ export function inCallSpan<T>(toolName: string, call: () => Promise<T>): Promise
       kind: SpanKind.SERVER,
       attributes: { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': toolName },
     },
-    async (span) => {
-      try {
-        return await call();
-      } catch (error) {
-        const type =
-          error instanceof McpError ? `mcp:${error.code}` : error instanceof Error ? error.name : 'unknown';
-        span.setAttribute('error.type', type);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: type });
-        throw error;
-      } finally {
-        span.end();
-      }
-    },
+    (span) =>
+      settleIn(span, call, (error) =>
+        error instanceof McpError ? `mcp:${error.code}` : error instanceof Error ? error.name : 'unknown',
+      ),
   );
 }
 
@@ -43,17 +34,24 @@ export function inUpstreamSpan<T>(toolName: string, call: () => Promise<T>): Pro
       kind: SpanKind.CLIENT,
       attributes: { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': toolName },
     },
-    async (span) => {
-      try {
-        return await call();
-      } catch (error) {
-        const type = error instanceof Error ? error.name : 'unknown';
-        span.setAttribute('error.type', type);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: type });
-        throw error;
-      } finally {
-        span.end();
-      }
-    },
+    (span) => settleIn(span, call, (error) => (error instanceof Error ? error.name : 'unknown')),
   );
+}
+
+/** Run `call` in `span`: a rejection marks it failed with `typeOf(error)`; it ends either way. */
+async function settleIn<T>(
+  span: Span,
+  call: () => Promise<T>,
+  typeOf: (error: unknown) => string,
+): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    const type = typeOf(error);
+    span.setAttribute('error.type', type);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: type });
+    throw error;
+  } finally {
+    span.end();
+  }
 }

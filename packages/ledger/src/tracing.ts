@@ -24,16 +24,7 @@ export function inSpan<T>(
   attributes: Attributes,
   work: (span: Span) => Promise<T>,
 ): Promise<T> {
-  return tracer.startActiveSpan(name, { attributes }, async (span) => {
-    try {
-      return await work(span);
-    } catch (error) {
-      markFailed(span, error);
-      throw error;
-    } finally {
-      span.end();
-    }
-  });
+  return tracer.startActiveSpan(name, { attributes }, (span) => settleIn(span, work));
 }
 
 /**
@@ -49,17 +40,20 @@ export function inBatchSpan<T>(
     'ledger.batch',
     { attributes: { 'db.system.name': 'postgresql', ...attributes } },
     first ?? context.active(),
-    async (span) => {
-      try {
-        return await work(span);
-      } catch (error) {
-        markFailed(span, error);
-        throw error;
-      } finally {
-        span.end();
-      }
-    },
+    (span) => settleIn(span, work),
   );
+}
+
+/** Run `work` in `span`, failing the span on a rejection and ending it either way. */
+async function settleIn<T>(span: Span, work: (span: Span) => Promise<T>): Promise<T> {
+  try {
+    return await work(span);
+  } catch (error) {
+    markFailed(span, error);
+    throw error;
+  } finally {
+    span.end();
+  }
 }
 
 /** The links from a batch's span to the spans its items were queued in (all but the parent). */

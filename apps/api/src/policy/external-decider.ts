@@ -1,4 +1,10 @@
-import type { ApprovalRequestRecord, DecisionRecord, ProposalRecord, Records } from '@vouch/ledger';
+import {
+  type ApprovalRequestRecord,
+  type DecisionRecord,
+  isLedgerError,
+  type ProposalRecord,
+  type Records,
+} from '@vouch/ledger';
 import { decisionInputSchema } from '@vouch/records';
 import type { ResolveHost } from '@vouch/verifiers';
 import { type Logger, summarizeError } from '../logger';
@@ -115,7 +121,7 @@ export function createExternalDecider(options: {
       });
       return { status: 'decided', decision, approval };
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
+      const code = isLedgerError(error) ? error.code : null;
       if (code === 'DECISION_EXISTS') {
         metrics?.countPolicyEngineAnswer('already_decided', seconds);
         return { status: 'already_decided' };
