@@ -40,6 +40,7 @@ export const SCENARIOS = [
   'verify-memory',
   'http-append',
   'read-check',
+  'gateway-overhead',
   'proofs',
 ] as const;
 

@@ -5,6 +5,7 @@ import { helpText, parseOptions } from './options';
 import { type Figure, formatTable, writeResults } from './report';
 import { appendLatency } from './scenarios/append-latency';
 import { appendThroughput } from './scenarios/append-throughput';
+import { gatewayOverhead } from './scenarios/gateway-overhead';
 import { httpAppend } from './scenarios/http-append';
 import { proofs } from './scenarios/proofs';
 import { readCheck } from './scenarios/read-check';
@@ -63,6 +64,11 @@ for (const backend of options.backends) {
   if (wanted('http-append')) {
     await step(`[${backend}] append over HTTP`, () =>
       withDatabase(backend, (bench) => httpAppend(bench, backend, options)),
+    );
+  }
+  if (wanted('gateway-overhead')) {
+    await step(`[${backend}] MCP tool calls, direct and through the gateway`, () =>
+      withDatabase(backend, (bench) => gatewayOverhead(bench, backend, options)),
     );
   }
   if (wanted('read-check')) {

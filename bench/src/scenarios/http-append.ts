@@ -1,111 +1,13 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import type { BenchDatabase } from '../backends';
 import type { BenchOptions } from '../options';
 import { type Figure, figure } from '../report';
-import { closedLoop, processCpuMs } from '../stats';
+import { closedLoop } from '../stats';
+import { call, headSeq, post, type Server, startServer } from '../vouch-server';
 import { appendThroughputBaseline } from './append-throughput';
 
-const child = fileURLToPath(new URL('../children/http-server.ts', import.meta.url));
-
-interface Server {
-  port: number;
-  gateway: string;
-  auditor: string;
-  verifier: string;
-  /** The server's processes: one, or the cluster primary and its workers. */
-  pids: number[];
-  /** CPU time (user + system, ms) the server's processes have used so far; null off Linux. */
-  cpuMs(): number | null;
-  stop(): Promise<void>;
-}
-
 const fmtCores = (cores: number | undefined) => (cores === undefined ? '?' : cores.toFixed(2));
-
-async function startServer(
-  url: string | undefined,
-  profileDir: string | null,
-  logs: readonly string[],
-  workers = 1,
-): Promise<Server> {
-  const proc = spawn(
-    process.execPath,
-    [
-      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
-      '--import',
-      'tsx',
-      '--conditions=@vouch/source',
-      child,
-      '--logs',
-      logs.join(','),
-      ...(url ? ['--url', url] : []),
-      '--workers',
-      String(workers),
-    ],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  let buffered = '';
-  proc.stdout!.setEncoding('utf8');
-  for await (const chunk of proc.stdout!) {
-    buffered += chunk;
-    if (buffered.includes('\n')) break;
-  }
-  const info = JSON.parse(buffered.split('\n')[0]!) as Omit<Server, 'stop' | 'cpuMs'>;
-  return {
-    ...info,
-    cpuMs: () => {
-      const each = info.pids.map((pid) => processCpuMs(pid));
-      return each.some((ms) => ms === null) ? null : each.reduce<number>((sum, ms) => sum + ms!, 0);
-    },
-    stop: async () => {
-      proc.stdin!.end();
-      await once(proc, 'close');
-    },
-  };
-}
-
-/** One HTTP/1.1 request over a keep-alive agent; resolves with the status and body. */
-function call(
-  agent: Agent,
-  port: number,
-  options: { method: string; path: string; key: string; body?: string },
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        agent,
-        host: '127.0.0.1',
-        port,
-        method: options.method,
-        path: options.path,
-        headers: {
-          authorization: `Bearer ${options.key}`,
-          ...(options.body ? { 'content-type': 'application/json' } : {}),
-        },
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          body += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end(options.body);
-  });
-}
-
-/** A POST with a JSON body whose 2xx JSON answer is returned; anything else throws. */
-async function post<T>(agent: Agent, server: Server, path: string, key: string, body: unknown): Promise<T> {
-  const res = await call(agent, server.port, { method: 'POST', path, key, body: JSON.stringify(body) });
-  if (res.status >= 300) throw new Error(`POST ${path}: ${res.status} ${res.body.slice(0, 300)}`);
-  return JSON.parse(res.body) as T;
-}
 
 /**
  * What a gateway does for one tool call, end to end: propose (decided by the built-in
@@ -248,16 +150,6 @@ async function workersGain(
   } finally {
     await server.stop();
   }
-}
-
-async function headSeq(agent: Agent, server: Server, log: string): Promise<number> {
-  const res = await call(agent, server.port, {
-    method: 'GET',
-    path: `/v1/logs/${log}/head`,
-    key: server.auditor,
-  });
-  if (res.status !== 200) throw new Error(`head: ${res.status} ${res.body}`);
-  return (JSON.parse(res.body) as { head: { seq: number } | null }).head?.seq ?? 0;
 }
 
 /**
