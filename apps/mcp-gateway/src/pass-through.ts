@@ -69,7 +69,7 @@ export function forwardingOptions(
 }
 
 // Handled by the SDK on each hop: forwarding them would cancel or report the wrong request.
-const HOP_BY_HOP = new Set([
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'notifications/cancelled',
   'notifications/progress',
   'notifications/initialized',
