@@ -14,6 +14,7 @@ import type { Upstream } from './upstream-call';
 interface StartOptions {
   config: GatewayConfig;
   logger: Logger;
+  /** The `fetch` of the Vouch client (default: the global one). */
   fetch?: typeof fetch;
   /** The values of the environment variables the upstreams' headers and auth name. */
   upstreamSecrets?: Readonly<Record<string, string>>;
@@ -35,7 +36,6 @@ export async function openGateway(
       connectUpstream(connection, {
         ...(options.agentCapabilities ? { agentCapabilities: options.agentCapabilities } : {}),
         ...(options.upstreamSecrets ? { secrets: options.upstreamSecrets } : {}),
-        ...(options.fetch ? { fetch: options.fetch } : {}),
         label: name,
       }),
     ),
