@@ -146,13 +146,25 @@ export async function serveTokenEndpoint(client: {
 }): Promise<TokenEndpoint> {
   const requests: TokenEndpoint['requests'] = [];
   const live = new Set<string>();
-  const expected = `Basic ${Buffer.from(`${client.clientId}:${client.clientSecret}`).toString('base64')}`;
+  // RFC 6749 §2.3.1: id and secret are form-urlencoded, then joined by ":" and base64-encoded.
+  const decode = (part: string) => decodeURIComponent(part.replace(/\+/g, ' '));
+  const authenticated = (header: string | undefined) => {
+    const basic = /^Basic (\S+)$/.exec(header ?? '')?.[1];
+    if (!basic) return false;
+    const [id, secret] = Buffer.from(basic, 'base64').toString('utf8').split(':');
+    return (
+      id !== undefined &&
+      secret !== undefined &&
+      decode(id) === client.clientId &&
+      decode(secret) === client.clientSecret
+    );
+  };
   const http = createServer((req, res) => {
     void readBody(req).then((text) => {
       const form = Object.fromEntries(new URLSearchParams(text));
       requests.push({ authorization: req.headers.authorization, form });
       res.setHeader('content-type', 'application/json');
-      if (req.headers.authorization !== expected) {
+      if (!authenticated(req.headers.authorization)) {
         res.writeHead(401).end(JSON.stringify({ error: 'invalid_client' }));
         return;
       }
