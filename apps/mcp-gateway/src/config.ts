@@ -171,8 +171,14 @@ export const gatewayConfigSchema = z
      * approval links to its proposal there when the gateway asks the user (elicitation).
      */
     consoleUrl: z.url().optional(),
-    /** After the user answers an approval prompt, how long the gateway waits for the approval in Vouch. */
+    /**
+     * A call waiting for an approval, from an agent whose client supports elicitation, asks
+     * the user (`elicitation/create`) with the exact call and where to approve it. After the
+     * user accepts, the gateway waits up to this long for the approval to show in Vouch.
+     */
     elicitationWaitMs: z.number().int().min(0).max(600_000).default(30_000),
+    /** How long the user has to answer that prompt. */
+    approvalPromptTimeoutMs: z.number().int().positive().max(3_600_000).default(300_000),
   })
   .superRefine((config, context) => {
     const issue = (path: string, message: string) =>

@@ -8,6 +8,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { VouchClient, WaitOptions } from '@vouch/client';
 import type { ToolSettings } from './action-of-call';
+import { supportsFormElicitation } from './approval-prompt';
 import { createCallKeys } from './call-keys';
 import { handleToolCall } from './call-tool';
 import { type GovernedMethod, governedMatch, handleGovernedRequest } from './governed-request';
@@ -52,6 +53,13 @@ export interface GatewayOptions {
   session?: string;
   /** Time limit of a passed-through request (resources, prompts, sampling, …; default 60 000 ms). */
   requestTimeoutMs?: number;
+  /**
+   * When a call waits for an approval and the agent's client supports elicitation, show the
+   * user the call and where to approve it, and after "accept" look again in Vouch for up to
+   * `recheckWaitMs` (default 30 000). `false`: never ask (the agent gets "pending" as without
+   * elicitation). The answer itself never approves anything.
+   */
+  approvalPrompt?: { consoleUrl?: string; recheckWaitMs?: number; timeoutMs?: number } | false;
   /** Shown to the agent's client as the server name (default `vouch-mcp-gateway`). */
   name?: string;
   version?: string;
@@ -113,6 +121,17 @@ export function createGateway(options: GatewayOptions): Gateway {
     approvalWait: { timeoutMs: 0, ...options.approvalWait },
     invokeTimeoutMs: options.invokeTimeoutMs ?? 60_000,
     logger,
+    ...(options.approvalPrompt === false
+      ? {}
+      : {
+          approvalPrompt: {
+            // Read when a call is pending, so after the agent's initialize.
+            supported: () => supportsFormElicitation(server.getClientCapabilities()),
+            ...(options.approvalPrompt?.consoleUrl ? { consoleUrl: options.approvalPrompt.consoleUrl } : {}),
+            recheckWaitMs: options.approvalPrompt?.recheckWaitMs ?? 30_000,
+            timeoutMs: options.approvalPrompt?.timeoutMs ?? 300_000,
+          },
+        }),
   };
   const routeOf = (
     name: string | null,

@@ -1,7 +1,7 @@
 import { ErrorCode, McpError, type Result } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonObject } from '@vouch/client';
 import { actionOfCall, type ToolSettings } from './action-of-call';
-import { answerThroughVouch, type CallToolDeps } from './call-tool';
+import { answerAskingTheUser, type CallToolDeps } from './call-tool';
 import { type ForwardingExtra, forwardingOptions } from './pass-through';
 import { type ExecutionMeta, META_KEY } from './tool-results';
 import { callUpstreamRequest } from './upstream-call';
@@ -100,7 +100,7 @@ export async function handleGovernedRequest(
       },
     },
   });
-  const answer = await answerThroughVouch(deps, label, action, extra.signal, (options) =>
+  const answer = await answerAskingTheUser(deps, label, action, extra, (options) =>
     deps.vouch.execute(
       action,
       (context) =>

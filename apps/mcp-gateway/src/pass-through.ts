@@ -38,6 +38,8 @@ export function upstreamCapabilitiesOf(agent: ClientCapabilities | undefined): C
 export interface ForwardingExtra {
   signal: AbortSignal;
   sendNotification: (notification: never) => Promise<void>;
+  /** Send a request to the agent tied to this one (on Streamable HTTP, on its stream). */
+  sendRequest?: (request: never, schema: never, options?: never) => Promise<unknown>;
 }
 
 /**

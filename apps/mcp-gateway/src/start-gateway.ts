@@ -77,6 +77,11 @@ export async function openGateway(
     }),
     environment: config.environment,
     approvalWait: { timeoutMs: config.approvalWaitMs },
+    approvalPrompt: {
+      ...(config.consoleUrl ? { consoleUrl: config.consoleUrl } : {}),
+      recheckWaitMs: config.elicitationWaitMs,
+      timeoutMs: config.approvalPromptTimeoutMs,
+    },
     invokeTimeoutMs: config.invokeTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
     ...(config.session ? { session: config.session } : {}),
