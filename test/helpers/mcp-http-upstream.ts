@@ -26,6 +26,8 @@ export interface HttpUpstream {
   url: string;
   /** Every request that reached it, refused or not. */
   seen: SeenRequest[];
+  /** The JSON-RPC methods of the messages posted to it (requests and notifications), in order. */
+  methods: string[];
   /** The McpServer of each session, newest last. */
   servers: McpServer[];
   close(): Promise<void>;
@@ -59,7 +61,15 @@ export async function serveMcpOverHttp(options: {
   authorize?: (req: IncomingMessage) => boolean;
 }): Promise<HttpUpstream> {
   const seen: SeenRequest[] = [];
+  const methods: string[] = [];
   const servers: McpServer[] = [];
+  const note = (body: unknown) => {
+    for (const message of Array.isArray(body) ? body : [body]) {
+      const method = (message as { method?: unknown } | undefined)?.method;
+      if (typeof method === 'string') methods.push(method);
+    }
+    return body;
+  };
   const streamable = new Map<string, StreamableHTTPServerTransport>();
   const sse = new Map<string, SSEServerTransport>();
 
@@ -81,7 +91,7 @@ export async function serveMcpOverHttp(options: {
       }
       const transport = sse.get(url.searchParams.get('sessionId') ?? '');
       if (req.method === 'POST' && url.pathname === '/messages' && transport) {
-        await transport.handlePostMessage(req, res, JSON.parse(await readBody(req)));
+        await transport.handlePostMessage(req, res, note(JSON.parse(await readBody(req))));
         return;
       }
       // What an SSE-only server answers a Streamable HTTP client.
@@ -92,7 +102,7 @@ export async function serveMcpOverHttp(options: {
       res.writeHead(404).end();
       return;
     }
-    const body = req.method === 'POST' ? JSON.parse(await readBody(req)) : undefined;
+    const body = req.method === 'POST' ? note(JSON.parse(await readBody(req))) : undefined;
     const id = req.headers['mcp-session-id'];
     const existing = typeof id === 'string' ? streamable.get(id) : undefined;
     if (existing) return existing.handleRequest(req, res, body);
@@ -118,6 +128,7 @@ export async function serveMcpOverHttp(options: {
   return {
     url: `${base}/mcp`,
     seen,
+    methods,
     servers,
     close: async () => {
       await Promise.all(servers.map((server) => server.close().catch(() => {})));

@@ -192,8 +192,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
   /** One upstream's tools as the agent sees them (namespaced with several upstreams), registered with Vouch. */
   const toolsOf = async (route: Route) => {
-    // With several upstreams, one without tools simply adds none.
-    if (multi && !route.upstream.client.getServerCapabilities()?.tools) {
+    // An upstream without tools adds none (asking would be an error), but its governed methods are registered.
+    if (!route.upstream.client.getServerCapabilities()?.tools) {
       await discover(route, []);
       return [];
     }
