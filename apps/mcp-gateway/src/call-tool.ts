@@ -62,7 +62,7 @@ export function handleToolCall(
   request: CallToolRequest,
   extra: ForwardingExtra,
 ): Promise<CallToolResult> {
-  return inCallSpan(request.params.name, () => governCall(deps, request, extra));
+  return inCallSpan(request.params.name, () => governCall(deps, request, extra), extra.requestInfo?.headers);
 }
 
 async function governCall(

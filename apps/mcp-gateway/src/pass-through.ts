@@ -38,6 +38,8 @@ export function upstreamCapabilitiesOf(agent: ClientCapabilities | undefined): C
 export interface ForwardingExtra {
   signal: AbortSignal;
   sendNotification: (notification: never) => Promise<void>;
+  /** The agent's HTTP request (Streamable HTTP only): its headers carry a `traceparent`. */
+  requestInfo?: { headers: Readonly<Record<string, string | string[] | undefined>> };
   /** Send a request to the agent tied to this one (on Streamable HTTP, on its stream). */
   sendRequest?: (request: never, schema: never, options?: never) => Promise<unknown>;
 }
