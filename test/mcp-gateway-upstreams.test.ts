@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
   type CallToolResult,
@@ -52,7 +53,8 @@ function notesServer(): McpServer {
     notesServed.push(`tool list_notes ${tag ?? ''}`);
     return { content: [{ type: 'text', text: 'note 1' }] };
   });
-  server.registerPrompt('summary', { argsSchema: { topic: z.string() } }, ({ topic }) => {
+  const topic = completable(z.string(), (value) => ['q3', 'q4'].filter((t) => t.startsWith(value)));
+  server.registerPrompt('summary', { argsSchema: { topic } }, ({ topic }) => {
     notesServed.push(`prompt summary ${topic}`);
     return { messages: [{ role: 'user', content: { type: 'text', text: `summarise ${topic}` } }] };
   });
@@ -256,6 +258,33 @@ describe('a gateway with two upstreams', () => {
     expect(notesServed).toEqual(expect.arrayContaining(['read note://1', 'read note://7']));
   });
 
+  it('routes a URI it has not seen listed, in a new session, by asking the upstreams first', async () => {
+    const fresh = new Client({ name: 'agent-2', version: '0.0.0' }, { capabilities: {} });
+    await fresh.connect(
+      new StreamableHTTPClientTransport(new URL(gateway.url), {
+        requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
+      }),
+    );
+    try {
+      expect((await fresh.readResource({ uri: 'note://42' })).contents[0]).toMatchObject({ text: 'note 42' });
+      const { completion } = await fresh.complete({
+        ref: { type: 'ref/prompt', name: 'notes__summary' },
+        argument: { name: 'topic', value: 'q' },
+      });
+      expect(completion.values).toEqual(['q3', 'q4']);
+      const error = await refusal(
+        fresh.complete({
+          ref: { type: 'ref/prompt', name: 'crm__summary' },
+          argument: { name: 'topic', value: 'q' },
+        }),
+      );
+      expect(error.code).toBe(ErrorCode.InvalidParams);
+    } finally {
+      await fresh.close();
+    }
+    expect(notesServed).toContain('read note://42');
+  });
+
   it('answers a resource no upstream lists with "not found", reaching no upstream', async () => {
     const served = notesServed.length;
     const error = await refusal(agent.readResource({ uri: 'secret://nowhere' }));
@@ -264,7 +293,8 @@ describe('a gateway with two upstreams', () => {
   });
 
   it('forwards tools/list_changed from any upstream, and lists the new tool under its namespace', async () => {
-    const upstream = notes.servers.at(-1)!;
+    // The first agent's session (each agent session has its own upstream connections).
+    const upstream = notes.servers[0]!;
     upstream.registerTool('archive_note', {}, async () => ({
       content: [{ type: 'text', text: 'archived' }],
     }));

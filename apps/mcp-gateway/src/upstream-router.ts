@@ -101,11 +101,10 @@ export function routeThrough(options: {
     capability: keyof ServerCapabilities,
     key: string,
     extra: ForwardingExtra,
-    sendWith: SendToRoute = send,
   ) =>
     gatherFrom<T>(
       routes.filter((route) => offers(route, capability)),
-      sendWith,
+      send,
       { method, key },
       extra,
     );
@@ -113,8 +112,12 @@ export function routeThrough(options: {
   const remember = (listed: { route: Route; item: Resource }[]) => {
     for (const { route, item } of listed) if (!owners.has(item.uri)) owners.set(item.uri, route);
   };
-  const rememberTemplates = (listed: { route: Route; item: ResourceTemplate }[]) => {
-    for (const route of routes) templates.delete(route);
+  /** Replace the templates of the upstreams that were listed (`listedRoutes`) with what they listed. */
+  const rememberTemplates = (
+    listed: { route: Route; item: ResourceTemplate }[],
+    listedRoutes: readonly Route[] = routes,
+  ) => {
+    for (const route of listedRoutes) templates.delete(route);
     for (const { route, item } of listed) {
       try {
         const list = templates.get(route) ?? [];
@@ -129,32 +132,50 @@ export function routeThrough(options: {
   };
 
   /**
-   * The upstream of a resource URI. Unknown URIs make the gateway list the resources and
-   * templates of the upstreams whose lists are not governed (a governed list is a proposal
-   * the agent's own request must make); still unknown, the answer is "not found".
+   * List the resources and templates of the upstreams whose lists are not governed, to learn
+   * where an unknown URI or template lives (a governed list is a proposal only the agent's own
+   * request makes).
    */
-  const ownerOf = async (uri: string, extra: ForwardingExtra): Promise<Route> => {
-    const find = () =>
-      owners.get(uri) ??
-      routes.find((route) => (templates.get(route) ?? []).some(({ match }) => match.match(uri) !== null));
-    const known = find();
-    if (known) return known;
+  const refreshIndex = async (extra: ForwardingExtra) => {
     const open = routes.filter(
       (route) =>
+        offers(route, 'resources') &&
         !route.governed.some(
           (rule) => rule.method === 'resources/list' || rule.method === 'resources/templates/list',
         ),
     );
-    const openSend: SendToRoute = (route, request, hop) =>
-      open.includes(route) ? send(route, request, hop) : Promise.resolve({});
     const [resources, found] = await Promise.all([
-      gather<Resource>('resources/list', 'resources', 'resources', extra, openSend),
-      gather<ResourceTemplate>('resources/templates/list', 'resources', 'resourceTemplates', extra, openSend),
+      gatherFrom<Resource>(open, send, { method: 'resources/list', key: 'resources' }, extra),
+      gatherFrom<ResourceTemplate>(
+        open,
+        send,
+        { method: 'resources/templates/list', key: 'resourceTemplates' },
+        extra,
+      ),
     ]);
     remember(resources);
-    rememberTemplates(found);
+    rememberTemplates(found, open);
+  };
+
+  /** The upstream of a resource URI: the one that listed it, else the first whose template matches. */
+  const ownerOf = async (uri: string, extra: ForwardingExtra): Promise<Route> => {
+    const find = () =>
+      owners.get(uri) ??
+      routes.find((route) => (templates.get(route) ?? []).some(({ match }) => match.match(uri) !== null));
+    if (!find()) await refreshIndex(extra);
     const route = find();
     if (!route) throw new McpError(-32002, `Resource not found: no upstream lists ${uri}`, { uri });
+    return route;
+  };
+
+  /** The upstream that listed a resource template (for completions of its variables). */
+  const ownerOfTemplate = async (template: string, extra: ForwardingExtra): Promise<Route> => {
+    const find = () =>
+      routes.find((route) => (templates.get(route) ?? []).some((known) => known.template === template));
+    if (!find()) await refreshIndex(extra);
+    const route = find();
+    if (!route)
+      throw new McpError(ErrorCode.InvalidParams, `no upstream lists the resource template ${template}`);
     return route;
   };
 
@@ -215,25 +236,7 @@ export function routeThrough(options: {
             extra,
           )) as never;
         }
-        const template = String(ref.uri ?? '');
-        let route = routes.find((candidate) =>
-          (templates.get(candidate) ?? []).some((t) => t.template === template),
-        );
-        if (!route) {
-          rememberTemplates(
-            await gather<ResourceTemplate>(
-              'resources/templates/list',
-              'resources',
-              'resourceTemplates',
-              extra,
-            ),
-          );
-          route = routes.find((candidate) =>
-            (templates.get(candidate) ?? []).some((t) => t.template === template),
-          );
-        }
-        if (!route)
-          throw new McpError(ErrorCode.InvalidParams, `no upstream lists the resource template ${template}`);
+        const route = await ownerOfTemplate(String(ref.uri ?? ''), extra);
         return (await send(route, request, extra)) as never;
       }
       case 'logging/setLevel': {
