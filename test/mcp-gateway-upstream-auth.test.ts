@@ -2,9 +2,13 @@
 // a bearer token from the environment, OAuth 2 client credentials (token fetched, cached,
 // fetched again after a 401), and the legacy SSE transport, chosen or fallen back to. Every
 // peer is real and on loopback: the SDK's McpServer over HTTP, and a token endpoint run here.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { connectUpstream, loadConfig, type Upstream } from '@vouch/mcp-gateway';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startGatewayAgent } from './helpers/mcp-gateway-process';
 import {
   bearerOf,
   type HttpUpstream,
@@ -201,5 +205,43 @@ describe('a legacy SSE upstream', () => {
     const error = await connect({ url: upstream.url }).catch((e: Error) => e);
     expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
     expect(upstream.seen.some((r) => r.method === 'GET')).toBe(false);
+  });
+});
+
+describe('the vouch-mcp-gateway bin', () => {
+  it('reads the upstream secrets from its environment, uses them, and never logs them', async () => {
+    const upstream = await upstreamAt({
+      build: echoServer,
+      transport: 'streamable-http',
+      authorize: (req) =>
+        bearerOf(req) === 'bin-token-0123456789' && req.headers['x-api-key'] === 'bin-header-secret',
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'vouch-mcp-auth-'));
+    closers.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const configPath = join(dir, 'gateway.json');
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        upstreams: {
+          echo: {
+            url: upstream.url,
+            headers: { 'X-Api-Key': { env: 'ECHO_KEY' } },
+            auth: { type: 'bearer', token: { env: 'ECHO_TOKEN' } },
+          },
+        },
+        // No Vouch answers here: listing works (discovery failures are logged), calls fail closed.
+        vouch: { url: 'http://127.0.0.1:9' },
+        environment: 'test',
+      }),
+    );
+    const gateway = await startGatewayAgent({
+      configPath,
+      apiKey: 'vch_not_used_here',
+      env: { ECHO_KEY: 'bin-header-secret', ECHO_TOKEN: 'bin-token-0123456789' },
+    });
+    closers.push(() => gateway.close());
+    const { tools } = await gateway.agent.listTools();
+    expect(tools.map((tool) => tool.name)).toEqual(['echo__ping']);
+    expect(gateway.stderr()).not.toMatch(/bin-header-secret|bin-token-0123456789/);
   });
 });
