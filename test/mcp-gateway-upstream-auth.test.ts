@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { connectUpstream, loadConfig, type Upstream } from '@vouch/mcp-gateway';
+import { connectUpstream, loadConfig, type TokenSource, type Upstream } from '@vouch/mcp-gateway';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startGatewayAgent } from './helpers/mcp-gateway-process';
 import {
@@ -48,6 +48,7 @@ async function tokenEndpoint(expiresIn?: number): Promise<TokenEndpoint> {
 async function connect(
   upstream: Record<string, unknown>,
   env: Record<string, string> = {},
+  tokenSources?: Map<string, TokenSource>,
 ): Promise<Upstream> {
   const { config, upstreamSecrets } = await loadConfig({
     argv: [],
@@ -60,7 +61,10 @@ async function connect(
         environment: 'test',
       }),
   });
-  const connected = await connectUpstream(config.upstream!, { secrets: upstreamSecrets });
+  const connected = await connectUpstream(config.upstream!, {
+    secrets: upstreamSecrets,
+    ...(tokenSources ? { tokenSources } : {}),
+  });
   closers.push(() => connected.client.close());
   return connected;
 }
@@ -155,6 +159,24 @@ describe('an HTTP upstream behind OAuth 2 client credentials', () => {
     expect(await pong(connected)).toEqual(['ping']);
     expect(endpoint.requests).toHaveLength(2);
     expect(upstream.seen.at(-1)?.headers.authorization).toBe('Bearer tok-2');
+  });
+
+  it('shares one cached token between connections given the same token sources (one per agent session)', async () => {
+    const endpoint = await tokenEndpoint();
+    const upstream = await upstreamAt({
+      build: echoServer,
+      transport: 'streamable-http',
+      authorize: (req) => endpoint.valid(bearerOf(req)),
+    });
+    const shared = new Map<string, TokenSource>();
+    const settings = { url: upstream.url, auth: oauth(endpoint) };
+    const env = { CLIENT_SECRET: 's3cr3t:value' };
+    expect(await pong(await connect(settings, env, shared))).toEqual(['ping']);
+    expect(await pong(await connect(settings, env, shared))).toEqual(['ping']);
+    expect(endpoint.requests).toHaveLength(1);
+    // Without sharing, each connection asks for its own.
+    expect(await pong(await connect(settings, env))).toEqual(['ping']);
+    expect(endpoint.requests).toHaveLength(2);
   });
 
   it('refuses to start with UPSTREAM_AUTH_FAILED when the token endpoint refuses the client, never showing the secret', async () => {

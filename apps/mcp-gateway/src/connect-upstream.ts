@@ -21,6 +21,11 @@ export interface ConnectOptions {
   fetch?: typeof fetch;
   /** Names the upstream in errors (default `upstream`). */
   label?: string;
+  /**
+   * OAuth token sources shared between connections (one per agent session over HTTP), so
+   * sessions reuse a cached token instead of each asking the token endpoint.
+   */
+  tokenSources?: Map<string, TokenSource>;
 }
 
 /**
@@ -114,16 +119,27 @@ function httpFetchOf(
     const token = secret(auth.token.env);
     tokens = { token: async () => token, invalidate: () => {} };
   } else if (auth?.type === 'client_credentials') {
-    tokens = clientCredentialsTokens(
-      {
-        tokenUrl: auth.tokenUrl,
-        clientId: auth.clientId,
-        clientSecret: secret(auth.clientSecret.env),
-        ...(auth.scope ? { scope: auth.scope } : {}),
-        ...(auth.resource ? { resource: auth.resource } : {}),
-      },
-      options.fetch ? { fetch: options.fetch } : {},
-    );
+    // The settings identify the client; the secret is named by its variable, never keyed by value.
+    const key = JSON.stringify([
+      auth.tokenUrl,
+      auth.clientId,
+      auth.clientSecret.env,
+      auth.scope,
+      auth.resource,
+    ]);
+    tokens =
+      options.tokenSources?.get(key) ??
+      clientCredentialsTokens(
+        {
+          tokenUrl: auth.tokenUrl,
+          clientId: auth.clientId,
+          clientSecret: secret(auth.clientSecret.env),
+          ...(auth.scope ? { scope: auth.scope } : {}),
+          ...(auth.resource ? { resource: auth.resource } : {}),
+        },
+        options.fetch ? { fetch: options.fetch } : {},
+      );
+    options.tokenSources?.set(key, tokens);
   }
   return upstreamFetch({
     headers,

@@ -4,10 +4,11 @@ export { actionOfCall } from './action-of-call';
 /** The Streamable HTTP agent server (per-agent bearer tokens). */
 export type { AgentHttpServer, HttpAgent } from './agent-http';
 export { serveAgentsOverHttp } from './agent-http';
+/** Connect an upstream and start a gateway from a configuration, as the bin does. */
+export type { ClientCredentials, TokenSource } from './client-credentials';
 /** The configuration of the `vouch-mcp-gateway` bin: JSON file and environment. */
 export type { ConfigSources, GatewayConfig, LoadedConfig, UpstreamConnection } from './config';
 export { gatewayConfigSchema, loadConfig } from './config';
-/** Connect an upstream and start a gateway from a configuration, as the bin does. */
 export type { ConnectOptions } from './connect-upstream';
 export { connectUpstream } from './connect-upstream';
 /** The one error class of the gateway and its codes. */

@@ -3,6 +3,7 @@ import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { createVouchClient } from '@vouch/client';
 import { type AgentHttpServer, serveAgentsOverHttp } from './agent-http';
 import { awaitInitialize } from './await-initialize';
+import type { TokenSource } from './client-credentials';
 import { type GatewayConfig, upstreamConnectionsOf } from './config';
 import { connectUpstream } from './connect-upstream';
 import { GatewayError } from './errors';
@@ -18,6 +19,8 @@ interface StartOptions {
   fetch?: typeof fetch;
   /** The values of the environment variables the upstreams' headers and auth name. */
   upstreamSecrets?: Readonly<Record<string, string>>;
+  /** OAuth token sources shared by the upstream connections of every agent session. */
+  tokenSources?: Map<string, TokenSource>;
   /** Called when an upstream connection closes (its process exited). */
   onUpstreamClose?: () => void;
 }
@@ -36,6 +39,7 @@ export async function openGateway(
       connectUpstream(connection, {
         ...(options.agentCapabilities ? { agentCapabilities: options.agentCapabilities } : {}),
         ...(options.upstreamSecrets ? { secrets: options.upstreamSecrets } : {}),
+        ...(options.tokenSources ? { tokenSources: options.tokenSources } : {}),
         label: name,
       }),
     ),
@@ -121,6 +125,7 @@ export async function startHttpGateway(
 ): Promise<AgentHttpServer> {
   const settings = options.config.agentServer;
   if (!settings) throw new GatewayError('CONFIG_INVALID', 'agentServer is not configured');
+  const tokenSources = options.tokenSources ?? new Map<string, TokenSource>();
   const server = await serveAgentsOverHttp({
     ...settings,
     drainTimeoutMs: options.config.drainTimeoutMs,
@@ -131,6 +136,7 @@ export async function startHttpGateway(
         logger: options.logger,
         ...(options.fetch ? { fetch: options.fetch } : {}),
         ...(options.upstreamSecrets ? { upstreamSecrets: options.upstreamSecrets } : {}),
+        tokenSources,
         apiKey: options.agentApiKeys[agent.name]!,
         agentCapabilities: initialize.capabilities,
       }),
