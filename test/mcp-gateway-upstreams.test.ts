@@ -14,6 +14,7 @@ import {
   type CallToolResult,
   ErrorCode,
   McpError,
+  PromptListChangedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { createApp, createKeyStore } from '@vouch/api';
@@ -164,6 +165,9 @@ beforeAll(async () => {
   agent.setNotificationHandler(ToolListChangedNotificationSchema, async (n) => {
     listChanged.push(n.method);
   });
+  agent.setNotificationHandler(PromptListChangedNotificationSchema, async (n) => {
+    listChanged.push(n.method);
+  });
   await agent.connect(
     new StreamableHTTPClientTransport(new URL(gateway.url), {
       requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
@@ -292,7 +296,7 @@ describe('a gateway with two upstreams', () => {
     expect(notesServed.length).toBe(served);
   });
 
-  it('forwards tools/list_changed from any upstream, and lists the new tool under its namespace', async () => {
+  it('forwards list_changed from any upstream, and lists the new tool and prompt under its namespace', async () => {
     // The first agent's session (each agent session has its own upstream connections).
     const upstream = notes.servers[0]!;
     upstream.registerTool('archive_note', {}, async () => ({
@@ -302,5 +306,14 @@ describe('a gateway with two upstreams', () => {
     expect(listChanged).toContain('notifications/tools/list_changed');
     const { tools } = await agent.listTools();
     expect(tools.map((tool) => tool.name)).toContain('notes__archive_note');
+
+    upstream.registerPrompt('digest', {}, () => ({
+      messages: [{ role: 'user', content: { type: 'text', text: 'digest' } }],
+    }));
+    for (let i = 0; i < 100 && !listChanged.includes('notifications/prompts/list_changed'); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(listChanged).toContain('notifications/prompts/list_changed');
+    expect((await agent.listPrompts()).prompts.map((p) => p.name)).toContain('notes__digest');
   });
 });
