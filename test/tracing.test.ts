@@ -3,15 +3,24 @@
 // OTEL_* environment and exporting OTLP/HTTP JSON to a receiver this test runs on loopback.
 // The spans of both services must be ONE trace, the API's request spans children of the
 // gateway's client spans, and the ledger's work children of the API's request spans.
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createVouchClient } from '@vouch/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeBooks } from './helpers/mcp-bank-upstream';
-import { bankUpstream, type GatewayAgent, startGatewayAgent } from './helpers/mcp-gateway-process';
+import {
+  bankUpstream,
+  type GatewayAgent,
+  type HttpGatewayProcess,
+  startGatewayAgent,
+  startHttpGatewayProcess,
+} from './helpers/mcp-gateway-process';
 import { startVouchServer, type VouchServer } from './helpers/server';
 
 /** One span as the OTLP JSON encoding carries it, with its service's name. */
@@ -87,6 +96,8 @@ let dir: string;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 let server: VouchServer;
 let gateway: GatewayAgent;
+let httpGateway: HttpGatewayProcess;
+const AGENT_TOKEN = 'tracing-agent-token-0123456789';
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'vouch-tracing-'));
@@ -121,10 +132,37 @@ beforeAll(async () => {
     }),
   );
   gateway = await startGatewayAgent({ configPath, apiKey: gatewaySecret, env: otel });
+
+  // The same gateway serving agents over Streamable HTTP.
+  const httpConfigPath = join(dir, 'gateway-http.json');
+  writeFileSync(
+    httpConfigPath,
+    JSON.stringify({
+      upstream: bankUpstream(booksPath),
+      vouch: { url: server.url },
+      serverId: 'bank',
+      environment: 'production',
+      agentServer: {
+        port: 0,
+        agents: [
+          {
+            name: 'traced',
+            tokenSha256: createHash('sha256').update(AGENT_TOKEN).digest('hex'),
+            apiKeyEnv: 'AGENT_KEY',
+          },
+        ],
+      },
+    }),
+  );
+  httpGateway = await startHttpGatewayProcess({
+    configPath: httpConfigPath,
+    env: { ...otel, AGENT_KEY: gatewaySecret },
+  });
 }, 120_000);
 
 afterAll(async () => {
   await gateway?.close();
+  await httpGateway?.stop();
   await server?.stop();
   receiver?.server.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
@@ -188,6 +226,38 @@ describe('tracing across the MCP gateway and the API', () => {
       // The API's request log lines carry the same trace id.
       const logged = server.logs.filter((line) => line.msg === 'request' && line.trace_id === call.traceId);
       expect(logged.map((line) => line.span_id).sort()).toEqual(apiRequests.map((s) => s.spanId).sort());
+    });
+  });
+
+  describe('when an agent calls over HTTP with its own W3C traceparent', () => {
+    it("continues the agent's trace: the gateway call span is a child of the agent's span", async () => {
+      const traceId = randomBytes(16).toString('hex');
+      const agentSpanId = randomBytes(8).toString('hex');
+      const agent = new Client({ name: 'traced-agent', version: '0.0.0' });
+      await agent.connect(
+        new StreamableHTTPClientTransport(new URL(httpGateway.url), {
+          requestInit: {
+            headers: {
+              authorization: `Bearer ${AGENT_TOKEN}`,
+              traceparent: `00-${traceId}-${agentSpanId}-01`,
+            },
+          },
+        }),
+      );
+      try {
+        const result = await agent.callTool({ name: 'get_balance', arguments: { account: 'acct-1' } });
+        expect(result.isError ?? false).toBe(false);
+      } finally {
+        await agent.close();
+      }
+      const call = await eventually('the gateway call span in the agent trace', () =>
+        receiver.spans.find((s) => s.name === 'tools/call get_balance' && s.traceId === traceId),
+      );
+      expect(call).toMatchObject({ parentSpanId: agentSpanId, kind: SPAN_KIND_SERVER });
+      // The API's request spans join the same trace, under the gateway's.
+      await eventually('an API request span in the agent trace', () =>
+        receiver.spans.find((s) => s.service === 'vouch-api' && s.traceId === traceId),
+      );
     });
   });
 });

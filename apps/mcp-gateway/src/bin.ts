@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `vouch-mcp-gateway`: an MCP server (stdio, or Streamable HTTP with `agentServer`) that
-// proxies one upstream MCP server through Vouch.
+// proxies one or several upstream MCP servers through Vouch.
 // stdout carries the MCP protocol; everything for people goes to stderr as JSON lines.
 import { readFile } from 'node:fs/promises';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -17,7 +17,7 @@ try {
   // OTEL_TRACES_EXPORTER=otlp: a span per governed call, continued by the API.
   tracing = startTracing(process.env, { name: 'vouch-mcp-gateway' });
   if (tracing) logger.info('tracing on', { endpoint: tracing.endpoint, protocol: tracing.protocol });
-  const { config, apiKey, agentApiKeys } = await loadConfig({
+  const { config, apiKey, agentApiKeys, upstreamSecrets } = await loadConfig({
     argv: process.argv.slice(2),
     env: process.env,
     readFile: (path) => readFile(path, 'utf8'),
@@ -37,7 +37,7 @@ try {
   process.once('SIGTERM', () => void stop('SIGTERM'));
 
   if (config.agentServer) {
-    const server = await startHttpGateway({ config, agentApiKeys, logger });
+    const server = await startHttpGateway({ config, agentApiKeys, upstreamSecrets, logger });
     close = async () => {
       await Promise.all(server.sessions().map((gateway) => gateway.drain(config.drainTimeoutMs)));
       await server.close();
@@ -48,6 +48,7 @@ try {
     const gateway = await startGateway({
       config,
       apiKey: apiKey!,
+      upstreamSecrets,
       agentTransport: new StdioServerTransport(),
       logger,
       onUpstreamClose: () => {

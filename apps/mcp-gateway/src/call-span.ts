@@ -1,5 +1,13 @@
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import {
+  type Context,
+  context,
+  propagation,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
 
 const tracer = trace.getTracer('@vouch/mcp-gateway');
 
@@ -9,18 +17,34 @@ const tracer = trace.getTracer('@vouch/mcp-gateway');
  * call are its children. The call's Vouch status (`executed`, `pending`, `denied`, …) is set
  * by the handler. A no-op while no tracer provider is registered (`startTracing`).
  */
-export function inCallSpan<T>(toolName: string, call: () => Promise<T>): Promise<T> {
+export function inCallSpan<T>(
+  toolName: string,
+  call: () => Promise<T>,
+  /** The agent's HTTP request headers: its W3C `traceparent` makes this span its child. */
+  headers?: Readonly<Record<string, string | string[] | undefined>>,
+): Promise<T> {
   return tracer.startActiveSpan(
     `tools/call ${toolName}`,
     {
       kind: SpanKind.SERVER,
       attributes: { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': toolName },
     },
+    parentOf(headers),
     (span) =>
       settleIn(span, call, (error) =>
         error instanceof McpError ? `mcp:${error.code}` : error instanceof Error ? error.name : 'unknown',
       ),
   );
+}
+
+/**
+ * The context a call span starts in: the agent's trace when its request carried a valid
+ * `traceparent` (and `tracestate`), read with the registered propagator; otherwise the active one.
+ */
+function parentOf(headers: Readonly<Record<string, string | string[] | undefined>> | undefined): Context {
+  const active = context.active();
+  if (headers === undefined) return active;
+  return propagation.extract(active, headers);
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   type WaitOptions,
 } from '@vouch/client';
 import { actionOfCall, type ToolSettings } from './action-of-call';
+import { type ApprovalPrompt, askAboutApproval, type SendToAgent } from './approval-prompt';
 import type { CallKeys } from './call-keys';
 import { inCallSpan, inUpstreamSpan } from './call-span';
 import type { Logger } from './logger';
@@ -22,7 +23,9 @@ import { type ForwardingExtra, forwardingOptions } from './pass-through';
 import type { ToolRegistry } from './tool-registry';
 import {
   deniedResult,
+  type ExecutionMeta,
   executedResult,
+  META_KEY,
   notAuthorizedResult,
   pendingResult,
   preconditionFailedResult,
@@ -45,6 +48,8 @@ export interface CallToolDeps {
   approvalWait: WaitOptions;
   invokeTimeoutMs: number;
   logger: Logger;
+  /** Ask the user through MCP elicitation about a call waiting for approval (when the client can). */
+  approvalPrompt?: ApprovalPrompt;
 }
 
 /**
@@ -57,7 +62,7 @@ export function handleToolCall(
   request: CallToolRequest,
   extra: ForwardingExtra,
 ): Promise<CallToolResult> {
-  return inCallSpan(request.params.name, () => governCall(deps, request, extra));
+  return inCallSpan(request.params.name, () => governCall(deps, request, extra), extra.requestInfo?.headers);
 }
 
 async function governCall(
@@ -66,7 +71,6 @@ async function governCall(
   extra: ForwardingExtra,
 ): Promise<CallToolResult> {
   const { params } = request;
-  const { signal } = extra;
   const toolName = params.name;
   const action = actionOfCall({
     serverId: deps.serverId,
@@ -76,7 +80,7 @@ async function governCall(
     registered: deps.registry.sideEffectOf(toolName),
     settings: deps.tools[toolName],
   });
-  return answerThroughVouch(deps, toolName, action, signal, (options) =>
+  return answerAskingTheUser(deps, toolName, action, extra, (options) =>
     deps.vouch.execute(
       action,
       (context) =>
@@ -85,6 +89,41 @@ async function governCall(
         ),
       options,
     ),
+  );
+}
+
+/**
+ * {@link answerThroughVouch}, and when the call waits for a human approval and the agent's
+ * client supports elicitation: show the user the pending call, and after an "accept" look in
+ * Vouch again (waiting up to `recheckWaitMs`). Only an approval recorded in Vouch, by someone
+ * other than the requester, lets the call run; the answer itself approves nothing.
+ */
+export async function answerAskingTheUser(
+  deps: Pick<CallToolDeps, 'keys' | 'approvalWait' | 'invokeTimeoutMs' | 'logger' | 'approvalPrompt'>,
+  label: string,
+  action: ExecuteAction,
+  extra: ForwardingExtra,
+  run: (options: ExecuteOptionsOf) => Promise<ExecuteResult<UpstreamOutcome>>,
+): Promise<CallToolResult> {
+  const first = await answerThroughVouch(deps, label, action, extra.signal, run);
+  const meta = first._meta?.[META_KEY] as ExecutionMeta | undefined;
+  const prompt = deps.approvalPrompt;
+  if (meta?.status !== 'approval_pending' || !prompt?.supported() || !extra.sendRequest) return first;
+  const answer = await askAboutApproval(
+    extra.sendRequest as unknown as SendToAgent,
+    prompt,
+    { label, action, meta },
+    extra.signal,
+    deps.logger,
+  );
+  trace.getActiveSpan()?.setAttribute('vouch.approval_prompt', answer);
+  if (answer !== 'accept') return first;
+  return answerThroughVouch(
+    { ...deps, approvalWait: { ...deps.approvalWait, timeoutMs: prompt.recheckWaitMs } },
+    label,
+    action,
+    extra.signal,
+    run,
   );
 }
 

@@ -41,8 +41,8 @@ describe('loadConfig', () => {
         approvalWaitMs: 0,
         invokeTimeoutMs: 60_000,
       });
-      expect(config.tools.write_file?.target?.idArgument).toBe('path');
-      expect(config.governed).toEqual([]);
+      expect(config.tools?.write_file?.target?.idArgument).toBe('path');
+      expect(config.governed).toBeUndefined();
     });
 
     it('reads the governed methods', async () => {
@@ -53,6 +53,77 @@ describe('loadConfig', () => {
       const withGoverned = JSON.stringify({ ...JSON.parse(file), governed });
       const { config } = await loadConfig(sources({ files: { 'gateway.json': withGoverned } }));
       expect(config.governed).toEqual(governed);
+    });
+  });
+
+  describe('when several upstreams are given', () => {
+    const multi = (extra: Record<string, unknown> = {}) =>
+      JSON.stringify({
+        upstreams: {
+          files: { command: 'node', args: ['files.js'], tools: { write: { sideEffect: 'irreversible' } } },
+          'git-hub': {
+            url: 'https://mcp.example/mcp',
+            serverId: 'github',
+            transport: 'auto',
+            headers: { 'X-Team': 'ops', Authorization: { env: 'GH_AUTH' } },
+          },
+          crm: {
+            url: 'https://crm.example/mcp',
+            auth: {
+              type: 'client_credentials',
+              tokenUrl: 'https://auth.example/token',
+              clientId: 'vouch',
+              clientSecret: { env: 'CRM_SECRET' },
+              scope: 'mcp',
+            },
+          },
+        },
+        vouch: { url: 'http://127.0.0.1:8787' },
+        environment: 'production',
+        ...extra,
+      });
+    const env = { VOUCH_API_KEY: 'k', GH_AUTH: 'Bearer gh-secret', CRM_SECRET: 'crm-secret' };
+
+    it('reads each one with its settings, and the secrets its headers and auth name from the environment', async () => {
+      const { config, upstreamSecrets } = await loadConfig(
+        sources({ env, files: { 'gateway.json': multi() } }),
+      );
+      expect(Object.keys(config.upstreams ?? {})).toEqual(['files', 'git-hub', 'crm']);
+      expect(config.upstreams?.['git-hub']).toMatchObject({ serverId: 'github', transport: 'auto' });
+      expect(upstreamSecrets).toEqual({ GH_AUTH: 'Bearer gh-secret', CRM_SECRET: 'crm-secret' });
+      // The file holds the variables' names; the values never enter the configuration.
+      expect(JSON.stringify(config)).not.toContain('gh-secret');
+      expect(JSON.stringify(config)).not.toContain('crm-secret');
+    });
+
+    it('refuses a secret whose variable is not set, naming the variable and never a value', async () => {
+      const error = await loadConfig(
+        sources({ env: { VOUCH_API_KEY: 'k', GH_AUTH: 'x' }, files: { 'gateway.json': multi() } }),
+      ).catch((e: Error) => e);
+      expect(error).toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('CRM_SECRET') });
+    });
+
+    it.each([
+      [{ bad_name: { command: 'x' } }, '/upstreams'],
+      [{ a: { url: 'https://a.example', auth: { type: 'bearer', token: 'literal-token' } } }, '/upstreams/a'],
+      [{}, '/upstreams'],
+    ])('refuses the upstreams %j, naming %s', async (upstreams, path) => {
+      const error = await loadConfig(sources({ env, files: { 'gateway.json': multi({ upstreams }) } })).catch(
+        (e: Error) => e,
+      );
+      expect(error).toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining(path) });
+    });
+
+    it.each([
+      ['upstream', { upstream: { command: 'x' } }],
+      ['serverId', { serverId: 'files' }],
+      ['tools', { tools: {} }],
+      ['governed', { governed: [] }],
+    ])('refuses a top-level %s beside upstreams', async (key, extra) => {
+      const error = await loadConfig(sources({ env, files: { 'gateway.json': multi(extra) } })).catch(
+        (e: Error) => e,
+      );
+      expect(error).toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining(`/${key}`) });
     });
   });
 

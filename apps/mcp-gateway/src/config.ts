@@ -39,17 +39,75 @@ const governedMethod = toolSettings.extend({
   match: z.string().min(1).max(2048).optional(),
 });
 
-const upstream = z.union([
-  z.strictObject({
-    command: z.string().min(1),
-    args: z.array(z.string()).default([]),
-    env: z.record(z.string(), z.string()).optional(),
-    cwd: z.string().optional(),
-  }),
-  z.strictObject({ url: z.url() }),
-]);
-
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name');
+
+/** A value read from the environment when the gateway starts, never written in the file. */
+const fromEnv = z.strictObject({ env: envName });
+
+/**
+ * How the gateway reaches an HTTP upstream. `transport`: `streamable-http` (the default),
+ * `sse` (the legacy HTTP+SSE transport) or `auto` (Streamable HTTP, and SSE when the server
+ * refuses it, as the MCP SDK recommends for backwards compatibility). `headers` go on every
+ * request; a value is a literal or `{ "env": "NAME" }`. `auth` adds a bearer token read from
+ * the environment, or one fetched with the OAuth 2 client-credentials grant.
+ */
+const httpUpstream = z.strictObject({
+  url: z.url(),
+  transport: z.enum(['streamable-http', 'sse', 'auto']).optional(),
+  headers: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'must be an HTTP header name'),
+      z.union([z.string(), fromEnv]),
+    )
+    .optional(),
+  auth: z
+    .discriminatedUnion('type', [
+      z.strictObject({ type: z.literal('bearer'), token: fromEnv }),
+      z.strictObject({
+        type: z.literal('client_credentials'),
+        tokenUrl: z.url(),
+        clientId: z.string().min(1),
+        clientSecret: fromEnv,
+        scope: z.string().min(1).optional(),
+        /** RFC 8707 `resource` sent with the token request (some servers require it). */
+        resource: z.url().optional(),
+      }),
+    ])
+    .optional(),
+});
+
+const stdioUpstream = z.strictObject({
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).optional(),
+  cwd: z.string().optional(),
+});
+
+const upstream = z.union([stdioUpstream, httpUpstream]);
+
+/**
+ * The name of one of several upstreams: the namespace of its tools and prompts
+ * (`<name>__<tool>`). No `_`, so the first `__` of an exposed name always ends the namespace.
+ */
+export const upstreamName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9-]{0,31}$/,
+    'must be 1-32 letters, digits or "-", starting with a letter or digit',
+  );
+
+/** What one named upstream adds to its connection: its Vouch server id, tools and governed methods. */
+const upstreamGovernance = {
+  /** How Vouch names this upstream (`server_id`); default: its name. */
+  serverId: name.optional(),
+  tools: z.record(z.string(), toolSettings).optional(),
+  governed: z.array(governedMethod).optional(),
+};
+
+const namedUpstream = z.union([
+  stdioUpstream.extend(upstreamGovernance),
+  httpUpstream.extend(upstreamGovernance),
+]);
 
 /**
  * Serve agents over Streamable HTTP instead of stdio. Each agent presents its own bearer
@@ -79,29 +137,68 @@ const agentServer = z.strictObject({
  * The gateway's configuration. The API key is not part of it: it comes from `VOUCH_API_KEY`
  * only, so a configuration file can be committed and shared without a secret in it.
  */
-export const gatewayConfigSchema = z.strictObject({
-  /** The MCP server to put behind Vouch: a command to start (stdio) or a Streamable HTTP URL. */
-  upstream,
-  vouch: z.strictObject({ url: z.url() }),
-  /** How Vouch names this upstream (`server_id`). */
-  serverId: name,
-  /** The environment every call acts in. */
-  environment: name,
-  tools: z.record(z.string(), toolSettings).default({}),
-  /** Requests besides `tools/call` that Vouch governs; the first entry that matches applies. */
-  governed: z.array(governedMethod).default([]),
-  /** How long a call waits for an approval before answering "pending" (default 0). */
-  approvalWaitMs: z.number().int().min(0).max(3_600_000).default(0),
-  invokeTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
-  /** Keep approval waits across gateway restarts by fixing the session (default: random per process). */
-  session: name.optional(),
-  /** Time limit of a passed-through request (resources, prompts, sampling, …). */
-  requestTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
-  /** On SIGTERM, SIGINT or agent disconnect: how long running calls may finish before they are stopped. */
-  drainTimeoutMs: z.number().int().min(0).max(3_600_000).default(10_000),
-  /** Serve agents over Streamable HTTP (default: one agent on stdio). */
-  agentServer: agentServer.optional(),
-});
+export const gatewayConfigSchema = z
+  .strictObject({
+    /** The MCP server to put behind Vouch: a command to start (stdio) or an HTTP URL. */
+    upstream: upstream.optional(),
+    /**
+     * Several MCP servers behind one gateway, by name: each one's tools and prompts are shown
+     * to the agent as `<name>__<tool>`, and each has its own `serverId`, `tools` and `governed`.
+     * Use either `upstream` (with the top-level `serverId`, `tools`, `governed`) or this.
+     */
+    upstreams: z.record(upstreamName, namedUpstream).optional(),
+    vouch: z.strictObject({ url: z.url() }),
+    /** How Vouch names the single `upstream` (`server_id`). */
+    serverId: name.optional(),
+    /** The environment every call acts in. */
+    environment: name,
+    tools: z.record(z.string(), toolSettings).optional(),
+    /** Requests besides `tools/call` that Vouch governs; the first entry that matches applies. */
+    governed: z.array(governedMethod).optional(),
+    /** How long a call waits for an approval before answering "pending" (default 0). */
+    approvalWaitMs: z.number().int().min(0).max(3_600_000).default(0),
+    invokeTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
+    /** Keep approval waits across gateway restarts by fixing the session (default: random per process). */
+    session: name.optional(),
+    /** Time limit of a passed-through request (resources, prompts, sampling, …). */
+    requestTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
+    /** On SIGTERM, SIGINT or agent disconnect: how long running calls may finish before they are stopped. */
+    drainTimeoutMs: z.number().int().min(0).max(3_600_000).default(10_000),
+    /** Serve agents over Streamable HTTP (default: one agent on stdio). */
+    agentServer: agentServer.optional(),
+    /**
+     * The Vouch console's address (e.g. `https://vouch.example/ui/`): a call waiting for an
+     * approval links to its proposal there when the gateway asks the user (elicitation).
+     */
+    consoleUrl: z.url().optional(),
+    /**
+     * A call waiting for an approval, from an agent whose client supports elicitation, asks
+     * the user (`elicitation/create`) with the exact call and where to approve it. After the
+     * user accepts, the gateway waits up to this long for the approval to show in Vouch.
+     */
+    elicitationWaitMs: z.number().int().min(0).max(600_000).default(30_000),
+    /** How long the user has to answer that prompt. */
+    approvalPromptTimeoutMs: z.number().int().positive().max(3_600_000).default(300_000),
+  })
+  .superRefine((config, context) => {
+    const issue = (path: string, message: string) =>
+      context.addIssue({ code: 'custom', path: [path], message });
+    if (config.upstream === undefined && config.upstreams === undefined) {
+      issue('upstream', 'set either upstream or upstreams');
+    }
+    if (config.upstream !== undefined && config.upstreams !== undefined) {
+      issue('upstreams', 'set either upstream or upstreams, not both');
+    }
+    if (config.upstream !== undefined && config.serverId === undefined) {
+      issue('serverId', 'is required with upstream');
+    }
+    if (config.upstreams !== undefined) {
+      if (Object.keys(config.upstreams).length === 0) issue('upstreams', 'must name at least one upstream');
+      for (const key of ['serverId', 'tools', 'governed'] as const) {
+        if (config[key] !== undefined) issue(key, 'with upstreams, set it on each upstream instead');
+      }
+    }
+  });
 
 /** The parsed configuration. */
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
@@ -164,6 +261,12 @@ export async function loadConfig(sources: ConfigSources): Promise<LoadedConfig> 
     );
   }
   const config = parsed.data;
+  const upstreamSecrets: Record<string, string> = {};
+  for (const { env: variable, usedFor } of environmentReferencesOf(config)) {
+    const value = env[variable];
+    if (!value) throw new GatewayError('CONFIG_INVALID', `${variable} is not set (${usedFor})`);
+    upstreamSecrets[variable] = value;
+  }
   if (config.agentServer) {
     const agentApiKeys: Record<string, string> = {};
     for (const agent of config.agentServer.agents) {
@@ -176,12 +279,12 @@ export async function loadConfig(sources: ConfigSources): Promise<LoadedConfig> 
       }
       agentApiKeys[agent.name] = key;
     }
-    return { config, apiKey: undefined, agentApiKeys };
+    return { config, apiKey: undefined, agentApiKeys, upstreamSecrets };
   }
   const apiKey = env.VOUCH_API_KEY;
   if (!apiKey)
     throw new GatewayError('CONFIG_INVALID', 'VOUCH_API_KEY is not set (a key with the gateway role)');
-  return { config, apiKey, agentApiKeys: {} };
+  return { config, apiKey, agentApiKeys: {}, upstreamSecrets };
 }
 
 /** The configuration and the secrets read from the environment for it. */
@@ -191,6 +294,37 @@ export interface LoadedConfig {
   apiKey: string | undefined;
   /** Over HTTP: each agent's own Vouch key, by agent name. */
   agentApiKeys: Record<string, string>;
+  /** The values of the environment variables the upstreams' headers and auth name (`{ "env": … }`). */
+  upstreamSecrets: Record<string, string>;
+}
+
+/** The upstream connections of a configuration, by name (`default` for the single `upstream`). */
+export function upstreamConnectionsOf(config: GatewayConfig): [string, UpstreamConnection][] {
+  if (config.upstreams) return Object.entries(config.upstreams);
+  return config.upstream ? [['default', config.upstream]] : [];
+}
+
+/** One upstream's connection settings (stdio command or HTTP URL, headers, auth). */
+export type UpstreamConnection = z.output<typeof upstream>;
+
+/** Every environment variable the upstream connections read, and what for (never its value). */
+function environmentReferencesOf(config: GatewayConfig): { env: string; usedFor: string }[] {
+  const references: { env: string; usedFor: string }[] = [];
+  for (const [label, connection] of upstreamConnectionsOf(config)) {
+    if (!('url' in connection)) continue;
+    for (const [header, value] of Object.entries(connection.headers ?? {})) {
+      if (typeof value !== 'string') {
+        references.push({ env: value.env, usedFor: `header ${header} of upstream ${label}` });
+      }
+    }
+    const auth = connection.auth;
+    if (auth?.type === 'bearer')
+      references.push({ env: auth.token.env, usedFor: `bearer token of upstream ${label}` });
+    if (auth?.type === 'client_credentials') {
+      references.push({ env: auth.clientSecret.env, usedFor: `OAuth client secret of upstream ${label}` });
+    }
+  }
+  return references;
 }
 
 function parseArgs(text: string | undefined): string[] {

@@ -6,6 +6,8 @@ export const GATEWAY_ERROR_CODES = [
   'CONFIG_INVALID',
   /** The upstream MCP server could not be started or connected. */
   'UPSTREAM_UNAVAILABLE',
+  /** An upstream's token endpoint refused the gateway's client credentials, or could not be reached. */
+  'UPSTREAM_AUTH_FAILED',
   /** The agent went away before the MCP handshake finished. */
   'AGENT_DISCONNECTED',
 ] as const;

@@ -8,22 +8,30 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { VouchClient, WaitOptions } from '@vouch/client';
 import type { ToolSettings } from './action-of-call';
+import { supportsFormElicitation } from './approval-prompt';
 import { createCallKeys } from './call-keys';
-import { type CallToolDeps, handleToolCall } from './call-tool';
+import { handleToolCall } from './call-tool';
 import { type GovernedMethod, governedMatch, handleGovernedRequest } from './governed-request';
 import { type Logger, silentLogger } from './logger';
+import { namespaced } from './namespace';
 import { agentCapabilitiesOf, type ForwardingExtra, passThrough } from './pass-through';
 import { createToolRegistry } from './tool-registry';
 import type { Upstream } from './upstream-call';
+import { type Route, routeOfName, routeThrough, unionOfCapabilities } from './upstream-router';
 
 /** Options of {@link createGateway}. */
 export interface GatewayOptions {
-  /** The connected upstream MCP server (stdio, HTTP or in-memory). */
-  upstream: Upstream;
+  /** The connected upstream MCP server (stdio, HTTP or in-memory); or `upstreams`. */
+  upstream?: Upstream;
+  /**
+   * Several upstreams, each under its name: their tools and prompts are shown to the agent
+   * as `<name>__<tool>`, each has its own `serverId`, `tools` and `governed`.
+   */
+  upstreams?: readonly NamedUpstream[];
   /** A client whose key holds the `gateway` role; the identity Vouch authorizes is the key's. */
   vouch: VouchClient;
-  /** How Vouch names the upstream server (`server_id` of its tools). */
-  serverId: string;
+  /** How Vouch names the single `upstream` (`server_id` of its tools). */
+  serverId?: string;
   /** The environment every call acts in; the agent cannot choose it. */
   environment: string;
   /** How calls to particular tools are described to Vouch. */
@@ -45,10 +53,28 @@ export interface GatewayOptions {
   session?: string;
   /** Time limit of a passed-through request (resources, prompts, sampling, …; default 60 000 ms). */
   requestTimeoutMs?: number;
+  /**
+   * When a call waits for an approval and the agent's client supports elicitation, show the
+   * user the call and where to approve it, and after "accept" look again in Vouch for up to
+   * `recheckWaitMs` (default 30 000). `false`: never ask (the agent gets "pending" as without
+   * elicitation). The answer itself never approves anything.
+   */
+  approvalPrompt?: { consoleUrl?: string; recheckWaitMs?: number; timeoutMs?: number } | false;
   /** Shown to the agent's client as the server name (default `vouch-mcp-gateway`). */
   name?: string;
   version?: string;
   logger?: Logger;
+}
+
+/** One of several upstreams of a gateway. */
+export interface NamedUpstream {
+  /** Its namespace: letters, digits and `-` (no `_`, see `NAMESPACE_SEPARATOR`). */
+  name: string;
+  upstream: Upstream;
+  /** How Vouch names it (default: its name). */
+  serverId?: string;
+  tools?: Record<string, ToolSettings>;
+  governed?: readonly GovernedMethod[];
 }
 
 /** A running gateway: connect `server` to the agent's transport. */
@@ -86,26 +112,69 @@ export interface Gateway {
  */
 export function createGateway(options: GatewayOptions): Gateway {
   const logger = options.logger ?? silentLogger;
-  const { upstream, vouch, serverId } = options;
-  const registry = createToolRegistry({ vouch, serverId, logger });
+  const { vouch } = options;
   const keys = createCallKeys(options.session ?? globalThis.crypto.randomUUID());
+  const common = {
+    vouch,
+    keys,
+    environment: options.environment,
+    approvalWait: { timeoutMs: 0, ...options.approvalWait },
+    invokeTimeoutMs: options.invokeTimeoutMs ?? 60_000,
+    logger,
+    ...(options.approvalPrompt === false
+      ? {}
+      : {
+          approvalPrompt: {
+            // Read when a call is pending, so after the agent's initialize.
+            supported: () => supportsFormElicitation(server.getClientCapabilities()),
+            ...(options.approvalPrompt?.consoleUrl ? { consoleUrl: options.approvalPrompt.consoleUrl } : {}),
+            recheckWaitMs: options.approvalPrompt?.recheckWaitMs ?? 30_000,
+            timeoutMs: options.approvalPrompt?.timeoutMs ?? 300_000,
+          },
+        }),
+  };
+  const routeOf = (
+    name: string | null,
+    upstream: Upstream,
+    serverId: string,
+    tools: Record<string, ToolSettings> | undefined,
+    governed: readonly GovernedMethod[] | undefined,
+  ): Route => ({
+    name,
+    upstream,
+    serverId,
+    governed: governed ?? [],
+    deps: {
+      ...common,
+      upstream,
+      serverId,
+      registry: createToolRegistry({ vouch, serverId, logger }),
+      tools: tools ?? {},
+    },
+  });
+  const routes = routesOf(options, routeOf);
+  const multi = options.upstreams !== undefined;
 
   const server = new Server(
     { name: options.name ?? 'vouch-mcp-gateway', version: options.version ?? '0.1.0' },
     {
-      capabilities: agentCapabilitiesOf(upstream.client.getServerCapabilities()),
-      ...(upstream.client.getInstructions() ? { instructions: upstream.client.getInstructions() } : {}),
+      capabilities: agentCapabilitiesOf(
+        multi
+          ? unionOfCapabilities(routes.map((route) => route.upstream.client.getServerCapabilities()))
+          : routes[0]!.upstream.client.getServerCapabilities(),
+      ),
+      ...instructionsOf(routes),
     },
   );
   // Created with the upstream's logging capability, the SDK answers logging/setLevel itself;
   // the level is the upstream's to apply, so that request passes through like the rest.
   server.removeRequestHandler('logging/setLevel');
 
-  const listAll = async () => {
+  const listAll = async (route: Route) => {
     const tools = [];
     let cursor: string | undefined;
     do {
-      const page = await upstream.client.listTools(cursor === undefined ? {} : { cursor });
+      const page = await route.upstream.client.listTools(cursor === undefined ? {} : { cursor });
       tools.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor !== undefined);
@@ -114,36 +183,47 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   // Governed methods are registered like tools (under the method's name), so the registry
   // holds their class and policy can allow them; the agent's tools/list does not show them.
-  const governed = options.governed ?? [];
-  const governedTools = [...new Set(governed.map((rule) => rule.method))].map((method) => ({
-    name: method,
-    inputSchema: { type: 'object' as const },
-  }));
-  const discover = async (tools: Awaited<ReturnType<typeof listAll>>) =>
-    registry.discover([...tools, ...governedTools]);
+  const discover = async (route: Route, tools: Awaited<ReturnType<typeof listAll>>) => {
+    const governedTools = [...new Set(route.governed.map((rule) => rule.method))].map((method) => ({
+      name: method,
+      inputSchema: { type: 'object' as const },
+    }));
+    await route.deps.registry.discover([...tools, ...governedTools]);
+  };
+  /** One upstream's tools as the agent sees them (namespaced with several upstreams), registered with Vouch. */
+  const toolsOf = async (route: Route) => {
+    // An upstream without tools adds none (asking would be an error), but its governed methods are registered.
+    if (!route.upstream.client.getServerCapabilities()?.tools) {
+      await discover(route, []);
+      return [];
+    }
+    const tools = await listAll(route);
+    await discover(route, tools);
+    return route.name === null
+      ? tools
+      : tools.map((tool) => ({ ...tool, name: namespaced(route.name!, tool.name) }));
+  };
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
-    const tools = await listAll();
-    await discover(tools);
-    return { tools };
+    if (!multi) return { tools: await toolsOf(routes[0]!) };
+    // One upstream failing to list does not hide the others' tools.
+    const listed = await Promise.allSettled(routes.map(toolsOf));
+    return {
+      tools: listed.flatMap((result, i) => {
+        if (result.status === 'fulfilled') return result.value;
+        logger.warn('could not list the tools of an upstream', {
+          upstream: routes[i]!.name,
+          error: String(result.reason),
+        });
+        return [];
+      }),
+    };
   });
 
   // Calls in flight, so stopping can let them finish and record their outcomes (drain).
   const inFlight = new Set<Promise<unknown>>();
   const stopping = new AbortController();
   let draining = false;
-  const deps: CallToolDeps = {
-    upstream,
-    vouch,
-    registry,
-    keys,
-    serverId,
-    environment: options.environment,
-    tools: options.tools ?? {},
-    approvalWait: { timeoutMs: 0, ...options.approvalWait },
-    invokeTimeoutMs: options.invokeTimeoutMs ?? 60_000,
-    logger,
-  };
   /** Run one governed call (a tool call or a governed request), counted in flight until it settles. */
   const governedCall = <T>(
     extra: ForwardingExtra,
@@ -161,32 +241,56 @@ export function createGateway(options: GatewayOptions): Gateway {
     );
     return call;
   };
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    governedCall(extra, (governedExtra) => handleToolCall(deps, request, governedExtra)),
-  );
-  passThrough({
-    server,
-    upstream: upstream.client,
-    timeoutMs: options.requestTimeoutMs ?? 60_000,
-    logger,
-    governed: (request, extra) => {
-      const match = governedMatch(governed, request);
-      if (match === null) return null;
-      return governedCall(extra, (governedExtra) =>
-        handleGovernedRequest(deps, match, request, governedExtra),
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+    const found = routeOfName(routes, request.params.name);
+    // Never forwarded: a name outside every namespace reaches no upstream.
+    if (!found) {
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `unknown tool ${JSON.stringify(request.params.name)}: tool names are <upstream>__<tool>, for an upstream of this gateway`,
       );
-    },
+    }
+    const local = { ...request, params: { ...request.params, name: found.name } };
+    return governedCall(extra, (governedExtra) => handleToolCall(found.route.deps, local, governedExtra));
   });
-  // The upstream may change its tools; tell the agent, which lists again (and so rediscovers).
-  upstream.client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
-    await server.sendToolListChanged().catch((error: unknown) => {
-      logger.warn('could not forward tools/list_changed', { error: String(error) });
+  const governedRequest = (
+    route: Route,
+    request: { method: string; params?: Record<string, unknown> },
+    extra: ForwardingExtra,
+  ) => {
+    const match = governedMatch(route.governed, request);
+    if (match === null) return null;
+    return governedCall(extra, (governedExtra) =>
+      handleGovernedRequest(route.deps, match, request, governedExtra),
+    );
+  };
+  const timeoutMs = options.requestTimeoutMs ?? 60_000;
+  if (multi) {
+    routeThrough({ server, routes, governed: governedRequest, logger, timeoutMs });
+  } else {
+    const route = routes[0]!;
+    passThrough({
+      server,
+      upstream: route.upstream.client,
+      timeoutMs,
+      logger,
+      governed: (request, extra) => governedRequest(route, request, extra),
     });
-  });
+  }
+  // An upstream may change its tools; tell the agent, which lists again (and so rediscovers).
+  for (const route of routes) {
+    route.upstream.client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      await server.sendToolListChanged().catch((error: unknown) => {
+        logger.warn('could not forward tools/list_changed', { upstream: route.name, error: String(error) });
+      });
+    });
+  }
 
   return {
     server,
-    discover: async () => discover(await listAll()),
+    discover: async () => {
+      await Promise.all(routes.map(toolsOf));
+    },
     inFlight: () => inFlight.size,
     drain: async (graceMs) => {
       draining = true;
@@ -205,7 +309,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     close: async () => {
       await server.close();
-      await upstream.client.close();
+      await Promise.all(routes.map((route) => route.upstream.client.close()));
     },
   };
 }
@@ -225,4 +329,45 @@ function callSignal(request: AbortSignal, stopping: AbortSignal, disconnected: (
     { once: true },
   );
   return controller.signal;
+}
+
+/** The routes of a gateway: its single unnamed upstream, or each named one in order. */
+function routesOf(
+  options: GatewayOptions,
+  routeOf: (
+    name: string | null,
+    upstream: Upstream,
+    serverId: string,
+    tools: Record<string, ToolSettings> | undefined,
+    governed: readonly GovernedMethod[] | undefined,
+  ) => Route,
+): Route[] {
+  if (options.upstreams !== undefined) {
+    if (options.upstream !== undefined) throw new TypeError('set either upstream or upstreams, not both');
+    if (options.upstreams.length === 0) throw new TypeError('upstreams must name at least one upstream');
+    const names = new Set<string>();
+    return options.upstreams.map((named) => {
+      if (!/^[A-Za-z0-9][A-Za-z0-9-]*$/.test(named.name) || names.has(named.name)) {
+        throw new TypeError(
+          `upstream name ${JSON.stringify(named.name)} is not a unique name of letters, digits and -`,
+        );
+      }
+      names.add(named.name);
+      return routeOf(named.name, named.upstream, named.serverId ?? named.name, named.tools, named.governed);
+    });
+  }
+  if (options.upstream === undefined || options.serverId === undefined) {
+    throw new TypeError('set upstream and serverId, or upstreams');
+  }
+  return [routeOf(null, options.upstream, options.serverId, options.tools, options.governed)];
+}
+
+/** The upstreams' instructions for the agent; with several, each under its name. */
+function instructionsOf(routes: readonly Route[]): { instructions?: string } {
+  const parts = routes.flatMap((route) => {
+    const text = route.upstream.client.getInstructions();
+    if (!text) return [];
+    return [route.name === null ? text : `${route.name}: tools and prompts named ${route.name}__*\n${text}`];
+  });
+  return parts.length === 0 ? {} : { instructions: parts.join('\n\n') };
 }

@@ -1,21 +1,38 @@
 import { ErrorCode, McpError, type Result } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonObject } from '@vouch/client';
 import { actionOfCall, type ToolSettings } from './action-of-call';
-import { answerThroughVouch, type CallToolDeps } from './call-tool';
+import { answerAskingTheUser, type CallToolDeps } from './call-tool';
 import { type ForwardingExtra, forwardingOptions } from './pass-through';
 import { type ExecutionMeta, META_KEY } from './tool-results';
 import { callUpstreamRequest } from './upstream-call';
 
-/** The requests besides `tools/call` that can be governed, and the param that names each one's target. */
-const TARGET_PARAM = {
-  'resources/read': 'uri',
-  'resources/subscribe': 'uri',
-  'prompts/get': 'name',
-} as const;
+/**
+ * The requests besides `tools/call` that can be governed, and what each one targets: the
+ * resource URI, the prompt name, the completion's reference (a prompt name or a resource
+ * template), or, for the list methods, the upstream server itself.
+ */
+const TARGETS = {
+  'resources/read': { kind: 'mcp_resource', of: (params) => params.uri },
+  'resources/subscribe': { kind: 'mcp_resource', of: (params) => params.uri },
+  'prompts/get': { kind: 'mcp_prompt', of: (params) => params.name },
+  'completion/complete': {
+    kind: 'mcp_completion',
+    of: (params) => {
+      const ref = params.ref as Record<string, unknown> | undefined;
+      return ref?.type === 'ref/prompt' ? ref.name : ref?.uri;
+    },
+  },
+  'resources/list': { kind: 'mcp_server', of: null },
+  'resources/templates/list': { kind: 'mcp_server', of: null },
+  'prompts/list': { kind: 'mcp_server', of: null },
+} as const satisfies Record<
+  string,
+  { kind: string; of: ((params: Record<string, unknown>) => unknown) | null }
+>;
 
-export type GovernableMethod = keyof typeof TARGET_PARAM;
+export type GovernableMethod = keyof typeof TARGETS;
 
-export const GOVERNABLE_METHODS = Object.keys(TARGET_PARAM) as [GovernableMethod, ...GovernableMethod[]];
+export const GOVERNABLE_METHODS = Object.keys(TARGETS) as [GovernableMethod, ...GovernableMethod[]];
 
 /**
  * One governed method: which requests (`match`, a glob over the URI or prompt name) and how
@@ -26,10 +43,10 @@ export interface GovernedMethod extends ToolSettings {
   match?: string;
 }
 
-/** A governed request from the agent: the rule that matched and the target it names. */
+/** A governed request from the agent: the rule that matched and the target it names (null: the server). */
 export interface GovernedMatch {
   rule: GovernedMethod;
-  target: string;
+  target: string | null;
 }
 
 /** The first rule that governs `request`, or null when it passes through ungoverned. */
@@ -37,14 +54,14 @@ export function governedMatch(
   rules: readonly GovernedMethod[],
   request: { method: string; params?: Record<string, unknown> },
 ): GovernedMatch | null {
-  const param = TARGET_PARAM[request.method as GovernableMethod];
-  if (param === undefined) return null;
-  const value = request.params?.[param];
-  const target = typeof value === 'string' ? value : '';
+  if (!Object.hasOwn(TARGETS, request.method)) return null;
+  const of = TARGETS[request.method as GovernableMethod].of;
+  const value = of === null ? null : of(request.params ?? {});
+  const target = of === null ? null : typeof value === 'string' ? value : '';
   const rule = rules.find(
     (candidate) =>
       candidate.method === request.method &&
-      (candidate.match === undefined || globRegExp(candidate.match).test(target)),
+      (candidate.match === undefined || target === null || globRegExp(candidate.match).test(target)),
   );
   return rule ? { rule, target } : null;
 }
@@ -66,8 +83,7 @@ export async function handleGovernedRequest(
   const { rule } = match;
   const method = rule.method;
   const { _meta: _, ...params } = request.params ?? {};
-  const label = `${method} ${match.target}`;
-  const isPrompt = method === 'prompts/get';
+  const label = match.target === null ? method : `${method} ${match.target}`;
   const action = actionOfCall({
     serverId: deps.serverId,
     environment: deps.environment,
@@ -77,12 +93,14 @@ export async function handleGovernedRequest(
     settings: {
       ...rule,
       target: {
-        kind: rule.target?.kind ?? (isPrompt ? 'mcp_prompt' : 'mcp_resource'),
-        ...(rule.target?.id === undefined ? { idArgument: TARGET_PARAM[method] } : { id: rule.target.id }),
+        kind: rule.target?.kind ?? TARGETS[method].kind,
+        // The target named in the request, else the rule's fixed id, else the server.
+        ...(rule.target?.id === undefined && match.target !== null ? { id: match.target } : {}),
+        ...(rule.target?.id === undefined ? {} : { id: rule.target.id }),
       },
     },
   });
-  const answer = await answerThroughVouch(deps, label, action, extra.signal, (options) =>
+  const answer = await answerAskingTheUser(deps, label, action, extra, (options) =>
     deps.vouch.execute(
       action,
       (context) =>

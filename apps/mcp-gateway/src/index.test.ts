@@ -11,6 +11,7 @@ describe('@vouch/mcp-gateway', () => {
         'GOVERNABLE_METHODS',
         'GatewayError',
         'META_KEY',
+        'NAMESPACE_SEPARATOR',
         'actionOfCall',
         'agentCapabilitiesOf',
         'connectUpstream',

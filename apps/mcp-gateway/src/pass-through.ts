@@ -38,6 +38,10 @@ export function upstreamCapabilitiesOf(agent: ClientCapabilities | undefined): C
 export interface ForwardingExtra {
   signal: AbortSignal;
   sendNotification: (notification: never) => Promise<void>;
+  /** The agent's HTTP request (Streamable HTTP only): its headers carry a `traceparent`. */
+  requestInfo?: { headers: Readonly<Record<string, string | string[] | undefined>> };
+  /** Send a request to the agent tied to this one (on Streamable HTTP, on its stream). */
+  sendRequest?: (request: never, schema: never, options?: never) => Promise<unknown>;
 }
 
 /**
@@ -69,7 +73,7 @@ export function forwardingOptions(
 }
 
 // Handled by the SDK on each hop: forwarding them would cancel or report the wrong request.
-const HOP_BY_HOP = new Set([
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'notifications/cancelled',
   'notifications/progress',
   'notifications/initialized',

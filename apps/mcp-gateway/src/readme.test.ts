@@ -8,10 +8,20 @@ const jsonBlocks = [...readme.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JS
 
 describe('the gateway README', () => {
   describe('when its gateway.json example is parsed', () => {
-    it('is a valid configuration, and so is the HTTP one', () => {
-      const configs = jsonBlocks.filter((block) => (block as { upstream?: unknown }).upstream !== undefined);
-      expect(configs.map((config) => gatewayConfigSchema.safeParse(config).success)).toEqual([true, true]);
+    it('is a valid configuration, and so are the HTTP, upstream connection and several-upstreams ones', () => {
+      const configs = jsonBlocks.filter(
+        (block) =>
+          (block as { upstream?: unknown }).upstream !== undefined ||
+          (block as { upstreams?: unknown }).upstreams !== undefined,
+      );
+      expect(configs.map((config) => gatewayConfigSchema.safeParse(config).success)).toEqual([
+        true,
+        true,
+        true,
+        true,
+      ]);
       expect(configs.some((config) => (config as { agentServer?: unknown }).agentServer)).toBe(true);
+      expect(configs.some((config) => (config as { upstreams?: unknown }).upstreams)).toBe(true);
     });
   });
 

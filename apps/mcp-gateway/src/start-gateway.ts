@@ -1,60 +1,26 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { createVouchClient } from '@vouch/client';
 import { type AgentHttpServer, serveAgentsOverHttp } from './agent-http';
 import { awaitInitialize } from './await-initialize';
-import type { GatewayConfig } from './config';
+import type { TokenSource } from './client-credentials';
+import { type GatewayConfig, upstreamConnectionsOf } from './config';
+import { connectUpstream } from './connect-upstream';
 import { GatewayError } from './errors';
 import { createGateway, type Gateway } from './gateway';
 import type { Logger } from './logger';
-import { upstreamCapabilitiesOf } from './pass-through';
 import type { Upstream } from './upstream-call';
-
-/**
- * Connect to the configured upstream MCP server, declaring the agent's client capabilities
- * (sampling, elicitation, roots) as the gateway's own, since it forwards those requests.
- */
-export async function connectUpstream(
-  config: GatewayConfig['upstream'],
-  agentCapabilities?: ClientCapabilities,
-): Promise<Upstream> {
-  const client = new Client(
-    { name: 'vouch-mcp-gateway', version: '0.1.0' },
-    { capabilities: upstreamCapabilitiesOf(agentCapabilities) },
-  );
-  const http = 'url' in config;
-  const transport = http
-    ? new StreamableHTTPClientTransport(new URL(config.url))
-    : new StdioClientTransport({
-        command: config.command,
-        args: config.args,
-        ...(config.env ? { env: config.env } : {}),
-        ...(config.cwd ? { cwd: config.cwd } : {}),
-        // The upstream's stderr is for its operator, like ours; stdout is the protocol.
-        stderr: 'inherit',
-      });
-  try {
-    await client.connect(transport);
-  } catch (cause) {
-    throw new GatewayError(
-      'UPSTREAM_UNAVAILABLE',
-      `cannot connect to the upstream MCP server: ${String(cause)}`,
-      {
-        cause,
-      },
-    );
-  }
-  return { client, transport: http ? 'http' : 'stdio' };
-}
 
 /** What starting a gateway needs besides the agent side. */
 interface StartOptions {
   config: GatewayConfig;
   logger: Logger;
+  /** The `fetch` of the Vouch client (default: the global one). */
   fetch?: typeof fetch;
+  /** The values of the environment variables the upstreams' headers and auth name. */
+  upstreamSecrets?: Readonly<Record<string, string>>;
+  /** OAuth token sources shared by the upstream connections of every agent session. */
+  tokenSources?: Map<string, TokenSource>;
   /** Called when an upstream connection closes (its process exited). */
   onUpstreamClose?: () => void;
 }
@@ -67,22 +33,59 @@ export async function openGateway(
   options: StartOptions & { apiKey: string; agentCapabilities?: ClientCapabilities },
 ): Promise<Gateway> {
   const { config, logger } = options;
-  const upstream = await connectUpstream(config.upstream, options.agentCapabilities);
+  const connections = upstreamConnectionsOf(config);
+  const connected = await Promise.allSettled(
+    connections.map(([name, connection]) =>
+      connectUpstream(connection, {
+        ...(options.agentCapabilities ? { agentCapabilities: options.agentCapabilities } : {}),
+        ...(options.upstreamSecrets ? { secrets: options.upstreamSecrets } : {}),
+        ...(options.tokenSources ? { tokenSources: options.tokenSources } : {}),
+        label: name,
+      }),
+    ),
+  );
+  const failed = connected.find((result) => result.status === 'rejected');
+  if (failed) {
+    await Promise.all(
+      connected.map((result) => (result.status === 'fulfilled' ? result.value.client.close() : undefined)),
+    );
+    throw failed.reason;
+  }
+  const upstreams = connected.map((result) => (result as PromiseFulfilledResult<Upstream>).value);
   // Without an upstream every call would fail in the transport layer and be recorded as
   // `unknown`; stopping says what happened instead.
-  if (options.onUpstreamClose) upstream.client.onclose = options.onUpstreamClose;
+  if (options.onUpstreamClose) {
+    for (const upstream of upstreams) upstream.client.onclose = options.onUpstreamClose;
+  }
   const gateway = createGateway({
-    upstream,
+    ...(config.upstreams
+      ? {
+          upstreams: Object.entries(config.upstreams).map(([name, settings], i) => ({
+            name,
+            upstream: upstreams[i]!,
+            ...(settings.serverId ? { serverId: settings.serverId } : {}),
+            ...(settings.tools ? { tools: settings.tools } : {}),
+            ...(settings.governed ? { governed: settings.governed } : {}),
+          })),
+        }
+      : {
+          upstream: upstreams[0]!,
+          serverId: config.serverId!,
+          tools: config.tools ?? {},
+          governed: config.governed ?? [],
+        }),
     vouch: createVouchClient({
       baseUrl: config.vouch.url,
       apiKey: options.apiKey,
       ...(options.fetch ? { fetch: options.fetch } : {}),
     }),
-    serverId: config.serverId,
     environment: config.environment,
-    tools: config.tools,
-    governed: config.governed,
     approvalWait: { timeoutMs: config.approvalWaitMs },
+    approvalPrompt: {
+      ...(config.consoleUrl ? { consoleUrl: config.consoleUrl } : {}),
+      recheckWaitMs: config.elicitationWaitMs,
+      timeoutMs: config.approvalPromptTimeoutMs,
+    },
     invokeTimeoutMs: config.invokeTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
     ...(config.session ? { session: config.session } : {}),
@@ -107,7 +110,7 @@ export async function startGateway(
   const gateway = await openGateway({ ...options, agentCapabilities: params.capabilities });
   await gateway.server.connect(transport);
   options.logger.info('gateway started', {
-    server_id: options.config.serverId,
+    server_id: serverIdsOf(options.config),
     environment: options.config.environment,
   });
   return gateway;
@@ -122,6 +125,7 @@ export async function startHttpGateway(
 ): Promise<AgentHttpServer> {
   const settings = options.config.agentServer;
   if (!settings) throw new GatewayError('CONFIG_INVALID', 'agentServer is not configured');
+  const tokenSources = options.tokenSources ?? new Map<string, TokenSource>();
   const server = await serveAgentsOverHttp({
     ...settings,
     drainTimeoutMs: options.config.drainTimeoutMs,
@@ -131,10 +135,20 @@ export async function startHttpGateway(
         config: options.config,
         logger: options.logger,
         ...(options.fetch ? { fetch: options.fetch } : {}),
+        ...(options.upstreamSecrets ? { upstreamSecrets: options.upstreamSecrets } : {}),
+        tokenSources,
         apiKey: options.agentApiKeys[agent.name]!,
         agentCapabilities: initialize.capabilities,
       }),
   });
-  options.logger.info('gateway listening', { url: server.url, server_id: options.config.serverId });
+  options.logger.info('gateway listening', { url: server.url, server_id: serverIdsOf(options.config) });
   return server;
+}
+
+/** The Vouch server ids a configuration acts for, for log lines. */
+function serverIdsOf(config: GatewayConfig): string {
+  if (!config.upstreams) return config.serverId ?? '';
+  return Object.entries(config.upstreams)
+    .map(([name, settings]) => settings.serverId ?? name)
+    .join(',');
 }

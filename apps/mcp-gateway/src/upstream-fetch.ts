@@ -1,0 +1,33 @@
+import type { TokenSource } from './client-credentials';
+
+/**
+ * The `fetch` an HTTP upstream transport uses: every request (the SSE stream too) carries
+ * the configured headers and, with a token source, `Authorization: Bearer <token>`. When the
+ * upstream answers 401 to a token it fetched, the request is sent once more with a new token
+ * (the old one was revoked or expired early).
+ */
+export function upstreamFetch(options: {
+  headers: Readonly<Record<string, string>>;
+  tokens?: TokenSource;
+  /** Whether a 401 may be answered with a new token (an OAuth token source; not a static token). */
+  refreshOn401?: boolean;
+  fetch?: typeof fetch;
+}): typeof fetch {
+  const fetchImpl = options.fetch ?? fetch;
+  const send = async (input: string | URL | Request, init: RequestInit | undefined) => {
+    const headers = new Headers(init?.headers);
+    for (const [name, value] of Object.entries(options.headers)) headers.set(name, value);
+    const token = options.tokens ? await options.tokens.token() : undefined;
+    if (token !== undefined) headers.set('authorization', `Bearer ${token}`);
+    return { response: await fetchImpl(input, { ...init, headers }), token };
+  };
+  return async (input, init) => {
+    const first = await send(input, init);
+    if (first.response.status !== 401 || !options.refreshOn401 || first.token === undefined) {
+      return first.response;
+    }
+    options.tokens?.invalidate(first.token);
+    await first.response.body?.cancel().catch(() => {});
+    return (await send(input, init)).response;
+  };
+}
