@@ -1,6 +1,9 @@
+import type { Readable } from 'node:stream';
 import type { ChainHead, StoredEvent } from '@vouch/audit';
 import { and, asc, eq, gt, sql } from 'drizzle-orm';
+import type postgres from 'postgres';
 import { anyOf, insertRows } from './batched-sql';
+import { CopyLines, copyColumns, sqlLiteral } from './copy-text';
 import type { Database, Db } from './database';
 import { attachFields } from './event-fields';
 import { auditEvents } from './schema/core';
@@ -205,6 +208,27 @@ export async function* streamEventPages(
   log: string,
   options: StreamOptions = {},
 ): AsyncGenerator<StoredEvent[]> {
+  const pages =
+    database.driver.kind === 'postgres' && streamVia === 'copy'
+      ? copyEventPages(database, log, options)
+      : rangeEventPages(database, log, options);
+  for await (const page of pages) {
+    yield options.content === false ? page : await attachFields(database, log, page);
+  }
+}
+
+/** How Postgres pages are read: COPY text (default) or the driver's rows. For the benchmark's before/after only. */
+let streamVia: 'copy' | 'rows' = 'copy';
+export function setEventStreamVia(via: 'copy' | 'rows'): void {
+  streamVia = via;
+}
+
+/** The pages of {@link streamEventPages} read as rows, one seq range at a time, the next one read ahead. */
+async function* rangeEventPages(
+  database: Database,
+  log: string,
+  options: StreamOptions,
+): AsyncGenerator<StoredEvent[]> {
   const pageSize = options.pageSize ?? 5_000;
   let after = options.after ?? 0;
   let next = readRange(database, log, after, after + pageSize);
@@ -222,6 +246,206 @@ export async function* streamEventPages(
     next = readRange(database, log, after, after + pageSize);
     // A prefetch the caller abandons must not surface as an unhandled rejection.
     next.catch(() => {});
-    yield options.content === false ? page : await attachFields(database, log, page);
+    yield page;
   }
+}
+
+/** Events per page a COPY range is cut into: small enough that a page dies young (cheap for the GC). */
+const COPY_PAGE_EVENTS = 2_048;
+
+/**
+ * The pages of {@link streamEventPages} on Postgres: each seq range of `pageSize` is one
+ * `COPY (SELECT …) TO STDOUT` whose text is parsed here as it arrives, a page of at most
+ * {@link COPY_PAGE_EVENTS} events at a time, with the next range's COPY already running on
+ * another connection. Parsing the text in chunks allocates far less than the driver's row
+ * objects (one decode per chunk, each column a slice of it), and a page is dropped before
+ * the next range's rows pile up, so the garbage collector has little to copy.
+ */
+async function* copyEventPages(
+  database: Database,
+  log: string,
+  options: StreamOptions,
+): AsyncGenerator<StoredEvent[]> {
+  const pageSize = options.pageSize ?? 5_000;
+  let after = options.after ?? 0;
+  let range = new CopyRange(database, log, after, after + pageSize);
+  let next: CopyRange | null = null;
+  try {
+    for (;;) {
+      let rows = 0;
+      let previous = Number.NEGATIVE_INFINITY;
+      next = new CopyRange(database, log, after + pageSize, after + 2 * pageSize);
+      for (let page = await range.page(); page !== null; page = await range.page()) {
+        rows += page.length;
+        // ORDER BY seq makes this hold; a page out of order would be a server that did not sort.
+        for (const event of page) {
+          if (!(event.seq > previous)) throw new Error('COPY rows of audit_events arrived out of seq order');
+          previous = event.seq;
+        }
+        yield page;
+      }
+      if (rows === 0) {
+        await next.abandon();
+        next = null;
+        // The end, or a gap of a whole page or more: jump to the next row if there is one.
+        const seq = await nextSeqAfter(database, log, after);
+        if (seq === null) return;
+        after = seq - 1;
+        range = new CopyRange(database, log, after, after + pageSize);
+        continue;
+      }
+      after += pageSize;
+      range = next;
+      next = null;
+    }
+  } finally {
+    // A range the caller stopped reading (an abort, a failure) is read to its end and dropped.
+    await Promise.all([range.abandon(), next?.abandon()]);
+  }
+}
+
+const COPY_COLUMNS = [
+  'log_id',
+  'seq',
+  'kind',
+  'entity_id',
+  'actor',
+  'recorded_at',
+  'payload',
+  'payload_hash',
+  'prev_hash',
+  'hash',
+  'commitment',
+].join(', ');
+
+/**
+ * One `COPY (SELECT … ORDER BY seq) TO STDOUT` of the events with `after < seq <= through`,
+ * started at once and parsed into pages as its chunks arrive. At most two pages wait
+ * unread: past that the stream is paused, which pauses the socket (postgres.js), which stops
+ * the server.
+ */
+class CopyRange {
+  readonly #pages: StoredEvent[][] = [];
+  #page: StoredEvent[] = [];
+  #ended = false;
+  #error: unknown = null;
+  #wake: (() => void) | null = null;
+  readonly #lines = new CopyLines();
+  readonly #stream: Promise<Readable>;
+
+  constructor(database: Database, log: string, after: number, through: number) {
+    const client = (database.driver as { kind: 'postgres'; client: postgres.Sql }).client;
+    const statement = `copy (select ${COPY_COLUMNS} from audit_events where log_id = ${sqlLiteral(log)}
+      and seq > ${Math.trunc(after)} and seq <= ${Math.trunc(through)} order by seq) to stdout`;
+    this.#stream = client.unsafe(statement).readable() as unknown as Promise<Readable>;
+    this.#stream.then(
+      (stream) => {
+        stream.on('data', (chunk: Buffer) => this.#chunk(chunk, stream));
+        stream.on('end', () => {
+          if (this.#lines.partial)
+            this.#error ??= new Error('COPY of audit_events ended in the middle of a row');
+          this.#ended = true;
+          this.#notify();
+        });
+        stream.on('error', (error) => this.#fail(error));
+      },
+      (error: unknown) => this.#fail(error),
+    );
+  }
+
+  /** The next page, or null once the range is read. Rejects with the COPY's error. */
+  async page(): Promise<StoredEvent[] | null> {
+    for (;;) {
+      if (this.#error !== null) throw this.#error;
+      const page = this.#pages.shift();
+      if (page !== undefined) {
+        if (this.#pages.length < 2) (await this.#stream).resume();
+        return page;
+      }
+      if (this.#ended) {
+        const last = this.#page;
+        this.#page = [];
+        return last.length > 0 ? last : null;
+      }
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+    }
+  }
+
+  /**
+   * Read the rest of the range and drop it: a COPY left half read would hold its
+   * connection (the socket paused) forever. Ranges are bounded, so the rest is small.
+   */
+  async abandon(): Promise<void> {
+    this.#pages.length = 0;
+    this.#page = [];
+    let stream: Readable;
+    try {
+      stream = await this.#stream;
+    } catch {
+      return;
+    }
+    if (this.#ended || this.#error !== null) return;
+    await new Promise<void>((resolve) => {
+      stream.removeAllListeners('data');
+      stream.on('end', resolve);
+      stream.on('error', () => resolve());
+      stream.on('data', () => {});
+      stream.resume();
+    });
+  }
+
+  #chunk(chunk: Buffer, stream: Readable): void {
+    if (this.#error !== null) return;
+    try {
+      const text = this.#lines.push(chunk);
+      if (text === '') return;
+      for (let start = 0; start <= text.length; ) {
+        let end = text.indexOf('\n', start);
+        if (end < 0) end = text.length;
+        this.#page.push(eventOfCopyRow(copyColumns(text, start, end, 11)));
+        if (this.#page.length === COPY_PAGE_EVENTS) {
+          this.#pages.push(this.#page);
+          this.#page = [];
+          if (this.#pages.length >= 2) stream.pause();
+          this.#notify();
+        }
+        start = end + 1;
+      }
+    } catch (error) {
+      this.#fail(error);
+      stream.resume();
+    }
+  }
+
+  #fail(error: unknown): void {
+    this.#error ??= error;
+    this.#notify();
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = null;
+    wake?.();
+  }
+}
+
+/** A COPY row of {@link COPY_COLUMNS} as the event {@link readRange} gives for the same row. */
+function eventOfCopyRow(columns: Array<string | null>): StoredEvent {
+  const [log, seq, kind, entity, actor, at, payload, payload_hash, prev_hash, hash, commitment] = columns;
+  const event = {
+    log,
+    seq: seq === null ? null : Number(seq),
+    kind,
+    entity,
+    actor,
+    at,
+    payload,
+    payload_hash,
+    prev_hash,
+    hash,
+  } as StoredEvent;
+  if (commitment !== null) event.commitment = commitment;
+  return event;
 }
