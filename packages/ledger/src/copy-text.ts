@@ -46,14 +46,15 @@ export function copyColumns(text: string, start: number, end: number, count: num
   const plain = escaped < 0 || escaped >= end;
   let at = start;
   for (let i = 0; i < count; i++) {
-    let stop = i === count - 1 ? end : text.indexOf(TAB, at);
-    if (stop < 0 || stop > end) stop = -1;
-    if (stop < 0) throw new Error(`a COPY row has ${i + 1} columns, not ${count}`);
+    let stop = text.indexOf(TAB, at);
+    if (stop < 0 || stop >= end) {
+      if (i < count - 1) throw new Error(`a COPY row has ${i + 1} columns, not ${count}`);
+      stop = end;
+    } else if (i === count - 1) throw new Error(`a COPY row has more than ${count} columns`);
     const raw = text.slice(at, stop);
     columns[i] = plain ? raw : unescapeCopyValue(raw);
     at = stop + 1;
   }
-  if (at !== end + 1) throw new Error(`a COPY row has more than ${count} columns`);
   return columns;
 }
 
