@@ -1,15 +1,15 @@
 import { eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent, verifyEvents } from '@vouch/audit';
 import { sql } from 'drizzle-orm';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from './database';
 import { insertEvents, streamEventPages } from './event-store';
-import { setEventStreamVia } from './internal/benchmark';
-import { openTestPostgres, tamper, testBackends } from './testing';
+import { tamper, testBackends } from './testing';
 
 /**
- * Payloads whose text COPY has to escape (backslash, tab, newline, carriage return, the other
- * control characters), one that reads like COPY's NULL, and characters of 2, 3 and 4 UTF-8
- * bytes: a row cut between two chunks may be cut inside one of them.
+ * Payloads a text read could mangle: backslashes, tabs, newlines, carriage returns and the
+ * other control characters, text that reads like COPY's NULL, characters of 2, 3 and 4 UTF-8
+ * bytes, and one long enough to span several socket reads. (Kept from the COPY text read that
+ * was measured and not kept: see BENCHMARKS.md; any other read path must pass them too.)
  */
 const AWKWARD_PAYLOADS = [
   '{"a":"back\\\\slash \\"quoted\\" \\n escaped"}',
@@ -57,7 +57,7 @@ async function pagesOf(database: Database, log: string, pageSize: number): Promi
   return pages;
 }
 
-describe.each(testBackends())('streaming events on $name', ({ name, open }) => {
+describe.each(testBackends())('streaming events on $name', ({ open }) => {
   let database: Database;
 
   beforeAll(async () => {
@@ -66,7 +66,6 @@ describe.each(testBackends())('streaming events on $name', ({ name, open }) => {
   afterAll(async () => {
     await database?.close();
   });
-  afterEach(() => setEventStreamVia('copy'));
 
   it('gives back every stored text exactly, whatever it holds, and the chain verifies', async () => {
     const log = "it's a \\ log\twith\nodd characters";
@@ -117,51 +116,7 @@ describe.each(testBackends())('streaming events on $name', ({ name, open }) => {
         ...Array.from({ length: 1_499 }, (_, i) => i + 1),
         ...Array.from({ length: 1_400 }, (_, i) => i + 3_601),
       ]);
-      // On Postgres a read of 5,000 seqs is cut into pages that die young (2,048 events at most).
-      const largest = name === 'postgres' ? Math.min(pageSize, 2_048) : pageSize;
-      expect(Math.max(...pages.map((p) => p.length))).toBeLessThanOrEqual(largest);
+      expect(Math.max(...pages.map((p) => p.length))).toBeLessThanOrEqual(pageSize);
     }
-  });
-
-  it.runIf(name === 'postgres')('reads the same events as COPY text and as rows', async () => {
-    const log = 'both-ways';
-    await store(database, chained(log, 300, AWKWARD_PAYLOADS));
-    await tamper(
-      database,
-      sql`update audit_events set commitment = 'fields/1' where log_id = ${log} and seq = 7`,
-    );
-    const copied = (await pagesOf(database, log, 64)).flat();
-    setEventStreamVia('rows');
-    const rows = (await pagesOf(database, log, 64)).flat();
-    expect(copied).toEqual(rows);
-    expect(copied[6]!.commitment).toBe('fields/1');
-    expect(copied[5]).not.toHaveProperty('commitment');
-  });
-});
-
-describe.runIf(process.env.DATABASE_URL)('a COPY read that is stopped half way', () => {
-  let database: Database;
-
-  beforeAll(async () => {
-    database = await openTestPostgres(process.env.DATABASE_URL!);
-  });
-  afterAll(async () => {
-    await database?.close();
-  });
-
-  it('gives its connections back, so the pool still answers', async () => {
-    const log = 'abandoned';
-    await store(database, chained(log, 10_000));
-    // More abandoned reads than the pool has connections (10): a leaked one would hang the last.
-    for (let i = 0; i < 12; i++) {
-      for await (const page of streamEventPages(database, log, { pageSize: 10_000 })) {
-        expect(page[0]!.seq).toBe(1);
-        break;
-      }
-    }
-    const [row] = await database.rows<{ n: number }>(
-      sql`select count(*)::int as n from audit_events where log_id = ${log}`,
-    );
-    expect(row!.n).toBe(10_000);
   });
 });
