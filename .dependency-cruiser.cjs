@@ -13,6 +13,7 @@ const allowed = {
   ledger: ['audit', 'verifier-sdk', 'records'],
   verifiers: ['verifier-sdk'],
   client: ['audit', 'records'],
+  telemetry: [],
 };
 
 module.exports = {

@@ -95,6 +95,7 @@ describe('the packed packages', { timeout: 300_000 }, () => {
         '@vouch/ledger',
         '@vouch/mcp-gateway',
         '@vouch/records',
+        '@vouch/telemetry',
         '@vouch/verifier-sdk',
         '@vouch/verifiers',
       ]);

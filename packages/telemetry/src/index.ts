@@ -1,0 +1,1 @@
+export { startTracing, type Tracing, TracingConfigError } from './start-tracing';
