@@ -18,6 +18,8 @@ export default defineConfig({
       'docs/**/*.test.ts',
     ],
     setupFiles: ['./vitest.setup.ts'],
+    // Bundles the `vouch` CLI once for the run; the end-to-end helpers spawn that build.
+    globalSetup: ['./test/global-setup.ts'],
     // Generous: the end-to-end files start real servers and CLIs, and a loaded CI machine can
     // take tens of seconds to spawn them. A limit is a hang detector here, never a speed check.
     testTimeout: 90_000,

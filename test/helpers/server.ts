@@ -1,10 +1,20 @@
-// End-to-end support: run the real `vouch` binary (apps/api/bin/vouch.js) as a child process.
+// End-to-end support: run the `vouch` CLI as a child process.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
 
-/** The `vouch` launcher, exactly as `npx vouch` runs it. */
+/** The `vouch` launcher, exactly as `npx vouch` runs it (tsx over the TypeScript sources). */
 export const VOUCH_BIN = fileURLToPath(new URL('../../apps/api/bin/vouch.js', import.meta.url));
+
+/**
+ * What the helpers run by default: the same CLI from the same sources, bundled once for the
+ * run by test/global-setup.ts, which starts in a fraction of the launcher's CPU time. Without
+ * that setup (another config), the launcher. Tests of the launcher itself pass {@link VOUCH_BIN}.
+ */
+export function vouchCli(): string {
+  return inject('vouchTestCli') ?? VOUCH_BIN;
+}
 
 /** Where a test server keeps its data: a PGlite directory or a Postgres URL. */
 export type StorageEnv = { VOUCH_DATA_DIR: string } | { DATABASE_URL: string };
@@ -51,11 +61,11 @@ export async function startVouchServer(options: {
   cwd: string;
   adminKey?: string;
   env?: Record<string, string>;
-  /** The `vouch` launcher to run (default: this repository's, {@link VOUCH_BIN}). */
+  /** The `vouch` entry to run (default: {@link vouchCli}). */
   bin?: string;
 }): Promise<VouchServer> {
   const adminKey = options.adminKey ?? newAdminKey();
-  const child = spawn(process.execPath, [options.bin ?? VOUCH_BIN, 'serve'], {
+  const child = spawn(process.execPath, [options.bin ?? vouchCli(), 'serve'], {
     cwd: options.cwd,
     env: {
       ...baseEnv(options.storage),
@@ -126,13 +136,13 @@ export function runVouch(
 
 /**
  * Run a `vouch` command to completion with exactly this environment (plus PATH and HOME); `bin`
- * is the launcher to run (default: this repository's).
+ * is the entry to run (default: {@link vouchCli}).
  */
 export function runVouchWithEnv(
   args: string[],
   env: NodeJS.ProcessEnv,
   cwd: string,
-  bin: string = VOUCH_BIN,
+  bin: string = vouchCli(),
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return spawnVouch(args, { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, cwd, bin);
 }
@@ -141,7 +151,7 @@ function spawnVouch(
   args: string[],
   env: NodeJS.ProcessEnv,
   cwd: string,
-  bin: string = VOUCH_BIN,
+  bin: string = vouchCli(),
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [bin, ...args], {
