@@ -48,8 +48,13 @@ export type { FieldCheck, FieldOpening, RedactionPayload } from './payload-field
 export {
   checkFieldOpenings,
   commitFields,
+  commitMember,
+  committedFieldHashes,
+  committedMemberOf,
   FIELDS_COMMITMENT,
   fieldHashOf,
+  MEMBER_FIELDS_PREFIX,
+  memberFieldsCommitment,
   newFieldSalt,
   parseFieldHashes,
   parseRedaction,

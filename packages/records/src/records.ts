@@ -106,6 +106,11 @@ export const proposalRecordSchema = z.object({
   ...proposalPayloadSchema.shape,
   payload_hash: hashSchema,
   proposed_at: timeSchema,
+  /**
+   * Only on a proposal read back after a redaction: the keys of `arguments` that were erased
+   * (they are gone from `arguments`; `payload_hash` still binds the exact payload approved).
+   */
+  redacted: z.object({ arguments: z.array(z.string()) }).optional(),
 });
 export type ProposalRecord = z.output<typeof proposalRecordSchema>;
 
@@ -241,6 +246,8 @@ export const observationRecordSchema = z.object({
   observed_at: timeSchema,
   /** Where `result` came from when the gateway says it was not the tool's own answer; absent otherwise. */
   result_source: z.string().optional(),
+  /** Only on an observation read back after a redaction: the keys of `result` that were erased (gone from `result`). */
+  redacted: z.object({ result: z.array(z.string()) }).optional(),
 });
 export type ObservationRecord = z.output<typeof observationRecordSchema>;
 

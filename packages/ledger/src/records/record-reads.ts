@@ -31,6 +31,7 @@ import {
   RECORD_TABLES,
   toolCodec,
 } from './codec';
+import { openRecord, type RecordContent, readRecordContent } from './record-fields';
 import { type CheckedTable, checkedRecord, integrityViolationOf, raiseViolation } from './record-integrity';
 import type {
   ApprovalRequestRecord,
@@ -255,16 +256,42 @@ function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordR
   );
 
   const one = async <R>(records: Promise<R[]>): Promise<R | null> => (await records)[0] ?? null;
+  /** A committed record with the content of its erasable member (see `openRecord`), one query per tick and kind. */
+  const contentLoader = (kind: 'proposal' | 'observation') =>
+    new DataLoader<string, RecordContent | undefined>(
+      async (ids) => {
+        const content = await readRecordContent(db, log, kind, ids);
+        return ids.map((id) => content.get(id));
+      },
+      { cache: false },
+    );
+  const proposalContent = contentLoader('proposal');
+  const observationContent = contentLoader('observation');
+  const opened = async <R extends { id: string }>(
+    kind: 'proposal' | 'observation',
+    records: Promise<R[]>,
+  ): Promise<R | null> => {
+    const record = await one(records);
+    if (record === null) return null;
+    const content = await (kind === 'proposal' ? proposalContent : observationContent).load(record.id);
+    try {
+      return openRecord(kind, log, record, content);
+    } catch (error) {
+      const violation = integrityViolationOf(error);
+      if (violation) raiseViolation(alarm, violation);
+      throw error;
+    }
+  };
   return {
-    proposalById: (id) => one(proposalsById.load(id)),
-    proposalByKey: (key) => one(proposalsByKey.load(key)),
+    proposalById: (id) => opened('proposal', proposalsById.load(id)),
+    proposalByKey: (key) => opened('proposal', proposalsByKey.load(key)),
     decisionOf: (proposalId) => one(decisionsByProposal.load(proposalId)),
     latestTool: (serverId, toolName) => one(latestTools.load(toolKey(serverId, toolName))),
     requestById: (id) => one(requestsById.load(id)),
     resolutionOf: (requestId) => one(resolutionsByRequest.load(requestId)),
     usesOf: (requestId) => usesByRequest.load(requestId),
-    observationOf: (proposalId) => one(observationsByProposal.load(proposalId)),
-    observationById: (id) => one(observationsById.load(id)),
+    observationOf: (proposalId) => opened('observation', observationsByProposal.load(proposalId)),
+    observationById: (id) => opened('observation', observationsById.load(id)),
     claimOf: (proposalId) => one(claimsByProposal.load(proposalId)),
   };
 }
