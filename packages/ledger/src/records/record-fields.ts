@@ -1,15 +1,10 @@
-import {
-  commitMember,
-  type FieldOpening,
-  fieldHashOf,
-  memberFieldsCommitment,
-} from '@vouch/audit';
+import { commitMember, type FieldOpening, fieldHashOf, memberFieldsCommitment } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { and, eq, inArray, isNotNull } from 'drizzle-orm';
 import type { Db } from '../database';
+import { LedgerError } from '../errors';
 import { fieldRows } from '../event-fields';
 import type { EventLink } from '../ledger';
-import { LedgerError } from '../errors';
 import { auditEvents, eventFields } from '../schema/core';
 import type { IntegrityViolation } from './record-integrity';
 import type { RecordKind } from './types';
@@ -44,7 +39,10 @@ export interface CommittedRecord<R> {
 export function commitRecord<R extends object>(kind: RecordKind, record: R): CommittedRecord<R> | null {
   const member = ERASABLE_MEMBER[kind];
   if (member === undefined) return null;
-  if (kind === 'observation' && (record as { executed_by?: unknown }).executed_by === CLAIM_SWEEPER_IDENTITY) {
+  if (
+    kind === 'observation' &&
+    (record as { executed_by?: unknown }).executed_by === CLAIM_SWEEPER_IDENTITY
+  ) {
     return null;
   }
   const value = (record as Record<string, unknown>)[member];
@@ -87,7 +85,10 @@ export async function readRecordContent(
       value: eventFields.value,
     })
     .from(auditEvents)
-    .leftJoin(eventFields, and(eq(eventFields.logId, auditEvents.logId), eq(eventFields.seq, auditEvents.seq)))
+    .leftJoin(
+      eventFields,
+      and(eq(eventFields.logId, auditEvents.logId), eq(eventFields.seq, auditEvents.seq)),
+    )
     .where(
       and(
         eq(auditEvents.logId, log),

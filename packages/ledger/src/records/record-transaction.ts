@@ -98,7 +98,10 @@ export function recordTransaction(
       const table = TABLE_OF.get(kind)!;
       const committed = commitRecord(kind, record);
       if (committed === null) {
-        tx.stage({ kind, entity: record.id, actor, payload: record }, { table, values: (link) => toRow(link, record) });
+        tx.stage(
+          { kind, entity: record.id, actor, payload: record },
+          { table, values: (link) => toRow(link, record) },
+        );
         return record;
       }
       // The event and the row hold the field hashes; the content goes to event_fields.
