@@ -153,6 +153,8 @@ export const decisionRecordSchema = z.object({
   approval_request_id: z.string().nullable(),
   decided_by: z.string(),
   decided_at: timeSchema,
+  /** Only on a decision read back after a redaction: the keys of `repair` that were erased (gone from `repair`). */
+  redacted: z.object({ repair: z.array(z.string()) }).optional(),
 });
 export type DecisionRecord = z.output<typeof decisionRecordSchema>;
 

@@ -253,6 +253,58 @@ describe.each(testBackends())(
       });
     });
 
+    describe('when the policy repairs a proposal, copying its arguments into the decision', () => {
+      it('erases the copy too: the repair loses its arguments, and the value is nowhere', async () => {
+        const log = `crm-${++logNo}`;
+        const q = `?log=${log}`;
+        const tool = {
+          server_id: 'mail',
+          tool_name: 'bulk',
+          side_effect: 'irreversible',
+          approval_required: true,
+          dry_run_tool: 'bulk_preview',
+        };
+        expect((await call('POST', `/v1/tools${q}`, key.admin, tool)).status).toBe(201);
+        const proposed = await call('POST', `/v1/proposals${q}`, key.gateway, {
+          idempotency_key: 'bulk-1',
+          action: 'mail.bulk',
+          server_id: 'mail',
+          tool_name: 'bulk',
+          target: { kind: 'mailbox', id: 'outbox', env: 'production' },
+          arguments: { to: EMAIL, subject: 'Your refund' },
+          side_effect: 'irreversible',
+        });
+        expect(proposed.body.decision).toMatchObject({
+          verdict: 'repair',
+          repair: { arguments: { to: EMAIL } },
+        });
+        const told = await call('GET', `/v1/proposals/${proposed.body.proposal.id}${q}`, key.auditor);
+        const seqOf = (kind: string) => told.body.events.find((e: Answer) => e.kind === kind).seq as number;
+
+        expect((await redact(log, seqOf('proposal'), ['to'])).status).toBe(201);
+        expect((await redact(log, seqOf('decision'), ['arguments'])).status).toBe(201);
+
+        const verified = await call('GET', `/v1/logs/${log}/verify`, key.auditor);
+        expect(verified.body).toMatchObject({ ok: true, failures: [] });
+        expect(verified.body.redactions.map((r: Answer) => [r.seq, r.fields])).toEqual([
+          [seqOf('proposal'), ['to']],
+          [seqOf('decision'), ['arguments']],
+        ]);
+        const after = await call('GET', `/v1/proposals/${proposed.body.proposal.id}${q}`, key.auditor);
+        expect(after.body).toMatchObject({
+          stage: 'repair_proposed',
+          decision: { redacted: { repair: ['arguments'] } },
+        });
+        expect(after.body.decision.repair).not.toHaveProperty('arguments');
+        expect(after.body.decision.repair).toMatchObject({
+          kind: 'dry_run_first',
+          tool_name: 'bulk_preview',
+        });
+        expect(after.text).not.toContain(EMAIL);
+        expect(await everyRow(database)).not.toContain(EMAIL);
+      });
+    });
+
     describe('when the redaction cannot be carried out', () => {
       it.each([
         ['an unknown key of the arguments', ['phone'], 'redactor', 422, 'FIELD_NOT_FOUND'],

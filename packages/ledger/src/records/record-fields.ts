@@ -12,13 +12,15 @@ import type { RecordKind } from './types';
 /**
  * The member of each kind of record that holds what a caller sent in free form, and so where
  * personal data lands: a proposal's `arguments` (the agent's), an observation's `result` (the
- * tool's). It is committed key by key (`member-fields/1:<member>`, docs/chain.md), so a
+ * tool's), and a decision's `repair` (the corrected action, which copies the proposal's
+ * arguments). It is committed key by key (`member-fields/1:<member>`, docs/chain.md), so a
  * redactor can erase one top-level key of it later. Every other member, and every other kind
  * of record, is what the server acts on and compares, and is hashed whole.
  */
-export const ERASABLE_MEMBER: Partial<Record<RecordKind, 'arguments' | 'result'>> = {
+export const ERASABLE_MEMBER: Partial<Record<RecordKind, 'arguments' | 'result' | 'repair'>> = {
   proposal: 'arguments',
   observation: 'result',
+  decision: 'repair',
 };
 
 /** A record as it is stored: its erasable member replaced by its keys' field hashes. */
@@ -32,7 +34,8 @@ export interface CommittedRecord<R> {
 
 /**
  * A record of `kind` as stored, or null when it is stored whole: kinds without an erasable
- * member, a member that is not a JSON object (an observation's `null`, a string result),
+ * member, a member that is not a JSON object (an observation's `null`, a string result, a
+ * decision without a repair),
  * which has no keys to erase one by one, and the claim sweeper's observation, whose result
  * is the server's own account (the claim it lapsed) that the record rules read.
  */
@@ -111,7 +114,7 @@ export async function readRecordContent(
 }
 
 /** Which keys of a record's erasable member were erased: present on a record read back only when some were. */
-export type Redacted = { arguments?: string[]; result?: string[] };
+export type Redacted = { arguments?: string[]; result?: string[]; repair?: string[] };
 
 /**
  * A stored record as the server and its readers see it: its erasable member's field hashes

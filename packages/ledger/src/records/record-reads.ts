@@ -257,7 +257,7 @@ function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordR
 
   const one = async <R>(records: Promise<R[]>): Promise<R | null> => (await records)[0] ?? null;
   /** A committed record with the content of its erasable member (see `openRecord`), one query per tick and kind. */
-  const contentLoader = (kind: 'proposal' | 'observation') =>
+  const contentLoader = (kind: 'proposal' | 'observation' | 'decision') =>
     new DataLoader<string, RecordContent | undefined>(
       async (ids) => {
         const content = await readRecordContent(db, log, kind, ids);
@@ -267,13 +267,15 @@ function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordR
     );
   const proposalContent = contentLoader('proposal');
   const observationContent = contentLoader('observation');
+  const decisionContent = contentLoader('decision');
+  const contentOf = { proposal: proposalContent, observation: observationContent, decision: decisionContent };
   const opened = async <R extends { id: string }>(
-    kind: 'proposal' | 'observation',
+    kind: 'proposal' | 'observation' | 'decision',
     records: Promise<R[]>,
   ): Promise<R | null> => {
     const record = await one(records);
     if (record === null) return null;
-    const content = await (kind === 'proposal' ? proposalContent : observationContent).load(record.id);
+    const content = await contentOf[kind].load(record.id);
     try {
       return openRecord(kind, log, record, content);
     } catch (error) {
@@ -285,7 +287,7 @@ function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordR
   return {
     proposalById: (id) => opened('proposal', proposalsById.load(id)),
     proposalByKey: (key) => opened('proposal', proposalsByKey.load(key)),
-    decisionOf: (proposalId) => one(decisionsByProposal.load(proposalId)),
+    decisionOf: (proposalId) => opened('decision', decisionsByProposal.load(proposalId)),
     latestTool: (serverId, toolName) => one(latestTools.load(toolKey(serverId, toolName))),
     requestById: (id) => one(requestsById.load(id)),
     resolutionOf: (requestId) => one(resolutionsByRequest.load(requestId)),
