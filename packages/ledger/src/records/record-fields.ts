@@ -1,6 +1,7 @@
 import { commitMember, type FieldOpening, fieldHashOf, memberFieldsCommitment } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
-import { and, eq, inArray, isNotNull } from 'drizzle-orm';
+import { and, eq, isNotNull } from 'drizzle-orm';
+import { anyOf } from '../batched-sql';
 import type { Db } from '../database';
 import { LedgerError } from '../errors';
 import { fieldRows } from '../event-fields';
@@ -66,21 +67,28 @@ export interface RecordContent {
   openings: Map<string, { salt: string; value: string }>;
 }
 
+/** The key of a record's content in what {@link readRecordContent} answers. */
+export function contentKey(kind: RecordKind, id: string): string {
+  return `${kind}\0${id}`;
+}
+
 /**
- * The content of the committed records of `kind` among `ids` in `log`, by record id: one
- * query. A record stored whole (written before records were committed, or a non-object
- * result) has no entry.
+ * The content of the committed records of `kinds` among `ids` in `log`, by
+ * {@link contentKey}: one query. A record stored whole (written before records were
+ * committed, or a member that is not an object) has no entry.
  */
 export async function readRecordContent(
   db: Db,
   log: string,
-  kind: RecordKind,
+  kinds: readonly RecordKind[],
   ids: readonly string[],
 ): Promise<Map<string, RecordContent>> {
   const content = new Map<string, RecordContent>();
-  if (ids.length === 0 || ERASABLE_MEMBER[kind] === undefined) return content;
+  const erasable = kinds.filter((kind) => ERASABLE_MEMBER[kind] !== undefined);
+  if (ids.length === 0 || erasable.length === 0) return content;
   const rows = await db
     .select({
+      kind: auditEvents.kind,
       id: auditEvents.entityId,
       seq: auditEvents.seq,
       name: eventFields.name,
@@ -95,16 +103,17 @@ export async function readRecordContent(
     .where(
       and(
         eq(auditEvents.logId, log),
-        eq(auditEvents.kind, kind),
-        inArray(auditEvents.entityId, [...new Set(ids)]),
+        anyOf(auditEvents.entityId, [...new Set(ids)]),
+        anyOf(auditEvents.kind, erasable),
         isNotNull(auditEvents.commitment),
       ),
     );
   for (const row of rows) {
-    let entry = content.get(row.id);
+    const key = contentKey(row.kind as RecordKind, row.id);
+    let entry = content.get(key);
     if (!entry) {
       entry = { seq: Number(row.seq), openings: new Map() };
-      content.set(row.id, entry);
+      content.set(key, entry);
     }
     if (row.name !== null && row.salt !== null && row.value !== null) {
       entry.openings.set(row.name, { salt: row.salt, value: row.value });

@@ -31,7 +31,7 @@ import {
   RECORD_TABLES,
   toolCodec,
 } from './codec';
-import { openRecord, type RecordContent, readRecordContent } from './record-fields';
+import { contentKey, openRecord, type RecordContent, readRecordContent } from './record-fields';
 import { type CheckedTable, checkedRecord, integrityViolationOf, raiseViolation } from './record-integrity';
 import type {
   ApprovalRequestRecord,
@@ -186,6 +186,9 @@ export async function checkedRecords<T extends EventLinkedTable, R>(
   }
 }
 
+/** The kinds of record read with their erasable member opened. */
+type OpenedKind = 'proposal' | 'observation' | 'decision';
+
 function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordReads {
   /**
    * The rows of `table` in this log matching `where`, each checked against its event in the
@@ -256,26 +259,30 @@ function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordR
   );
 
   const one = async <R>(records: Promise<R[]>): Promise<R | null> => (await records)[0] ?? null;
-  /** A committed record with the content of its erasable member (see `openRecord`), one query per tick and kind. */
-  const contentLoader = (kind: 'proposal' | 'observation' | 'decision') =>
-    new DataLoader<string, RecordContent | undefined>(
-      async (ids) => {
-        const content = await readRecordContent(db, log, kind, ids);
-        return ids.map((id) => content.get(id));
-      },
-      { cache: false },
-    );
-  const proposalContent = contentLoader('proposal');
-  const observationContent = contentLoader('observation');
-  const decisionContent = contentLoader('decision');
-  const contentOf = { proposal: proposalContent, observation: observationContent, decision: decisionContent };
+  /**
+   * The content of committed records' erasable members (see `openRecord`): one query per
+   * tick for every kind, keyed by kind and record id.
+   */
+  const contents = new DataLoader<string, RecordContent | undefined>(
+    async (keys) => {
+      const pairs = keys.map((k) => k.split('\0') as [OpenedKind, string]);
+      const content = await readRecordContent(
+        db,
+        log,
+        [...new Set(pairs.map(([kind]) => kind))],
+        pairs.map(([, id]) => id),
+      );
+      return keys.map((k) => content.get(k));
+    },
+    { cache: false },
+  );
   const opened = async <R extends { id: string }>(
-    kind: 'proposal' | 'observation' | 'decision',
+    kind: OpenedKind,
     records: Promise<R[]>,
   ): Promise<R | null> => {
     const record = await one(records);
     if (record === null) return null;
-    const content = await contentOf[kind].load(record.id);
+    const content = await contents.load(contentKey(kind, record.id));
     try {
       return openRecord(kind, log, record, content);
     } catch (error) {
