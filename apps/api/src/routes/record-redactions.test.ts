@@ -2,6 +2,7 @@ import {
   eventLeafHash,
   generateNoteKeys,
   parseSignerKey,
+  sha256Hex,
   splitLines,
   verifyBundle,
   verifyConsistency,
@@ -250,6 +251,66 @@ describe.each(testBackends())(
         expect(rows).toContain('Your refund');
         expect(rows).not.toContain(EMAIL);
         expect(rows).not.toContain(RECIPIENT);
+      });
+    });
+
+    describe('when an argument is erased while its proposal waits for approval', () => {
+      it('shows the approver the marker, and the approval stays bound to the exact payload hash', async () => {
+        const log = `crm-${++logNo}`;
+        const q = `?log=${log}`;
+        const tool = {
+          server_id: 'mail',
+          tool_name: 'send',
+          side_effect: 'compensatable',
+          approval_required: true,
+        };
+        expect((await call('POST', `/v1/tools${q}`, key.admin, tool)).status).toBe(201);
+        const proposed = await call('POST', `/v1/proposals${q}`, key.gateway, {
+          idempotency_key: 'approve-1',
+          action: 'mail.send',
+          server_id: 'mail',
+          tool_name: 'send',
+          target: { kind: 'mailbox', id: 'outbox', env: 'production' },
+          arguments: { to: EMAIL, subject: 'Your refund' },
+          side_effect: 'compensatable',
+        });
+        const { proposal, approval } = proposed.body;
+        expect(approval.payload_hash).toBe(proposal.payload_hash);
+        const told = await call('GET', `/v1/proposals/${proposal.id}${q}`, key.auditor);
+        const seq = told.body.events.find((e: Answer) => e.kind === 'proposal').seq as number;
+        expect((await redact(log, seq, ['to'])).status).toBe(201);
+
+        const approver = await issue(`user:approver-${logNo}`, ['approver']);
+        const shown = await call('GET', `/v1/approvals/${approval.id}${q}`, approver);
+        expect(shown.body).toMatchObject({
+          request: { payload_hash: proposal.payload_hash },
+          proposal: { redacted: { arguments: ['to'] } },
+          payload: { arguments: { subject: 'Your refund' } },
+        });
+        expect(shown.body.payload.arguments).not.toHaveProperty('to');
+        // The bytes shown are the payload without the erased key: they no longer hash to the
+        // approved payload hash, and the view says why (`proposal.redacted`).
+        expect(sha256Hex(shown.body.canonical_payload)).not.toBe(proposal.payload_hash);
+        expect(shown.text).not.toContain(EMAIL);
+
+        const approved = await call('POST', `/v1/approvals/${approval.id}/approve${q}`, approver);
+        expect(approved).toMatchObject({ status: 200, body: { status: 'approved' } });
+        const otherPayload = await call('POST', `/v1/proposals/${proposal.id}/authorize${q}`, key.gateway, {
+          payload_hash: sha256Hex(shown.body.canonical_payload),
+        });
+        expect({ status: otherPayload.status, code: otherPayload.body.error?.code }).toEqual({
+          status: 409,
+          code: 'APPROVAL_PAYLOAD_MISMATCH',
+        });
+        const authorized = await call('POST', `/v1/proposals/${proposal.id}/authorize${q}`, key.gateway, {
+          payload_hash: proposal.payload_hash,
+          approval_request_id: approval.id,
+        });
+        expect(authorized.status).toBe(200);
+        expect((await call('GET', `/v1/logs/${log}/verify`, key.auditor)).body).toMatchObject({
+          ok: true,
+          failures: [],
+        });
       });
     });
 
