@@ -35,10 +35,10 @@ export interface CommittedRecord<R> {
 
 /**
  * A record of `kind` as stored, or null when it is stored whole: kinds without an erasable
- * member, a member that is not a JSON object (an observation's `null`, a string result, a
- * decision without a repair),
- * which has no keys to erase one by one, and the claim sweeper's observation, whose result
- * is the server's own account (the claim it lapsed) that the record rules read.
+ * member; a member that is not a JSON object (an observation's `null`, a string result, a
+ * decision without a repair), which has no keys to erase one by one; and the claim sweeper's
+ * observation, whose result is the server's own account (the claim it lapsed) that the
+ * record rules read.
  */
 export function commitRecord<R extends object>(kind: RecordKind, record: R): CommittedRecord<R> | null {
   const member = ERASABLE_MEMBER[kind];
