@@ -53,7 +53,6 @@ export {
   committedMemberOf,
   FIELDS_COMMITMENT,
   fieldHashOf,
-  MEMBER_FIELDS_PREFIX,
   memberFieldsCommitment,
   newFieldSalt,
   parseFieldHashes,
