@@ -263,6 +263,8 @@ export const refusedExecutionRecordSchema = z.object({
   /** What the gateway posted, as it posted it. */
   attempted: jsonValueSchema,
   refused_at: timeSchema,
+  /** Only on a refused execution read back after a redaction: the keys of `attempted` that were erased (gone from it). */
+  redacted: z.object({ attempted: z.array(z.string()) }).optional(),
 });
 export type RefusedExecutionRecord = z.output<typeof refusedExecutionRecordSchema>;
 

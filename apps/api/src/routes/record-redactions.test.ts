@@ -254,6 +254,40 @@ describe.each(testBackends())(
       });
     });
 
+    describe('when a second, different account of the execution was refused and kept as posted', () => {
+      it('erases the result it echoes, and the value is nowhere', async () => {
+        const { log, q, proposal, proposalSeq, observationSeq } = await mailSent();
+        const second = await call('POST', `/v1/observations${q}`, key.gateway, {
+          proposal_id: proposal.id,
+          outcome: 'succeeded',
+          result: { delivered_to: `${RECIPIENT} (again)`, status: 'sent' },
+        });
+        expect(second).toMatchObject({ status: 409, body: { error: { code: 'OBSERVATION_CONFLICT' } } });
+        const told = await call('GET', `/v1/proposals/${proposal.id}${q}`, key.auditor);
+        expect(told.body.refusals[0].attempted.result.delivered_to).toBe(`${RECIPIENT} (again)`);
+        const refusalSeq = told.body.events.find((e: Answer) => e.kind === 'execution_refused').seq as number;
+
+        expect((await redact(log, observationSeq, ['delivered_to'])).status).toBe(201);
+        expect((await redact(log, refusalSeq, ['result'])).status).toBe(201);
+        expect((await redact(log, proposalSeq, ['to'])).status).toBe(201);
+
+        const verified = await call('GET', `/v1/logs/${log}/verify`, key.auditor);
+        expect(verified.body).toMatchObject({ ok: true, failures: [] });
+        const after = await call('GET', `/v1/proposals/${proposal.id}${q}`, key.auditor);
+        expect(after.body.refusals[0]).toMatchObject({
+          code: 'OBSERVATION_CONFLICT',
+          attempted: { proposal_id: proposal.id, outcome: 'succeeded' },
+          redacted: { attempted: ['result'] },
+        });
+        expect(after.body.refusals[0].attempted).not.toHaveProperty('result');
+        expect(after.body).toMatchObject({ stage: 'executed' });
+        expect(after.text).not.toContain(RECIPIENT);
+        const rows = await everyRow(database);
+        expect(rows).not.toContain(RECIPIENT);
+        expect(rows).not.toContain(EMAIL);
+      });
+    });
+
     describe('when an argument is erased while its proposal waits for approval', () => {
       it('shows the approver the marker, and the approval stays bound to the exact payload hash', async () => {
         const log = `crm-${++logNo}`;

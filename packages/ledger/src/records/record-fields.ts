@@ -13,16 +13,20 @@ import type { RecordKind } from './types';
 /**
  * The member of each kind of record that holds what a caller sent in free form, and so where
  * personal data lands: a proposal's `arguments` (the agent's), an observation's `result` (the
- * tool's), and a decision's `repair` (the corrected action, which copies the proposal's
- * arguments). It is committed key by key (`member-fields/1:<member>`, docs/chain.md), so a
+ * tool's), a decision's `repair` (the corrected action, which copies the proposal's
+ * arguments) and a refused execution's `attempted` (the body exactly as posted, a result
+ * included). It is committed key by key (`member-fields/1:<member>`, docs/chain.md), so a
  * redactor can erase one top-level key of it later. Every other member, and every other kind
  * of record, is what the server acts on and compares, and is hashed whole.
  */
-export const ERASABLE_MEMBER: Partial<Record<RecordKind, 'arguments' | 'result' | 'repair'>> = {
+export const ERASABLE_MEMBER: Partial<Record<RecordKind, ErasableMember>> = {
   proposal: 'arguments',
   observation: 'result',
   decision: 'repair',
+  execution_refused: 'attempted',
 };
+
+type ErasableMember = 'arguments' | 'result' | 'repair' | 'attempted';
 
 /** A record as it is stored: its erasable member replaced by its keys' field hashes. */
 export interface CommittedRecord<R> {
@@ -123,7 +127,7 @@ export async function readRecordContent(
 }
 
 /** Which keys of a record's erasable member were erased: present on a record read back only when some were. */
-export type Redacted = { arguments?: string[]; result?: string[]; repair?: string[] };
+export type Redacted = Partial<Record<ErasableMember, string[]>>;
 
 /**
  * A stored record as the server and its readers see it: its erasable member's field hashes

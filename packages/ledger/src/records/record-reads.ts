@@ -187,7 +187,37 @@ export async function checkedRecords<T extends EventLinkedTable, R>(
 }
 
 /** The kinds of record read with their erasable member opened. */
-type OpenedKind = 'proposal' | 'observation' | 'decision';
+type OpenedKind = 'proposal' | 'observation' | 'decision' | 'execution_refused';
+
+/**
+ * `records` of `kind` (checked rows of one log) with their erasable member opened (see
+ * `openRecord`): one query for all of them.
+ *
+ * @throws LedgerError `RECORD_INTEGRITY_VIOLATION` for content its record did not commit to,
+ * after raising `alarm` with it.
+ */
+export async function openedRecords<R extends { id: string }>(
+  db: Db,
+  log: string,
+  alarm: IntegrityAlarm,
+  kind: OpenedKind,
+  records: R[],
+): Promise<R[]> {
+  if (records.length === 0) return records;
+  const content = await readRecordContent(
+    db,
+    log,
+    [kind],
+    records.map((r) => r.id),
+  );
+  try {
+    return records.map((record) => openRecord(kind, log, record, content.get(contentKey(kind, record.id))));
+  } catch (error) {
+    const violation = integrityViolationOf(error);
+    if (violation) raiseViolation(alarm, violation);
+    throw error;
+  }
+}
 
 function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordReads {
   /**
