@@ -75,8 +75,8 @@ export interface RecordTransaction {
   time(): string;
   /**
    * Stage the record's event (kind, entity = the record id, payload = the record) and its row:
-   * both or neither. A proposal's arguments, an observation's result and a decision's repair
-   * are committed key by key (`commitRecord`): the event and row hold their field hashes,
+   * both or neither. A proposal's arguments, an observation's result, a decision's repair and
+   * a refused execution's body are committed key by key (`commitRecord`): the event and row hold their field hashes,
    * `event_fields` the content.
    */
   write<K extends RecordKind>(kind: K, actor: string, record: RecordOfKind[K]): RecordOfKind[K];
