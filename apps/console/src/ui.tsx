@@ -29,6 +29,17 @@ export function Json({ value }: { value: unknown }) {
   return <pre class="json">{JSON.stringify(value, null, 2)}</pre>;
 }
 
+/** Keys of a record's arguments or result erased by an audited redaction: the values are gone, the names stay. */
+export function Redacted({ keys }: { keys: string[] | undefined }) {
+  if (!keys || keys.length === 0) return null;
+  return (
+    <p class="note" data-testid="redacted">
+      [redacted] {keys.join(', ')}: erased under an audited redaction (`vouch verify` names it); the value is
+      gone.
+    </p>
+  );
+}
+
 export function Field({ label, children }: { label: string; children: ComponentChildren }) {
   return (
     <div class="field">

@@ -3,7 +3,8 @@ import type { StoredEvent } from './event-hash';
 
 /**
  * `vouch-bundle/2` (what `encodeBundle` writes) is `vouch-bundle/1` with one addition: an
- * event whose payload commits to its fields one by one (`"commitment":"fields/1"`, see
+ * event whose payload commits to its fields one by one (`"commitment":"fields/1"`, or
+ * `"member-fields/1:<member>"` for a record whose member holds the field hashes, see
  * docs/chain.md) carries two more members, `commitment` and `fields` (an object of
  * `{"salt","value"}` openings, one per field not erased; `{}` when all were). Both or
  * neither: an event line with exactly the ten members below is an event under the

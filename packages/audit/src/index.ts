@@ -48,8 +48,12 @@ export type { FieldCheck, FieldOpening, RedactionPayload } from './payload-field
 export {
   checkFieldOpenings,
   commitFields,
+  commitMember,
+  committedFieldHashes,
+  committedMemberOf,
   FIELDS_COMMITMENT,
   fieldHashOf,
+  memberFieldsCommitment,
   newFieldSalt,
   parseFieldHashes,
   parseRedaction,

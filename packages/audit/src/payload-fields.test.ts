@@ -1,13 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { encodeBundle, splitLines } from './bundle-format';
 import { verifyBundle } from './bundle-verify';
+import { canonicalJson } from './canonical-json';
 import { signCheckpoint } from './checkpoint';
 import { eventHashOf, payloadHashOf, type StoredEvent } from './event-hash';
 import { pythonFieldsVector as vector } from './fixtures/payload-fields/independent-vector';
+import { pythonMemberVector as member } from './fixtures/payload-fields/member-vector';
 import { eventLeafHash } from './merkle-hash';
 import { MemoryMerkleTree } from './merkle-memory-tree';
 import { generateNoteKeys, parseSignerKey } from './note-keys';
-import { commitFields, fieldHashOf, newFieldSalt } from './payload-fields';
+import {
+  commitFields,
+  commitMember,
+  committedFieldHashes,
+  fieldHashOf,
+  newFieldSalt,
+} from './payload-fields';
 import { verifyEvents } from './verify-events';
 
 /** The vector's two events as a verifier receives them, with `email` erased from the first. */
@@ -215,6 +223,74 @@ describe('a vouch-bundle/2 with a redacted event', () => {
       lines[1] = JSON.stringify(line);
       const report = await verifyBundle(lines, { verifiers: [verifier] });
       expect(report.failures.map((f) => f.code)).toContain('BUNDLE_MALFORMED');
+    });
+  });
+});
+
+describe('member-fields/1: a record with one member committed key by key', () => {
+  const salted = (name: string) => member.salts[name]!;
+  const amount = { amount: { salt: member.salts.amount!, value: 5 } };
+  /** The vector's record with `email` erased, and the redaction event that erased it. */
+  const redactedRecord = (): StoredEvent[] => [
+    { ...member.event, payload: member.payload, fields: { ...amount } },
+    { ...member.redaction.event, payload: member.redaction.payload },
+  ];
+
+  describe('when checked against an independent implementation', () => {
+    it('gives the same stored record, payload hash and event hash', () => {
+      const { record, fields } = commitMember(member.record, 'arguments', salted);
+      expect(canonicalJson(record)).toBe(member.payload);
+      expect(fields.email).toEqual({ salt: member.salts.email, value: 'ana@example.com' });
+      expect(payloadHashOf(member.payload)).toBe(member.event.payload_hash);
+      expect(eventHashOf(member.event)).toBe(member.event.hash);
+      expect(committedFieldHashes('member-fields/1:arguments', member.payload)).toEqual(record.arguments);
+    });
+  });
+
+  describe('when a key was erased under a redaction event', () => {
+    it('verifies and reports the erased key with the event that authorized it', async () => {
+      const report = await verifyEvents(redactedRecord(), { log: 'tenant-a' });
+      expect(report).toMatchObject({ ok: true, failures: [] });
+      expect(report.redactions).toEqual([
+        { seq: 1, fields: ['email'], by: 2, reason: 'GDPR art. 17 request 43' },
+      ]);
+    });
+  });
+
+  describe('when the record is damaged', () => {
+    it('reports REDACTION_UNAUTHORIZED for a key dropped without a redaction event', async () => {
+      const [target] = redactedRecord();
+      const report = await verifyEvents([target!], { log: 'tenant-a' });
+      expect(report.failures).toMatchObject([{ seq: 1, code: 'REDACTION_UNAUTHORIZED', fields: ['email'] }]);
+    });
+
+    it('reports FIELD_MISMATCH for an edited value', async () => {
+      const [target, redaction] = redactedRecord();
+      target!.fields!.amount = { salt: member.salts.amount!, value: 6 };
+      const report = await verifyEvents([target!, redaction!], { log: 'tenant-a' });
+      expect(report.failures).toMatchObject([{ seq: 1, code: 'FIELD_MISMATCH', fields: ['amount'] }]);
+    });
+
+    it.each([
+      ['a member that is not there', 'member-fields/1:result'],
+      ['a member name outside the rule', 'member-fields/1:Arguments'],
+    ])('reports COMMITMENT_INVALID for %s', async (_what, commitment) => {
+      const [target] = redactedRecord();
+      const report = await verifyEvents([{ ...target!, commitment }], { log: 'tenant-a' });
+      expect(report.failures.map((f) => f.code)).toEqual(['COMMITMENT_INVALID', 'HASH_MISMATCH']);
+    });
+
+    it('reports COMMITMENT_INVALID when the member is not an object of field hashes', () => {
+      expect(
+        committedFieldHashes('member-fields/1:arguments', '{"arguments":{"email":"ana@example.com"}}'),
+      ).toBe(null);
+      expect(committedFieldHashes('member-fields/1:arguments', '{"arguments":[]}')).toBe(null);
+    });
+  });
+
+  describe('when the member is not a JSON object', () => {
+    it('refuses to commit it', () => {
+      expect(() => commitMember({ result: 'text' }, 'result')).toThrow(/must be a JSON object/);
     });
   });
 });

@@ -11,6 +11,29 @@ import { sha256Hex } from './sha256';
  */
 export const FIELDS_COMMITMENT = 'fields/1';
 
+/**
+ * The prefix of a record commitment (docs/chain.md, "Records with erasable members"): the
+ * payload is a record (a JSON object) whose member named after the prefix is an object of
+ * field hashes, one per key of that member, computed as under {@link FIELDS_COMMITMENT}.
+ * `member-fields/1:arguments` commits a proposal's arguments key by key; every other member
+ * of the record is hashed whole, with the payload, as always.
+ */
+export const MEMBER_FIELDS_PREFIX = 'member-fields/1:';
+
+/** The commitment of a record whose member `member` is committed key by key. */
+export function memberFieldsCommitment(member: string): string {
+  return `${MEMBER_FIELDS_PREFIX}${member}`;
+}
+
+/** The member a record commitment names, or null when `commitment` is not one. */
+export function committedMemberOf(commitment: string | null | undefined): string | null {
+  if (typeof commitment !== 'string' || !commitment.startsWith(MEMBER_FIELDS_PREFIX)) return null;
+  const member = commitment.slice(MEMBER_FIELDS_PREFIX.length);
+  return MEMBER_NAME.test(member) ? member : null;
+}
+
+const MEMBER_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+
 /** The kind of the event that authorizes erasing fields of an earlier event of the same log. */
 export const REDACTION_KIND = 'event.redacted';
 
@@ -71,6 +94,29 @@ export function commitFields(
   return { payload: canonicalJson(hashes), fields };
 }
 
+/**
+ * Commit to one member of a record key by key: `member` (a JSON object) becomes the object
+ * of its keys' field hashes, each with a fresh salt, and the rest of the record is kept as
+ * it is. `record` is what the event's payload and the record's row hold; `fields` is the
+ * content (one opening per key of the member), to be stored apart from the chain.
+ *
+ * @example
+ * const { record, fields } = commitMember({ id: 'prop_1', arguments: { email: 'a@example.com' } }, 'arguments');
+ * // record.arguments = { email: '<64 hex>' }, fields.email = { salt, value: 'a@example.com' }
+ */
+export function commitMember<R extends Record<string, unknown>>(
+  record: R,
+  member: string & keyof R,
+  salt: (name: string) => string = newFieldSalt,
+): { record: R; fields: Record<string, FieldOpening> } {
+  const content = record[member];
+  if (typeof content !== 'object' || content === null || Array.isArray(content)) {
+    throw new AuditError('NOT_PLAIN_OBJECT', `a committed member (${member}) must be a JSON object`);
+  }
+  const { payload, fields } = commitFields(content as Record<string, unknown>, salt);
+  return { record: { ...record, [member]: JSON.parse(payload) }, fields };
+}
+
 /** The field hashes a fields/1 payload commits to, or null when the text is not such a payload. */
 export function parseFieldHashes(payload: string): Record<string, string> | null {
   let parsed: unknown;
@@ -79,11 +125,41 @@ export function parseFieldHashes(payload: string): Record<string, string> | null
   } catch {
     return null;
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return null;
-  for (const hash of Object.values(parsed)) {
+  return fieldHashesIn(parsed);
+}
+
+/**
+ * The field hashes an event's payload commits to under `commitment` (`fields/1`: the payload
+ * itself; `member-fields/1:<member>`: that member of the payload), or null when the
+ * commitment is unknown or the payload is not of its shape.
+ */
+export function committedFieldHashes(
+  commitment: string | null | undefined,
+  payload: string,
+): Record<string, string> | null {
+  if (commitment === FIELDS_COMMITMENT) return parseFieldHashes(payload);
+  const member = committedMemberOf(commitment);
+  if (member === null) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(payload);
+  } catch {
+    return null;
+  }
+  if (!isPlainObject(parsed) || !Object.hasOwn(parsed, member)) return null;
+  return fieldHashesIn(parsed[member]);
+}
+
+function fieldHashesIn(value: unknown): Record<string, string> | null {
+  if (!isPlainObject(value)) return null;
+  for (const hash of Object.values(value)) {
     if (typeof hash !== 'string' || !HEX64.test(hash)) return null;
   }
-  return parsed as Record<string, string>;
+  return value as Record<string, string>;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** The target and fields a redaction event names, or null when its payload is not a redaction. */

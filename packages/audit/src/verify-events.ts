@@ -1,8 +1,9 @@
 import { eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from './event-hash';
 import {
   checkFieldOpenings,
+  committedFieldHashes,
+  committedMemberOf,
   FIELDS_COMMITMENT,
-  parseFieldHashes,
   parseRedaction,
   REDACTION_KIND,
   type RedactionPayload,
@@ -244,15 +245,18 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
       if (event.kind === REDACTION_KIND && authentic) authorize(event);
       return;
     }
-    const hashes = commitment === FIELDS_COMMITMENT ? parseFieldHashes(event.payload) : null;
+    const hashes = committedFieldHashes(commitment, event.payload);
     if (hashes === null) {
+      const member = committedMemberOf(commitment);
       fail({
         seq,
         code: 'COMMITMENT_INVALID',
         message:
           commitment === FIELDS_COMMITMENT
             ? 'a fields/1 payload must be an object of field hashes'
-            : `unknown payload commitment ${JSON.stringify(commitment)}`,
+            : member !== null
+              ? `a ${commitment} payload must be an object whose member ${member} is an object of field hashes`
+              : `unknown payload commitment ${JSON.stringify(commitment)}`,
       });
       return;
     }

@@ -182,11 +182,10 @@ export class BatchRun {
     for (const s of staged) {
       const event = this.chain(s);
       events.push(event);
-      if (s.row)
-        rows.push({
-          table: s.row.table,
-          values: s.row.values({ logId: this.context.log, eventSeq: event.seq }),
-        });
+      if (!s.row) continue;
+      const link = { logId: this.context.log, eventSeq: event.seq };
+      rows.push({ table: s.row.table, values: s.row.values(link) });
+      if (s.row.more) rows.push(...s.row.more(link));
     }
     return rows;
   }

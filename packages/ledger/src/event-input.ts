@@ -1,4 +1,4 @@
-import { canonicalJson, FIELDS_COMMITMENT, isAuditError } from '@vouch/audit';
+import { canonicalJson, committedMemberOf, FIELDS_COMMITMENT, isAuditError } from '@vouch/audit';
 import { LedgerError } from './errors';
 
 /** What a caller asks the ledger to append; seq, time and hashes are the ledger's. */
@@ -10,9 +10,11 @@ export interface AppendInput {
   payload: unknown;
   /**
    * `fields/1` when `payload` is the object of field hashes of a field commitment (see
-   * `appendWithFields`, which writes the content beside it). Default: the whole-payload rule.
+   * `appendWithFields`, which writes the content beside it); `member-fields/1:<member>` when
+   * `payload` is a record whose member is such an object (proposals and observations).
+   * Default: the whole-payload rule.
    */
-  commitment?: typeof FIELDS_COMMITMENT;
+  commitment?: string;
 }
 
 /** Limits on what one event may carry. */
@@ -49,8 +51,15 @@ export function prepareEvent(input: AppendInput, limits: EventLimits): { canonic
       throw invalid(field, `${field} must be a non-empty well-formed string of at most 512 characters`);
     }
   }
-  if (input.commitment !== undefined && input.commitment !== FIELDS_COMMITMENT) {
-    throw invalid('commitment', `the only payload commitment besides the default is ${FIELDS_COMMITMENT}`);
+  if (
+    input.commitment !== undefined &&
+    input.commitment !== FIELDS_COMMITMENT &&
+    committedMemberOf(input.commitment) === null
+  ) {
+    throw invalid(
+      'commitment',
+      `the payload commitments besides the default are ${FIELDS_COMMITMENT} and member-fields/1:<member>`,
+    );
   }
   let canonicalPayload: string;
   try {

@@ -23,6 +23,8 @@ export interface EventLink {
 export interface StagedRow {
   table: PgTable;
   values(link: EventLink): Record<string, unknown>;
+  /** Rows of other tables written with it (a committed record's field content), in the same statement. */
+  more?(link: EventLink): Array<{ table: PgTable; values: Record<string, unknown> }>;
 }
 
 /** Inside {@link Ledger.transactConcurrently}: reads through `db`, writes only by staging. */

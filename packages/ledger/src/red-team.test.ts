@@ -393,9 +393,10 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
     it.fails('a verification reports the respelled row', async () => {
       const { log, agent } = await setup();
       const { proposal } = await records.propose(agent, refund('k1'));
+      // (A proposal's arguments column holds their field hashes now; its scopes are JSON text too.)
       await tamper(
         database,
-        sql`update proposals set arguments = '{"currency":"EUR","amount":5.0000000000000001,"amount":5}'
+        sql`update proposals set requester_scopes = '[ "payments:write" ]'
             where log_id = ${log} and id = ${proposal.id}`,
       );
       expect(codes(await verify(log))).toEqual(['RECORD_MISMATCH']);

@@ -1,7 +1,7 @@
 import {
   commitFields,
+  committedFieldHashes,
   FIELDS_COMMITMENT,
-  parseFieldHashes,
   REDACTION_KIND,
   type RedactionPayload,
   type StoredEvent,
@@ -93,7 +93,7 @@ export async function redactFields(ledger: Ledger, input: RedactionInput): Promi
         details: { log: input.log, seq: input.seq },
       });
     }
-    const hashes = target.commitment === FIELDS_COMMITMENT ? parseFieldHashes(target.payload) : null;
+    const hashes = committedFieldHashes(target.commitment, target.payload);
     if (hashes === null) {
       throw new LedgerError(
         'EVENT_NOT_REDACTABLE',

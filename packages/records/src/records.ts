@@ -106,6 +106,11 @@ export const proposalRecordSchema = z.object({
   ...proposalPayloadSchema.shape,
   payload_hash: hashSchema,
   proposed_at: timeSchema,
+  /**
+   * Only on a proposal read back after a redaction: the keys of `arguments` that were erased
+   * (they are gone from `arguments`; `payload_hash` still binds the exact payload approved).
+   */
+  redacted: z.object({ arguments: z.array(z.string()) }).optional(),
 });
 export type ProposalRecord = z.output<typeof proposalRecordSchema>;
 
@@ -148,6 +153,8 @@ export const decisionRecordSchema = z.object({
   approval_request_id: z.string().nullable(),
   decided_by: z.string(),
   decided_at: timeSchema,
+  /** Only on a decision read back after a redaction: the keys of `repair` that were erased (gone from `repair`). */
+  redacted: z.object({ repair: z.array(z.string()) }).optional(),
 });
 export type DecisionRecord = z.output<typeof decisionRecordSchema>;
 
@@ -241,6 +248,8 @@ export const observationRecordSchema = z.object({
   observed_at: timeSchema,
   /** Where `result` came from when the gateway says it was not the tool's own answer; absent otherwise. */
   result_source: z.string().optional(),
+  /** Only on an observation read back after a redaction: the keys of `result` that were erased (gone from `result`). */
+  redacted: z.object({ result: z.array(z.string()) }).optional(),
 });
 export type ObservationRecord = z.output<typeof observationRecordSchema>;
 
@@ -254,6 +263,8 @@ export const refusedExecutionRecordSchema = z.object({
   /** What the gateway posted, as it posted it. */
   attempted: jsonValueSchema,
   refused_at: timeSchema,
+  /** Only on a refused execution read back after a redaction: the keys of `attempted` that were erased (gone from it). */
+  redacted: z.object({ attempted: z.array(z.string()) }).optional(),
 });
 export type RefusedExecutionRecord = z.output<typeof refusedExecutionRecordSchema>;
 

@@ -66,9 +66,13 @@ export const approvalDetailSchema = approvalViewSchema.extend({
     description:
       'Exactly what will run: action, server and tool, target and environment, arguments, side-effect class, conditions and the impact estimate',
   }),
-  /** RFC 8785 canonical JSON of `payload`: SHA-256 of these bytes is `request.payload_hash`. */
+  /**
+   * RFC 8785 canonical JSON of `payload`: SHA-256 of these bytes is `request.payload_hash`,
+   * unless arguments were erased since (`proposal.redacted`): they are gone from both.
+   */
   canonical_payload: z.string().meta({
-    description: 'The payload as RFC 8785 canonical JSON: SHA-256 of these bytes is `request.payload_hash`',
+    description:
+      'The payload as RFC 8785 canonical JSON: SHA-256 of these bytes is `request.payload_hash`, unless `proposal.redacted` names arguments erased since (their values are gone, so the bytes approved can no longer be shown)',
   }),
 });
 export type ApprovalDetail = z.output<typeof approvalDetailSchema>;

@@ -2,8 +2,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateNoteKeys } from '@vouch/audit';
-import { appendWithFields, createLedger, migrate } from '@vouch/ledger';
+import { appendWithFields, createLedger, type Database, migrate } from '@vouch/ledger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../app';
+import { createKeyStore } from '../auth/key-store';
+import { createMemoryLogger } from '../logger';
 import { runVouch } from '../testing/cli-io';
 import { cliStorages } from '../testing/cli-storages';
 
@@ -29,10 +32,13 @@ describe.each(cliStorages(() => root))('vouch redact on $name', (storage) => {
     return path;
   };
 
+  let openStorage: () => Promise<Database>;
+
   beforeAll(async () => {
     const made = await storage.make();
     env = { ...made.env, VOUCH_LOG_SIGNING_KEY: keys.signerKey };
     drop = made.drop;
+    openStorage = made.open;
     const database = await made.open();
     await migrate(database);
     const ledger = createLedger(database);
@@ -101,6 +107,74 @@ describe.each(cliStorages(() => root))('vouch redact on $name', (storage) => {
       const broken = await run(['verify', '--bundle', stripped, '--public-key', keys.verifierKey]);
       expect(broken.code).toBe(1);
       expect(broken.out).toContain('REDACTION_UNAUTHORIZED');
+    });
+  });
+
+  describe('when an argument of a proposal made over HTTP is redacted', () => {
+    it('verify reports it with the chain intact, and the exported bundle verifies without the value', async () => {
+      const database = await openStorage();
+      const ledger = createLedger(database);
+      const store = createKeyStore(ledger);
+      const app = createApp({ ledger, keys: store, logger: createMemoryLogger() });
+      const keyOf = async (identity: string, role: 'admin' | 'gateway') =>
+        (await store.create({ identity, roles: [role], logs: null, createdBy: 'system:test' })).secret;
+      const post = async (path: string, key: string, body: unknown) => {
+        const response = await app.request(path, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        return { status: response.status, body: (await response.json()) as { proposal: { id: string } } };
+      };
+      const tool = { server_id: 'mail', tool_name: 'send', side_effect: 'read_only' };
+      expect((await post('/v1/tools?log=mail', await keyOf('user:root', 'admin'), tool)).status).toBe(201);
+      const proposed = await post('/v1/proposals?log=mail', await keyOf('agent:mailer', 'gateway'), {
+        idempotency_key: 'mail-1',
+        action: 'mail.send',
+        ...tool,
+        target: { kind: 'mailbox', id: 'outbox', env: 'production' },
+        arguments: { to: EMAIL, subject: 'Your refund' },
+      });
+      expect(proposed.status).toBe(201);
+      const event = (await ledger.events('mail')).find((e) => e.entity === proposed.body.proposal.id);
+      await ledger.close();
+      await database.close();
+
+      const seq = String(event!.seq);
+      const redacted = await run([
+        'redact',
+        '--log',
+        'mail',
+        '--seq',
+        seq,
+        '--field',
+        'to',
+        '--reason',
+        'ticket 120',
+      ]);
+      expect(redacted).toMatchObject({ code: 0 });
+      const verified = await run(['verify', '--log', 'mail']);
+      expect(verified.code).toBe(0);
+      expect(verified.out).toContain('INTACT');
+      expect(verified.out).toMatch(new RegExp(`seq ${seq}  REDACTED to  by event \\d+: "ticket 120"`));
+
+      const exported = await run(['export', '--log', 'mail']);
+      expect(exported.code).toBe(0);
+      expect(exported.out).toContain('Your refund');
+      expect(exported.out).not.toContain(EMAIL);
+      const bundle = await run([
+        'verify',
+        '--bundle',
+        file('mail.jsonl', exported.out),
+        '--public-key',
+        keys.verifierKey,
+        '--json',
+      ]);
+      expect(bundle.code).toBe(0);
+      expect(JSON.parse(bundle.out)).toMatchObject({
+        ok: true,
+        redactions: [{ seq: event!.seq, fields: ['to'], reason: 'ticket 120' }],
+      });
     });
   });
 

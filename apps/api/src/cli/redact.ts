@@ -10,8 +10,10 @@ export const redactCommand = defineCommand({
   summary: 'erase fields of an event (e.g. an erasure request), keeping every proof valid',
   description: `Erase the value and salt of the named top-level fields of event SEQ of log L, and append an
 \`event.redacted\` event (by ${CLI_ACTOR}: whoever can open the database) naming the event,
-the fields and the reason, in one transaction. Only events written under the fields/1
-commitment can be redacted (docs/chain.md, "Erasing a field"); the chain, the Merkle tree
+the fields and the reason, in one transaction. Only events written under a field
+commitment can be redacted (docs/chain.md, "Erasing a field"): fields/1 events, and the
+keys of a proposal's arguments, an observation's result, a decision's repair or a
+refused execution's body (member-fields/1: the story lists the record's event seq); the chain, the Merkle tree
 and every signed checkpoint verify as before, and \`vouch verify\` lists the redaction.
 Over HTTP: POST /v1/logs/{log}/events/{seq}/redactions with a \`redactor\` key.`,
   options: {

@@ -12,7 +12,7 @@ const redact = createRoute({
   path: '/v1/logs/{log}/events/{seq}/redactions',
   tags: ['audit'],
   summary: 'Erase fields of an event, keeping every proof valid (redactor)',
-  description: `Erases the value and salt of the named top-level fields of a \`fields/1\` event (docs/chain.md, "Erasing a field") and appends an \`event.redacted\` event naming the event, the fields, the reason and the caller, in one transaction. The event's field hashes stay in the chain, so the chain, the Merkle tree and every signed checkpoint verify as before, and verification reports the erasure. Nothing is written when the request is refused. ${rolesNote(ACCESS.redact)}`,
+  description: `Erases the value and salt of the named top-level fields of a \`fields/1\` event (docs/chain.md, "Erasing a field"), or of the named keys of a proposal's \`arguments\`, an observation's \`result\`, a decision's \`repair\` or a refused execution's \`attempted\` (\`member-fields/1\`: the story's \`events\` give the record's seq) and appends an \`event.redacted\` event naming the event, the fields, the reason and the caller, in one transaction. The event's field hashes stay in the chain, so the chain, the Merkle tree and every signed checkpoint verify as before, and verification reports the erasure. Nothing is written when the request is refused. ${rolesNote(ACCESS.redact)}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.redact), jsonBody({ required: true })] as const,
   request: {
@@ -25,7 +25,7 @@ const redact = createRoute({
     201: { description: 'Erased', content: { 'application/json': { schema: RedactionResultSchema } } },
     404: errorResponseSpec('No such event in the log (`EVENT_NOT_FOUND`)'),
     409: errorResponseSpec(
-      'The event commits to its whole payload, so no single field can be erased (`EVENT_NOT_REDACTABLE`: a record the server acts on, or an event written before fields/1), or a field is already erased (`FIELD_ALREADY_REDACTED`)',
+      'The event commits to its whole payload, so no single field can be erased (`EVENT_NOT_REDACTABLE`: a record the server acts on, or an event written before its commitment existed), or a field is already erased (`FIELD_ALREADY_REDACTED`)',
     ),
     422: errorResponseSpec('The event has no such field (`FIELD_NOT_FOUND`)'),
   },

@@ -4,7 +4,7 @@ import { type Api, ApiError } from '../api';
 import { openEventStream } from '../event-stream';
 import { countdown, diffJson, shortHash } from '../format';
 import type { ApprovalDetail, ApprovalPage, Me } from '../types';
-import { Badge, ErrorBox, Field, Json, toneOf } from '../ui';
+import { Badge, ErrorBox, Field, Json, Redacted, toneOf } from '../ui';
 import { useListKeys } from './list-keys';
 
 /** The most recent approved payload of the same server and tool, to diff against. */
@@ -187,6 +187,7 @@ function ApprovalCard(props: {
         <div>
           <h3>Exactly what will run</h3>
           <Json value={a.payload.arguments} />
+          <Redacted keys={a.proposal.redacted?.arguments} />
         </div>
         <div data-testid="diff">
           <h3>Against the last approved {a.payload.tool_name}</h3>

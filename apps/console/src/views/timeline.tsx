@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Api } from '../api';
 import { shortHash, time } from '../format';
 import type { ProposalStory } from '../types';
-import { Badge, ErrorBox, Field, Json, toneOf } from '../ui';
+import { Badge, ErrorBox, Field, Json, Redacted, toneOf } from '../ui';
 
 function Step(props: { title: string; state: string; children: preact.ComponentChildren; testid: string }) {
   return (
@@ -53,6 +53,7 @@ export function Timeline({ api, id }: { api: Api; id: string }) {
             <Field label="at">{time(proposal.proposed_at)}</Field>
           </dl>
           <Json value={proposal.arguments} />
+          <Redacted keys={proposal.redacted?.arguments} />
         </Step>
         <Step title="Decision" state={decision?.verdict ?? 'awaiting decision'} testid="step-decision">
           {decision ? (
@@ -132,6 +133,7 @@ export function Timeline({ api, id }: { api: Api; id: string }) {
               </p>
               <p class="note">What the tool said about itself; not verified truth.</p>
               <Json value={observation.result} />
+              <Redacted keys={observation.redacted?.result} />
             </>
           ) : (
             <p class="muted">Nothing observed.</p>

@@ -1,3 +1,4 @@
+import { fieldHashOf } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -170,7 +171,21 @@ describe.each(testBackends())('records on $name', ({ open }) => {
           ['proposal', result.proposal.id],
           ['decision', result.decision!.id],
         ]);
-        expect(JSON.parse(events[1]!.payload)).toEqual(result.proposal);
+        // The arguments are committed key by key: the event holds each key's salted hash and
+        // the content travels beside it, as `fields`.
+        const event = events[1]!;
+        expect(event.commitment).toBe('member-fields/1:arguments');
+        expect(event.fields).toEqual({
+          amount: { salt: expect.stringMatching(/^[0-9a-f]{64}$/), value: 5 },
+          currency: { salt: expect.stringMatching(/^[0-9a-f]{64}$/), value: 'EUR' },
+        });
+        expect(JSON.parse(event.payload)).toEqual({
+          ...result.proposal,
+          arguments: {
+            amount: fieldHashOf('amount', event.fields!.amount!),
+            currency: fieldHashOf('currency', event.fields!.currency!),
+          },
+        });
         expect(await failuresOf(log)).toEqual([]);
       });
     });

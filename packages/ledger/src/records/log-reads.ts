@@ -13,7 +13,7 @@ import {
   reusableRequestCandidates,
   verificationsOf,
 } from './queries';
-import { batchedReads, type RecordReads } from './record-reads';
+import { batchedReads, openedRecords, type RecordReads } from './record-reads';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -71,7 +71,8 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
   return {
     ...batchedReads(db, log, alarm),
     verificationsOf: (proposalId) => verificationsOf(db, log, alarm, proposalId),
-    refusalsOf: (proposalId) => refusalsOf(db, log, alarm, proposalId),
+    refusalsOf: async (proposalId) =>
+      openedRecords(db, log, alarm, 'execution_refused', await refusalsOf(db, log, alarm, proposalId)),
     reusableRequests: (scope, now) => reusableRequestCandidates(db, log, scope, now),
     latestTools: () => listLatestTools(db, log),
     listRequests: (options) => listRequests(db, log, options),

@@ -59,7 +59,8 @@ export async function listProposals(
     ) {
       items.push({
         seq: row.seq,
-        proposal: row.proposal,
+        // The story's proposal: checked against its event and opened (erased arguments marked).
+        proposal: told.proposal,
         stage: told.stage,
         outcome: told.outcome,
         verification_status: told.verification_status.status,

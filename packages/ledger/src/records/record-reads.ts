@@ -31,6 +31,7 @@ import {
   RECORD_TABLES,
   toolCodec,
 } from './codec';
+import { contentKey, openRecord, type RecordContent, readRecordContent } from './record-fields';
 import { type CheckedTable, checkedRecord, integrityViolationOf, raiseViolation } from './record-integrity';
 import type {
   ApprovalRequestRecord,
@@ -185,6 +186,39 @@ export async function checkedRecords<T extends EventLinkedTable, R>(
   }
 }
 
+/** The kinds of record read with their erasable member opened. */
+type OpenedKind = 'proposal' | 'observation' | 'decision' | 'execution_refused';
+
+/**
+ * `records` of `kind` (checked rows of one log) with their erasable member opened (see
+ * `openRecord`): one query for all of them.
+ *
+ * @throws LedgerError `RECORD_INTEGRITY_VIOLATION` for content its record did not commit to,
+ * after raising `alarm` with it.
+ */
+export async function openedRecords<R extends { id: string }>(
+  db: Db,
+  log: string,
+  alarm: IntegrityAlarm,
+  kind: OpenedKind,
+  records: R[],
+): Promise<R[]> {
+  if (records.length === 0) return records;
+  const content = await readRecordContent(
+    db,
+    log,
+    [kind],
+    records.map((r) => r.id),
+  );
+  try {
+    return records.map((record) => openRecord(kind, log, record, content.get(contentKey(kind, record.id))));
+  } catch (error) {
+    const violation = integrityViolationOf(error);
+    if (violation) raiseViolation(alarm, violation);
+    throw error;
+  }
+}
+
 function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordReads {
   /**
    * The rows of `table` in this log matching `where`, each checked against its event in the
@@ -255,16 +289,48 @@ function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordR
   );
 
   const one = async <R>(records: Promise<R[]>): Promise<R | null> => (await records)[0] ?? null;
+  /**
+   * The content of committed records' erasable members (see `openRecord`): one query per
+   * tick for every kind, keyed by kind and record id.
+   */
+  const contents = new DataLoader<string, RecordContent | undefined>(
+    async (keys) => {
+      const pairs = keys.map((k) => k.split('\0') as [OpenedKind, string]);
+      const content = await readRecordContent(
+        db,
+        log,
+        [...new Set(pairs.map(([kind]) => kind))],
+        pairs.map(([, id]) => id),
+      );
+      return keys.map((k) => content.get(k));
+    },
+    { cache: false },
+  );
+  const opened = async <R extends { id: string }>(
+    kind: OpenedKind,
+    records: Promise<R[]>,
+  ): Promise<R | null> => {
+    const record = await one(records);
+    if (record === null) return null;
+    const content = await contents.load(contentKey(kind, record.id));
+    try {
+      return openRecord(kind, log, record, content);
+    } catch (error) {
+      const violation = integrityViolationOf(error);
+      if (violation) raiseViolation(alarm, violation);
+      throw error;
+    }
+  };
   return {
-    proposalById: (id) => one(proposalsById.load(id)),
-    proposalByKey: (key) => one(proposalsByKey.load(key)),
-    decisionOf: (proposalId) => one(decisionsByProposal.load(proposalId)),
+    proposalById: (id) => opened('proposal', proposalsById.load(id)),
+    proposalByKey: (key) => opened('proposal', proposalsByKey.load(key)),
+    decisionOf: (proposalId) => opened('decision', decisionsByProposal.load(proposalId)),
     latestTool: (serverId, toolName) => one(latestTools.load(toolKey(serverId, toolName))),
     requestById: (id) => one(requestsById.load(id)),
     resolutionOf: (requestId) => one(resolutionsByRequest.load(requestId)),
     usesOf: (requestId) => usesByRequest.load(requestId),
-    observationOf: (proposalId) => one(observationsByProposal.load(proposalId)),
-    observationById: (id) => one(observationsById.load(id)),
+    observationOf: (proposalId) => opened('observation', observationsByProposal.load(proposalId)),
+    observationById: (id) => opened('observation', observationsById.load(id)),
     claimOf: (proposalId) => one(claimsByProposal.load(proposalId)),
   };
 }

@@ -15,6 +15,7 @@ import {
   verificationCodec,
 } from './codec';
 import type { LogReads } from './log-reads';
+import { commitRecord, committedFieldRows } from './record-fields';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -72,7 +73,12 @@ export interface RecordTransaction {
   readonly reads: LogReads;
   /** The time to record: the records clock when one is set, else the batch's time. */
   time(): string;
-  /** Stage the record's event (kind, entity = the record id, payload = the record) and its row: both or neither. */
+  /**
+   * Stage the record's event (kind, entity = the record id, payload = the record) and its row:
+   * both or neither. A proposal's arguments, an observation's result, a decision's repair and
+   * a refused execution's body are committed key by key (`commitRecord`): the event and row hold their field hashes,
+   * `event_fields` the content.
+   */
   write<K extends RecordKind>(kind: K, actor: string, record: RecordOfKind[K]): RecordOfKind[K];
   /** See {@link StagingTransaction.claim}. */
   claim(key: string): void;
@@ -90,9 +96,23 @@ export function recordTransaction(
     time: () => (clock ? clock().toISOString() : tx.now),
     write(kind, actor, record) {
       const toRow = TO_ROW[kind] as ToRow<typeof kind>;
+      const table = TABLE_OF.get(kind)!;
+      const committed = commitRecord(kind, record);
+      if (committed === null) {
+        tx.stage(
+          { kind, entity: record.id, actor, payload: record },
+          { table, values: (link) => toRow(link, record) },
+        );
+        return record;
+      }
+      // The event and the row hold the field hashes; the content goes to event_fields.
       tx.stage(
-        { kind, entity: record.id, actor, payload: record },
-        { table: TABLE_OF.get(kind)!, values: (link) => toRow(link, record) },
+        { kind, entity: record.id, actor, payload: committed.stored, commitment: committed.commitment },
+        {
+          table,
+          values: (link) => toRow(link, committed.stored),
+          more: (link) => committedFieldRows(link, committed.fields),
+        },
       );
       return record;
     },

@@ -32,7 +32,8 @@ export const auditEvents = pgTable(
     hash: text('hash').notNull(),
     /**
      * The payload commitment (docs/chain.md): NULL for the whole-payload rule, `fields/1`
-     * when `payload` holds the field hashes and the content is in {@link eventFields}.
+     * when `payload` holds the field hashes and the content is in {@link eventFields},
+     * `member-fields/1:<member>` when one member of the record in `payload` holds them.
      */
     commitment: text('commitment'),
     // The seq this row links to; NULL for the first event so the link check below skips it.
@@ -63,7 +64,10 @@ export const auditEvents = pgTable(
       sql`octet_length(${t.hash}) = 64 AND octet_length(${t.payloadHash}) = 64`,
     ),
     index('audit_events_entity').on(t.logId, t.entityId),
-    check('audit_events_commitment', sql`${t.commitment} IS NULL OR ${t.commitment} = 'fields/1'`),
+    check(
+      'audit_events_commitment',
+      sql`${t.commitment} IS NULL OR ${t.commitment} = 'fields/1' OR ${t.commitment} ~ '^member-fields/1:[a-z][a-z0-9_]{0,63}$'`,
+    ),
   ],
 );
 
