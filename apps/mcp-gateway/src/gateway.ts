@@ -12,6 +12,7 @@ import { supportsFormElicitation } from './approval-prompt';
 import { createCallKeys } from './call-keys';
 import { handleToolCall } from './call-tool';
 import { type GovernedMethod, governedMatch, handleGovernedRequest } from './governed-request';
+import { allPages } from './list-pages';
 import { type Logger, silentLogger } from './logger';
 import { namespaced } from './namespace';
 import { agentCapabilitiesOf, type ForwardingExtra, passThrough } from './pass-through';
@@ -170,16 +171,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   // the level is the upstream's to apply, so that request passes through like the rest.
   server.removeRequestHandler('logging/setLevel');
 
-  const listAll = async (route: Route) => {
-    const tools = [];
-    let cursor: string | undefined;
-    do {
+  const listAll = (route: Route) =>
+    allPages(`the tool list of upstream ${route.name ?? 'default'}`, async (cursor) => {
       const page = await route.upstream.client.listTools(cursor === undefined ? {} : { cursor });
-      tools.push(...page.tools);
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
-    return tools;
-  };
+      return { items: page.tools, nextCursor: page.nextCursor };
+    });
 
   // Governed methods are registered like tools (under the method's name), so the registry
   // holds their class and policy can allow them; the agent's tools/list does not show them.

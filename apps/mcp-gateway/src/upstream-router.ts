@@ -13,6 +13,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolDeps } from './call-tool';
 import type { GovernedMethod } from './governed-request';
+import { allPages } from './list-pages';
 import type { Logger } from './logger';
 import { namespaced, splitNamespaced } from './namespace';
 import { type ForwardingExtra, forwardingOptions, HOP_BY_HOP } from './pass-through';
@@ -299,15 +300,13 @@ async function gatherFrom<T>(
 ): Promise<{ route: Route; item: T }[]> {
   const perRoute = await Promise.all(
     routes.map(async (route) => {
-      const items: { route: Route; item: T }[] = [];
-      let cursor: string | undefined;
-      do {
+      const items = await allPages<T>(`the ${list.method} of upstream ${route.name}`, async (cursor) => {
         const params = cursor === undefined ? {} : { cursor };
         const page = (await send(route, { method: list.method, params }, extra)) as Record<string, unknown>;
-        for (const item of (page[list.key] as T[] | undefined) ?? []) items.push({ route, item });
-        cursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
-      } while (cursor !== undefined);
-      return items;
+        const nextCursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
+        return { items: (page[list.key] as T[] | undefined) ?? [], nextCursor };
+      });
+      return items.map((item) => ({ route, item }));
     }),
   );
   return perRoute.flat();
