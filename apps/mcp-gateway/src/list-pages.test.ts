@@ -1,27 +1,14 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { ListPromptsRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { createVouchClient } from '@vouch/client';
-import { createFakeVouch } from '@vouch/client/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createGateway } from './gateway';
 import { allPages, MAX_LIST_PAGES } from './list-pages';
 import { createExampleUpstream } from './testing/example-upstream';
+import { memoryGateway } from './testing/memory-gateway';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();
 });
-
-async function clientOf(server: Server) {
-  const [serverSide, clientSide] = InMemoryTransport.createLinkedPair();
-  await server.connect(serverSide);
-  const client = new Client({ name: 'test', version: '0.0.0' });
-  await client.connect(clientSide);
-  closers.push(() => server.close());
-  return client;
-}
 
 /** An upstream whose tools and prompts lists never end: every page points to `cursor(n)`. */
 function pagingForever(cursor: (page: number) => string) {
@@ -34,27 +21,11 @@ function pagingForever(cursor: (page: number) => string) {
 }
 
 async function gatewayWith(loop: Server) {
-  const vouch = createFakeVouch({ decide: () => 'allow' });
-  const gateway = createGateway({
-    upstreams: [
-      {
-        name: 'bank',
-        upstream: { client: await clientOf(createExampleUpstream().server), transport: 'memory' },
-      },
-      { name: 'loop', upstream: { client: await clientOf(loop), transport: 'memory' } },
-    ],
-    vouch: createVouchClient({ baseUrl: 'http://vouch.test', apiKey: 'k', fetch: vouch.fetch }),
-    environment: 'production',
-    session: 'test',
-  });
-  const [down, agentSide] = InMemoryTransport.createLinkedPair();
-  await gateway.server.connect(down);
-  const agent = new Client({ name: 'agent', version: '0.0.0' });
-  await agent.connect(agentSide);
-  closers.unshift(async () => {
-    await agent.close();
-    await gateway.close();
-  });
+  const { agent, close } = await memoryGateway([
+    { name: 'bank', server: createExampleUpstream().server },
+    { name: 'loop', server: loop },
+  ]);
+  closers.push(close);
   return agent;
 }
 

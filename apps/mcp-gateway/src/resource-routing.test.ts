@@ -1,10 +1,6 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { createVouchClient } from '@vouch/client';
-import { createFakeVouch } from '@vouch/client/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createGateway } from './gateway';
+import { memoryGateway } from './testing/memory-gateway';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -24,42 +20,20 @@ function upstream(name: string, template: string, listed: string) {
   return { server, reads };
 }
 
-async function clientOf(server: McpServer) {
-  const [serverSide, clientSide] = InMemoryTransport.createLinkedPair();
-  await server.connect(serverSide);
-  const client = new Client({ name: 'test', version: '0.0.0' });
-  await client.connect(clientSide);
-  closers.push(() => server.close());
-  return client;
-}
-
 async function setup() {
   // notes serves every file URI; files governs reads of its secrets (any governance would do:
   // a read routed to notes would never meet it).
   const notes = upstream('notes', 'file:///{+path}', 'file:///shared.txt');
   const files = upstream('files', 'file:///secret/{name}', 'file:///shared.txt');
-  const vouch = createFakeVouch({ decide: () => 'require_approval' });
-  const gateway = createGateway({
-    upstreams: [
-      { name: 'notes', upstream: { client: await clientOf(notes.server), transport: 'memory' } },
-      {
-        name: 'files',
-        upstream: { client: await clientOf(files.server), transport: 'memory' },
-        governed: [{ method: 'resources/read', match: 'file:///secret/**' }],
-      },
-    ],
-    vouch: createVouchClient({ baseUrl: 'http://vouch.test', apiKey: 'k', fetch: vouch.fetch }),
-    environment: 'production',
-    session: 'test',
-  });
-  const [down, agentSide] = InMemoryTransport.createLinkedPair();
-  await gateway.server.connect(down);
-  const agent = new Client({ name: 'agent', version: '0.0.0' });
-  await agent.connect(agentSide);
-  closers.unshift(async () => {
-    await agent.close();
-    await gateway.close();
-  });
+  const { agent, close } = await memoryGateway([
+    { name: 'notes', server: notes.server },
+    {
+      name: 'files',
+      server: files.server,
+      governed: [{ method: 'resources/read', match: 'file:///secret/**' }],
+    },
+  ]);
+  closers.push(close);
   return { agent, notes, files };
 }
 
