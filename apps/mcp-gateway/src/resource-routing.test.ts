@@ -62,3 +62,36 @@ describe('a resource URI several upstreams claim', () => {
     expect(files.reads).toEqual([]);
   });
 });
+
+describe('a completion of a resource template several upstreams list', () => {
+  it('is refused and asked of neither', async () => {
+    const asked: string[] = [];
+    const withTemplate = (name: string) => {
+      const server = new McpServer({ name, version: '0.0.0' });
+      const template = new ResourceTemplate('file:///{name}', {
+        list: undefined,
+        complete: {
+          name: (value) => {
+            asked.push(name);
+            return [`${value}-${name}`];
+          },
+        },
+      });
+      server.registerResource('any', template, {}, (uri) => ({ contents: [{ uri: uri.href, text: '' }] }));
+      return server;
+    };
+    const { agent, close } = await memoryGateway([
+      { name: 'notes', server: withTemplate('notes') },
+      { name: 'files', server: withTemplate('files') },
+    ]);
+    closers.push(close);
+    const error = await agent
+      .complete({
+        ref: { type: 'ref/resource', uri: 'file:///{name}' },
+        argument: { name: 'name', value: 'a' },
+      })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: -32602, message: expect.stringContaining('notes, files') });
+    expect(asked).toEqual([]);
+  });
+});

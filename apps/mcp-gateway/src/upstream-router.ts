@@ -197,15 +197,23 @@ export function routeThrough(options: {
     return claimants[0]!;
   };
 
-  /** The upstream that listed a resource template (for completions of its variables). */
+  /** The upstream that listed a resource template (for completions of its variables); one only. */
   const ownerOfTemplate = async (template: string, extra: ForwardingExtra): Promise<Route> => {
-    const find = () =>
-      routes.find((route) => (templates.get(route) ?? []).some((known) => known.template === template));
-    if (!find()) await refreshIndex(extra);
-    const route = find();
-    if (!route)
+    const listers = () =>
+      routes.filter((route) => (templates.get(route) ?? []).some((known) => known.template === template));
+    if (listers().length === 0) await refreshIndex(extra);
+    const found = listers();
+    if (found.length === 0)
       throw new McpError(ErrorCode.InvalidParams, `no upstream lists the resource template ${template}`);
-    return route;
+    if (found.length > 1) {
+      const names = found.map((route) => route.name);
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `the resource template ${template} is listed by several upstreams (${names.join(', ')}); it is sent to none`,
+        { template, upstreams: names },
+      );
+    }
+    return found[0]!;
   };
 
   const named = (exposed: unknown, what: string) => {
