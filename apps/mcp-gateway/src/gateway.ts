@@ -342,6 +342,7 @@ function routesOf(
     if (options.upstream !== undefined) throw new TypeError('set either upstream or upstreams, not both');
     if (options.upstreams.length === 0) throw new TypeError('upstreams must name at least one upstream');
     const names = new Set<string>();
+    const serverIds = new Set<string>();
     return options.upstreams.map((named) => {
       if (!/^[A-Za-z0-9][A-Za-z0-9-]*$/.test(named.name) || names.has(named.name)) {
         throw new TypeError(
@@ -349,7 +350,15 @@ function routesOf(
         );
       }
       names.add(named.name);
-      return routeOf(named.name, named.upstream, named.serverId ?? named.name, named.tools, named.governed);
+      // Vouch binds approvals to the server id: a shared one would let one upstream use the other's.
+      const serverId = named.serverId ?? named.name;
+      if (serverIds.has(serverId)) {
+        throw new TypeError(
+          `upstream ${named.name} has the server id ${JSON.stringify(serverId)} of another`,
+        );
+      }
+      serverIds.add(serverId);
+      return routeOf(named.name, named.upstream, serverId, named.tools, named.governed);
     });
   }
   if (options.upstream === undefined || options.serverId === undefined) {
