@@ -2,7 +2,10 @@
 // a bearer token from the environment, OAuth 2 client credentials (token fetched, cached,
 // fetched again after a 401), and the legacy SSE transport, chosen or fallen back to. Every
 // peer is real and on loopback: the SDK's McpServer over HTTP, and a token endpoint run here.
+
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -265,5 +268,25 @@ describe('the vouch-mcp-gateway bin', () => {
     const { tools } = await gateway.agent.listTools();
     expect(tools.map((tool) => tool.name)).toEqual(['echo__ping']);
     expect(gateway.stderr()).not.toMatch(/bin-header-secret|bin-token-0123456789/);
+  });
+});
+
+describe('a legacy SSE upstream that opens its stream and never names its endpoint', () => {
+  it('is given up within the connect time limit, with UPSTREAM_UNAVAILABLE', async () => {
+    const server = createServer((_request, response) => {
+      // An event stream that stays open and silent: no `endpoint` event ever comes.
+      response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      response.write(': open\n\n');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closers.push(async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    });
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/sse`;
+    const error = await connectUpstream({ url, transport: 'sse' }, { connectTimeoutMs: 200 }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', message: expect.stringContaining('200 ms') });
   });
 });
