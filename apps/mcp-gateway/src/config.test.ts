@@ -96,20 +96,26 @@ describe('loadConfig', () => {
       expect(JSON.stringify(config)).not.toContain('crm-secret');
     });
 
-    it.each([
-      'http://127.0.0.1:9/token',
-      'http://localhost:9/token',
-      'http://[::1]:9/token',
-    ])('accepts the loopback token endpoint %s over plain http', async (tokenUrl) => {
-      const upstreams = {
-        a: {
-          url: 'http://127.0.0.1:9/mcp',
-          auth: { type: 'client_credentials', tokenUrl, clientId: 'c', clientSecret: { env: 'CRM_SECRET' } },
-        },
-      };
-      const { config } = await loadConfig(sources({ env, files: { 'gateway.json': multi({ upstreams }) } }));
-      expect(config.upstreams?.a).toMatchObject({ auth: { tokenUrl } });
-    });
+    it.each(['http://127.0.0.1:9/token', 'http://localhost:9/token', 'http://[::1]:9/token'])(
+      'accepts the loopback token endpoint %s over plain http',
+      async (tokenUrl) => {
+        const upstreams = {
+          a: {
+            url: 'http://127.0.0.1:9/mcp',
+            auth: {
+              type: 'client_credentials',
+              tokenUrl,
+              clientId: 'c',
+              clientSecret: { env: 'CRM_SECRET' },
+            },
+          },
+        };
+        const { config } = await loadConfig(
+          sources({ env, files: { 'gateway.json': multi({ upstreams }) } }),
+        );
+        expect(config.upstreams?.a).toMatchObject({ auth: { tokenUrl } });
+      },
+    );
 
     it('refuses a secret whose variable is not set, naming the variable and never a value', async () => {
       const error = await loadConfig(

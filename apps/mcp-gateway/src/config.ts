@@ -48,12 +48,10 @@ function isLoopbackUrl(url: URL): boolean {
 }
 
 /** An address a secret is sent to: HTTPS, or plain HTTP on loopback only. */
-const secretReceivingUrl = z
-  .url()
-  .refine((text) => {
-    const url = new URL(text);
-    return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackUrl(url));
-  }, 'must be an https URL (plain http only on loopback), since the client secret is sent to it');
+const secretReceivingUrl = z.url().refine((text) => {
+  const url = new URL(text);
+  return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackUrl(url));
+}, 'must be an https URL (plain http only on loopback), since the client secret is sent to it');
 
 /** A value read from the environment when the gateway starts, never written in the file. */
 const fromEnv = z.strictObject({ env: envName });
