@@ -128,13 +128,19 @@ describe('an HTTP upstream behind OAuth 2 client credentials', () => {
     scope: 'mcp:tools',
   });
 
-  it('fetches one token with the client credentials and uses it for every request', async () => {
+  /** An echo upstream that takes only the tokens its token endpoint issued. */
+  const behindTokenEndpoint = async () => {
     const endpoint = await tokenEndpoint();
     const upstream = await upstreamAt({
       build: echoServer,
       transport: 'streamable-http',
       authorize: (req) => endpoint.valid(bearerOf(req)),
     });
+    return { endpoint, upstream };
+  };
+
+  it('fetches one token with the client credentials and uses it for every request', async () => {
+    const { endpoint, upstream } = await behindTokenEndpoint();
     const connected = await connect(
       { url: upstream.url, auth: oauth(endpoint) },
       { CLIENT_SECRET: 's3cr3t:value' },
@@ -147,12 +153,7 @@ describe('an HTTP upstream behind OAuth 2 client credentials', () => {
   });
 
   it('fetches a new token when the upstream answers 401 to the cached one, and the request goes through', async () => {
-    const endpoint = await tokenEndpoint();
-    const upstream = await upstreamAt({
-      build: echoServer,
-      transport: 'streamable-http',
-      authorize: (req) => endpoint.valid(bearerOf(req)),
-    });
+    const { endpoint, upstream } = await behindTokenEndpoint();
     const connected = await connect(
       { url: upstream.url, auth: oauth(endpoint) },
       { CLIENT_SECRET: 's3cr3t:value' },
@@ -165,12 +166,7 @@ describe('an HTTP upstream behind OAuth 2 client credentials', () => {
   });
 
   it('shares one cached token between connections given the same token sources (one per agent session)', async () => {
-    const endpoint = await tokenEndpoint();
-    const upstream = await upstreamAt({
-      build: echoServer,
-      transport: 'streamable-http',
-      authorize: (req) => endpoint.valid(bearerOf(req)),
-    });
+    const { endpoint, upstream } = await behindTokenEndpoint();
     const shared = new Map<string, TokenSource>();
     const settings = { url: upstream.url, auth: oauth(endpoint) };
     const env = { CLIENT_SECRET: 's3cr3t:value' };
