@@ -14,9 +14,8 @@ import {
   type ElicitRequest,
   ElicitRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { createApp, createKeyStore } from '@vouch/api';
-import { createVouchClient, isVouchClientError, type Role, type VouchClient } from '@vouch/client';
-import { createLedger, type Database, migrate, openDatabase } from '@vouch/ledger';
+import { isVouchClientError, type VouchClient } from '@vouch/client';
+import type { Database } from '@vouch/ledger';
 import {
   type AgentHttpServer,
   type ExecutionMeta,
@@ -28,6 +27,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type BankBooks, readBooks, writeBooks } from './helpers/mcp-bank-upstream';
 import { bankUpstream } from './helpers/mcp-gateway-process';
+import { inProcessVouch } from './helpers/mcp-vouch-app';
 
 const TOKENS = { withPrompt: 'agent-token-with-elicitation', plain: 'agent-token-without-elicitation' };
 let dir: string;
@@ -79,27 +79,9 @@ beforeAll(async () => {
     accounts: { 'acct-11': 1, 'acct-12': 1, 'acct-13': 1, 'acct-14': 1, 'acct-15': 1 },
     calls: [],
   } satisfies BankBooks);
-  database = await openDatabase();
-  await migrate(database);
-  const ledger = createLedger(database);
-  // The agent's key may also approve (others' requests), so only SELF_APPROVAL stops it here.
-  const keys = createKeyStore(ledger, { allowRoleCombinations: true });
-  const app = createApp({ ledger, keys });
-  const appFetch: typeof fetch = async (input, init) =>
-    app.request(input instanceof URL ? input.href : (input as string), init);
-  const secretOf = async (identity: string, roles: Role[]) =>
-    (
-      await keys.create({
-        identity,
-        roles,
-        scopes: [],
-        environments: null,
-        logs: null,
-        createdBy: 'system:test',
-      })
-    ).secret;
-  const clientOf = (apiKey: string) =>
-    createVouchClient({ baseUrl: 'http://vouch.test', apiKey, fetch: appFetch });
+  const vouch = await inProcessVouch({ allowRoleCombinations: true });
+  ({ database } = vouch);
+  const { appFetch, secretOf, clientOf } = vouch;
   alice = clientOf(await secretOf('user:alice', ['approver']));
   auditor = clientOf(await secretOf('user:auditor', ['auditor']));
   // The agent may approve others' requests, so only SELF_APPROVAL stands between it and its own.

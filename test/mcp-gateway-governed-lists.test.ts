@@ -10,9 +10,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { createApp, createKeyStore } from '@vouch/api';
-import { createVouchClient, type Role, type VouchClient } from '@vouch/client';
-import { createLedger, type Database, migrate, openDatabase } from '@vouch/ledger';
+import type { VouchClient } from '@vouch/client';
+import type { Database } from '@vouch/ledger';
 import {
   type AgentHttpServer,
   type ExecutionMeta,
@@ -24,6 +23,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type HttpUpstream, serveMcpOverHttp } from './helpers/mcp-http-upstream';
+import { inProcessVouch } from './helpers/mcp-vouch-app';
 
 const TOKEN = 'agent-token-for-governed-lists';
 let database: Database;
@@ -69,26 +69,9 @@ const proposalsFor = async (toolName: string) =>
 
 beforeAll(async () => {
   upstream = await serveMcpOverHttp({ build: filesServer, transport: 'streamable-http' });
-  database = await openDatabase();
-  await migrate(database);
-  const ledger = createLedger(database);
-  const keys = createKeyStore(ledger);
-  const app = createApp({ ledger, keys });
-  const appFetch: typeof fetch = async (input, init) =>
-    app.request(input instanceof URL ? input.href : (input as string), init);
-  const secretOf = async (identity: string, roles: Role[]) =>
-    (
-      await keys.create({
-        identity,
-        roles,
-        scopes: [],
-        environments: null,
-        logs: null,
-        createdBy: 'system:test',
-      })
-    ).secret;
-  const clientOf = (apiKey: string) =>
-    createVouchClient({ baseUrl: 'http://vouch.test', apiKey, fetch: appFetch });
+  const vouch = await inProcessVouch();
+  ({ database } = vouch);
+  const { appFetch, secretOf, clientOf } = vouch;
   auditor = clientOf(await secretOf('user:auditor', ['auditor']));
   approver = clientOf(await secretOf('user:approver', ['approver']));
   // The operator declares listing prompts harmless: it runs without a human, still recorded.

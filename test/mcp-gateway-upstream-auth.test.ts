@@ -2,7 +2,10 @@
 // a bearer token from the environment, OAuth 2 client credentials (token fetched, cached,
 // fetched again after a 401), and the legacy SSE transport, chosen or fallen back to. Every
 // peer is real and on loopback: the SDK's McpServer over HTTP, and a token endpoint run here.
+
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -125,13 +128,19 @@ describe('an HTTP upstream behind OAuth 2 client credentials', () => {
     scope: 'mcp:tools',
   });
 
-  it('fetches one token with the client credentials and uses it for every request', async () => {
+  /** An echo upstream that takes only the tokens its token endpoint issued. */
+  const behindTokenEndpoint = async () => {
     const endpoint = await tokenEndpoint();
     const upstream = await upstreamAt({
       build: echoServer,
       transport: 'streamable-http',
       authorize: (req) => endpoint.valid(bearerOf(req)),
     });
+    return { endpoint, upstream };
+  };
+
+  it('fetches one token with the client credentials and uses it for every request', async () => {
+    const { endpoint, upstream } = await behindTokenEndpoint();
     const connected = await connect(
       { url: upstream.url, auth: oauth(endpoint) },
       { CLIENT_SECRET: 's3cr3t:value' },
@@ -144,12 +153,7 @@ describe('an HTTP upstream behind OAuth 2 client credentials', () => {
   });
 
   it('fetches a new token when the upstream answers 401 to the cached one, and the request goes through', async () => {
-    const endpoint = await tokenEndpoint();
-    const upstream = await upstreamAt({
-      build: echoServer,
-      transport: 'streamable-http',
-      authorize: (req) => endpoint.valid(bearerOf(req)),
-    });
+    const { endpoint, upstream } = await behindTokenEndpoint();
     const connected = await connect(
       { url: upstream.url, auth: oauth(endpoint) },
       { CLIENT_SECRET: 's3cr3t:value' },
@@ -162,12 +166,7 @@ describe('an HTTP upstream behind OAuth 2 client credentials', () => {
   });
 
   it('shares one cached token between connections given the same token sources (one per agent session)', async () => {
-    const endpoint = await tokenEndpoint();
-    const upstream = await upstreamAt({
-      build: echoServer,
-      transport: 'streamable-http',
-      authorize: (req) => endpoint.valid(bearerOf(req)),
-    });
+    const { endpoint, upstream } = await behindTokenEndpoint();
     const shared = new Map<string, TokenSource>();
     const settings = { url: upstream.url, auth: oauth(endpoint) };
     const env = { CLIENT_SECRET: 's3cr3t:value' };
@@ -265,5 +264,25 @@ describe('the vouch-mcp-gateway bin', () => {
     const { tools } = await gateway.agent.listTools();
     expect(tools.map((tool) => tool.name)).toEqual(['echo__ping']);
     expect(gateway.stderr()).not.toMatch(/bin-header-secret|bin-token-0123456789/);
+  });
+});
+
+describe('a legacy SSE upstream that opens its stream and never names its endpoint', () => {
+  it('is given up within the connect time limit, with UPSTREAM_UNAVAILABLE', async () => {
+    const server = createServer((_request, response) => {
+      // An event stream that stays open and silent: no `endpoint` event ever comes.
+      response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      response.write(': open\n\n');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closers.push(async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    });
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/sse`;
+    const error = await connectUpstream({ url, transport: 'sse' }, { connectTimeoutMs: 200 }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE', message: expect.stringContaining('200 ms') });
   });
 });

@@ -17,9 +17,8 @@ import {
   PromptListChangedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { createApp, createKeyStore } from '@vouch/api';
-import { createVouchClient, type Role, type VouchClient } from '@vouch/client';
-import { createLedger, type Database, migrate, openDatabase } from '@vouch/ledger';
+import { createVouchClient, type VouchClient } from '@vouch/client';
+import type { Database } from '@vouch/ledger';
 import {
   type AgentHttpServer,
   type ExecutionMeta,
@@ -33,6 +32,7 @@ import { z } from 'zod';
 import { type BankBooks, readBooks, writeBooks } from './helpers/mcp-bank-upstream';
 import { bankUpstream } from './helpers/mcp-gateway-process';
 import { type HttpUpstream, serveMcpOverHttp } from './helpers/mcp-http-upstream';
+import { inProcessVouch } from './helpers/mcp-vouch-app';
 
 const TOKEN = 'agent-token-for-the-upstreams-test';
 let dir: string;
@@ -90,24 +90,9 @@ beforeAll(async () => {
   writeBooks(booksPath, { accounts: { 'acct-1': 100 }, calls: [] } satisfies BankBooks);
   notes = await serveMcpOverHttp({ build: notesServer, transport: 'streamable-http' });
 
-  database = await openDatabase();
-  await migrate(database);
-  const ledger = createLedger(database);
-  const keys = createKeyStore(ledger);
-  const app = createApp({ ledger, keys });
-  const appFetch: typeof fetch = async (input, init) =>
-    app.request(input instanceof URL ? input.href : (input as string), init);
-  const secretOf = async (identity: string, roles: Role[]) =>
-    (
-      await keys.create({
-        identity,
-        roles,
-        scopes: [],
-        environments: null,
-        logs: null,
-        createdBy: 'system:test',
-      })
-    ).secret;
+  const vouch = await inProcessVouch();
+  ({ database } = vouch);
+  const { appFetch, secretOf } = vouch;
   const admin = createVouchClient({
     baseUrl: 'http://vouch.test',
     apiKey: await secretOf('user:admin', ['admin']),

@@ -63,7 +63,9 @@ export async function askAboutApproval(
     `Arguments: ${JSON.stringify(action.arguments, null, 2)}`,
     `Payload hash: ${meta.payload_hash ?? 'unknown'}`,
     `Approval request: ${meta.approval?.request_id ?? 'unknown'}${meta.approval?.expires_at ? ` (expires ${meta.approval.expires_at})` : ''}`,
-    link ? `Approve it at: ${link}` : 'Approve it in the Vouch console or with `vouch approvals approve`.',
+    link
+      ? `Approve it at: ${link}`
+      : `Approve it in the Vouch console (/ui/) or with POST /v1/approvals/${meta.approval?.request_id ?? '<id>'}/approve.`,
     'It must be approved by someone other than the one asking; answering here does not approve it.',
     'Accept once it is approved, and the gateway checks Vouch and runs the call; decline to leave it pending.',
   ];

@@ -96,6 +96,27 @@ describe('loadConfig', () => {
       expect(JSON.stringify(config)).not.toContain('crm-secret');
     });
 
+    it.each(['http://127.0.0.1:9/token', 'http://localhost:9/token', 'http://[::1]:9/token'])(
+      'accepts the loopback token endpoint %s over plain http',
+      async (tokenUrl) => {
+        const upstreams = {
+          a: {
+            url: 'http://127.0.0.1:9/mcp',
+            auth: {
+              type: 'client_credentials',
+              tokenUrl,
+              clientId: 'c',
+              clientSecret: { env: 'CRM_SECRET' },
+            },
+          },
+        };
+        const { config } = await loadConfig(
+          sources({ env, files: { 'gateway.json': multi({ upstreams }) } }),
+        );
+        expect(config.upstreams?.a).toMatchObject({ auth: { tokenUrl } });
+      },
+    );
+
     it('refuses a secret whose variable is not set, naming the variable and never a value', async () => {
       const error = await loadConfig(
         sources({ env: { VOUCH_API_KEY: 'k', GH_AUTH: 'x' }, files: { 'gateway.json': multi() } }),
@@ -107,6 +128,24 @@ describe('loadConfig', () => {
       [{ bad_name: { command: 'x' } }, '/upstreams'],
       [{ a: { url: 'https://a.example', auth: { type: 'bearer', token: 'literal-token' } } }, '/upstreams/a'],
       [{}, '/upstreams'],
+      // Approvals are bound to the server id: one shared would let one upstream use the other's.
+      [{ a: { command: 'x' }, b: { command: 'y', serverId: 'a' } }, '/upstreams/b/serverId'],
+      [{ a: { command: 'x', serverId: 's' }, b: { command: 'y', serverId: 's' } }, '/upstreams/b/serverId'],
+      // The client secret never travels in clear over a network.
+      [
+        {
+          a: {
+            url: 'https://a.example/mcp',
+            auth: {
+              type: 'client_credentials',
+              tokenUrl: 'http://auth.example/token',
+              clientId: 'c',
+              clientSecret: { env: 'CRM_SECRET' },
+            },
+          },
+        },
+        '/upstreams/a',
+      ],
     ])('refuses the upstreams %j, naming %s', async (upstreams, path) => {
       const error = await loadConfig(sources({ env, files: { 'gateway.json': multi({ upstreams }) } })).catch(
         (e: Error) => e,

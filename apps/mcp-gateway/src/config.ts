@@ -41,6 +41,18 @@ const governedMethod = toolSettings.extend({
 
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name');
 
+/** Whether `url` names this machine (where plain HTTP never crosses a network). */
+function isLoopbackUrl(url: URL): boolean {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** An address a secret is sent to: HTTPS, or plain HTTP on loopback only. */
+const secretReceivingUrl = z.url().refine((text) => {
+  const url = new URL(text);
+  return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackUrl(url));
+}, 'must be an https URL (plain http only on loopback), since the client secret is sent to it');
+
 /** A value read from the environment when the gateway starts, never written in the file. */
 const fromEnv = z.strictObject({ env: envName });
 
@@ -65,7 +77,7 @@ const httpUpstream = z.strictObject({
       z.strictObject({ type: z.literal('bearer'), token: fromEnv }),
       z.strictObject({
         type: z.literal('client_credentials'),
-        tokenUrl: z.url(),
+        tokenUrl: secretReceivingUrl,
         clientId: z.string().min(1),
         clientSecret: fromEnv,
         scope: z.string().min(1).optional(),
@@ -196,6 +208,21 @@ export const gatewayConfigSchema = z
       if (Object.keys(config.upstreams).length === 0) issue('upstreams', 'must name at least one upstream');
       for (const key of ['serverId', 'tools', 'governed'] as const) {
         if (config[key] !== undefined) issue(key, 'with upstreams, set it on each upstream instead');
+      }
+      // Vouch binds approvals and policy to the server id: two upstreams sharing one could use
+      // each other's approvals.
+      const upstreamOfServerId = new Map<string, string>();
+      for (const [upstreamKey, settings] of Object.entries(config.upstreams)) {
+        const serverId = settings.serverId ?? upstreamKey;
+        const other = upstreamOfServerId.get(serverId);
+        if (other !== undefined) {
+          context.addIssue({
+            code: 'custom',
+            path: ['upstreams', upstreamKey, 'serverId'],
+            message: `is ${JSON.stringify(serverId)}, as for upstream ${other}: each upstream needs its own server id`,
+          });
+        }
+        upstreamOfServerId.set(serverId, upstreamKey);
       }
     }
   });

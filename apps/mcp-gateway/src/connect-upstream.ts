@@ -26,6 +26,8 @@ export interface ConnectOptions {
    * sessions reuse a cached token instead of each asking the token endpoint.
    */
   tokenSources?: Map<string, TokenSource>;
+  /** How long connecting (the transport's start and MCP initialize) may take (default 30 000 ms). */
+  connectTimeoutMs?: number;
 }
 
 /**
@@ -46,8 +48,19 @@ export async function connectUpstream(
     );
   const attempt = async (transport: Transport): Promise<Client> => {
     const client = newClient();
+    const timeoutMs = connect.connectTimeoutMs ?? 30_000;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await client.connect(transport);
+      // The legacy SSE transport waits for its `endpoint` event without a limit of its own.
+      await Promise.race([
+        client.connect(transport),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`no answer within ${timeoutMs} ms while connecting`)),
+            timeoutMs,
+          );
+        }),
+      ]);
       return client;
     } catch (cause) {
       await client.close().catch(() => {});
@@ -65,6 +78,8 @@ export async function connectUpstream(
           cause,
         },
       );
+    } finally {
+      clearTimeout(timer);
     }
   };
 

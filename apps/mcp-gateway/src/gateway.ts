@@ -12,6 +12,7 @@ import { supportsFormElicitation } from './approval-prompt';
 import { createCallKeys } from './call-keys';
 import { handleToolCall } from './call-tool';
 import { type GovernedMethod, governedMatch, handleGovernedRequest } from './governed-request';
+import { allPages } from './list-pages';
 import { type Logger, silentLogger } from './logger';
 import { namespaced } from './namespace';
 import { agentCapabilitiesOf, type ForwardingExtra, passThrough } from './pass-through';
@@ -170,16 +171,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   // the level is the upstream's to apply, so that request passes through like the rest.
   server.removeRequestHandler('logging/setLevel');
 
-  const listAll = async (route: Route) => {
-    const tools = [];
-    let cursor: string | undefined;
-    do {
+  const listAll = (route: Route) =>
+    allPages(`the tool list of upstream ${route.name ?? 'default'}`, async (cursor) => {
       const page = await route.upstream.client.listTools(cursor === undefined ? {} : { cursor });
-      tools.push(...page.tools);
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
-    return tools;
-  };
+      return { items: page.tools, nextCursor: page.nextCursor };
+    });
 
   // Governed methods are registered like tools (under the method's name), so the registry
   // holds their class and policy can allow them; the agent's tools/list does not show them.
@@ -346,6 +342,7 @@ function routesOf(
     if (options.upstream !== undefined) throw new TypeError('set either upstream or upstreams, not both');
     if (options.upstreams.length === 0) throw new TypeError('upstreams must name at least one upstream');
     const names = new Set<string>();
+    const serverIds = new Set<string>();
     return options.upstreams.map((named) => {
       if (!/^[A-Za-z0-9][A-Za-z0-9-]*$/.test(named.name) || names.has(named.name)) {
         throw new TypeError(
@@ -353,7 +350,15 @@ function routesOf(
         );
       }
       names.add(named.name);
-      return routeOf(named.name, named.upstream, named.serverId ?? named.name, named.tools, named.governed);
+      // Vouch binds approvals to the server id: a shared one would let one upstream use the other's.
+      const serverId = named.serverId ?? named.name;
+      if (serverIds.has(serverId)) {
+        throw new TypeError(
+          `upstream ${named.name} has the server id ${JSON.stringify(serverId)} of another`,
+        );
+      }
+      serverIds.add(serverId);
+      return routeOf(named.name, named.upstream, serverId, named.tools, named.governed);
     });
   }
   if (options.upstream === undefined || options.serverId === undefined) {

@@ -7,7 +7,7 @@ import { createFakeVouch } from '@vouch/client/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createGateway } from './gateway';
-import type { GovernedMethod } from './governed-request';
+import { type GovernedMethod, governedMatch, spellingsOf } from './governed-request';
 import { type ExecutionMeta, META_KEY } from './tool-results';
 
 const closers: (() => Promise<void>)[] = [];
@@ -179,5 +179,36 @@ describe('governed methods', () => {
       await agent.readResource({ uri: SECRET });
       expect(vouch.proposals.size).toBe(1);
     });
+  });
+});
+
+describe('governedMatch of a URI spelled another way', () => {
+  const rules: GovernedMethod[] = [{ method: 'resources/read', match: 'file:///srv/data/secrets/**' }];
+  const read = (uri: string) => governedMatch(rules, { method: 'resources/read', params: { uri } });
+
+  it.each([
+    'file:///srv/data/secrets/key',
+    'file:///srv/data/./secrets/key',
+    'file:///srv/data/public/../secrets/key',
+    'file:///srv/data/%73ecrets/key',
+    'file:///srv/data//secrets/key',
+    'FILE:///srv/data/secrets/key',
+  ])('governs %s, which an upstream reads as a secret', (uri) => {
+    expect(read(uri)).toMatchObject({ target: uri });
+  });
+
+  it.each(['file:///srv/data/public/key', 'file:///srv/data/secrets-old/key', 'not a uri'])(
+    'leaves %s ungoverned',
+    (uri) => {
+      expect(read(uri)).toBeNull();
+    },
+  );
+
+  it('spells a URI with its host in lower case and its query kept', () => {
+    expect(spellingsOf('https://Ex.com/a/../b%20c?x=1')).toEqual([
+      'https://Ex.com/a/../b%20c?x=1',
+      'https://ex.com/b%20c?x=1',
+      'https://ex.com/b c?x=1',
+    ]);
   });
 });

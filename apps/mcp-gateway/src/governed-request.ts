@@ -61,7 +61,9 @@ export function governedMatch(
   const rule = rules.find(
     (candidate) =>
       candidate.method === request.method &&
-      (candidate.match === undefined || target === null || globRegExp(candidate.match).test(target)),
+      (candidate.match === undefined ||
+        target === null ||
+        spellingsOf(target).some((spelling) => globRegExp(candidate.match!).test(spelling))),
   );
   return rule ? { rule, target } : null;
 }
@@ -121,6 +123,31 @@ export async function handleGovernedRequest(
 }
 
 /** `*` within one path segment, `**` across segments, `?` one character; the rest literal. */
+/**
+ * The target as written and as an upstream may read it: a URI with its scheme and host in
+ * lower case, `.` and `..` segments resolved, repeated `/` collapsed and percent-escapes
+ * decoded. A rule matching any of them governs the request, so `file:///data/./secrets/k`
+ * or `file:///data/%73ecrets/k` cannot slip past a rule for `file:///data/secrets/**`.
+ */
+export function spellingsOf(target: string): string[] {
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    return [target];
+  }
+  const path = url.pathname.replace(/\/{2,}/g, '/');
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    // A malformed escape: the upstream cannot decode it either.
+  }
+  const hasAuthority = url.host !== '' || target.slice(url.protocol.length).startsWith('//');
+  const base = `${url.protocol}${hasAuthority ? `//${url.host}` : ''}`;
+  return [...new Set([target, `${base}${path}${url.search}`, `${base}${decoded}${url.search}`])];
+}
+
 function globRegExp(glob: string): RegExp {
   let source = '';
   for (let i = 0; i < glob.length; i++) {

@@ -25,6 +25,16 @@ describe('the gateway README', () => {
     });
   });
 
+  describe('when its walkthrough writes a configuration file', () => {
+    it('writes one the bin accepts', () => {
+      const written = [...readme.matchAll(/<<'JSON'\n([\s\S]*?)\nJSON\n/g)].map(
+        (m) => JSON.parse(m[1]!) as unknown,
+      );
+      expect(written.length).toBeGreaterThan(0);
+      for (const config of written) expect(gatewayConfigSchema.safeParse(config).error).toBeUndefined();
+    });
+  });
+
   describe('when its MCP client example is read', () => {
     it('starts the bin by its absolute path (no name a registry could serve) and passes the key only through the environment', () => {
       const client = jsonBlocks.find(
@@ -35,7 +45,9 @@ describe('the gateway README', () => {
       const server = Object.values(client.mcpServers)[0]!;
       expect(server.command).toBe('node');
       expect(server.args[0]).toMatch(/^\/.*\/apps\/mcp-gateway\/bin\/vouch-mcp-gateway\.js$/);
-      expect(server.args.slice(1)).toEqual(['--config', 'gateway.json']);
+      // The host's working directory is not the agent's: the configuration is named absolutely too.
+      expect(server.args[1]).toBe('--config');
+      expect(server.args[2]).toMatch(/^\/.*\/gateway\.json$/);
       expect(Object.keys(server.env)).toEqual(['VOUCH_API_KEY']);
     });
   });

@@ -1,4 +1,6 @@
+import { createVouchClient } from '@vouch/client';
 import { describe, expect, it } from 'vitest';
+import { createGateway } from './gateway';
 import { namespaced, splitNamespaced } from './namespace';
 import { type Route, routeOfName, unionOfCapabilities } from './upstream-router';
 
@@ -48,5 +50,31 @@ describe('unionOfCapabilities', () => {
       prompts: {},
       logging: {},
     });
+  });
+});
+
+describe('createGateway with several upstreams', () => {
+  const vouch = createVouchClient({ baseUrl: 'http://vouch.test', apiKey: 'k' });
+  const unconnected = { client: {} as never, transport: 'memory' as const };
+  const gatewayOf = (upstreams: { name: string; serverId?: string }[]) => () =>
+    createGateway({
+      upstreams: upstreams.map((named) => ({ ...named, upstream: unconnected })),
+      vouch,
+      environment: 'production',
+    });
+
+  it.each([
+    [[{ name: 'a' }, { name: 'b', serverId: 'a' }], /server id "a"/],
+    [
+      [
+        { name: 'a', serverId: 's' },
+        { name: 'b', serverId: 's' },
+      ],
+      /server id "s"/,
+    ],
+    [[{ name: 'a' }, { name: 'a' }], /not a unique name/],
+    [[{ name: 'a_' }], /not a unique name/],
+  ])('refuses %j, whose calls could not be told apart', (upstreams, says) => {
+    expect(gatewayOf(upstreams)).toThrow(says);
   });
 });

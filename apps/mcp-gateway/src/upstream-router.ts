@@ -13,6 +13,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolDeps } from './call-tool';
 import type { GovernedMethod } from './governed-request';
+import { allPages } from './list-pages';
 import type { Logger } from './logger';
 import { namespaced, splitNamespaced } from './namespace';
 import { type ForwardingExtra, forwardingOptions, HOP_BY_HOP } from './pass-through';
@@ -90,7 +91,8 @@ export function routeThrough(options: {
       ResultSchema,
       forwardingOptions(request, extra, timeoutMs),
     );
-  const owners = new Map<string, Route>();
+  /** The upstreams that listed each resource URI (in `resources/list`). */
+  const owners = new Map<string, Set<Route>>();
   const templates = new Map<Route, { template: string; match: UriTemplate }[]>();
   const offers = (route: Route, capability: keyof ServerCapabilities) =>
     route.upstream.client.getServerCapabilities()?.[capability] !== undefined;
@@ -110,7 +112,11 @@ export function routeThrough(options: {
     );
 
   const remember = (listed: { route: Route; item: Resource }[]) => {
-    for (const { route, item } of listed) if (!owners.has(item.uri)) owners.set(item.uri, route);
+    for (const { route, item } of listed) {
+      const listedBy = owners.get(item.uri) ?? new Set<Route>();
+      listedBy.add(route);
+      owners.set(item.uri, listedBy);
+    }
   };
   /** Replace the templates of the upstreams that were listed (`listedRoutes`) with what they listed. */
   const rememberTemplates = (
@@ -157,26 +163,57 @@ export function routeThrough(options: {
     rememberTemplates(found, open);
   };
 
-  /** The upstream of a resource URI: the one that listed it, else the first whose template matches. */
-  const ownerOf = async (uri: string, extra: ForwardingExtra): Promise<Route> => {
-    const find = () =>
-      owners.get(uri) ??
-      routes.find((route) => (templates.get(route) ?? []).some(({ match }) => match.match(uri) !== null));
-    if (!find()) await refreshIndex(extra);
-    const route = find();
-    if (!route) throw new McpError(-32002, `Resource not found: no upstream lists ${uri}`, { uri });
-    return route;
+  /**
+   * The upstreams a resource URI may belong to: those that listed it, else those whose
+   * template matches it.
+   */
+  const claimantsOf = (uri: string): Route[] => {
+    const listedBy = owners.get(uri);
+    if (listedBy && listedBy.size > 0) return routes.filter((route) => listedBy.has(route));
+    return routes.filter((route) =>
+      (templates.get(route) ?? []).some(({ match }) => match.match(uri) !== null),
+    );
   };
 
-  /** The upstream that listed a resource template (for completions of its variables). */
+  /**
+   * The upstream of a resource URI. A URI two upstreams claim is refused rather than sent to
+   * either: each upstream is governed by its own rules, and the agent could otherwise read
+   * through an ungoverned upstream what the operator governs on another.
+   */
+  const ownerOf = async (uri: string, extra: ForwardingExtra): Promise<Route> => {
+    if (claimantsOf(uri).length === 0) await refreshIndex(extra);
+    const claimants = claimantsOf(uri);
+    if (claimants.length === 0) {
+      throw new McpError(-32002, `Resource not found: no upstream lists ${uri}`, { uri });
+    }
+    if (claimants.length > 1) {
+      const names = claimants.map((route) => route.name);
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `the resource ${uri} is claimed by several upstreams (${names.join(', ')}); it is sent to none`,
+        { uri, upstreams: names },
+      );
+    }
+    return claimants[0]!;
+  };
+
+  /** The upstream that listed a resource template (for completions of its variables); one only. */
   const ownerOfTemplate = async (template: string, extra: ForwardingExtra): Promise<Route> => {
-    const find = () =>
-      routes.find((route) => (templates.get(route) ?? []).some((known) => known.template === template));
-    if (!find()) await refreshIndex(extra);
-    const route = find();
-    if (!route)
+    const listers = () =>
+      routes.filter((route) => (templates.get(route) ?? []).some((known) => known.template === template));
+    if (listers().length === 0) await refreshIndex(extra);
+    const found = listers();
+    if (found.length === 0)
       throw new McpError(ErrorCode.InvalidParams, `no upstream lists the resource template ${template}`);
-    return route;
+    if (found.length > 1) {
+      const names = found.map((route) => route.name);
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `the resource template ${template} is listed by several upstreams (${names.join(', ')}); it is sent to none`,
+        { template, upstreams: names },
+      );
+    }
+    return found[0]!;
   };
 
   const named = (exposed: unknown, what: string) => {
@@ -260,7 +297,7 @@ export function routeThrough(options: {
     route.upstream.client.fallbackNotificationHandler = async (notification: Notification) => {
       if (HOP_BY_HOP.has(notification.method)) return;
       if (notification.method === 'notifications/resources/list_changed') {
-        for (const [uri, owner] of owners) if (owner === route) owners.delete(uri);
+        for (const listedBy of owners.values()) listedBy.delete(route);
         templates.delete(route);
       }
       await server.notification(notification as never).catch((error: unknown) => {
@@ -299,15 +336,13 @@ async function gatherFrom<T>(
 ): Promise<{ route: Route; item: T }[]> {
   const perRoute = await Promise.all(
     routes.map(async (route) => {
-      const items: { route: Route; item: T }[] = [];
-      let cursor: string | undefined;
-      do {
+      const items = await allPages<T>(`the ${list.method} of upstream ${route.name}`, async (cursor) => {
         const params = cursor === undefined ? {} : { cursor };
         const page = (await send(route, { method: list.method, params }, extra)) as Record<string, unknown>;
-        for (const item of (page[list.key] as T[] | undefined) ?? []) items.push({ route, item });
-        cursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
-      } while (cursor !== undefined);
-      return items;
+        const nextCursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
+        return { items: (page[list.key] as T[] | undefined) ?? [], nextCursor };
+      });
+      return items.map((item) => ({ route, item }));
     }),
   );
   return perRoute.flat();
