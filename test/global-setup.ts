@@ -1,4 +1,7 @@
+// Relative: vitest loads global setup without the @vouch/source condition.
+
 import type { TestProject } from 'vitest/node';
+import { writePgliteTemplate } from '../packages/ledger/src/pglite-template';
 import { buildTestCli } from './helpers/cli-build';
 
 declare module 'vitest' {
@@ -9,5 +12,8 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<void> {
-  project.provide('vouchTestCli', await buildTestCli());
+  // A migrated PGlite saved once per set of migrations, that testBackends() opens fresh
+  // databases from (packages/ledger/src/pglite-template.ts).
+  const [cli] = await Promise.all([buildTestCli(), writePgliteTemplate()]);
+  project.provide('vouchTestCli', cli);
 }

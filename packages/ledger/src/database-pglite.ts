@@ -8,12 +8,21 @@ import * as schema from './schema/index';
 
 const INT8_OID = 20;
 
-/** Embedded PGlite in `dataDir`, or in memory. Runs with fsync off: not crash-durable. */
-export async function openPglite(dataDir: string | undefined): Promise<Database> {
+/**
+ * Embedded PGlite in `dataDir`, or in memory. Runs with fsync off: not crash-durable.
+ * `loadDataDir` (tests only) starts from a `dumpDataDir()` tarball instead of an empty cluster.
+ */
+export async function openPglite(
+  dataDir: string | undefined,
+  options: { loadDataDir?: Blob } = {},
+): Promise<Database> {
   let client: PGlite;
   try {
-    // int8 as a JS number: seq and tree sizes stay far below 2^53.
-    client = await PGlite.create(dataDir, { parsers: { [INT8_OID]: (value: string) => Number(value) } });
+    client = await PGlite.create(dataDir, {
+      // int8 as a JS number: seq and tree sizes stay far below 2^53.
+      parsers: { [INT8_OID]: (value: string) => Number(value) },
+      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    });
   } catch (cause) {
     throw new LedgerError('DATABASE_UNAVAILABLE', `cannot open the PGlite data directory ${dataDir}`, {
       cause,

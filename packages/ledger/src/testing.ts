@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { type Database, openDatabase } from './database';
 import { migrate } from './migrate';
+import { readPgliteTemplate } from './pglite-template';
 
 /** A database backend the contract tests run against. */
 export interface TestBackend {
@@ -21,8 +22,16 @@ export function testBackends(): TestBackend[] {
   return backends;
 }
 
+/**
+ * A fresh in-memory PGlite, loaded from the migrated template the test run made
+ * (test/global-setup.ts) when there is one for the current migrations, else created empty.
+ * Migrating afterwards is a no-op on the template and the whole job without it.
+ */
 async function openTestPglite(): Promise<Database> {
-  const database = await openDatabase();
+  const template = readPgliteTemplate();
+  const database = template
+    ? await (await import('./database-pglite')).openPglite(undefined, { loadDataDir: template })
+    : await openDatabase();
   await migrate(database);
   return database;
 }
@@ -68,6 +77,7 @@ export async function createTestDatabase(
   };
 }
 
+export { pgliteTemplateKey, pgliteTemplatePath, writePgliteTemplate } from './pglite-template';
 export {
   asTableOwner,
   type EventContent,
