@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import { drizzle } from 'drizzle-orm/pglite';
@@ -34,9 +34,23 @@ export function pgliteTemplateKey(folder: string = migrationsFolder): string {
   return hash.digest('hex').slice(0, 24);
 }
 
-/** Where the template for `key` lives: one file per key in the OS temp directory. */
+/**
+ * Where the template for `key` lives: one file per key in the project's own
+ * `node_modules/.cache` (the nearest one above this package, as Node resolves), not in the
+ * machine's shared temp directory, where anyone could plant a template.
+ */
 export function pgliteTemplatePath(key: string = pgliteTemplateKey()): string {
-  return join(tmpdir(), `vouch-pglite-template-${key}.tar`);
+  return join(templateCache(), `vouch-pglite-template-${key}.tar`);
+}
+
+function templateCache(): string {
+  let dir = fileURLToPath(new URL('..', import.meta.url));
+  while (!existsSync(join(dir, 'node_modules'))) {
+    const parent = dirname(dir);
+    if (parent === dir) return tmpdir();
+    dir = parent;
+  }
+  return join(dir, 'node_modules', '.cache', 'vouch-pglite-template');
 }
 
 /**
@@ -45,6 +59,7 @@ export function pgliteTemplatePath(key: string = pgliteTemplateKey()): string {
  */
 export async function writePgliteTemplate(path: string = pgliteTemplatePath()): Promise<string> {
   if (readTemplateFile(path)) return path;
+  mkdirSync(dirname(path), { recursive: true });
   const client = await PGlite.create();
   try {
     await migrate(drizzle({ client }), { migrationsFolder });
