@@ -51,19 +51,15 @@ export function payloadHashOf(canonicalPayload: string): string {
  */
 export function eventHashOf(header: EventHeader): string {
   const { actor, at, entity, kind, log, payload_hash, prev_hash, seq, commitment } = header;
-  if (commitment !== undefined && commitment !== null) {
-    // A ninth member, so the commitment rule an event was written under is as fixed as its seq.
-    return sha256Hex(
-      canonicalJson({ log, seq, kind, entity, actor, at, commitment, payload_hash, prev_hash }),
-    );
-  }
-  // Fast path, taken for every event the ledger writes and an auditor checks: the eight
-  // members with keys already in RFC 8785 order (UTF-16 code units), strings through
-  // JSON.stringify and the number through String. For well-formed strings and finite
-  // numbers these are exactly RFC 8785's serializations (§3.2.2.2 and §3.2.2.3 defer to
-  // ECMAScript), so the bytes equal canonicalJson's without its generic walk. A lone
-  // surrogate is the one thing JSON.stringify writes as `\udXXX` where canonicalJson
-  // refuses it; anything unusual takes the generic path, which keeps its result or error.
+  const committed = commitment !== undefined && commitment !== null;
+  // Fast path, taken for every event the ledger writes and an auditor checks: the members
+  // with keys already in RFC 8785 order (UTF-16 code units; `commitment` sorts between `at`
+  // and `entity`), strings through JSON.stringify and the number through String. For
+  // well-formed strings and finite numbers these are exactly RFC 8785's serializations
+  // (§3.2.2.2 and §3.2.2.3 defer to ECMAScript), so the bytes equal canonicalJson's without
+  // its generic walk. A lone surrogate is the one thing JSON.stringify writes as `\udXXX`
+  // where canonicalJson refuses it; anything unusual takes the generic path, which keeps
+  // its result or error.
   if (
     typeof actor === 'string' &&
     typeof at === 'string' &&
@@ -73,10 +69,17 @@ export function eventHashOf(header: EventHeader): string {
     typeof payload_hash === 'string' &&
     typeof prev_hash === 'string' &&
     typeof seq === 'number' &&
-    Number.isFinite(seq)
+    Number.isFinite(seq) &&
+    (!committed || typeof commitment === 'string')
   ) {
-    const text = `{"actor":${JSON.stringify(actor)},"at":${JSON.stringify(at)},"entity":${JSON.stringify(entity)},"kind":${JSON.stringify(kind)},"log":${JSON.stringify(log)},"payload_hash":${JSON.stringify(payload_hash)},"prev_hash":${JSON.stringify(prev_hash)},"seq":${seq}}`;
+    const text = `{"actor":${JSON.stringify(actor)},"at":${JSON.stringify(at)},${committed ? `"commitment":${JSON.stringify(commitment)},` : ''}"entity":${JSON.stringify(entity)},"kind":${JSON.stringify(kind)},"log":${JSON.stringify(log)},"payload_hash":${JSON.stringify(payload_hash)},"prev_hash":${JSON.stringify(prev_hash)},"seq":${seq}}`;
     if (!text.includes('\\ud')) return sha256Hex(text);
+  }
+  if (committed) {
+    // A ninth member, so the commitment rule an event was written under is as fixed as its seq.
+    return sha256Hex(
+      canonicalJson({ log, seq, kind, entity, actor, at, commitment, payload_hash, prev_hash }),
+    );
   }
   return sha256Hex(canonicalJson({ log, seq, kind, entity, actor, at, payload_hash, prev_hash }));
 }
