@@ -53,6 +53,19 @@ describe('fields/1 payload commitment', () => {
     });
   });
 
+  describe('when a key is named __proto__ (JSON.parse keeps it as an own key)', () => {
+    it('commits it like any other key, never dropping it', () => {
+      const args = JSON.parse('{"__proto__":{"to":"ana@example.com"},"subject":"hi"}') as Record<
+        string,
+        unknown
+      >;
+      const { record, fields } = commitMember({ id: 'prp_1', arguments: args }, 'arguments');
+      expect(Object.keys(fields).sort()).toEqual(['__proto__', 'subject']);
+      expect(Object.keys(record.arguments).sort()).toEqual(['__proto__', 'subject']);
+      expect(fields.__proto__).toMatchObject({ value: { to: 'ana@example.com' } });
+    });
+  });
+
   describe('when salts are drawn', () => {
     it('draws 32 fresh random bytes per field', () => {
       const salts = new Set(Array.from({ length: 64 }, newFieldSalt));

@@ -88,10 +88,19 @@ export function commitFields(
   const hashes: Record<string, string> = {};
   for (const [name, value] of Object.entries(content)) {
     const opening = { salt: salt(name), value };
-    fields[name] = opening;
-    hashes[name] = fieldHashOf(name, opening);
+    setOwn(fields, name, opening);
+    setOwn(hashes, name, fieldHashOf(name, opening));
   }
   return { payload: canonicalJson(hashes), fields };
+}
+
+/**
+ * `target[name] = value` as an own property whatever the name: a plain assignment of
+ * `__proto__` would set the object's prototype instead, and the key would be silently lost
+ * from what is committed (JSON.parse keeps such a key as an own property).
+ */
+function setOwn<T>(target: Record<string, T>, name: string, value: T): void {
+  Object.defineProperty(target, name, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /**

@@ -181,7 +181,8 @@ export function openRecord<R extends { id: string }>(
       throw violation();
     }
     if (fieldHashOf(name, { salt: stored.salt, value }) !== hash) throw violation();
-    opened[name] = value;
+    // As an own property whatever the name (a plain assignment of `__proto__` would be lost).
+    Object.defineProperty(opened, name, { value, enumerable: true, writable: true, configurable: true });
   }
   const open = { ...record, [member]: opened } as R & { redacted?: Redacted };
   if (erased.length > 0) open.redacted = { [member]: erased.sort() };
