@@ -111,6 +111,8 @@ export const STATUS_BY_CODE = {
   EVENT_NOT_REDACTABLE: 409,
   FIELD_NOT_FOUND: 422,
   FIELD_ALREADY_REDACTED: 409,
+  // The caller caused the event it asks to erase: the audited party never erases its own evidence.
+  SELF_REDACTION: 403,
 
   // @vouch/verifier-sdk: configuration problems are the server's (they fail at startup)…
   VERIFIER_INVALID: 500,

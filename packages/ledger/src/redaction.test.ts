@@ -172,6 +172,22 @@ describe.each(testBackends())('redactFields on $name', ({ open }) => {
       expect(await countRowsMentioning(EMAIL, log)).toBe(1);
     });
 
+    it('refuses the event’s own actor with SELF_REDACTION (whatever key it uses) and writes nothing', async () => {
+      const { log, customer } = await freshLog();
+      const before = await ledger.head(log);
+      const error = await redactFields(ledger, {
+        log,
+        seq: customer.seq,
+        fields: ['email'],
+        reason: 'GDPR request 42',
+        // The gateway that wrote the event, in another spelling of the same identity.
+        actor: 'Gateway:MCP',
+      }).catch((e: unknown) => e);
+      expect(isLedgerError(error) && error.code).toBe('SELF_REDACTION');
+      expect(await ledger.head(log)).toEqual(before);
+      expect(await countRowsMentioning(EMAIL, log)).toBe(1);
+    });
+
     it('refuses a field already redacted with FIELD_ALREADY_REDACTED and writes nothing', async () => {
       const { log, customer } = await freshLog();
       await redact(log, customer.seq, ['email']);

@@ -5,6 +5,7 @@ import {
   REDACTION_KIND,
   type RedactionPayload,
   type StoredEvent,
+  sameIdentity,
 } from '@vouch/audit';
 import { and, eq, sql } from 'drizzle-orm';
 import type { Database } from './database';
@@ -79,19 +80,33 @@ const MAX_REASON = 500;
  * Refuses, writing nothing: `REDACTION_INVALID` (no fields, a repeated field, an empty or
  * overlong reason), `EVENT_NOT_FOUND`, `EVENT_NOT_REDACTABLE` (the event commits to its
  * whole payload: a record the server acts on, or an event written before fields/1),
- * `FIELD_NOT_FOUND` (the event has no such field) and `FIELD_ALREADY_REDACTED`.
+ * `FIELD_NOT_FOUND` (the event has no such field), `FIELD_ALREADY_REDACTED`, and
+ * `SELF_REDACTION` (the caller is the event's own actor: whoever caused an event, such as the
+ * gateway that proposed or observed, never erases it, whichever of its keys it uses).
  */
 export async function redactFields(ledger: Ledger, input: RedactionInput): Promise<RedactionResult> {
   const fields = checkRedactionInput(input);
   return ledger.transact(input.log, async (tx) => {
     const [target] = await tx.db
-      .select({ hash: auditEvents.hash, payload: auditEvents.payload, commitment: auditEvents.commitment })
+      .select({
+        hash: auditEvents.hash,
+        payload: auditEvents.payload,
+        commitment: auditEvents.commitment,
+        actor: auditEvents.actor,
+      })
       .from(auditEvents)
       .where(and(eq(auditEvents.logId, input.log), eq(auditEvents.seq, input.seq)));
     if (target === undefined) {
       throw new LedgerError('EVENT_NOT_FOUND', `log ${input.log} has no event ${input.seq}`, {
         details: { log: input.log, seq: input.seq },
       });
+    }
+    if (sameIdentity(input.actor, target.actor)) {
+      throw new LedgerError(
+        'SELF_REDACTION',
+        `event ${input.seq} was written by ${target.actor}, who may not erase it: ask another redactor`,
+        { details: { seq: input.seq } },
+      );
     }
     const hashes = committedFieldHashes(target.commitment, target.payload);
     if (hashes === null) {

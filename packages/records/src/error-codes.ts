@@ -84,6 +84,7 @@ export const LEDGER_ERROR_CODES = [
   'EVENT_NOT_REDACTABLE',
   'FIELD_NOT_FOUND',
   'FIELD_ALREADY_REDACTED',
+  'SELF_REDACTION',
 ] as const;
 
 /** What `@vouch/audit` refuses with, as the server passes it on (mirrors its `AuditErrorCode`; its `LOG_NOT_FOUND` is listed with the ledger's). */

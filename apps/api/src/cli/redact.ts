@@ -33,7 +33,7 @@ Over HTTP: POST /v1/logs/{log}/events/{seq}/redactions with a \`redactor\` key.`
     json: { type: 'boolean', help: 'print the redaction as JSON' },
   },
   footer: `Exit 0: erased. Exit 2: refused (EVENT_NOT_FOUND, EVENT_NOT_REDACTABLE, FIELD_NOT_FOUND,
-FIELD_ALREADY_REDACTED, REDACTION_INVALID) or usage error; nothing was written.
+FIELD_ALREADY_REDACTED, REDACTION_INVALID, SELF_REDACTION) or usage error; nothing was written.
 Storage: DATABASE_URL (Postgres), else PGlite in VOUCH_DATA_DIR (default ./.vouch/data).`,
   async action({ values }, io) {
     if (values.log === undefined) throw new CliError('--log is required');
