@@ -289,7 +289,7 @@ describe.each(testBackends())(
     });
 
     describe('when an argument is erased while its proposal waits for approval', () => {
-      it('shows the approver the marker, and the approval stays bound to the exact payload hash', async () => {
+      it('shows the approver the marker, keeps the approval bound to the exact payload hash, and never runs the erased proposal', async () => {
         const log = `crm-${++logNo}`;
         const q = `?log=${log}`;
         const tool = {
@@ -329,18 +329,20 @@ describe.each(testBackends())(
 
         const approved = await call('POST', `/v1/approvals/${approval.id}/approve${q}`, approver);
         expect(approved).toMatchObject({ status: 200, body: { status: 'approved' } });
-        const otherPayload = await call('POST', `/v1/proposals/${proposal.id}/authorize${q}`, key.gateway, {
-          payload_hash: sha256Hex(shown.body.canonical_payload),
-        });
-        expect({ status: otherPayload.status, code: otherPayload.body.error?.code }).toEqual({
-          status: 409,
-          code: 'APPROVAL_PAYLOAD_MISMATCH',
-        });
-        const authorized = await call('POST', `/v1/proposals/${proposal.id}/authorize${q}`, key.gateway, {
-          payload_hash: proposal.payload_hash,
-          approval_request_id: approval.id,
-        });
-        expect(authorized.status).toBe(200);
+        // The approver judged arguments without `to`; the hash binds the full ones. Neither
+        // payload may run: the gateway is refused, and nothing is claimed.
+        const before = await tableRowCounts(database);
+        for (const payload_hash of [sha256Hex(shown.body.canonical_payload), proposal.payload_hash]) {
+          const refused = await call('POST', `/v1/proposals/${proposal.id}/authorize${q}`, key.gateway, {
+            payload_hash,
+            approval_request_id: approval.id,
+          });
+          expect({ status: refused.status, code: refused.body.error?.code }).toEqual({
+            status: 403,
+            code: 'EXECUTION_NOT_AUTHORIZED',
+          });
+        }
+        expect(await tableRowCounts(database)).toEqual(before);
         expect((await call('GET', `/v1/logs/${log}/verify`, key.auditor)).body).toMatchObject({
           ok: true,
           failures: [],

@@ -78,6 +78,15 @@ export async function authorize(
     }
     // Past its deadline the call may have run: its outcome is unknown, not a reason to run it again.
     if (claimed && isPast(claimed.deadline, now)) throw claimLapsed(proposal.id, null);
+    // Whoever decided or approved after an erasure saw the arguments without the erased keys,
+    // while the payload hash binds the full ones: an erased proposal never runs.
+    if (!claimed && proposal.redacted) {
+      return {
+        ok: false as const,
+        code: 'EXECUTION_NOT_AUTHORIZED' as const,
+        message: `arguments of proposal ${proposal.id} were erased (${proposal.redacted.arguments.join(', ')}); an erased proposal is not executed: propose again`,
+      };
+    }
     const check = await checkExecution(tx, ctx.caller, proposal, input, now);
     if (!check.ok) return check;
     const seconds = Math.min(
