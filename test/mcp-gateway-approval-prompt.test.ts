@@ -1,14 +1,7 @@
-// Approvals where the user is, on the real app: an agent whose client supports elicitation
-// is asked about a call waiting for an approval (the exact call, its payload hash, the
-// approval request and the console link). Its answer only makes the gateway look again:
-// only an approval recorded in Vouch by another human lets the call run. The bank upstream
-// is its own process over stdio; the agent is the SDK's client over Streamable HTTP.
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   type CallToolResult,
   type ElicitRequest,
@@ -16,18 +9,11 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { isVouchClientError, type VouchClient } from '@vouch/client';
 import type { Database } from '@vouch/ledger';
-import {
-  type AgentHttpServer,
-  type ExecutionMeta,
-  loadConfig,
-  META_KEY,
-  silentLogger,
-  startHttpGateway,
-} from '@vouch/mcp-gateway';
+import { type AgentHttpServer, type ExecutionMeta, META_KEY } from '@vouch/mcp-gateway';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type BankBooks, readBooks, writeBooks } from './helpers/mcp-bank-upstream';
 import { bankUpstream } from './helpers/mcp-gateway-process';
-import { inProcessVouch } from './helpers/mcp-vouch-app';
+import { connectHttpAgent, inProcessVouch, startAgentGateway } from './helpers/mcp-vouch-app';
 
 const TOKENS = { withPrompt: 'agent-token-with-elicitation', plain: 'agent-token-without-elicitation' };
 let dir: string;
@@ -60,11 +46,7 @@ async function connectAgent(
       return { action: await answer(request) };
     });
   }
-  await agent.connect(
-    new StreamableHTTPClientTransport(new URL(gateway.url), {
-      requestInit: { headers: { authorization: `Bearer ${token}` } },
-    }),
-  );
+  await connectHttpAgent(gateway, token, agent);
   agents.push(agent);
   return { agent, asked };
 }
@@ -81,42 +63,28 @@ beforeAll(async () => {
   } satisfies BankBooks);
   const vouch = await inProcessVouch({ allowRoleCombinations: true });
   ({ database } = vouch);
-  const { appFetch, secretOf, clientOf } = vouch;
+  const { secretOf, clientOf } = vouch;
   alice = clientOf(await secretOf('user:alice', ['approver']));
   auditor = clientOf(await secretOf('user:auditor', ['auditor']));
   // The agent may approve others' requests, so only SELF_APPROVAL stands between it and its own.
   const agentSecret = await secretOf('agent:teller', ['gateway', 'approver']);
   agentAsApprover = clientOf(agentSecret);
 
-  const sha = (token: string) => createHash('sha256').update(token).digest('hex');
-  const { config, agentApiKeys, upstreamSecrets } = await loadConfig({
-    argv: [],
-    env: { VOUCH_MCP_CONFIG: 'gateway.json', TELLER_KEY: agentSecret },
-    readFile: async () =>
-      JSON.stringify({
-        upstream: bankUpstream(booksPath),
-        vouch: { url: 'http://vouch.test' },
-        serverId: 'bank',
-        environment: 'production',
-        consoleUrl: 'https://vouch.example/ui/',
-        // Look once after the answer: no approval means pending at once.
-        elicitationWaitMs: 0,
-        agentServer: {
-          port: 0,
-          agents: [
-            { name: 'with-prompt', tokenSha256: sha(TOKENS.withPrompt), apiKeyEnv: 'TELLER_KEY' },
-            { name: 'plain', tokenSha256: sha(TOKENS.plain), apiKeyEnv: 'TELLER_KEY' },
-          ],
-        },
-      }),
-  });
-  gateway = await startHttpGateway({
-    config,
-    agentApiKeys,
-    upstreamSecrets,
-    logger: silentLogger,
-    fetch: appFetch,
-  });
+  gateway = await startAgentGateway(
+    vouch,
+    {
+      upstream: bankUpstream(booksPath),
+      serverId: 'bank',
+      environment: 'production',
+      consoleUrl: 'https://vouch.example/ui/',
+      // Look once after the answer: no approval means pending at once.
+      elicitationWaitMs: 0,
+    },
+    [
+      { name: 'with-prompt', token: TOKENS.withPrompt, apiKey: agentSecret },
+      { name: 'plain', token: TOKENS.plain, apiKey: agentSecret },
+    ],
+  );
 }, 60_000);
 
 afterEach(async () => {

@@ -1,29 +1,14 @@
-// Governed list and completion methods, on the real app: `resources/list` and
-// `completion/complete` of matching prompts go through Vouch like a tool call (a proposal,
-// an approval, a recorded outcome), an operator can declare `prompts/list` harmless so it runs
-// without a human but still in the ledger, and what the configuration does not govern passes
-// through with no record. The upstream is the SDK's McpServer over Streamable HTTP, and it
-// notes every JSON-RPC method that reached it.
-import { createHash } from 'node:crypto';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { VouchClient } from '@vouch/client';
 import type { Database } from '@vouch/ledger';
-import {
-  type AgentHttpServer,
-  type ExecutionMeta,
-  loadConfig,
-  META_KEY,
-  silentLogger,
-  startHttpGateway,
-} from '@vouch/mcp-gateway';
+import { type AgentHttpServer, type ExecutionMeta, META_KEY } from '@vouch/mcp-gateway';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type HttpUpstream, serveMcpOverHttp } from './helpers/mcp-http-upstream';
-import { inProcessVouch } from './helpers/mcp-vouch-app';
+import { connectHttpAgent, inProcessVouch, startAgentGateway } from './helpers/mcp-vouch-app';
 
 const TOKEN = 'agent-token-for-governed-lists';
 let database: Database;
@@ -71,7 +56,7 @@ beforeAll(async () => {
   upstream = await serveMcpOverHttp({ build: filesServer, transport: 'streamable-http' });
   const vouch = await inProcessVouch();
   ({ database } = vouch);
-  const { appFetch, secretOf, clientOf } = vouch;
+  const { secretOf, clientOf } = vouch;
   auditor = clientOf(await secretOf('user:auditor', ['auditor']));
   approver = clientOf(await secretOf('user:approver', ['approver']));
   // The operator declares listing prompts harmless: it runs without a human, still recorded.
@@ -82,45 +67,21 @@ beforeAll(async () => {
     allowed_environments: ['production'],
   });
 
-  const { config, agentApiKeys, upstreamSecrets } = await loadConfig({
-    argv: [],
-    env: { VOUCH_MCP_CONFIG: 'gateway.json', AGENT_KEY: await secretOf('agent:lister', ['gateway']) },
-    readFile: async () =>
-      JSON.stringify({
-        upstream: { url: upstream.url },
-        vouch: { url: 'http://vouch.test' },
-        serverId: 'files',
-        environment: 'production',
-        governed: [
-          { method: 'resources/list' },
-          { method: 'prompts/list' },
-          { method: 'completion/complete', match: 'secret_*' },
-        ],
-        agentServer: {
-          port: 0,
-          agents: [
-            {
-              name: 'lister',
-              tokenSha256: createHash('sha256').update(TOKEN).digest('hex'),
-              apiKeyEnv: 'AGENT_KEY',
-            },
-          ],
-        },
-      }),
-  });
-  gateway = await startHttpGateway({
-    config,
-    agentApiKeys,
-    upstreamSecrets,
-    logger: silentLogger,
-    fetch: appFetch,
-  });
-  agent = new Client({ name: 'agent', version: '0.0.0' });
-  await agent.connect(
-    new StreamableHTTPClientTransport(new URL(gateway.url), {
-      requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
-    }),
+  gateway = await startAgentGateway(
+    vouch,
+    {
+      upstream: { url: upstream.url },
+      serverId: 'files',
+      environment: 'production',
+      governed: [
+        { method: 'resources/list' },
+        { method: 'prompts/list' },
+        { method: 'completion/complete', match: 'secret_*' },
+      ],
+    },
+    [{ name: 'lister', token: TOKEN, apiKey: await secretOf('agent:lister', ['gateway']) }],
   );
+  agent = await connectHttpAgent(gateway, TOKEN);
 }, 60_000);
 
 afterAll(async () => {

@@ -1,13 +1,7 @@
-// Several upstreams behind one gateway, on the real app: the bank over stdio (its own
-// process) and a notes server over Streamable HTTP, each with its own Vouch server id. The
-// agent is the SDK's client over the gateway's Streamable HTTP agent server. What ran is
-// read from the upstreams' own records, and what was proposed from the ledger.
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
@@ -19,20 +13,13 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { createVouchClient, type VouchClient } from '@vouch/client';
 import type { Database } from '@vouch/ledger';
-import {
-  type AgentHttpServer,
-  type ExecutionMeta,
-  loadConfig,
-  META_KEY,
-  silentLogger,
-  startHttpGateway,
-} from '@vouch/mcp-gateway';
+import { type AgentHttpServer, type ExecutionMeta, META_KEY } from '@vouch/mcp-gateway';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type BankBooks, readBooks, writeBooks } from './helpers/mcp-bank-upstream';
 import { bankUpstream } from './helpers/mcp-gateway-process';
 import { type HttpUpstream, serveMcpOverHttp } from './helpers/mcp-http-upstream';
-import { inProcessVouch } from './helpers/mcp-vouch-app';
+import { connectHttpAgent, inProcessVouch, startAgentGateway } from './helpers/mcp-vouch-app';
 
 const TOKEN = 'agent-token-for-the-upstreams-test';
 let dir: string;
@@ -116,36 +103,17 @@ beforeAll(async () => {
     });
   }
 
-  const { config, agentApiKeys, upstreamSecrets } = await loadConfig({
-    argv: [],
-    env: { VOUCH_MCP_CONFIG: 'gateway.json', AGENT_KEY: await secretOf('agent:multi', ['gateway']) },
-    readFile: async () =>
-      JSON.stringify({
-        upstreams: {
-          bank: bankUpstream(booksPath),
-          notes: { url: notes.url, serverId: 'notes-server' },
-        },
-        vouch: { url: 'http://vouch.test' },
-        environment: 'production',
-        agentServer: {
-          port: 0,
-          agents: [
-            {
-              name: 'multi',
-              tokenSha256: createHash('sha256').update(TOKEN).digest('hex'),
-              apiKeyEnv: 'AGENT_KEY',
-            },
-          ],
-        },
-      }),
-  });
-  gateway = await startHttpGateway({
-    config,
-    agentApiKeys,
-    upstreamSecrets,
-    logger: silentLogger,
-    fetch: appFetch,
-  });
+  gateway = await startAgentGateway(
+    vouch,
+    {
+      upstreams: {
+        bank: bankUpstream(booksPath),
+        notes: { url: notes.url, serverId: 'notes-server' },
+      },
+      environment: 'production',
+    },
+    [{ name: 'multi', token: TOKEN, apiKey: await secretOf('agent:multi', ['gateway']) }],
+  );
   agent = new Client({ name: 'agent', version: '0.0.0' });
   agent.setNotificationHandler(ToolListChangedNotificationSchema, async (n) => {
     listChanged.push(n.method);
@@ -153,11 +121,7 @@ beforeAll(async () => {
   agent.setNotificationHandler(PromptListChangedNotificationSchema, async (n) => {
     listChanged.push(n.method);
   });
-  await agent.connect(
-    new StreamableHTTPClientTransport(new URL(gateway.url), {
-      requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
-    }),
-  );
+  await connectHttpAgent(gateway, TOKEN, agent);
 }, 60_000);
 
 afterAll(async () => {
@@ -248,12 +212,7 @@ describe('a gateway with two upstreams', () => {
   });
 
   it('routes a URI it has not seen listed, in a new session, by asking the upstreams first', async () => {
-    const fresh = new Client({ name: 'agent-2', version: '0.0.0' }, { capabilities: {} });
-    await fresh.connect(
-      new StreamableHTTPClientTransport(new URL(gateway.url), {
-        requestInit: { headers: { authorization: `Bearer ${TOKEN}` } },
-      }),
-    );
+    const fresh = await connectHttpAgent(gateway, TOKEN, new Client({ name: 'agent-2', version: '0.0.0' }));
     try {
       expect((await fresh.readResource({ uri: 'note://42' })).contents[0]).toMatchObject({ text: 'note 42' });
       const { completion } = await fresh.complete({
