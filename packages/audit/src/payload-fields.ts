@@ -84,6 +84,15 @@ export function commitFields(
   if (typeof content !== 'object' || content === null || Array.isArray(content)) {
     throw new AuditError('NOT_PLAIN_OBJECT', 'a field-committed payload must be a JSON object');
   }
+  const { hashes, fields } = hashFields(content, salt);
+  return { payload: canonicalJson(hashes), fields };
+}
+
+/** Each key's opening (a fresh salt and its value) and field hash. */
+function hashFields(
+  content: Record<string, unknown>,
+  salt: (name: string) => string,
+): { hashes: Record<string, string>; fields: Record<string, FieldOpening> } {
   const fields: Record<string, FieldOpening> = {};
   const hashes: Record<string, string> = {};
   for (const [name, value] of Object.entries(content)) {
@@ -91,7 +100,7 @@ export function commitFields(
     setOwn(fields, name, opening);
     setOwn(hashes, name, fieldHashOf(name, opening));
   }
-  return { payload: canonicalJson(hashes), fields };
+  return { hashes, fields };
 }
 
 /**
@@ -122,8 +131,8 @@ export function commitMember<R extends Record<string, unknown>>(
   if (typeof content !== 'object' || content === null || Array.isArray(content)) {
     throw new AuditError('NOT_PLAIN_OBJECT', `a committed member (${member}) must be a JSON object`);
   }
-  const { payload, fields } = commitFields(content as Record<string, unknown>, salt);
-  return { record: { ...record, [member]: JSON.parse(payload) }, fields };
+  const { hashes, fields } = hashFields(content as Record<string, unknown>, salt);
+  return { record: { ...record, [member]: hashes }, fields };
 }
 
 /** The field hashes a fields/1 payload commits to, or null when the text is not such a payload. */
