@@ -142,34 +142,50 @@ export function createMerkleNodeCheck(
     run = { code, seq, through: seq, level, idx, nodes: count };
   };
 
-  /** Compare one recomputed node with its stored row; 0 equal, 1 differs, 2 missing. */
-  const compare = (level: number, idx: number, hash: Uint8Array): 0 | 1 | 2 => {
+  /**
+   * Compare one recomputed node, the 32 bytes of `hash` from `from`, with its stored row; 0
+   * equal, 1 differs, 2 missing.
+   */
+  const compare = (level: number, idx: number, hash: Uint8Array, from: number): 0 | 1 | 2 => {
     const stored = block.get(level);
     if (stored === undefined) return 2;
     if (stored.kind === 'packed') {
       const at = idx - stored.lo;
       if (at < 0 || at >= stored.count) return 2;
       const offset = at * HASH_BYTES;
-      for (let i = 0; i < HASH_BYTES; i++) if (stored.bytes[offset + i] !== hash[i]) return 1;
+      for (let i = 0; i < HASH_BYTES; i++) if (stored.bytes[offset + i] !== hash[from + i]) return 1;
       return 0;
     }
     const hex = stored.byIdx.get(idx);
     if (hex === undefined) return 2;
-    return hex === Buffer.from(hash).toString('hex') ? 0 : 1;
+    return hex === Buffer.from(hash.buffer, hash.byteOffset + from, HASH_BYTES).toString('hex') ? 0 : 1;
   };
 
-  /** The next node hashed ahead by the worker, when the leaf being added is in its batch. */
-  const takeAhead = (): Uint8Array => {
-    const { nodes, at } = ahead!;
+  /** Where the next node hashed ahead by the worker starts in its batch's nodes. */
+  const takeAhead = (): number => {
+    const at = ahead!.at;
     ahead!.at = at + HASH_BYTES;
-    return nodes!.subarray(at, at + HASH_BYTES);
+    return at;
+  };
+
+  // Frontier nodes popped by a merge are kept and refilled: a node hashed ahead lives in the
+  // worker's batch, which is released, so the frontier copies it, without an allocation per leaf.
+  const spare: Uint8Array[] = [];
+  const keep = (nodes: Uint8Array, from: number): Uint8Array => {
+    const slot = spare.pop() ?? new Uint8Array(HASH_BYTES);
+    for (let i = 0; i < HASH_BYTES; i++) slot[i] = nodes[from + i]!;
+    return slot;
   };
 
   const addLeaf = (seq: number, eventHash: string) => {
     const hashed = ahead !== null && ahead.nodes !== null && size >= ahead.first && size < ahead.end;
+    // The node at hand: 32 bytes of `hash` from `from` (in the worker's batch when hashed ahead).
     let hash: Uint8Array;
-    if (hashed) hash = takeAhead();
-    else {
+    let from = 0;
+    if (hashed) {
+      hash = ahead!.nodes!;
+      from = takeAhead();
+    } else {
       // A hash that is not 64 hex digits decodes short and recomputes to a node that cannot
       // match: the chain check reports the event itself.
       const whole = eventHash.length === 2 * HASH_BYTES && leafBytes.write(eventHash, 'hex') === HASH_BYTES;
@@ -184,7 +200,7 @@ export function createMerkleNodeCheck(
     let bad = 0;
     for (;;) {
       // A leaf has no row: it is the event's own hash, which the chain check covers.
-      const result = level === 0 ? 0 : compare(level, idx, hash);
+      const result = level === 0 ? 0 : compare(level, idx, hash, from);
       if (level > 0) nodes++;
       if (result !== 0) {
         bad++;
@@ -198,12 +214,13 @@ export function createMerkleNodeCheck(
       }
       if (idx % 2 === 0) break;
       const left = frontier.pop()!;
-      hash = hashed ? takeAhead() : hasher.children(left, hash);
+      if (hashed) from = takeAhead();
+      else hash = hasher.children(left, hash);
+      if (left.length === HASH_BYTES) spare.push(left);
       idx = (idx - 1) / 2;
       level++;
     }
-    // A copy of a node hashed ahead, so the frontier does not hold the worker's whole batch.
-    frontier.push(hashed ? hash.slice() : hash);
+    frontier.push(hashed ? keep(hash, from) : hash);
     if (hashed && size + 1 === ahead!.end) {
       worker!.release(ahead!.nodes!);
       ahead = null;
@@ -294,7 +311,8 @@ export function createMerkleNodeCheck(
       })();
     },
     root() {
-      return frontier.length === 0 ? EMPTY_TREE_ROOT : foldFromRight(frontier);
+      // A copy: the frontier's nodes are reused as leaves are added.
+      return frontier.length === 0 ? EMPTY_TREE_ROOT : foldFromRight(frontier).slice();
     },
     async finish() {
       flush();
