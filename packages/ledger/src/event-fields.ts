@@ -17,7 +17,9 @@ export async function attachFields(
 ): Promise<StoredEvent[]> {
   let lo = Number.POSITIVE_INFINITY;
   let hi = Number.NEGATIVE_INFINITY;
-  for (const event of events) {
+  // Indexed loops over a page: no iterator result per event before the loop is optimized.
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!;
     if (event.commitment === undefined || event.commitment === null) continue;
     event.fields = {};
     lo = Math.min(lo, event.seq);

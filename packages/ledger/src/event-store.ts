@@ -41,7 +41,7 @@ export async function readEventsOfEntities(
 function asStoredEvents(
   rows: Array<Omit<StoredEvent, 'commitment'> & { commitment?: string | null }>,
 ): StoredEvent[] {
-  for (const row of rows) if (row.commitment === null) delete row.commitment;
+  for (let i = 0; i < rows.length; i++) if (rows[i]!.commitment === null) delete rows[i]!.commitment;
   return rows as StoredEvent[];
 }
 

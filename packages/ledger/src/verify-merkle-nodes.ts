@@ -246,7 +246,8 @@ export function createMerkleNodeCheck(
       // take the main thread's path, which handles them), and only once the last is used.
       if (!sound || ahead !== null || events.length < workerMinLeaves || events[0]?.seq !== size + 1) return;
       const hashes: string[] = [];
-      for (const event of events) {
+      for (let i = 0; i < events.length; i++) {
+        const event = events[i]!;
         if (event.seq !== size + 1 + hashes.length || event.hash.length !== 2 * HASH_BYTES) break;
         hashes.push(event.hash);
       }
