@@ -160,6 +160,22 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       await tamper(database, sql`delete from observations where log_id = ${log} and id = ${observation.id}`);
       expect(codes(await verify(log))).toEqual(['RECORD_MISMATCH']);
     });
+
+    it('a verification reports rows gone from the first and the last page of its stream', async () => {
+      const { log, agent } = await setup();
+      const first = await records.propose(agent, refund('k1'));
+      await records.propose(agent, refund('k2', { arguments: { amount: 6, currency: 'EUR' } }));
+      const last = await records.propose(agent, refund('k3', { arguments: { amount: 7, currency: 'EUR' } }));
+      const { observation } = await records.observe(agent, { proposal_id: last.proposal.id, outcome: 'failed' });
+      await tamper(database, sql`delete from decisions where log_id = ${log} and id = ${first.decision!.id}`);
+      await tamper(database, sql`delete from observations where log_id = ${log} and id = ${observation.id}`);
+      // Two events a page: the rows are looked up page by page while the events stream by.
+      const report = await ledger.verifyChain({ log, pageSize: 2 });
+      expect(report.failures.map(({ code, table, id }) => ({ code, table, id }))).toEqual([
+        { code: 'RECORD_MISMATCH', table: 'decisions', id: first.decision!.id },
+        { code: 'RECORD_MISMATCH', table: 'observations', id: observation.id },
+      ]);
+    });
   });
 
   describe('the runtime role (INSERT only) forges rows beside the chain', () => {

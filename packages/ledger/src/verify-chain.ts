@@ -4,7 +4,7 @@ import { streamEventPages } from './event-store';
 import { SYSTEM_LOG } from './keys/api-key-events';
 import { checkApiKeyTables } from './keys/check-api-key-tables';
 import { requireLog } from './log-exists';
-import { checkRecordTables } from './records/check-record-tables';
+import { checkRecordRows, createRecordRowPresenceCheck } from './records/check-record-tables';
 import { createRecordRuleCheck } from './records/record-rules';
 import { type CheckpointKeys, createCheckpointCheck } from './verify-checkpoints';
 import { createMerkleNodeCheck } from './verify-merkle-nodes';
@@ -25,8 +25,12 @@ const checkKeyTables: TableCheck = async function* (database, log, options) {
   if (log === SYSTEM_LOG) yield* checkApiKeyTables(database, options);
 };
 
-/** The table checks every `verifyChain` runs: the record tables, and on `system` the key tables. */
-export const DEFAULT_TABLE_CHECKS: readonly TableCheck[] = [checkRecordTables, checkKeyTables];
+/**
+ * The table checks every `verifyChain` runs after the events: every record row against its
+ * event, and on `system` the key tables. (Record events whose row is gone are found while
+ * the events stream by: see `createRecordRowPresenceCheck`.)
+ */
+export const DEFAULT_TABLE_CHECKS: readonly TableCheck[] = [checkRecordRows, checkKeyTables];
 
 export interface VerifyChainOptions {
   log: string;
@@ -105,6 +109,9 @@ export async function verifyChain(
     ...(options.merkleWorkerMinLeaves ? { workerMinLeaves: options.merkleWorkerMinLeaves } : {}),
   });
   const rules = createRecordRuleCheck(fail);
+  const recordRows = createRecordRowPresenceCheck(database, log, { fail });
+  // One page's row lookups run while the next page is checked; at most one is in flight.
+  let rowLookups: Promise<void> = Promise.resolve();
   const checkpoints = await createCheckpointCheck(database, log, {
     fail,
     ...(options.checkpointKeys ? { keys: options.checkpointKeys } : {}),
@@ -122,7 +129,12 @@ export async function verifyChain(
         const event = page[i]!;
         checker.check(event);
         rules.add(event);
+        recordRows.add(event);
       }
+      await rowLookups;
+      rowLookups = recordRows.flush();
+      // A lookup abandoned by a failure elsewhere must not surface as an unhandled rejection.
+      rowLookups.catch(() => {});
       for (let i = 0; i < page.length; i++) {
         const event = page[i]!;
         const waiting = merkle.add(event.seq, event.hash);
@@ -131,6 +143,7 @@ export async function verifyChain(
           await checkpoints.at(merkle.size, merkle.root());
       }
     }
+    await rowLookups;
     report = checker.finish();
     await merkle.finish();
   } finally {

@@ -38,12 +38,34 @@ interface RecordTable {
  *   edited row), or a record event whose row is gone (a deleted row).
  *
  * The event payloads themselves are trusted here only because `verifyChain` checks their
- * hashes in the same run: run both, as `verifyChain` does.
+ * hashes in the same run: run both, as `verifyChain` does. (`verifyChain` itself runs
+ * {@link checkRecordRows} and finds deleted rows with {@link createRecordRowPresenceCheck}
+ * from the events it streams anyway, instead of reading the log's events a second time.)
  *
  * @example
  * for await (const failure of checkRecordTables(database, 'default')) report.failures.push(failure);
  */
 export async function* checkRecordTables(
+  database: Database,
+  log: string,
+  options: CheckRecordTablesOptions = {},
+): AsyncGenerator<RecordFailure> {
+  const db = options.executor ?? database.db;
+  const pageSize = options.pageSize ?? 1_000;
+  yield* checkRecordRows(database, log, options);
+  for await (const events of eventPagesOfKinds(db, log, [...RECORD_TABLE_OF.keys()], {
+    pageSize,
+    ...(options.signal ? { signal: options.signal } : {}),
+  })) {
+    yield* missingRecordRows(db, log, events);
+  }
+}
+
+/**
+ * One direction of {@link checkRecordTables}: every record row against the event it names
+ * (`RECORD_WITHOUT_EVENT`, and `RECORD_MISMATCH` for an edited row).
+ */
+export async function* checkRecordRows(
   database: Database,
   log: string,
   options: CheckRecordTablesOptions = {},
@@ -100,37 +122,75 @@ export async function* checkRecordTables(
       after = (page[page.length - 1] as unknown as { row: { eventSeq: number } }).row.eventSeq;
     }
   }
+}
 
-  // The other direction: a record event whose row is gone.
-  const byKind = new Map<string, (typeof RECORD_TABLES)[number]>(
-    RECORD_TABLES.map((entry) => [entry.kind, entry]),
-  );
-  for await (const events of eventPagesOfKinds(db, log, [...byKind.keys()], {
-    pageSize,
-    ...(options.signal ? { signal: options.signal } : {}),
-  })) {
-    for (const [kind, entry] of byKind) {
-      const seqs = events.filter((e) => e.kind === kind).map((e) => e.seq);
-      if (seqs.length === 0) continue;
-      const t = entry.table as unknown as RecordTable & PgTable;
-      const present = new Set(
-        (
-          (await db
-            .select({ seq: t.eventSeq })
-            .from(t)
-            .where(and(eq(t.logId, log), anyOf(t.eventSeq, seqs, 'bigint')))) as Array<{ seq: number }>
-        ).map((r) => r.seq),
-      );
-      for (const event of events) {
-        if (event.kind !== kind || present.has(event.seq)) continue;
-        yield {
-          seq: event.seq,
-          code: 'RECORD_MISMATCH',
-          table: tableName(entry.table),
-          id: event.entity,
-          message: `event ${event.seq} records ${kind} ${event.entity}, but its ${tableName(entry.table)} row is missing`,
-        };
-      }
+/** An event as the presence check needs it. */
+interface EventRef {
+  seq: number;
+  kind: string;
+  entity: string;
+}
+
+/** The record table of each record event kind. */
+const RECORD_TABLE_OF = new Map<string, (typeof RECORD_TABLES)[number]>(
+  RECORD_TABLES.map((entry) => [entry.kind, entry]),
+);
+
+/**
+ * The other direction of {@link checkRecordTables}, fed by a caller that streams the log's
+ * events anyway (`verifyChain`): `add` every event in seq order, `flush` at the end of each
+ * page. Record events are gathered (other kinds cost one lookup), and each flush asks every
+ * table that has some for their rows, one query per table: `RECORD_MISMATCH` for a record
+ * event whose row is gone. Memory: the record events of one page.
+ */
+export function createRecordRowPresenceCheck(
+  database: Database,
+  log: string,
+  options: { fail: (failure: RecordFailure) => void; executor?: Db },
+) {
+  const db = options.executor ?? database.db;
+  let gathered: EventRef[] = [];
+  return {
+    add(event: EventRef): void {
+      if (RECORD_TABLE_OF.has(event.kind))
+        gathered.push({ seq: event.seq, kind: event.kind, entity: event.entity });
+    },
+    async flush(): Promise<void> {
+      if (gathered.length === 0) return;
+      const events = gathered;
+      gathered = [];
+      for await (const failure of missingRecordRows(db, log, events)) options.fail(failure);
+    },
+  };
+}
+
+/** Record events among `events` whose row is missing from their table. */
+async function* missingRecordRows(
+  db: Db,
+  log: string,
+  events: readonly EventRef[],
+): AsyncGenerator<RecordFailure> {
+  for (const [kind, entry] of RECORD_TABLE_OF) {
+    const seqs = events.filter((e) => e.kind === kind).map((e) => e.seq);
+    if (seqs.length === 0) continue;
+    const t = entry.table as unknown as RecordTable & PgTable;
+    const present = new Set(
+      (
+        (await db
+          .select({ seq: t.eventSeq })
+          .from(t)
+          .where(and(eq(t.logId, log), anyOf(t.eventSeq, seqs, 'bigint')))) as Array<{ seq: number }>
+      ).map((r) => r.seq),
+    );
+    for (const event of events) {
+      if (event.kind !== kind || present.has(event.seq)) continue;
+      yield {
+        seq: event.seq,
+        code: 'RECORD_MISMATCH',
+        table: tableName(entry.table),
+        id: event.entity,
+        message: `event ${event.seq} records ${kind} ${event.entity}, but its ${tableName(entry.table)} row is missing`,
+      };
     }
   }
 }
