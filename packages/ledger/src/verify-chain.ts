@@ -1,4 +1,5 @@
 import { type ChainFailure, type ChainHead, type ChainReport, createChainChecker } from '@vouch/audit';
+import { checkRedactionRules } from './check-redaction-rules';
 import type { Database } from './database';
 import { streamEventPages } from './event-store';
 import { SYSTEM_LOG } from './keys/api-key-events';
@@ -26,7 +27,7 @@ const checkKeyTables: TableCheck = async function* (database, log, options) {
 };
 
 /** The table checks every `verifyChain` runs: the record tables, and on `system` the key tables. */
-export const DEFAULT_TABLE_CHECKS: readonly TableCheck[] = [checkRecordTables, checkKeyTables];
+export const DEFAULT_TABLE_CHECKS: readonly TableCheck[] = [checkRecordTables, checkKeyTables, checkRedactionRules];
 
 export interface VerifyChainOptions {
   log: string;
