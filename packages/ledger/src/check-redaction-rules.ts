@@ -90,7 +90,9 @@ export async function* checkRedactionRules(
         commitment: auditEvents.commitment,
       })
       .from(auditEvents)
-      .where(and(eq(auditEvents.logId, log), eq(auditEvents.kind, REDACTION_KIND), gt(auditEvents.seq, after)))
+      .where(
+        and(eq(auditEvents.logId, log), eq(auditEvents.kind, REDACTION_KIND), gt(auditEvents.seq, after)),
+      )
       .orderBy(asc(auditEvents.seq))
       .limit(pageSize);
     if (page.length === 0) return;
@@ -224,7 +226,12 @@ async function keyWindows(db: Db): Promise<Map<string, KeyWindow[]>> {
       payloadHash: auditEvents.payloadHash,
     })
     .from(auditEvents)
-    .where(and(eq(auditEvents.logId, SYSTEM_LOG), anyOf(auditEvents.kind, [KEY_CREATED, KEY_REVOKED, KEY_EXPIRES])))
+    .where(
+      and(
+        eq(auditEvents.logId, SYSTEM_LOG),
+        anyOf(auditEvents.kind, [KEY_CREATED, KEY_REVOKED, KEY_EXPIRES]),
+      ),
+    )
     .orderBy(asc(auditEvents.seq));
   const byId = new Map<string, KeyWindow>();
   for (const event of events) {

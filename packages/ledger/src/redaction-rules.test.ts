@@ -81,7 +81,13 @@ describe.each(testBackends())('verifyChain on redactions, on $name', ({ open }) 
     const { log, target } = await fieldLog();
     const identity = unique('dpo');
     await key(identity, ['redactor'], [log]);
-    await redactFields(ledger, { log, seq: target.seq, fields: ['email'], reason: 'ticket 1', actor: identity });
+    await redactFields(ledger, {
+      log,
+      seq: target.seq,
+      fields: ['email'],
+      reason: 'ticket 1',
+      actor: identity,
+    });
     const report = await ledger.verifyChain({ log });
     expect(report.failures).toEqual([]);
     expect(report).toMatchObject({ ok: true, redactions: [{ seq: target.seq, fields: ['email'], by: 3 }] });
@@ -89,7 +95,13 @@ describe.each(testBackends())('verifyChain on redactions, on $name', ({ open }) 
 
   it('accepts the operator CLI (system:cli), which holds no key', async () => {
     const { log, target } = await fieldLog();
-    await redactFields(ledger, { log, seq: target.seq, fields: ['email'], reason: 'ticket 2', actor: OPERATOR_ACTOR });
+    await redactFields(ledger, {
+      log,
+      seq: target.seq,
+      fields: ['email'],
+      reason: 'ticket 2',
+      actor: OPERATOR_ACTOR,
+    });
     expect((await ledger.verifyChain({ log })).failures).toEqual([]);
   });
 
@@ -182,7 +194,13 @@ describe.each(testBackends())('verifyChain on redactions, on $name', ({ open }) 
       payload: { target: at, fields: ['phone'], reason: 'x' },
     });
     // 4: a whole-payload event.
-    const note = await ledger.append({ log, kind: 'note', entity: 'n', actor: 'user:alice', payload: { i: 2 } });
+    const note = await ledger.append({
+      log,
+      kind: 'note',
+      entity: 'n',
+      actor: 'user:alice',
+      payload: { i: 2 },
+    });
     await ledger.append({
       log,
       kind: 'event.redacted',
@@ -213,7 +231,13 @@ describe.each(testBackends())('verifyChain on redactions, on $name', ({ open }) 
       { payload: { target: at, fields: ['email'], reason: 'x', by: 'dpo' } },
     ];
     for (const { payload, entity } of bad) {
-      await ledger.append({ log, kind: 'event.redacted', entity: entity ?? 'event/2', actor: identity, payload });
+      await ledger.append({
+        log,
+        kind: 'event.redacted',
+        entity: entity ?? 'event/2',
+        actor: identity,
+        payload,
+      });
     }
     expect(rules(await ledger.verifyChain({ log }))).toEqual([
       [3, 'RECORD_RULE_VIOLATION', 'FIELD_NOT_FOUND', 'event_fields', 2],

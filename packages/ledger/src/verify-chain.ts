@@ -27,7 +27,11 @@ const checkKeyTables: TableCheck = async function* (database, log, options) {
 };
 
 /** The table checks every `verifyChain` runs: the record tables, and on `system` the key tables. */
-export const DEFAULT_TABLE_CHECKS: readonly TableCheck[] = [checkRecordTables, checkKeyTables, checkRedactionRules];
+export const DEFAULT_TABLE_CHECKS: readonly TableCheck[] = [
+  checkRecordTables,
+  checkKeyTables,
+  checkRedactionRules,
+];
 
 export interface VerifyChainOptions {
   log: string;

@@ -5,6 +5,7 @@ import {
   createWebhookStore,
   type Database,
   grantRuntimeRole,
+  issueApiKey,
   migrate,
   openDatabase,
   redactFields,
@@ -129,6 +130,16 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
       });
       // Straight DELETEs, as a compromised service would send them: the trigger refuses.
       expect(await asRuntime(`delete from event_fields where log_id = '${log}'`)).toBe('VC001');
+      await issueApiKey(ledger, {
+        id: 'key_runtime_dpo',
+        identity: 'user:dpo',
+        roles: ['redactor'],
+        scopes: [],
+        environments: null,
+        logs: [log],
+        createdBy: 'system:test',
+        keyHash: randomBytes(32).toString('hex'),
+      });
       await redactFields(ledger, {
         log,
         seq: event.seq,
@@ -146,6 +157,25 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
         ok: true,
         redactions: [{ seq: event.seq, fields: ['email'] }],
       });
+      // The role can append a redaction event in anyone's name, and the trigger then lets the
+      // row go; verification names it for what it is: no redactor key stood behind it.
+      const forged = await redactFields(ledger, {
+        log,
+        seq: event.seq,
+        fields: ['channel'],
+        reason: 'ticket 2',
+        actor: 'user:mallory',
+      });
+      const report = await ledger.verifyChain({ log });
+      expect(report.ok).toBe(false);
+      expect(report.failures).toMatchObject([
+        {
+          seq: forged.event.seq,
+          code: 'RECORD_RULE_VIOLATION',
+          rule: 'ROLE_FORBIDDEN',
+          table: 'event_fields',
+        },
+      ]);
     } finally {
       await ledger.close();
       await asApp.close();
