@@ -2,6 +2,7 @@ import {
   type ChainFailure,
   committedFieldHashes,
   parseRedaction,
+  payloadHashOf,
   REDACTION_KIND,
   sameIdentity,
 } from '@vouch/audit';
@@ -235,6 +236,8 @@ async function keyWindows(db: Db): Promise<Map<string, KeyWindow[]>> {
     .orderBy(asc(auditEvents.seq));
   const byId = new Map<string, KeyWindow>();
   for (const event of events) {
+    // A payload edited in place (roles added) is not the one the system log's chain holds.
+    if (payloadHashOf(event.payload) !== event.payloadHash) continue;
     if (event.kind === KEY_CREATED) {
       const key = parseCreated(event.payload, Date.parse(event.recordedAt));
       if (key !== null && event.entityId === key.id) byId.set(key.id, key.window);

@@ -6,7 +6,7 @@ import type { Database } from './database';
 import { issueApiKey, revokeApiKey, scheduleApiKeyExpiry } from './keys/api-keys';
 import { createLedger, type Ledger } from './ledger';
 import { appendWithFields, redactFields } from './redaction';
-import { testBackends } from './testing';
+import { tamper, testBackends } from './testing';
 import type { LogVerificationReport } from './verify-chain';
 
 /**
@@ -164,6 +164,24 @@ describe.each(testBackends())('verifyChain on redactions, on $name', ({ open }) 
         [5, 'RECORD_RULE_VIOLATION', 'ROLE_FORBIDDEN', 'event_fields', 2],
       ]);
     });
+  });
+
+  it('counts no role added by editing the payload of a key event in the system log', async () => {
+    const { log, target } = await fieldLog();
+    const identity = unique('auditor');
+    const issued = await key(identity, ['auditor']);
+    await tamper(
+      database,
+      sql`update audit_events set payload = replace(payload, '"roles":["auditor"]', '"roles":["auditor","redactor"]')
+          where log_id = 'system' and kind = 'api_key.created' and entity_id = ${issued.id}`,
+    );
+    await redactFields(ledger, { log, seq: target.seq, fields: ['email'], reason: 'x', actor: identity });
+    expect(rules(await ledger.verifyChain({ log }))).toEqual([
+      [3, 'RECORD_RULE_VIOLATION', 'ROLE_FORBIDDEN', 'event_fields', 2],
+    ]);
+    // The system log's own verification names the edit.
+    const system = await ledger.verifyChain({ log: 'system' });
+    expect(system.failures.map((f) => f.code)).toContain('PAYLOAD_HASH_MISMATCH');
   });
 
   it("reports SELF_REDACTION for the event's own actor, in any spelling, even holding a redactor key", async () => {
