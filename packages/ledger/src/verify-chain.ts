@@ -26,7 +26,7 @@ const checkKeyTables: TableCheck = async function* (database, log, options) {
   if (log === SYSTEM_LOG) yield* checkApiKeyTables(database, options);
 };
 
-/** The table checks every `verifyChain` runs: the record tables, and on `system` the key tables. */
+/** The table checks every `verifyChain` runs: the record tables, on `system` the key tables, and every redaction's rules. */
 export const DEFAULT_TABLE_CHECKS: readonly TableCheck[] = [
   checkRecordTables,
   checkKeyTables,
