@@ -1,5 +1,6 @@
-import { appendWithFields, redactFields } from '@vouch/ledger';
+import { appendWithFields, OPERATOR_ACTOR, redactFields } from '@vouch/ledger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI_ACTOR } from '../cli/keys';
 import { createHarness, type Harness } from '../testing/app-harness';
 
 let h: Harness;
@@ -54,5 +55,11 @@ describe('GET /v1/logs/{log}/verify on an erasure the server never made', () => 
         target: event.seq,
       },
     ]);
+  });
+});
+
+describe('vouch redact', () => {
+  it('writes as the operator actor the redaction rules accept without a key (the database guards it)', () => {
+    expect(CLI_ACTOR).toBe(OPERATOR_ACTOR);
   });
 });
