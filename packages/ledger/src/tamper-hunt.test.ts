@@ -204,6 +204,21 @@ describe.each(testBackends())('verifyChain against edits beside the chain, on $n
       );
     });
 
+    it("another log's tool row swapped in for this log's (same seq, other event) is RECORD_WITHOUT_EVENT", async () => {
+      const a = await recordLog();
+      const b = await recordLog();
+      await expectCaught(
+        b.log,
+        [
+          sql`create temp table moved on commit drop as select * from tools where log_id = ${a.log}`,
+          sql`update moved set log_id = ${b.log}`,
+          sql`delete from tools where log_id = ${b.log}`,
+          sql`insert into tools select * from moved`,
+        ],
+        'RECORD_WITHOUT_EVENT@tools',
+      );
+    });
+
     it("a proposal's id re-spelled in upper case is RECORD_WITHOUT_EVENT", async () => {
       const { log, proposal } = await recordLog();
       await expectCaught(
