@@ -7,6 +7,7 @@
 
 // The append-only ledger, its logs, and its verification against the database.
 export type { ConflictKeys } from './batch-plan';
+export { OPERATOR_ACTOR } from './check-redaction-rules';
 // Signed checkpoints: the store, the signer, the coalescing scheduler, and the log signing key.
 export type { StoredCheckpoint } from './checkpoints/checkpoint-store';
 export { checkpointAt, latestCheckpoint } from './checkpoints/checkpoint-store';

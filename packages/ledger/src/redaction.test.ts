@@ -13,6 +13,7 @@ import { checkTreeToSign } from './checkpoints/verified-tree';
 import type { Database } from './database';
 import { sqlStateOf } from './database-errors';
 import { isLedgerError } from './errors';
+import { issueApiKey } from './keys/api-keys';
 import { createLedger, type Ledger } from './ledger';
 import { merkleConsistencyProof, merkleInclusionProof, merkleRoot } from './merkle/merkle-proofs';
 import { appendWithFields, redactedAfter, redactFields } from './redaction';
@@ -34,6 +35,17 @@ describe.each(testBackends())('redactFields on $name', ({ open }) => {
   beforeAll(async () => {
     database = await open();
     ledger = createLedger(database);
+    // verifyChain accepts a redaction only by an identity holding a live `redactor` key.
+    await issueApiKey(ledger, {
+      id: 'key_dpo',
+      identity: 'admin:dpo',
+      roles: ['redactor'],
+      scopes: [],
+      environments: null,
+      logs: null,
+      createdBy: 'system:test',
+      keyHash: '0'.repeat(64),
+    });
   });
   afterAll(async () => {
     await ledger?.close();

@@ -1,4 +1,5 @@
 import { type ChainFailure, type ChainHead, type ChainReport, createChainChecker } from '@vouch/audit';
+import { createRedactionRuleCheck } from './check-redaction-rules';
 import type { Database } from './database';
 import { streamEventPages } from './event-store';
 import { SYSTEM_LOG } from './keys/api-key-events';
@@ -27,8 +28,9 @@ const checkKeyTables: TableCheck = async function* (database, log, options) {
 
 /**
  * The table checks every `verifyChain` runs after the events: every record row against its
- * event, and on `system` the key tables. (Record events whose row is gone are found while
- * the events stream by: see `createRecordRowPresenceCheck`.)
+ * event, and on `system` the key tables. (Record events whose row is gone, and every
+ * redaction's rules, are checked from the events as they stream by: see
+ * `createRecordRowPresenceCheck` and `createRedactionRuleCheck`.)
  */
 export const DEFAULT_TABLE_CHECKS: readonly TableCheck[] = [checkRecordRows, checkKeyTables];
 
@@ -110,6 +112,7 @@ export async function verifyChain(
   });
   const rules = createRecordRuleCheck(fail);
   const recordRows = createRecordRowPresenceCheck(database, log, { fail });
+  const redactions = createRedactionRuleCheck(database, log);
   // One page's row lookups run while the next page is checked; at most one is in flight.
   let rowLookups: Promise<void> = Promise.resolve();
   const checkpoints = await createCheckpointCheck(database, log, {
@@ -130,6 +133,7 @@ export async function verifyChain(
         checker.check(event);
         rules.add(event);
         recordRows.add(event);
+        redactions.add(event);
       }
       await rowLookups;
       rowLookups = recordRows.flush();
@@ -153,6 +157,7 @@ export async function verifyChain(
   // already a failure of its own.
   if (merkle.sound) await checkpoints.finish();
 
+  for await (const failure of redactions.failures()) fail(failure);
   // The chain alone cannot see a row that no event accounts for, or one edited after its
   // event was written: cross-check every other table against the events.
   for (const check of [...DEFAULT_TABLE_CHECKS, ...(options.tableChecks ?? [])]) {

@@ -142,10 +142,57 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
       expect(left.map((row) => row.name)).toEqual(['channel']);
       // The redaction names email only: channel still cannot go.
       expect(await asRuntime(`delete from event_fields where log_id = '${log}'`)).toBe('VC001');
-      expect(await ledger.verifyChain({ log })).toMatchObject({
-        ok: true,
-        redactions: [{ seq: event.seq, fields: ['email'] }],
+      // The role can append a redaction event in anyone's name, and the trigger then lets the
+      // row go; verification lists the erasure and names it for what it is: no redactor key
+      // stood behind it (a key is an event of the system log, and issuing one shows there).
+      const report = await ledger.verifyChain({ log });
+      expect(report).toMatchObject({ ok: false, redactions: [{ seq: event.seq, fields: ['email'] }] });
+      expect(report.failures).toMatchObject([
+        { code: 'RECORD_RULE_VIOLATION', rule: 'ROLE_FORBIDDEN', table: 'event_fields', target: event.seq },
+      ]);
+    } finally {
+      await ledger.close();
+      await asApp.close();
+    }
+  });
+
+  it("erases nothing under a redaction in the operator CLI's name (system:cli): only the owner role may", async () => {
+    const asApp = await openDatabase({ url: runtimeUrl });
+    const ledger = createLedger(asApp);
+    const log = 'runtime-operator-redaction';
+    try {
+      const event = await appendWithFields(ledger, {
+        log,
+        kind: 'customer.contacted',
+        entity: 'cust_1',
+        actor: 'gateway:mcp',
+        payload: { email: 'ana@example.com', channel: 'email' },
       });
+      const asOperator = { log, seq: event.seq, fields: ['email'], reason: 'ticket 3', actor: 'system:cli' };
+      // In one transaction with its delete, which the trigger refuses: nothing is written.
+      const refused = await redactFields(ledger, asOperator).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(Error);
+      // Appended on its own, the event is kept, and the row still cannot go.
+      await ledger.append({
+        log,
+        kind: 'event.redacted',
+        entity: `event/${event.seq}`,
+        actor: 'system:cli',
+        payload: { target: { seq: event.seq, hash: event.hash }, fields: ['email'], reason: 'ticket 3' },
+      });
+      expect(await asRuntime(`delete from event_fields where log_id = '${log}' and name = 'email'`)).toBe(
+        'VC001',
+      );
+      const ownerLedger = createLedger(owner);
+      try {
+        await redactFields(ownerLedger, { ...asOperator, fields: ['channel'] });
+      } finally {
+        await ownerLedger.close();
+      }
+      const left = await owner.rows<{ name: string }>(
+        sql`select name from event_fields where log_id = ${log} order by name`,
+      );
+      expect(left.map((row) => row.name)).toEqual(['email']);
     } finally {
       await ledger.close();
       await asApp.close();

@@ -40,7 +40,18 @@ export type RecordRule =
   | 'EXECUTION_CLAIM_LAPSED'
   | 'STATUS_NOT_DERIVED'
   | 'SUPERSESSION_FORBIDDEN'
-  | 'SUPERSESSION_INVALID';
+  | 'SUPERSESSION_INVALID'
+  // The rules of a redaction (`event.redacted`), checked by check-redaction-rules.ts.
+  | 'REDACTION_INVALID'
+  | 'EVENT_NOT_FOUND'
+  | 'EVENT_NOT_REDACTABLE'
+  | 'FIELD_NOT_FOUND'
+  | 'FIELD_ALREADY_REDACTED'
+  | 'SELF_REDACTION'
+  /** The redaction's actor held no live key with the `redactor` role when it was recorded. */
+  | 'ROLE_FORBIDDEN'
+  /** The actor's `redactor` keys may not use the log. */
+  | 'LOG_FORBIDDEN';
 
 /** The table each record kind is stored in, for the failure's `table`. */
 const TABLE_OF = new Map<string, string>(RECORD_TABLES.map(({ kind, table }) => [kind, getTableName(table)]));

@@ -1,0 +1,308 @@
+import {
+  type ChainFailure,
+  committedFieldHashes,
+  parseRedaction,
+  payloadHashOf,
+  REDACTION_KIND,
+  type StoredEvent,
+  sameIdentity,
+} from '@vouch/audit';
+import { and, asc, eq } from 'drizzle-orm';
+import { anyOf } from './batched-sql';
+import type { Database, Db } from './database';
+import { expiryOf, KEY_CREATED, KEY_EXPIRES, KEY_REVOKED, SYSTEM_LOG } from './keys/api-key-events';
+import type { RecordRule } from './records/record-rules';
+import { auditEvents } from './schema/core';
+
+/**
+ * The actor of what `vouch` does from the command line (`vouch redact`, `vouch keys`): the
+ * operator who can open the database as its owner. The same string as the CLI's `CLI_ACTOR`.
+ */
+export const OPERATOR_ACTOR = 'system:cli';
+
+/** The role a key must hold to erase fields over HTTP (`POST …/redactions`). */
+const REDACTOR_ROLE = 'redactor';
+const MAX_REASON = 500;
+
+/** A redaction rule the server enforces, by the code it refuses such a redaction with. */
+export type RedactionRule = Extract<
+  RecordRule,
+  | 'REDACTION_INVALID'
+  | 'EVENT_NOT_FOUND'
+  | 'EVENT_NOT_REDACTABLE'
+  | 'FIELD_NOT_FOUND'
+  | 'FIELD_ALREADY_REDACTED'
+  | 'SELF_REDACTION'
+  | 'ROLE_FORBIDDEN'
+  | 'LOG_FORBIDDEN'
+>;
+
+/** A key as the `system` log's events describe it: who, with what roles, where, and when live. */
+interface KeyWindow {
+  identity: string;
+  roles: string[];
+  logs: string[] | null;
+  createdAt: number;
+  /** The first moment it no longer authenticates (revoked or expired); Infinity: never. */
+  endsAt: number;
+}
+
+/** A redaction event as the rules read it. */
+export interface RedactionEventRow {
+  seq: number;
+  entity: string;
+  actor: string;
+  at: string;
+  payload: string;
+  commitment: string | null;
+}
+
+/**
+ * Every `event.redacted` event of `log` must be one the server would have written: a
+ * well-formed redaction (`REDACTION_INVALID`) of an earlier event whose seq and hash it names
+ * (`EVENT_NOT_FOUND`), that commits to fields (`EVENT_NOT_REDACTABLE`) including every field
+ * named (`FIELD_NOT_FOUND`), not erased before (`FIELD_ALREADY_REDACTED`), by someone other
+ * than the event's own actor (`SELF_REDACTION`), who held a live key with the `redactor`
+ * role for this log when the redaction was recorded (`ROLE_FORBIDDEN`, `LOG_FORBIDDEN`; keys
+ * are the `api_key.*` events of the `system` log), or by the operator's CLI
+ * ({@link OPERATOR_ACTOR}). Each break is a `RECORD_RULE_VIOLATION` at the redaction's seq,
+ * `table: 'event_fields'` (the rows it let go), `target` the event it names.
+ *
+ * The database lets a field's row go under any redaction event naming it, and the runtime
+ * role can append one: this is what tells such an erasure from one the server made.
+ *
+ * Fed by the caller that streams the log's events anyway (`verifyChain`), so the log is not
+ * read a second time to find its redactions: `add` every event in seq order (redactions are
+ * kept, they are rare; anything else costs a comparison), then `failures()` once the stream
+ * is done.
+ */
+export function createRedactionRuleCheck(database: Database, log: string) {
+  const redactions: RedactionEventRow[] = [];
+  return {
+    add(event: StoredEvent): void {
+      if (event.kind !== REDACTION_KIND) return;
+      const { seq, entity, actor, at, payload } = event;
+      redactions.push({ seq, entity, actor, at, payload, commitment: event.commitment ?? null });
+    },
+    async *failures(): AsyncGenerator<ChainFailure> {
+      const state: RedactionCheckState = { erased: new Map() };
+      for (let at = 0; at < redactions.length; at += 1_000) {
+        yield* redactionFailures(database.db, log, redactions.slice(at, at + 1_000), state);
+      }
+    },
+  };
+}
+
+/** What the rules carry from one page of redactions to the next. */
+interface RedactionCheckState {
+  keys?: Map<string, KeyWindow[]>;
+  /** Fields already erased, per target seq: a second erasure of one is refused. */
+  erased: Map<number, Set<string>>;
+}
+
+/** The rules over one page of redaction events, in seq order. */
+async function* redactionFailures(
+  db: Db,
+  log: string,
+  page: readonly RedactionEventRow[],
+  state: RedactionCheckState,
+): AsyncGenerator<ChainFailure> {
+  if (page.length === 0) return;
+  state.keys ??= await keyWindows(db);
+  const { keys, erased } = state;
+  const targets = await targetsOf(db, log, page);
+  for (const event of page) {
+    const fail = (rule: RedactionRule, message: string, target?: number): ChainFailure => ({
+      seq: event.seq,
+      code: 'RECORD_RULE_VIOLATION',
+      rule,
+      table: 'event_fields',
+      id: event.entity,
+      ...(target === undefined ? {} : { target }),
+      message: `${REDACTION_KIND} ${event.seq}: ${message}`,
+    });
+    const redaction = wellFormed(event);
+    if (typeof redaction === 'string') {
+      yield fail('REDACTION_INVALID', redaction);
+      continue;
+    }
+    const targetSeq = redaction.target.seq;
+    const target = targets.get(targetSeq);
+    if (target === undefined || targetSeq >= event.seq || target.hash !== redaction.target.hash) {
+      yield fail(
+        'EVENT_NOT_FOUND',
+        `names event ${targetSeq} with hash ${redaction.target.hash}, which no earlier event of the log is`,
+        targetSeq,
+      );
+      continue;
+    }
+    const hashes = committedFieldHashes(target.commitment, target.payload);
+    if (hashes === null) {
+      yield fail(
+        'EVENT_NOT_REDACTABLE',
+        `erases fields of event ${targetSeq}, which commits to its whole payload`,
+        targetSeq,
+      );
+      continue;
+    }
+    const unknown = redaction.fields.filter((name) => !Object.hasOwn(hashes, name));
+    if (unknown.length > 0) {
+      yield fail('FIELD_NOT_FOUND', `event ${targetSeq} has no field ${unknown.join(', ')}`, targetSeq);
+    }
+    const done = erased.get(targetSeq) ?? new Set<string>();
+    const again = redaction.fields.filter((name) => done.has(name));
+    if (again.length > 0) {
+      yield fail(
+        'FIELD_ALREADY_REDACTED',
+        `field ${again.join(', ')} of event ${targetSeq} was erased by an earlier redaction`,
+        targetSeq,
+      );
+    }
+    for (const name of redaction.fields) done.add(name);
+    erased.set(targetSeq, done);
+    if (sameIdentity(event.actor, target.actor)) {
+      yield fail(
+        'SELF_REDACTION',
+        `${event.actor} erased fields of event ${targetSeq}, which ${target.actor} wrote`,
+        targetSeq,
+      );
+    }
+    const authority = authorityOf(keys, event.actor, log, Date.parse(event.at));
+    if (authority !== null) {
+      yield fail(authority.rule, `${event.actor} ${authority.why} at ${event.at}`, targetSeq);
+    }
+  }
+}
+
+/** The redaction an event records, or why the server would not have written it. */
+function wellFormed(event: {
+  seq: number;
+  entity: string;
+  payload: string;
+  commitment: string | null;
+}): { target: { seq: number; hash: string }; fields: string[] } | string {
+  if (event.commitment !== null) return `is written under commitment ${event.commitment}`;
+  const redaction = parseRedaction(event.payload);
+  if (redaction === null) return 'its payload is not a redaction';
+  const payload = JSON.parse(event.payload) as Record<string, unknown>;
+  const extra = Object.keys(payload).filter((k) => !['target', 'fields', 'reason'].includes(k));
+  const extraTarget = Object.keys(redaction.target).filter((k) => k !== 'seq' && k !== 'hash');
+  if (extra.length > 0 || extraTarget.length > 0) return 'its payload holds members a redaction has not';
+  const { fields, reason, target } = redaction;
+  if (target.seq < 1) return `names event ${target.seq}`;
+  if (event.entity !== `event/${target.seq}`) return `is about ${event.entity}, not event/${target.seq}`;
+  if (fields.length === 0 || fields.some((name) => name.length === 0)) return 'names no field';
+  // The server sorts the names and refuses a repeated one.
+  if (fields.some((name, i) => i > 0 && fields[i - 1]! >= name)) return 'names fields unsorted or twice';
+  const trimmed = reason.trim().length;
+  if (trimmed === 0 || trimmed > MAX_REASON) return `a reason of 1 to ${MAX_REASON} characters is required`;
+  return { target, fields };
+}
+
+/** Why `actor` could not redact in `log` at `at` (ms), or null when it could. */
+function authorityOf(
+  keys: Map<string, KeyWindow[]>,
+  actor: string,
+  log: string,
+  at: number,
+): { rule: 'ROLE_FORBIDDEN' | 'LOG_FORBIDDEN'; why: string } | null {
+  if (actor === OPERATOR_ACTOR) return null;
+  const redactorKeys = (keys.get(actor) ?? []).filter((key) => key.roles.includes(REDACTOR_ROLE));
+  if (redactorKeys.length === 0) {
+    return { rule: 'ROLE_FORBIDDEN', why: `held no key with the ${REDACTOR_ROLE} role` };
+  }
+  const forLog = redactorKeys.filter((key) => key.logs === null || key.logs.includes(log));
+  if (forLog.length === 0) {
+    return { rule: 'LOG_FORBIDDEN', why: `held no ${REDACTOR_ROLE} key for log ${log}` };
+  }
+  if (Number.isNaN(at) || !forLog.some((key) => key.createdAt <= at && at < key.endsAt)) {
+    return {
+      rule: 'ROLE_FORBIDDEN',
+      why: `held no live ${REDACTOR_ROLE} key (not yet issued, revoked or expired)`,
+    };
+  }
+  return null;
+}
+
+/** The keys the `system` log's events issue, by identity (exactly as the server writes it as actor). */
+async function keyWindows(db: Db): Promise<Map<string, KeyWindow[]>> {
+  const events = await db
+    .select({
+      kind: auditEvents.kind,
+      entityId: auditEvents.entityId,
+      recordedAt: auditEvents.recordedAt,
+      payload: auditEvents.payload,
+      payloadHash: auditEvents.payloadHash,
+    })
+    .from(auditEvents)
+    .where(
+      and(
+        eq(auditEvents.logId, SYSTEM_LOG),
+        anyOf(auditEvents.kind, [KEY_CREATED, KEY_REVOKED, KEY_EXPIRES]),
+      ),
+    )
+    .orderBy(asc(auditEvents.seq));
+  const byId = new Map<string, KeyWindow>();
+  for (const event of events) {
+    // A payload edited in place (roles added) is not the one the system log's chain holds.
+    if (payloadHashOf(event.payload) !== event.payloadHash) continue;
+    if (event.kind === KEY_CREATED) {
+      const key = parseCreated(event.payload, Date.parse(event.recordedAt));
+      if (key !== null && event.entityId === key.id) byId.set(key.id, key.window);
+      continue;
+    }
+    const key = byId.get(event.entityId);
+    if (key === undefined) continue;
+    const end =
+      event.kind === KEY_REVOKED
+        ? Date.parse(event.recordedAt)
+        : Date.parse(expiryOf(event.entityId, event).expiresAt);
+    // A time that does not parse ends the key at once: power is only ever taken away.
+    key.endsAt = Math.min(key.endsAt, Number.isNaN(end) ? key.createdAt : end);
+  }
+  const byIdentity = new Map<string, KeyWindow[]>();
+  for (const key of byId.values()) {
+    byIdentity.set(key.identity, [...(byIdentity.get(key.identity) ?? []), key]);
+  }
+  return byIdentity;
+}
+
+function parseCreated(payload: string, createdAt: number): { id: string; window: KeyWindow } | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(payload);
+  } catch {
+    return null;
+  }
+  const { id, identity, roles, logs } = (parsed ?? {}) as Record<string, unknown>;
+  const strings = (value: unknown): value is string[] =>
+    Array.isArray(value) && value.every((item) => typeof item === 'string');
+  if (typeof id !== 'string' || typeof identity !== 'string' || !strings(roles)) return null;
+  // Keys issued before keys could be limited to logs name none: every log.
+  if (logs !== undefined && logs !== null && !strings(logs)) return null;
+  if (Number.isNaN(createdAt)) return null;
+  return { id, window: { identity, roles, logs: logs ?? null, createdAt, endsAt: Number.POSITIVE_INFINITY } };
+}
+
+/** The events a page of redactions names, by seq (one query). */
+async function targetsOf(
+  db: Db,
+  log: string,
+  page: readonly { payload: string }[],
+): Promise<Map<number, { hash: string; actor: string; payload: string; commitment: string | null }>> {
+  const seqs = [
+    ...new Set(page.map((event) => parseRedaction(event.payload)?.target.seq).filter(Number.isSafeInteger)),
+  ] as number[];
+  if (seqs.length === 0) return new Map();
+  const rows = await db
+    .select({
+      seq: auditEvents.seq,
+      hash: auditEvents.hash,
+      actor: auditEvents.actor,
+      payload: auditEvents.payload,
+      commitment: auditEvents.commitment,
+    })
+    .from(auditEvents)
+    .where(and(eq(auditEvents.logId, log), anyOf(auditEvents.seq, seqs, 'bigint')));
+  return new Map(rows.map(({ seq, ...row }) => [seq, row]));
+}
