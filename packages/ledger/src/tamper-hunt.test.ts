@@ -181,6 +181,16 @@ describe.each(testBackends())('verifyChain against edits beside the chain, on $n
       );
     });
 
+    it('a stored Merkle node re-spelled in upper case is MERKLE_MISMATCH', async () => {
+      // The same bytes, but not the lowercase hex every hash is stored as, and served as in proofs.
+      const { log } = await recordLog();
+      await expectCaught(
+        log,
+        [sql`update merkle_nodes set hash = upper(hash) where log_id = ${log} and level = 1 and idx = 0`],
+        'MERKLE_MISMATCH@merkle_nodes',
+      );
+    });
+
     it('a checkpoint copied to another size is CHECKPOINT_MISMATCH', async () => {
       const { log, size } = await recordLog();
       await expectCaught(

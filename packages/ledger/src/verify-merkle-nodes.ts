@@ -8,6 +8,7 @@ import { startTreeHashingWorker, type TreeHashingWorker } from './merkle/tree-ha
 const DEFAULT_BLOCK_LEAVES = 8_192;
 const HASH_BYTES = 32;
 const TABLE = 'merkle_nodes';
+const NOT_LOWER_HEX = /[^0-9a-f]/;
 /** Fewer leaves than this per batch are hashed on the main thread: a worker would not pay for its start. */
 const DEFAULT_WORKER_MIN_LEAVES = 2_048;
 
@@ -386,8 +387,9 @@ async function readBlock(
     const { level, n, lo, hi } = row;
     // Every hash 64 characters and the whole decoding to 32 bytes each means every one is
     // 64 hex digits (Buffer stops at the first character that is not): the packed bytes
-    // are then exactly the stored hashes, one after the other.
-    const bytes = row.sized ? Buffer.from(row.hashes, 'hex') : undefined;
+    // are then exactly the stored hashes, one after the other. Buffer also reads upper-case
+    // digits, which no stored hash has: a block with one is compared row by row, as text.
+    const bytes = row.sized && !NOT_LOWER_HEX.test(row.hashes) ? Buffer.from(row.hashes, 'hex') : undefined;
     if (lo === row.lo_wanted && hi - lo + 1 === n && bytes !== undefined && bytes.length === n * HASH_BYTES) {
       stored.set(level, { kind: 'packed', lo, count: n, bytes });
       continue;
