@@ -12,6 +12,7 @@ import { createKeyStore, type KeyStore } from './auth/key-store';
 import { errorResponse, handleError } from './error-response';
 import { ApiError } from './errors';
 import { accessLog } from './http/access-log';
+import { setAnswerHeader } from './http/answer-header';
 import type { AppEnv } from './http/app-env';
 import { registerConsoleAssets } from './http/console-assets';
 import { createRateLimiter, type RateLimit, rateLimit } from './http/rate-limit';
@@ -151,8 +152,8 @@ export function createApp(options: AppOptions): VouchApp {
     c.set('limits', limits);
     await next();
     // Answers carry ledger content and depend on the caller's key: never cache them.
-    if (!c.res.headers.has('cache-control')) c.header('Cache-Control', 'no-store');
-    c.header('X-Content-Type-Options', 'nosniff');
+    if (!c.res.headers.has('cache-control')) setAnswerHeader(c, 'Cache-Control', 'no-store');
+    setAnswerHeader(c, 'X-Content-Type-Options', 'nosniff');
   });
   app.use('*', accessLog());
   app.use('*', requestMetrics(metrics));
@@ -166,7 +167,7 @@ export function createApp(options: AppOptions): VouchApp {
     await next();
     // A request that was in flight when shutdown began: let it finish, then close its
     // connection so the server is not kept open by an idle keep-alive socket.
-    if (draining()) c.header('Connection', 'close');
+    if (draining()) setAnswerHeader(c, 'Connection', 'close');
   });
   const authentication = authenticate(keys, {
     maxAgeDays: options.keyMaxAgeDays ?? 0,

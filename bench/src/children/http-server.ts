@@ -17,7 +17,8 @@ const open = () => openDatabase(values.url ? { url: values.url, maxConnections: 
 
 /** The app over `database`, on port 0 (in a cluster worker: the port every worker shares). */
 function serveApp(ledger: ReturnType<typeof createLedger>, onListening: (port: number) => void) {
-  const app = createApp({ ledger, keys: createKeyStore(ledger) });
+  // Keys remembered while the revocation feed listens, as `vouch serve` has them.
+  const app = createApp({ ledger, keys: createKeyStore(ledger, { cache: true }) });
   return serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => onListening(info.port));
 }
 

@@ -65,6 +65,10 @@ describe('parseJsonBody', () => {
       ['[1e400]', 5, 'NUMBER_NOT_EXACT'],
       ['9007199254740993', 5, 'NUMBER_NOT_EXACT'],
       ['"\\udc00"', 5, 'LONE_SURROGATE'],
+      ['{"k":["a\\uD8FF"]}', 5, 'LONE_SURROGATE'],
+      // Raw, as text that was not decoded from UTF-8 can hold it.
+      ['{"k":"a\ud800"}', 5, 'LONE_SURROGATE'],
+      ['{"k":"\\\\u0000","n":"\\u0000"}', 5, 'NUL_CHARACTER'],
       ['{"\\u0000":1}', 5, 'NUL_CHARACTER'],
       ['["ok","a\\u0000"]', 5, 'NUL_CHARACTER'],
     ])('refuses %s (depth %i) with %s', (text, maxDepth, code) => {

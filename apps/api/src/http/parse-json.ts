@@ -2,6 +2,9 @@ import { canonicalJson } from '@vouch/audit';
 import { ApiError } from '../errors';
 import { inexactNumberReason } from './exact-number';
 
+const MAY_HOLD_SURROGATE = /\\u[dD][89a-fA-F]|[\uD800-\uDFFF]/;
+const MAY_HOLD_NUL = /\\u0000/;
+
 /**
  * Parse a request body as JSON for a ledger that hashes what it is given.
  *
@@ -44,8 +47,11 @@ export function parseJsonBody(text: string, options: { maxDepth: number }): unkn
   }
   // The same check the ledger applies before hashing: refuses non-finite numbers and lone
   // surrogates with AuditError codes, so nothing is written that could not be canonicalized.
-  canonicalJson(value);
-  const nul = findNul(value, '');
+  // Past the number scan above, a surrogate is all it can still refuse, and a parsed value
+  // holds one only where the text does (escaped, or raw in text not decoded from UTF-8).
+  if (MAY_HOLD_SURROGATE.test(text)) canonicalJson(value);
+  // JSON cannot carry a raw U+0000 in a string, only the escape.
+  const nul = MAY_HOLD_NUL.test(text) ? findNul(value, '') : undefined;
   if (nul !== undefined) {
     // Postgres text and jsonb cannot hold U+0000; refusing it here keeps it a 400, not a 500.
     throw new ApiError(
