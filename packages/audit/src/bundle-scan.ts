@@ -1,5 +1,6 @@
 import { BUNDLE_EVENT_FIELDS, BUNDLE_FORMATS, type BundleHeader } from './bundle-format';
 import type { StoredEvent } from './event-hash';
+import { isHex64 } from './hex64';
 import { SubtreeStack } from './merkle-subtree-stack';
 import { type ChainChecker, type ChainHead, createChainChecker } from './verify-events';
 
@@ -184,7 +185,6 @@ export type ParsedLine =
 
 const TEXT_FIELDS = ['log', 'kind', 'entity', 'actor', 'at', 'payload'] as const;
 const HASH_FIELDS = ['payload_hash', 'prev_hash', 'hash'] as const;
-const HEX64 = /^[0-9a-f]{64}$/;
 const LONE_SURROGATE = /\p{Surrogate}/u;
 /** `isWellFormed` (ES2024, Node 20) where the runtime has it: a scan, not a regex match. */
 const isUnicodeText: (text: string) => boolean =
@@ -233,7 +233,7 @@ export function parseLine(line: string): ParsedLine {
   }
   for (const field of HASH_FIELDS) {
     const hash = value[field];
-    if (typeof hash !== 'string' || !HEX64.test(hash)) {
+    if (typeof hash !== 'string' || !isHex64(hash)) {
       return { kind: 'malformed', reason: `${field} must be 64 lowercase hex digits` };
     }
   }
