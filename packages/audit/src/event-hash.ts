@@ -50,6 +50,15 @@ export function payloadHashOf(canonicalPayload: string): string {
  * as editing the payload. An event with a `commitment` hashes it as a ninth member.
  */
 export function eventHashOf(header: EventHeader): string {
+  return eventHashKnowing(header, false);
+}
+
+/**
+ * {@link eventHashOf}, told whether the caller already knows `payload_hash` and `prev_hash`
+ * are hex (each equal to a digest it computed): then they need no check for escapes. For
+ * the chain checker, which learns exactly that on every intact event.
+ */
+export function eventHashKnowing(header: EventHeader, hashesAreHex: boolean): string {
   const { actor, at, entity, kind, log, payload_hash, prev_hash, seq, commitment } = header;
   const committed = commitment !== undefined && commitment !== null;
   // Fast path, taken for every event the ledger writes and an auditor checks: the members
@@ -80,8 +89,7 @@ export function eventHashOf(header: EventHeader): string {
       isPlainJsonString(entity) &&
       isPlainJsonString(kind) &&
       isPlainJsonString(log) &&
-      isPlainJsonString(payload_hash) &&
-      isPlainJsonString(prev_hash) &&
+      (hashesAreHex || (isPlainJsonString(payload_hash) && isPlainJsonString(prev_hash))) &&
       (!committed || isPlainJsonString(commitment))
     ) {
       const commitmentMember = committed ? `"commitment":"${commitment}",` : '';
