@@ -68,6 +68,16 @@ describe('forEachLine', () => {
     expect(await linesOf(bytes, 5, 18, 3)).toEqual(['first', 'second']);
   });
 
+  it('gives each of several calls at once its own lines', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(someBytes, { minLength: 2, maxLength: 4 }), async (texts) => {
+        const all = await Promise.all(texts.map((bytes) => linesOf(bytes, 0, bytes.length, 4)));
+        expect(all).toEqual(texts.map(expected));
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   it('stops reading when onLine returns false', async () => {
     await fc.assert(
       fc.asyncProperty(

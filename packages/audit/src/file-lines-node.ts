@@ -10,6 +10,17 @@ export interface ByteRange {
 const NEWLINE = 0x0a;
 
 /**
+ * Block buffers of earlier calls, kept for the next: a worker verifies a part of a few MiB per
+ * call, and fresh 1 MiB buffers for each were external memory the collector had to chase.
+ */
+const freeBlocks: Buffer[] = [];
+
+function takeBlock(bytes: number): Buffer {
+  const index = freeBlocks.findIndex((block) => block.length === bytes);
+  return index === -1 ? Buffer.allocUnsafe(bytes) : freeBlocks.splice(index, 1)[0]!;
+}
+
+/**
  * Call `onLine` with each line of the bytes `[start, end)` of a file, decoded as UTF-8
  * without its `\n`, the lines `splitLines` gives for the same bytes (a final empty line
  * after the last `\n` is not one). Reads blocks into two reused buffers, the next block
@@ -25,7 +36,7 @@ export async function forEachLine(
   onLine: (line: string) => unknown,
   blockBytes = BLOCK_BYTES,
 ): Promise<void> {
-  const buffers = [Buffer.allocUnsafe(blockBytes), Buffer.allocUnsafe(blockBytes)] as const;
+  const buffers = [takeBlock(blockBytes), takeBlock(blockBytes)] as const;
   let position = range.start;
   const read = (buffer: Buffer): Promise<number> => {
     const length = Math.min(buffer.length, range.end - position);
@@ -72,6 +83,7 @@ export async function forEachLine(
   } finally {
     // The read ahead must land before the caller closes the file.
     await next.catch(() => undefined);
+    freeBlocks.push(...buffers);
   }
   if (carry !== undefined) onLine(carry.toString('utf8'));
 }
