@@ -1,5 +1,6 @@
 import { BUNDLE_EVENT_FIELDS, BUNDLE_FORMATS, type BundleHeader } from './bundle-format';
 import type { StoredEvent } from './event-hash';
+import { isHex64 } from './hex64';
 import { SubtreeStack } from './merkle-subtree-stack';
 import { type ChainChecker, type ChainHead, createChainChecker } from './verify-events';
 
@@ -184,10 +185,9 @@ export type ParsedLine =
 
 const TEXT_FIELDS = ['log', 'kind', 'entity', 'actor', 'at', 'payload'] as const;
 const HASH_FIELDS = ['payload_hash', 'prev_hash', 'hash'] as const;
-const HEX64 = /^[0-9a-f]{64}$/;
 const LONE_SURROGATE = /\p{Surrogate}/u;
 /** `isWellFormed` (ES2024, Node 20) where the runtime has it: a scan, not a regex match. */
-const isUnicodeText: (text: string) => boolean =
+const isWellFormedText: (text: string) => boolean =
   typeof (String.prototype as Partial<WellFormed>).isWellFormed === 'function'
     ? (text) => (text as unknown as WellFormed).isWellFormed()
     : (text) => !LONE_SURROGATE.test(text);
@@ -198,22 +198,22 @@ interface WellFormed {
 export function parseLine(line: string): ParsedLine {
   const value = parseJson(line);
   if (!isObject(value)) return { kind: 'malformed', reason: 'not a JSON object' };
-  if (!Object.hasOwn(value, 'seq')) {
-    const keys = Object.keys(value);
-    if (keys.length === 1 && keys[0] === 'checkpoint') {
-      return typeof value.checkpoint === 'string'
-        ? { kind: 'checkpoint', note: value.checkpoint }
-        : { kind: 'malformed', reason: 'checkpoint must be the note text' };
+  const members = eventMembers(value);
+  if (members === undefined) {
+    if (!Object.hasOwn(value, 'seq')) {
+      const keys = Object.keys(value);
+      if (keys.length === 1 && keys[0] === 'checkpoint') {
+        return typeof value.checkpoint === 'string'
+          ? { kind: 'checkpoint', note: value.checkpoint }
+          : { kind: 'malformed', reason: 'checkpoint must be the note text' };
+      }
     }
-  }
-  const committed = Object.hasOwn(value, 'commitment') || Object.hasOwn(value, 'fields');
-  if (!hasExactlyEventFields(value, committed ? FIELD_EVENT_EXTRA : [])) {
     return {
       kind: 'malformed',
       reason: `an event line has exactly the members ${BUNDLE_EVENT_FIELDS.join(', ')}, and with a field commitment also ${FIELD_EVENT_EXTRA.join(', ')}`,
     };
   }
-  if (committed) {
+  if (members === 'committed') {
     if (typeof value.commitment !== 'string')
       return { kind: 'malformed', reason: 'commitment must be a string' };
     if (!isFieldOpenings(value.fields)) {
@@ -224,24 +224,69 @@ export function parseLine(line: string): ParsedLine {
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) {
     return { kind: 'malformed', reason: 'seq must be a positive integer' };
   }
-  for (const field of TEXT_FIELDS) {
-    const text = value[field];
-    // A lone surrogate (from a \ud800 escape) is not text the ledger could have hashed.
-    if (typeof text !== 'string' || !isUnicodeText(text)) {
-      return { kind: 'malformed', reason: `${field} must be a string of Unicode text` };
-    }
-  }
-  for (const field of HASH_FIELDS) {
-    const hash = value[field];
-    if (typeof hash !== 'string' || !HEX64.test(hash)) {
-      return { kind: 'malformed', reason: `${field} must be 64 lowercase hex digits` };
-    }
-  }
+  // Member by member rather than in a loop over their names: a property read the engine
+  // can specialize, on every line.
+  // A lone surrogate (from a \ud800 escape) is not text the ledger could have hashed.
+  if (!isUnicodeText(value.log)) return notText('log');
+  if (!isUnicodeText(value.kind)) return notText('kind');
+  if (!isUnicodeText(value.entity)) return notText('entity');
+  if (!isUnicodeText(value.actor)) return notText('actor');
+  if (!isUnicodeText(value.at)) return notText('at');
+  if (!isUnicodeText(value.payload)) return notText('payload');
+  if (!isHash(value.payload_hash)) return notHash('payload_hash');
+  if (!isHash(value.prev_hash)) return notHash('prev_hash');
+  if (!isHash(value.hash)) return notHash('hash');
   return { kind: 'event', event: value as unknown as StoredEvent };
+}
+
+function isUnicodeText(text: unknown): boolean {
+  return typeof text === 'string' && isWellFormedText(text);
+}
+
+function isHash(hash: unknown): boolean {
+  return typeof hash === 'string' && isHex64(hash);
+}
+
+function notText(field: (typeof TEXT_FIELDS)[number]): ParsedLine {
+  return { kind: 'malformed', reason: `${field} must be a string of Unicode text` };
+}
+
+function notHash(field: (typeof HASH_FIELDS)[number]): ParsedLine {
+  return { kind: 'malformed', reason: `${field} must be 64 lowercase hex digits` };
 }
 
 /** The members an event line with a field commitment has beside {@link BUNDLE_EVENT_FIELDS}. */
 const FIELD_EVENT_EXTRA = ['commitment', 'fields'] as const;
+/** An event line's members in the order `encodeBundle` writes them. */
+const EVENT_LINE_ORDER: readonly string[] = [...BUNDLE_EVENT_FIELDS, ...FIELD_EVENT_EXTRA];
+
+/**
+ * 'plain' when `value` has exactly the members of an event line, 'committed' when exactly
+ * those and {@link FIELD_EVENT_EXTRA}, undefined otherwise.
+ */
+function eventMembers(value: Record<string, unknown>): 'plain' | 'committed' | undefined {
+  // The usual line, in the order encodeBundle writes it, is settled in one walk over its
+  // keys: for-in gives own keys before inherited ones, so when the last key is own, so are
+  // all before it. Any other order or doubt takes the member-by-member check.
+  let count = 0;
+  let last = '';
+  for (const key in value) {
+    if (count >= EVENT_LINE_ORDER.length || key !== EVENT_LINE_ORDER[count])
+      return eventMembersInAnyOrder(value);
+    count++;
+    last = key;
+  }
+  if (!Object.hasOwn(value, last)) return eventMembersInAnyOrder(value);
+  if (count === BUNDLE_EVENT_FIELDS.length) return 'plain';
+  if (count === EVENT_LINE_ORDER.length) return 'committed';
+  return eventMembersInAnyOrder(value);
+}
+
+function eventMembersInAnyOrder(value: Record<string, unknown>): 'plain' | 'committed' | undefined {
+  const committed = Object.hasOwn(value, 'commitment') || Object.hasOwn(value, 'fields');
+  if (!hasExactlyEventFields(value, committed ? FIELD_EVENT_EXTRA : [])) return undefined;
+  return committed ? 'committed' : 'plain';
+}
 
 function hasExactlyEventFields(value: Record<string, unknown>, extra: readonly string[]): boolean {
   let count = 0;

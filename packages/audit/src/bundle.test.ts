@@ -123,6 +123,11 @@ describe('verifyBundle', () => {
       ['an array', '[1]'],
       ['an empty line', ''],
       ['an extra member', (line: string) => line.replace('{"log"', '{"extra":1,"log"')],
+      ['an extra member at the end', (line: string) => line.replace(/}$/, ',"extra":1}')],
+      [
+        'a field commitment without its fields',
+        (line: string) => line.replace(/}$/, ',"commitment":"fields/1"}'),
+      ],
       ['a missing member', (line: string) => line.replace(/"actor":"gateway",/, '')],
       ['a string seq', (line: string) => line.replace('"seq":2', '"seq":"2"')],
       ['a numeric kind', (line: string) => line.replace('"kind":"proposal.created"', '"kind":7')],
@@ -156,6 +161,34 @@ describe('verifyBundle', () => {
       const report = await verify(lines);
       expect(codes(report)).toEqual(['0 BUNDLE_MALFORMED']);
       expect(report.checked).toBe(0);
+    });
+
+    it('takes an event line whose members come in another order', async () => {
+      const lines = await linesOf(chain(3));
+      const event = JSON.parse(lines[2]!) as Record<string, unknown>;
+      lines[2] = JSON.stringify(Object.fromEntries(Object.entries(event).reverse()));
+      expect(codes(await verify(lines))).toEqual([]);
+    });
+
+    it('reports BUNDLE_MALFORMED for a member the line lacks and only Object.prototype has', async () => {
+      const lines = await linesOf(chain(3));
+      const hash = (JSON.parse(lines[2]!) as { hash: string }).hash;
+      lines[2] = lines[2]!.replace(/,"hash":"[0-9a-f]+"}$/, '}');
+      // Polluted, enumerable: for-in walks it after the line's own nine members.
+      Object.defineProperty(Object.prototype, 'hash', {
+        value: hash,
+        enumerable: true,
+        configurable: true,
+        writable: true,
+      });
+      try {
+        const report = await verify(lines);
+        expect(report.failures).toContainEqual(
+          expect.objectContaining({ seq: 2, code: 'BUNDLE_MALFORMED', line: 3 }),
+        );
+      } finally {
+        delete (Object.prototype as { hash?: unknown }).hash;
+      }
     });
 
     it('reports BUNDLE_MALFORMED for an empty bundle', async () => {

@@ -166,5 +166,44 @@ describe('eventHashOf fast path', () => {
         { numRuns: 3_000 },
       );
     });
+
+    it('gives the hash of the canonical JSON when one string is unusual and the others ordinary', () => {
+      const fields = [
+        'log',
+        'kind',
+        'entity',
+        'actor',
+        'at',
+        'payload_hash',
+        'prev_hash',
+        'commitment',
+      ] as const;
+      const ordinary: EventHeader = {
+        log: 'default',
+        seq: 7,
+        kind: 'tool.call',
+        entity: 'proposal-7',
+        actor: 'agent:a',
+        at: '2026-01-01T00:00:00.007Z',
+        payload_hash: 'a'.repeat(64),
+        prev_hash: 'b'.repeat(64),
+        commitment: 'fields/1',
+      };
+      fc.assert(
+        fc.property(fc.constantFrom(...fields), anyText, fc.boolean(), (field, text, committed) => {
+          const h: EventHeader = { ...ordinary, [field]: text };
+          if (!committed && field !== 'commitment') delete h.commitment;
+          let expected: string | { code: string };
+          try {
+            expected = reference(h);
+          } catch (error) {
+            expected = { code: (error as { code: string }).code };
+          }
+          if (typeof expected === 'string') expect(eventHashOf(h)).toBe(expected);
+          else expect(() => eventHashOf(h)).toThrow(expect.objectContaining(expected));
+        }),
+        { numRuns: 3_000 },
+      );
+    });
   });
 });

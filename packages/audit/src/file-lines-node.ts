@@ -10,44 +10,82 @@ export interface ByteRange {
 const NEWLINE = 0x0a;
 
 /**
+ * Block buffers of earlier calls, kept for the next: a worker verifies a part of a few MiB per
+ * call, and fresh 1 MiB buffers for each were external memory the collector had to chase.
+ */
+const freeBlocks: Buffer[] = [];
+
+function takeBlock(bytes: number): Buffer {
+  const index = freeBlocks.findIndex((block) => block.length === bytes);
+  return index === -1 ? Buffer.allocUnsafe(bytes) : freeBlocks.splice(index, 1)[0]!;
+}
+
+/**
  * Call `onLine` with each line of the bytes `[start, end)` of a file, decoded as UTF-8
  * without its `\n`, the lines `splitLines` gives for the same bytes (a final empty line
- * after the last `\n` is not one). Reads blocks into one reused buffer and decodes each
- * line once, where a text stream would decode every block and then copy each line out of
- * a concatenation. A `\n` byte never occurs inside a UTF-8 sequence, so decoding line by
- * line gives the same text (with the same U+FFFD for invalid bytes) as decoding the whole.
- * `onLine` returns false to stop reading.
+ * after the last `\n` is not one). Reads blocks into two reused buffers, the next block
+ * while the lines of this one are checked, and decodes each line once, where a text stream
+ * would decode every block and then copy each line out of a concatenation. A `\n` byte
+ * never occurs inside a UTF-8 sequence, so decoding line by line gives the same text (with
+ * the same U+FFFD for invalid bytes) as decoding the whole. `onLine` returns false to stop
+ * reading.
  */
 export async function forEachLine(
   handle: FileHandle,
   range: ByteRange,
   onLine: (line: string) => unknown,
+  blockBytes = BLOCK_BYTES,
 ): Promise<void> {
-  let buffer = Buffer.allocUnsafe(BLOCK_BYTES);
-  let filled = 0;
+  const buffers = [takeBlock(blockBytes), takeBlock(blockBytes)] as const;
   let position = range.start;
-  while (position < range.end) {
-    if (filled === buffer.length) {
-      // A line longer than the buffer: grow it rather than split the line.
-      const bigger = Buffer.allocUnsafe(buffer.length * 2);
-      buffer.copy(bigger, 0, 0, filled);
-      buffer = bigger;
+  const read = (buffer: Buffer): Promise<number> => {
+    const length = Math.min(buffer.length, range.end - position);
+    if (length <= 0) return Promise.resolve(0);
+    const at = position;
+    position += length;
+    return handle.read(buffer, 0, length, at).then(({ bytesRead }) => {
+      // A file cut short under us: read on from where it really ended.
+      if (bytesRead < length) position = at + bytesRead;
+      return bytesRead;
+    });
+  };
+  // The start of a line that runs past the block it began in, copied out of that block.
+  let carry: Buffer | undefined;
+  let [current, spare] = buffers;
+  let next = read(current);
+  try {
+    for (;;) {
+      const bytesRead = await next;
+      if (bytesRead === 0) break;
+      const bytes = current.subarray(0, bytesRead);
+      [current, spare] = [spare, current];
+      next = read(current);
+      let lineStart = 0;
+      let newline = bytes.indexOf(NEWLINE);
+      if (carry !== undefined) {
+        if (newline === -1) {
+          carry = Buffer.concat([carry, bytes]);
+          continue;
+        }
+        const line = Buffer.concat([carry, bytes.subarray(0, newline)]).toString('utf8');
+        carry = undefined;
+        if (onLine(line) === false) return;
+        lineStart = newline + 1;
+        newline = bytes.indexOf(NEWLINE, lineStart);
+      }
+      while (newline !== -1) {
+        if (onLine(bytes.toString('utf8', lineStart, newline)) === false) return;
+        lineStart = newline + 1;
+        newline = bytes.indexOf(NEWLINE, lineStart);
+      }
+      if (lineStart < bytesRead) carry = Buffer.from(bytes.subarray(lineStart));
     }
-    const length = Math.min(buffer.length - filled, range.end - position);
-    const { bytesRead } = await handle.read(buffer, filled, length, position);
-    if (bytesRead === 0) break;
-    position += bytesRead;
-    filled += bytesRead;
-    const bytes = buffer.subarray(0, filled);
-    let lineStart = 0;
-    for (let newline = bytes.indexOf(NEWLINE); newline !== -1; newline = bytes.indexOf(NEWLINE, lineStart)) {
-      if (onLine(bytes.toString('utf8', lineStart, newline)) === false) return;
-      lineStart = newline + 1;
-    }
-    buffer.copy(buffer, 0, lineStart, filled);
-    filled -= lineStart;
+  } finally {
+    // The read ahead must land before the caller closes the file.
+    await next.catch(() => undefined);
+    freeBlocks.push(...buffers);
   }
-  if (filled > 0) onLine(buffer.toString('utf8', 0, filled));
+  if (carry !== undefined) onLine(carry.toString('utf8'));
 }
 
 /**

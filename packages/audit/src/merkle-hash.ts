@@ -1,5 +1,6 @@
 import { hexToBytes } from '@noble/hashes/utils.js';
 import { AuditError } from './errors';
+import { isHex64 } from './hex64';
 import { sha256 } from './sha256';
 
 /** Width in bytes of every Merkle hash (SHA-256). */
@@ -63,8 +64,6 @@ export class MerkleHasher {
   }
 }
 
-const EVENT_HASH = /^[0-9a-f]{64}$/;
-
 /**
  * The Merkle leaf hash of an audit event: the leaf is the event's 32-byte `hash`
  * (hex-decoded), not its payload, so a payload can later be redacted from storage while
@@ -73,7 +72,7 @@ const EVENT_HASH = /^[0-9a-f]{64}$/;
  * Throws `AuditError` `MALFORMED_PROOF` when `eventHash` is not 64 lowercase hex digits.
  */
 export function eventLeafHash(eventHash: string): Uint8Array {
-  if (!EVENT_HASH.test(eventHash)) {
+  if (!isHex64(eventHash)) {
     throw new AuditError('MALFORMED_PROOF', 'an event hash must be 64 lowercase hex digits');
   }
   return hashLeaf(hexToBytes(eventHash));

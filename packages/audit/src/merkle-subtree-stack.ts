@@ -1,3 +1,4 @@
+import { decodeHex64Into } from './hex64';
 import { EMPTY_TREE_ROOT, MERKLE_HASH_SIZE, MerkleHasher } from './merkle-hash';
 import { foldFromRight } from './merkle-proofs';
 import type { SubtreeHash } from './merkle-subtrees';
@@ -35,9 +36,7 @@ export class SubtreeStack {
 
   /** Append the leaf of an event hash (64 lowercase hex digits, checked by the caller). */
   appendEventHash(hex: string): void {
-    for (let i = 0; i < MERKLE_HASH_SIZE; i++) {
-      this.#leaf[i] = (hexValue(hex.charCodeAt(2 * i)) << 4) | hexValue(hex.charCodeAt(2 * i + 1));
-    }
+    decodeHex64Into(hex, this.#leaf);
     this.push({ level: 0, index: this.#end, hash: this.#hasher.leaf(this.#leaf) });
   }
 
@@ -66,9 +65,4 @@ export class SubtreeStack {
   root(): Uint8Array {
     return this.#nodes.length === 0 ? EMPTY_TREE_ROOT : foldFromRight(this.#nodes.map((node) => node.hash));
   }
-}
-
-/** The value of a lowercase hex digit's char code. */
-function hexValue(code: number): number {
-  return code <= 57 ? code - 48 : code - 87;
 }

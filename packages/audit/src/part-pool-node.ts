@@ -9,8 +9,16 @@ interface Job {
 
 interface PoolWorker {
   worker: Worker;
-  job: Job | undefined;
+  /** Jobs sent to this worker and not answered yet, by message id. */
+  jobs: Map<number, Job>;
 }
+
+/**
+ * Jobs a worker holds at once: the one it verifies and the next, already in its message
+ * queue, so it starts on the next part without waiting for this thread to hear back and
+ * send one (a wait that grows when the machine is busy).
+ */
+const JOBS_PER_WORKER = 2;
 
 /**
  * The worker threads that verify parts of bundle files, started on first use and kept for
@@ -35,36 +43,44 @@ class PartPool {
   }
 
   #dispatch(): void {
-    for (const entry of this.#workers) {
-      if (this.#queue.length === 0) return;
-      if (entry.job !== undefined) continue;
-      const job = this.#queue.shift()!;
-      entry.job = job;
-      entry.worker.ref();
-      entry.worker.postMessage({ id: this.#nextId++, task: job.task });
+    // Fill every worker's first slot before any second one, so the work spreads out.
+    for (let slots = 1; slots <= JOBS_PER_WORKER; slots++) {
+      for (const entry of this.#workers) {
+        if (this.#queue.length === 0) return;
+        if (entry.jobs.size >= slots) continue;
+        const job = this.#queue.shift()!;
+        const id = this.#nextId++;
+        entry.jobs.set(id, job);
+        entry.worker.ref();
+        entry.worker.postMessage({ id, task: job.task });
+      }
     }
   }
 
   #start(): PoolWorker {
-    const entry: PoolWorker = { worker: startWorker(), job: undefined };
-    const settle = (settleJob: (job: Job) => void) => {
-      const job = entry.job;
-      entry.job = undefined;
-      entry.worker.unref();
-      if (job !== undefined) settleJob(job);
+    const entry: PoolWorker = { worker: startWorker(), jobs: new Map() };
+    const settle = (ids: Iterable<number>, settleJob: (job: Job) => void) => {
+      for (const id of [...ids]) {
+        const job = entry.jobs.get(id);
+        entry.jobs.delete(id);
+        if (job !== undefined) settleJob(job);
+      }
+      if (entry.jobs.size === 0) entry.worker.unref();
       this.#dispatch();
     };
-    entry.worker.on('message', (message: { result?: PartResult; error?: string }) =>
-      settle((job) =>
+    entry.worker.on('message', (message: { id: number; result?: PartResult; error?: string }) =>
+      settle([message.id], (job) =>
         message.error === undefined ? job.resolve(message.result!) : job.reject(new Error(message.error)),
       ),
     );
-    entry.worker.on('error', (error) => settle((job) => job.reject(error)));
+    entry.worker.on('error', (error) => settle(entry.jobs.keys(), (job) => job.reject(error)));
     entry.worker.on('exit', (code) => {
-      // A worker that died leaves the pool (the next call starts another); its job fails.
+      // A worker that died leaves the pool (the next call starts another); its jobs fail.
       const index = this.#workers.indexOf(entry);
       if (index >= 0) this.#workers.splice(index, 1);
-      settle((job) => job.reject(new Error(`a bundle verification worker exited (code ${code})`)));
+      settle(entry.jobs.keys(), (job) =>
+        job.reject(new Error(`a bundle verification worker exited (code ${code})`)),
+      );
     });
     entry.worker.unref();
     return entry;

@@ -1,6 +1,7 @@
 import { bytesToHex, randomBytes } from '@noble/hashes/utils.js';
 import { canonicalJson } from './canonical-json';
 import { AuditError } from './errors';
+import { isHex64 } from './hex64';
 import { sha256Hex } from './sha256';
 
 /**
@@ -52,8 +53,6 @@ export interface RedactionPayload {
   fields: string[];
   reason: string;
 }
-
-const HEX64 = /^[0-9a-f]{64}$/;
 
 /** A fresh salt: 32 bytes from the platform's CSPRNG, so an erased short value cannot be guessed from its hash. */
 export function newFieldSalt(): string {
@@ -171,7 +170,7 @@ export function committedFieldHashes(
 function fieldHashesIn(value: unknown): Record<string, string> | null {
   if (!isPlainObject(value)) return null;
   for (const hash of Object.values(value)) {
-    if (typeof hash !== 'string' || !HEX64.test(hash)) return null;
+    if (typeof hash !== 'string' || !isHex64(hash)) return null;
   }
   return value as Record<string, string>;
 }

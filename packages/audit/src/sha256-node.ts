@@ -6,8 +6,13 @@ import { hash } from 'node:crypto';
 
 /** SHA-256 through node:crypto (OpenSSL): several times faster than pure JS on Node. */
 export function sha256(data: Uint8Array | string): Uint8Array {
-  const digest = hash('sha256', data, 'buffer');
-  return new Uint8Array(digest.buffer, digest.byteOffset, digest.byteLength);
+  // The digest as a 'binary' (latin1) string (one char per byte) copied into a small Uint8Array, which
+  // V8 keeps on its own heap: asking for a Buffer costs a native backing store per digest,
+  // three times the hash itself for the 33- and 65-byte Merkle inputs.
+  const digest = hash('sha256', data, 'binary');
+  const bytes = new Uint8Array(32);
+  for (let i = 0; i < 32; i++) bytes[i] = digest.charCodeAt(i);
+  return bytes;
 }
 
 /** SHA-256 of the UTF-8 bytes (or raw bytes) as lowercase hex. */

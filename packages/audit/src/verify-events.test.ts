@@ -78,6 +78,20 @@ describe('verifyEvents', () => {
       expect(failures).toContainEqual([2, 'HASH_MISMATCH']);
     });
 
+    it.each([
+      ['payload_hash', '"'],
+      ['prev_hash', '\\'],
+      ['prev_hash', '\n'],
+    ] as const)('reports as actual the canonical hash of an event whose %s holds %j', async (field, char) => {
+      const events = chainOf([1, 2, 3]);
+      const edited = { ...events[1]!, [field]: `${events[1]![field].slice(1)}${char}` };
+      events[1] = edited;
+      const report = await verifyEvents(events, { log: 'test' });
+      expect(report.failures).toContainEqual(
+        expect.objectContaining({ seq: 2, code: 'HASH_MISMATCH', actual: eventHashOf(edited) }),
+      );
+    });
+
     it('finds any single changed character in any event (property)', async () => {
       await fc.assert(
         fc.asyncProperty(
@@ -187,6 +201,24 @@ describe('verifyEvents', () => {
         [4, 'SEQ_GAP'],
         [4, 'PREV_HASH_MISMATCH'],
       ]);
+    });
+  });
+
+  describe('when the head it resumes after has a hash that is not hex', () => {
+    it('hashes the next event, which links to it, as canonical JSON', async () => {
+      const after = { seq: 1, hash: 'not "hex"' };
+      const header = {
+        log: 'test',
+        seq: 2,
+        kind: 'note',
+        entity: 'e2',
+        actor: 'user:alice',
+        at: '2026-01-01T00:00:01.000Z',
+        payload_hash: payloadHashOf('2'),
+        prev_hash: after.hash,
+      };
+      const event = { ...header, payload: '2', hash: eventHashOf(header) };
+      expect(await codesOf([event], { after })).toEqual([]);
     });
   });
 

@@ -1,4 +1,5 @@
-import { eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from './event-hash';
+import { eventHashKnowing, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from './event-hash';
+import { isHex64 } from './hex64';
 import {
   checkFieldOpenings,
   committedFieldHashes,
@@ -221,6 +222,8 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
   let failureCount = 0;
   let checked = 0;
   let previous: ChainHead | null = options.after ?? null;
+  /** Whether `previous.hash` is known to be 64 hex digits (the genesis hash is). */
+  let previousIsHex = previous === null || isHex64(previous.hash);
   let expectedHeadSeen = false;
   // Erasures and redaction events are rare: kept until the end, matched then (see matchRedactions).
   const evidence: RedactionEvidence = { erasures: [], redactionEvents: [] };
@@ -311,7 +314,12 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
           actual: actualPayloadHash,
         });
       }
-      const actualHash = eventHashOf(event);
+      const expectedPrev = previous === null ? GENESIS_PREV_HASH : previous.hash;
+      // Both equal to hex this checker computed (or the caller's trusted head, checked once):
+      // the header text needs no escapes checked for them.
+      const hashesAreHex =
+        actualPayloadHash === event.payload_hash && event.prev_hash === expectedPrev && previousIsHex;
+      const actualHash = eventHashKnowing(event, hashesAreHex);
       // A redaction event authorizes nothing unless it is the event that was hashed.
       checkContent(event, actualPayloadHash === event.payload_hash && actualHash === event.hash);
       if (actualHash !== event.hash) {
@@ -323,7 +331,6 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
           actual: actualHash,
         });
       }
-      const expectedPrev = previous === null ? GENESIS_PREV_HASH : previous.hash;
       // After a gap the link is judged against the row that is there; the gap is its own failure.
       if (event.prev_hash !== expectedPrev) {
         fail({
@@ -350,6 +357,7 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
         }
       }
       previous = { seq, hash: event.hash };
+      previousIsHex = actualHash === event.hash;
       checked++;
       if (checked % progressEvery === 0) options.onProgress?.(checked);
     },
