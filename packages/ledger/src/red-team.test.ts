@@ -166,7 +166,10 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       const first = await records.propose(agent, refund('k1'));
       await records.propose(agent, refund('k2', { arguments: { amount: 6, currency: 'EUR' } }));
       const last = await records.propose(agent, refund('k3', { arguments: { amount: 7, currency: 'EUR' } }));
-      const { observation } = await records.observe(agent, { proposal_id: last.proposal.id, outcome: 'failed' });
+      const { observation } = await records.observe(agent, {
+        proposal_id: last.proposal.id,
+        outcome: 'failed',
+      });
       await tamper(database, sql`delete from decisions where log_id = ${log} and id = ${first.decision!.id}`);
       await tamper(database, sql`delete from observations where log_id = ${log} and id = ${observation.id}`);
       // Two events a page: the rows are looked up page by page while the events stream by.
