@@ -13,6 +13,11 @@ export interface BenchOptions {
   /** Measured window of each throughput point, after `warmupMs`. */
   durationMs: number;
   warmupMs: number;
+  /**
+   * Warm-up before each measured window against a server process (http-append): its JIT
+   * takes seconds, and CPU per request in the first seconds was twice the steady state's.
+   */
+  serverWarmupMs: number;
   /** Offered loads (appends/s) for the open-loop latency runs, and how long each runs. */
   rates: number[];
   latencyMs: number;
@@ -51,6 +56,7 @@ const HELP = `npm run bench -- [options]
   --payloads <list>       payload sizes in bytes (default 300,2048)
   --writers <list>        concurrent writers (default 1,8,64,256)
   --duration <ms>         measured window per throughput point
+  --server-warmup <ms>    warm-up before each window against the HTTP server (default 3000)
   --rates <list>          offered loads for the latency runs, appends/s (default 100,1000)
   --latency-duration <ms> length of each latency run
   --verify-events <n>     events in the verification datasets
@@ -74,6 +80,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       payloads: { type: 'string' },
       writers: { type: 'string' },
       duration: { type: 'string' },
+      'server-warmup': { type: 'string' },
       rates: { type: 'string' },
       'latency-duration': { type: 'string' },
       'verify-events': { type: 'string' },
@@ -110,6 +117,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     writers: values.writers ? numbers(values.writers) : [1, 8, 64, 256],
     durationMs: values.duration ? Number(values.duration) : quick ? 800 : 2_500,
     warmupMs: quick ? 200 : 500,
+    serverWarmupMs: values['server-warmup'] ? Number(values['server-warmup']) : quick ? 500 : 3_000,
     rates: values.rates ? numbers(values.rates) : [100, 1000],
     latencyMs: values['latency-duration'] ? Number(values['latency-duration']) : quick ? 1_000 : 5_000,
     verifyEvents: values['verify-events'] ? Number(values['verify-events']) : quick ? 20_000 : 200_000,

@@ -57,13 +57,31 @@ export async function closedLoop(options: {
   warmupMs: number;
   durationMs: number;
   op: (worker: number, iteration: number) => Promise<number>;
-}): Promise<{ perSecond: number; units: number; seconds: number; totalUnits: number }> {
+  /**
+   * A CPU clock (ms) of whatever does the work, read when the measured window opens and when
+   * it closes: `windowCpuMs` is then the CPU of the window alone, warm-up (JIT, caches) left out.
+   */
+  cpuMs?: () => number | null;
+}): Promise<{
+  perSecond: number;
+  units: number;
+  seconds: number;
+  totalUnits: number;
+  windowCpuMs: number | null;
+}> {
   const start = now();
   const windowStart = start + options.warmupMs;
   const windowEnd = windowStart + options.durationMs;
   let units = 0;
   let totalUnits = 0;
   let firstError: unknown;
+  const clock = options.cpuMs;
+  let cpuAtStart: number | null = null;
+  let cpuAtEnd: number | null = null;
+  const opened = clock ? setTimeout(() => (cpuAtStart = clock()), options.warmupMs) : undefined;
+  const closed = clock
+    ? setTimeout(() => (cpuAtEnd = clock()), options.warmupMs + options.durationMs)
+    : undefined;
   await Promise.all(
     Array.from({ length: options.workers }, async (_, worker) => {
       for (let i = 0; now() < windowEnd && firstError === undefined; i++) {
@@ -78,9 +96,13 @@ export async function closedLoop(options: {
       }
     }),
   );
+  clearTimeout(opened);
+  clearTimeout(closed);
   if (firstError !== undefined) throw firstError;
+  if (clock && cpuAtEnd === null) cpuAtEnd = clock();
+  const windowCpuMs = cpuAtStart !== null && cpuAtEnd !== null ? cpuAtEnd - cpuAtStart : null;
   const seconds = options.durationMs / 1000;
-  return { perSecond: units / seconds, units, seconds, totalUnits };
+  return { perSecond: units / seconds, units, seconds, totalUnits, windowCpuMs };
 }
 
 /**

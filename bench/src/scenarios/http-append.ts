@@ -89,25 +89,21 @@ async function gatewayFlows(
 ): Promise<{ perSecond: number; eventsPerFlow: number; cpuMicros: number | null }> {
   const q = `?log=${log}`;
   const before = await headSeq(agent, server, log);
-  const cpuBefore = server.cpuMs();
   const flows = await closedLoop({
     workers: connections,
-    warmupMs: options.warmupMs,
+    warmupMs: options.serverWarmupMs,
     durationMs: options.durationMs,
+    cpuMs: server.cpuMs,
     op: async (w, i) => {
       await step(agent, server, q, w, i);
       return 1;
     },
   });
-  const cpuAfter = server.cpuMs();
   const events = (await headSeq(agent, server, log)) - before;
   return {
     perSecond: flows.perSecond,
     eventsPerFlow: events / Math.max(1, flows.totalUnits),
-    cpuMicros:
-      cpuBefore === null || cpuAfter === null
-        ? null
-        : ((cpuAfter - cpuBefore) * 1000) / Math.max(1, flows.totalUnits),
+    cpuMicros: cpuPerUnit(flows),
   };
 }
 
@@ -115,8 +111,9 @@ async function gatewayFlows(
 function proposalLoop(agent: Agent, server: Server, log: string, connections: number, options: BenchOptions) {
   return closedLoop({
     workers: connections,
-    warmupMs: options.warmupMs,
+    warmupMs: options.serverWarmupMs,
     durationMs: options.durationMs,
+    cpuMs: server.cpuMs,
     op: async (w, i) => {
       const res = await call(agent, server.port, {
         method: 'POST',
@@ -154,11 +151,7 @@ async function workersGain(
   const server = await startServer(bench.url, null, [log], options.workers);
   try {
     const agent = new Agent({ keepAlive: true, maxSockets: connections });
-    const cpuBefore = server.cpuMs();
-    const startedAt = performance.now();
     const proposals = await proposalLoop(agent, server, log, connections, options);
-    const cpuAfter = server.cpuMs();
-    const elapsedMs = performance.now() - startedAt;
     agent.destroy();
     return figure({
       scenario: 'http-append',
@@ -174,11 +167,11 @@ async function workersGain(
         workers: options.workers,
         load: loadavg(),
         baselineLoad: oneWorker.load,
-        ...(cpuBefore === null || cpuAfter === null
+        ...(proposals.windowCpuMs === null
           ? {}
           : {
-              serverCpuMicrosPerProposal: ((cpuAfter - cpuBefore) * 1000) / Math.max(1, proposals.totalUnits),
-              serverCores: (cpuAfter - cpuBefore) / elapsedMs,
+              serverCpuMicrosPerProposal: cpuPerUnit(proposals),
+              serverCores: proposals.windowCpuMs / options.durationMs,
             }),
       },
     });
@@ -209,18 +202,14 @@ export async function httpAppend(
       const agent = new Agent({ keepAlive: true, maxSockets: connections });
       const log = `http-${connections}`;
       const before = await headSeq(agent, server, log);
-      const cpuBefore = server.cpuMs();
-      const startedAt = performance.now();
       const proposals = await proposalLoop(agent, server, log, connections, options);
-      const cpuAfter = server.cpuMs();
-      const elapsedMs = performance.now() - startedAt;
       const events = (await headSeq(agent, server, log)) - before;
       const eventsPerProposal = events / Math.max(1, proposals.totalUnits);
-      const healthzCpuBefore = server.cpuMs();
       const ceiling = await closedLoop({
         workers: connections,
-        warmupMs: options.warmupMs,
+        warmupMs: options.serverWarmupMs,
         durationMs: options.durationMs,
+        cpuMs: server.cpuMs,
         op: async () => {
           const res = await call(agent, server.port, {
             method: 'GET',
@@ -231,7 +220,6 @@ export async function httpAppend(
           return 1;
         },
       });
-      const healthzCpuAfter = server.cpuMs();
       const flow = await gatewayFlows(
         agent,
         server,
@@ -251,16 +239,17 @@ export async function httpAppend(
       agent.destroy();
       const raw = await appendThroughputBaseline(bench, options.payloads[0] ?? 300, connections, options);
       const point = `${connections} connections, POST /v1/proposals`;
-      // The server's own CPU over each whole run (warm-up included): per request, and as a
+      // The server's own CPU in the measured window (warm-up left out): per request, and as a
       // share of one core. Near 1 core, the single Node thread is the bound that holds.
-      const perRequest = (from: number | null, to: number | null, requests: number) =>
-        from === null || to === null ? null : ((to - from) * 1000) / Math.max(1, requests);
-      const proposalCpu = perRequest(cpuBefore, cpuAfter, proposals.totalUnits);
-      const healthzCpu = perRequest(healthzCpuBefore, healthzCpuAfter, ceiling.totalUnits);
+      const proposalCpu = cpuPerUnit(proposals);
+      const healthzCpu = cpuPerUnit(ceiling);
       const serverCpu =
-        proposalCpu === null || cpuBefore === null || cpuAfter === null
+        proposalCpu === null || proposals.windowCpuMs === null
           ? {}
-          : { serverCpuMicrosPerProposal: proposalCpu, serverCores: (cpuAfter - cpuBefore) / elapsedMs };
+          : {
+              serverCpuMicrosPerProposal: proposalCpu,
+              serverCores: proposals.windowCpuMs / options.durationMs,
+            };
       const load = loadavg();
       const extra = {
         connections,
@@ -381,4 +370,9 @@ export async function httpAppend(
     await server.stop();
   }
   return figures;
+}
+
+/** Server CPU (µs) per unit of work completed in a closed loop's measured window. */
+function cpuPerUnit(run: { units: number; windowCpuMs: number | null }): number | null {
+  return run.windowCpuMs === null ? null : (run.windowCpuMs * 1000) / Math.max(1, run.units);
 }
