@@ -1,7 +1,13 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts', 'src/testing.ts', 'src/internal/benchmark.ts'],
+  entry: [
+    'src/index.ts',
+    'src/testing.ts',
+    'src/internal/benchmark.ts',
+    // Started as a worker thread by verify-chain-parts (parallel verifyChain), by its file name.
+    'src/verify-part-worker.ts',
+  ],
   format: ['esm'],
   // Declarations of other @vouch packages come from their built dist/ (turbo builds them first),
   // not from their sources: each package's types are checked once, not once per dependant.

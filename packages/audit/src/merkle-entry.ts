@@ -6,6 +6,7 @@ export { EMPTY_TREE_ROOT, hashChildren, hashLeaf, MERKLE_HASH_SIZE, MerkleHasher
 export { MemoryMerkleTree } from './merkle-memory-tree';
 export type { SubtreeSource } from './merkle-proofs';
 export { consistencyProof, foldFromRight, inclusionProof, treeRoot } from './merkle-proofs';
+export { SubtreeStack } from './merkle-subtree-stack';
 export type { ProofNodePlan, Subtree, SubtreeHash } from './merkle-subtrees';
 export {
   consistencyProofPlan,

@@ -35,13 +35,17 @@ export class SubtreeStack {
   }
 
   /** Append the leaf of an event hash (64 lowercase hex digits, checked by the caller). */
-  appendEventHash(hex: string): void {
+  appendEventHash(hex: string, onMerged?: (node: SubtreeHash) => void): void {
     decodeHex64Into(hex, this.#leaf);
-    this.push({ level: 0, index: this.#end, hash: this.#hasher.leaf(this.#leaf) });
+    this.push({ level: 0, index: this.#end, hash: this.#hasher.leaf(this.#leaf) }, onMerged);
   }
 
-  /** Append a complete subtree that starts where this range ends. */
-  push(subtree: SubtreeHash): void {
+  /**
+   * Append a complete subtree that starts where this range ends. `onMerged` sees every node
+   * the append completes by merging siblings, lowest first (a verifier compares each with its
+   * stored copy).
+   */
+  push(subtree: SubtreeHash, onMerged?: (node: SubtreeHash) => void): void {
     const size = 2 ** subtree.level;
     if (subtree.index * size !== this.#end) {
       throw new RangeError(`subtree ${subtree.level}/${subtree.index} does not start at leaf ${this.#end}`);
@@ -56,6 +60,7 @@ export class SubtreeStack {
         index: left.index / 2,
         hash: this.#hasher.children(left.hash, node.hash),
       };
+      onMerged?.(node);
       left = this.#nodes.at(-1);
     }
     this.#nodes.push(node);

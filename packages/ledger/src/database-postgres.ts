@@ -44,7 +44,11 @@ export async function openPostgres(
     kind: 'postgres',
     db,
     location,
-    driver: { kind: 'postgres', client: client as unknown as postgres.Sql },
+    driver: {
+      kind: 'postgres',
+      client: client as unknown as postgres.Sql,
+      reopen: () => url,
+    },
     rows: async <T>(query: SQL, executor: Db = db) => rowsOf<T>(await executor.execute(query)),
     pool: () => ({
       max: limits.max,

@@ -26,7 +26,18 @@ export interface Database {
   /** Where the data lives, for messages: a data directory, `memory`, or the URL without password. */
   readonly location: string;
   /** The underlying driver client, for the few places that need it (locks, benchmarks). */
-  readonly driver: { kind: 'pglite'; client: PGlite } | { kind: 'postgres'; client: postgres.Sql };
+  readonly driver:
+    | { kind: 'pglite'; client: PGlite }
+    | {
+        kind: 'postgres';
+        client: postgres.Sql;
+        /**
+         * The URL to open another connection to the same server with, for a worker thread
+         * that reads beside this pool (parallel verification). A function, so the URL and its
+         * password are not printed with the object.
+         */
+        reopen?: () => string;
+      };
   /** How busy the connection pool is now, for metrics. */
   pool(): PoolStats;
   close(): Promise<void>;

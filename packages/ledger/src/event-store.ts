@@ -174,6 +174,8 @@ async function nextSeqAfter(database: Database, log: string, after: number): Pro
 
 export interface StreamOptions {
   after?: number;
+  /** The last seq to read (default: to the end of the log). */
+  through?: number;
   pageSize?: number;
   /**
    * Read each `fields/1` event's content (default true). A reader that checks only hashes
@@ -206,20 +208,22 @@ export async function* streamEventPages(
   options: StreamOptions = {},
 ): AsyncGenerator<StoredEvent[]> {
   const pageSize = options.pageSize ?? 5_000;
+  const through = options.through ?? Number.POSITIVE_INFINITY;
   let after = options.after ?? 0;
-  let next = readRange(database, log, after, after + pageSize);
+  const read = () => readRange(database, log, after, Math.min(after + pageSize, through));
+  let next = read();
   for (;;) {
     const page = await next;
     if (page.length === 0) {
       // The end, or a gap of a whole page or more: jump to the next row if there is one.
-      const seq = await nextSeqAfter(database, log, after);
-      if (seq === null) return;
+      const seq = after < through ? await nextSeqAfter(database, log, after) : null;
+      if (seq === null || seq > through) return;
       after = seq - 1;
-      next = readRange(database, log, after, after + pageSize);
+      next = read();
       continue;
     }
-    after += pageSize;
-    next = readRange(database, log, after, after + pageSize);
+    after = Math.min(after + pageSize, through);
+    next = after < through ? read() : Promise.resolve([]);
     // A prefetch the caller abandons must not surface as an unhandled rejection.
     next.catch(() => {});
     yield options.content === false ? page : await attachFields(database, log, page);

@@ -8,6 +8,7 @@ import { issueApiKey, revokeApiKey } from './keys/api-keys';
 import { createLedger, type Ledger } from './ledger';
 import { refund, refundTool } from './records/__fixtures__/refund';
 import { createRecords, type Records } from './records/create-records';
+import { verifyBothWays } from './tamper-testing';
 import { tamper, testBackends } from './testing';
 import type { LogVerificationReport } from './verify-chain';
 
@@ -53,7 +54,7 @@ describe.each(testBackends())('verifyChain against edits beside the chain, on $n
     return { log, proposal, proposalSeq, size: events.length };
   }
 
-  const verify = (log: string) => ledger.verifyChain({ log, checkpointKeys: checkpointKeys(log) });
+  const verify = (log: string) => verifyBothWays(database, { log, checkpointKeys: checkpointKeys(log) });
   const found = (report: LogVerificationReport) =>
     report.failures.map((f) => `${f.code}${f.table ? `@${f.table}` : ''}`);
 
@@ -255,7 +256,7 @@ describe.each(testBackends())('verifyChain against edits beside the chain, on $n
       return id;
     }
     const keyFailures = async (id: string) =>
-      (await ledger.verifyChain({ log: 'system' })).failures
+      (await verifyBothWays(database, { log: 'system' })).failures
         .filter((f) => f.id === id)
         .map((f) => `${f.code}@${f.table}`);
 

@@ -1,8 +1,10 @@
+import { isDeepStrictEqual } from 'node:util';
 import { eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from '@vouch/audit';
 import { getTableName, type SQL, sql } from 'drizzle-orm';
 import type { Database, Db } from './database';
 import { insertEvents, readEvents } from './event-store';
 import { RECORD_TABLES } from './records/codec';
+import { type LogVerificationReport, type VerifyChainOptions, verifyChain } from './verify-chain';
 
 // What a database superuser or table owner can do and the runtime role cannot: change rows
 // behind the ledger's back. For tests that prove verification catches it (the threat model
@@ -169,3 +171,24 @@ const LEDGER_TABLES = [
   'merkle_nodes',
   ...RECORD_TABLES.map(({ table }) => getTableName(table)),
 ];
+
+/**
+ * `verifyChain` twice: event by event, and in parts of two events on this thread (the
+ * parallel path, which must only ever reach "intact" faster). Throws unless both give the
+ * same report, so every test that verifies through this also proves the parallel path
+ * misses nothing the sequential one reports. `onProgress` sees the sequential run only.
+ */
+export async function verifyBothWays(
+  database: Database,
+  options: VerifyChainOptions,
+): Promise<LogVerificationReport> {
+  const sequential = await verifyChain(database, { ...options, parts: false });
+  const { onProgress: _, ...quiet } = options;
+  const inParts = await verifyChain(database, { ...quiet, parts: { events: 2, threads: 0, minParts: 1 } });
+  if (!isDeepStrictEqual(inParts, sequential)) {
+    throw new Error(
+      `verifyChain in parts disagrees with verifyChain event by event:\n${JSON.stringify(inParts)}\n${JSON.stringify(sequential)}`,
+    );
+  }
+  return sequential;
+}

@@ -88,4 +88,5 @@ export {
   rewriteLog,
   tableRowCounts,
   tamper,
+  verifyBothWays,
 } from './tamper-testing';

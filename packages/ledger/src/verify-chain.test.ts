@@ -8,6 +8,7 @@ import { checkpointAt } from './checkpoints/checkpoint-store';
 import { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';
 import type { Database } from './database';
 import { createLedger, type Ledger } from './ledger';
+import { verifyBothWays } from './tamper-testing';
 import {
   createTestDatabase,
   editCheckpoint,
@@ -78,7 +79,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
         const log = await freshLog(8, [3, 5, 8]);
         const head = await ledger.head(log);
         const progress: number[] = [];
-        const report = await ledger.verifyChain({
+        const report = await verifyBothWays(database, {
           ...hashing,
           log,
           expectHead: head!,
@@ -100,7 +101,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
 
       it('says the checkpoint signatures were not checked when it has no public key', async () => {
         const log = await freshLog(5, [5]);
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         expect(report).toMatchObject({ ok: true, checkpoints: { checked: 1, signatures: 'not_checked' } });
       });
 
@@ -108,7 +109,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
         'checks every node when stored nodes are read %i leaves at a time',
         async (leaves) => {
           const log = await freshLog(37, [1, 16, 37]);
-          const report = await ledger.verifyChain({
+          const report = await verifyBothWays(database, {
             ...hashing,
             log,
             merkleBlockLeaves: leaves,
@@ -117,7 +118,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
           // 37 = 0b100101 leaves: 37 - 3 complete subtrees above the leaves.
           expect(report).toMatchObject({ ok: true, merkle: { nodes: 34 }, checkpoints: { checked: 3 } });
           await editMerkleNode(database, { log, level: 3, idx: 2 });
-          const broken = await ledger.verifyChain({ ...hashing, log, merkleBlockLeaves: leaves });
+          const broken = await verifyBothWays(database, { ...hashing, log, merkleBlockLeaves: leaves });
           // Node (3, 2) covers leaves 16..23: seq 24 completes it.
           expect(broken.failures).toMatchObject([{ seq: 24, code: 'MERKLE_MISMATCH', level: 3, idx: 2 }]);
         },
@@ -126,7 +127,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
 
     describe('when the log id is unknown', () => {
       it('refuses with LOG_NOT_FOUND instead of calling an empty log intact', async () => {
-        await expect(ledger.verifyChain({ ...hashing, log: 'no-such-log' })).rejects.toMatchObject({
+        await expect(verifyBothWays(database, { ...hashing, log: 'no-such-log' })).rejects.toMatchObject({
           name: 'LedgerError',
           code: 'LOG_NOT_FOUND',
         });
@@ -140,7 +141,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
           database,
           sql`update audit_events set payload = '{"i":999}' where log_id = ${log} and seq = 3`,
         );
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         expect(report.ok).toBe(false);
         expect(codes(report)).toEqual([[3, 'PAYLOAD_HASH_MISMATCH']]);
       });
@@ -151,14 +152,14 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
           database,
           sql`update audit_events set actor = 'user:mallory' where log_id = ${log} and seq = 5`,
         );
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         expect(codes(report)).toEqual([[5, 'HASH_MISMATCH']]);
       });
 
       it('finds a deleted row as a gap', async () => {
         const log = await freshLog();
         await tamper(database, sql`delete from audit_events where log_id = ${log} and seq = 4`);
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         // Past the gap the tree is undefined: the Merkle checks stop there.
         expect(codes(report)).toEqual([
           [5, 'SEQ_GAP'],
@@ -172,7 +173,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
         await tamper(database, sql`update audit_events set seq = 1000 where log_id = ${log} and seq = 3`);
         await tamper(database, sql`update audit_events set seq = 3 where log_id = ${log} and seq = 4`);
         await tamper(database, sql`update audit_events set seq = 4 where log_id = ${log} and seq = 1000`);
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         expect(codes(report)).toEqual([
           [3, 'HASH_MISMATCH'],
           [3, 'PREV_HASH_MISMATCH'],
@@ -196,7 +197,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
           database,
           sql`update audit_events set payload = ${payload}, payload_hash = ${forged.payload_hash}, hash = ${hash} where log_id = ${log} and seq = 6`,
         );
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         expect(report.failures).toMatchObject([
           // Its leaf's parent (1, 2), completed by seq 6, and (2, 1) and (3, 0) above it,
           // completed by seq 8 (seq 7 completes no node): one run.
@@ -209,7 +210,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
         const log = await freshLog(8, [8]);
         const trusted = (await ledger.head(log))!;
         await tamper(database, sql`delete from audit_events where log_id = ${log} and seq > 6`);
-        const report = await ledger.verifyChain({ ...hashing, log, expectHead: trusted });
+        const report = await verifyBothWays(database, { ...hashing, log, expectHead: trusted });
         // The first stored node past seq 6 is (1, 3), over leaves 6 and 7: seq 8 completed it.
         expect(codes(report)).toEqual([
           [8, 'TRUNCATED'],
@@ -225,7 +226,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
           database,
           sql`update audit_events set payload = '{}' where log_id = ${log} and seq in (2, 7)`,
         );
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         expect(report.checked).toBe(8);
         expect(report.failures.map((f) => f.seq)).toEqual([2, 7]);
       });
@@ -236,7 +237,11 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
         const log = await freshLog(8, [3, 5, 8]);
         const rewritten = await rewriteEvent(database, { log, seq: 4, payload: '{"i":"forged"}' });
         expect(rewritten.map((e) => e.seq)).toEqual([4, 5, 6, 7, 8]);
-        const report = await ledger.verifyChain({ ...hashing, log, checkpointKeys: checkpointKeys(log) });
+        const report = await verifyBothWays(database, {
+          ...hashing,
+          log,
+          checkpointKeys: checkpointKeys(log),
+        });
         // The chain alone is consistent again; everything stored beside it is not.
         expect(report.failures).toMatchObject([
           { seq: 4, code: 'MERKLE_MISMATCH', table: 'merkle_nodes', level: 1, idx: 1, through: 8 },
@@ -257,7 +262,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
           ),
         ).rejects.toMatchObject({ cause: { message: expect.stringContaining('merkle_nodes_interior') } });
         await editMerkleNode(database, { log, level: 1, idx: 2 });
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         expect(report.failures).toMatchObject([
           { seq: 6, code: 'MERKLE_MISMATCH', table: 'merkle_nodes', level: 1, idx: 2 },
         ]);
@@ -266,21 +271,21 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
       it('finds an edited interior node at the seq that completes it', async () => {
         const log = await freshLog();
         await editMerkleNode(database, { log, level: 2, idx: 0 });
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         expect(report.failures).toMatchObject([{ seq: 4, code: 'MERKLE_MISMATCH', level: 2, idx: 0 }]);
       });
 
       it('finds a hash that is not hex at all', async () => {
         const log = await freshLog();
         await editMerkleNode(database, { log, level: 1, idx: 1, hash: 'not a hash' });
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         expect(report.failures).toMatchObject([{ seq: 4, code: 'MERKLE_MISMATCH', level: 1, idx: 1 }]);
       });
 
       it('finds a deleted node as missing', async () => {
         const log = await freshLog();
         await tamper(database, sql`delete from merkle_nodes where log_id = ${log} and level = 1 and idx = 2`);
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         expect(report.failures).toMatchObject([{ seq: 6, code: 'MERKLE_MISSING', level: 1, idx: 2 }]);
       });
 
@@ -290,7 +295,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
           database,
           sql`insert into merkle_nodes (log_id, level, idx, hash) values (${log}, 1, 4, ${'cd'.repeat(32)})`,
         );
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         // (1, 4) covers leaves 8 and 9: seq 10 would complete it.
         expect(report.failures).toMatchObject([
           { seq: 10, code: 'MERKLE_BEYOND_CHAIN', level: 1, idx: 4, nodes: 1 },
@@ -301,7 +306,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
         const plain = createLedger(database, { merkle: false });
         const log = await freshLog(8, [], plain);
         await plain.close();
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         expect(report.failures).toMatchObject([
           { seq: 2, code: 'MERKLE_MISSING', level: 1, idx: 0, through: 8, nodes: 7 },
         ]);
@@ -312,7 +317,11 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
       it('finds a root column that disagrees with its note and with the events', async () => {
         const log = await freshLog(8, [5, 8]);
         await editCheckpoint(database, { log, treeSize: 5, rootHash: 'ef'.repeat(32) });
-        const report = await ledger.verifyChain({ ...hashing, log, checkpointKeys: checkpointKeys(log) });
+        const report = await verifyBothWays(database, {
+          ...hashing,
+          log,
+          checkpointKeys: checkpointKeys(log),
+        });
         expect(codes(report)).toEqual([
           [5, 'CHECKPOINT_MISMATCH'],
           [5, 'CHECKPOINT_MISMATCH'],
@@ -322,7 +331,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
       it('finds a tree size column that disagrees with its note', async () => {
         const log = await freshLog(8, [5]);
         await editCheckpoint(database, { log, treeSize: 5, newTreeSize: 6 });
-        const report = await ledger.verifyChain({ ...hashing, log });
+        const report = await verifyBothWays(database, { ...hashing, log });
         // The note says 5; at 6 the root differs too.
         expect(codes(report)).toEqual([
           [6, 'CHECKPOINT_MISMATCH'],
@@ -339,7 +348,11 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
           [mallory],
         );
         await editCheckpoint(database, { log, treeSize: 5, note: forged });
-        const checked = await ledger.verifyChain({ ...hashing, log, checkpointKeys: checkpointKeys(log) });
+        const checked = await verifyBothWays(database, {
+          ...hashing,
+          log,
+          checkpointKeys: checkpointKeys(log),
+        });
         expect(checked.failures).toMatchObject([
           {
             seq: 5,
@@ -348,7 +361,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
             reason: 'NO_TRUSTED_SIGNATURE',
           },
         ]);
-        const unchecked = await ledger.verifyChain({ ...hashing, log });
+        const unchecked = await verifyBothWays(database, { ...hashing, log });
         expect(unchecked).toMatchObject({ ok: true, checkpoints: { signatures: 'not_checked' } });
       });
 
@@ -360,7 +373,11 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
           signers,
         );
         await editCheckpoint(database, { log, treeSize: 5, note: other });
-        const report = await ledger.verifyChain({ ...hashing, log, checkpointKeys: checkpointKeys(log) });
+        const report = await verifyBothWays(database, {
+          ...hashing,
+          log,
+          checkpointKeys: checkpointKeys(log),
+        });
         expect(report.failures).toMatchObject([
           { seq: 5, code: 'CHECKPOINT_SIGNATURE_INVALID', reason: 'ORIGIN_MISMATCH' },
         ]);
@@ -369,7 +386,11 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
       it('finds a note that is not a checkpoint', async () => {
         const log = await freshLog(5, [5]);
         await editCheckpoint(database, { log, treeSize: 5, note: 'hello\n' });
-        const report = await ledger.verifyChain({ ...hashing, log, checkpointKeys: checkpointKeys(log) });
+        const report = await verifyBothWays(database, {
+          ...hashing,
+          log,
+          checkpointKeys: checkpointKeys(log),
+        });
         expect(codes(report)).toEqual([[5, 'CHECKPOINT_MISMATCH']]);
       });
     });
@@ -411,8 +432,7 @@ describe.runIf(postgresUrl)('appends from two processes on one Postgres', () => 
     const results = await Promise.all([spawnWorker('a'), spawnWorker('b')]);
     const acknowledged = results.map((r) => JSON.parse(r.stdout).acknowledged as number);
     expect(acknowledged).toEqual([150, 150]);
-    const ledger = createLedger(database);
-    const report = await ledger.verifyChain({ log: 'multi' });
+    const report = await verifyBothWays(database, { log: 'multi' });
     expect(report).toMatchObject({ ok: true, checked: 300, head: { seq: 300 } });
     const [row] = await database.rows<{ n: number; max: number }>(
       sql`select count(*)::int as n, max(seq)::int as max from audit_events where log_id = 'multi'`,

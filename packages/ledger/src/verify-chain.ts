@@ -1,4 +1,11 @@
-import { type ChainFailure, type ChainHead, type ChainReport, createChainChecker } from '@vouch/audit';
+import {
+  type ChainFailure,
+  type ChainHead,
+  type ChainReport,
+  createChainChecker,
+  REDACTION_KIND,
+  type StoredEvent,
+} from '@vouch/audit';
 import { createRedactionRuleCheck } from './check-redaction-rules';
 import type { Database } from './database';
 import { streamEventPages } from './event-store';
@@ -6,7 +13,9 @@ import { SYSTEM_LOG } from './keys/api-key-events';
 import { checkApiKeyTables } from './keys/check-api-key-tables';
 import { requireLog } from './log-exists';
 import { checkRecordRows, createRecordRowPresenceCheck } from './records/check-record-tables';
+import { RECORD_TABLES } from './records/codec';
 import { createRecordRuleCheck } from './records/record-rules';
+import { type VerifyInParts, verifyInParts } from './verify-chain-parts';
 import { type CheckpointKeys, createCheckpointCheck } from './verify-checkpoints';
 import { createMerkleNodeCheck } from './verify-merkle-nodes';
 
@@ -57,6 +66,13 @@ export interface VerifyChainOptions {
   merkleWorkerMinLeaves?: number;
   /** Cap on failures kept in memory; the count goes on past it (default 10,000). */
   maxFailures?: number;
+  /**
+   * Verify a large intact log in parts, in parallel, on Postgres (see {@link VerifyInParts}
+   * for the defaults); `false` always verifies event by event. A log that is not intact is
+   * always reported from the event-by-event run, so the report is the same either way.
+   * Ignored with `expectHead`.
+   */
+  parts?: VerifyInParts | false;
 }
 
 /** What `verifyChain` checked besides the events, so a report never claims more than was done. */
@@ -92,37 +108,59 @@ export async function verifyChain(
   const { log, signal } = options;
   await requireLog(database, log);
   const maxFailures = options.maxFailures ?? 10_000;
+  const pageSize = options.pageSize ?? 5_000;
+  if (options.parts !== false && options.expectHead === undefined) {
+    const checks = createStreamChecks(database, log, maxFailures);
+    const outcome = await verifyInParts(database, options.parts ?? {}, {
+      log,
+      pageSize,
+      forwardKinds: STREAM_KINDS,
+      feed: async (events) => {
+        for (let i = 0; i < events.length; i++) checks.add(events[i]!);
+        await checks.flush();
+      },
+      ...(options.checkpointKeys ? { checkpointKeys: options.checkpointKeys } : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      ...(signal ? { signal } : {}),
+    });
+    if (outcome !== null) {
+      await checks.settle();
+      options.onProgress?.(outcome.checked);
+      const report: ChainReport = {
+        ok: true,
+        log,
+        checked: outcome.checked,
+        head: outcome.head,
+        failures: [],
+        ...(outcome.redactions.length > 0 ? { redactions: outcome.redactions } : {}),
+      };
+      return finishReport(database, options, report, checks, {
+        nodes: outcome.nodes,
+        checkpoints: outcome.checkpointsChecked,
+      });
+    }
+  }
+
   const checker = createChainChecker({
     log,
     maxFailures,
     ...(options.expectHead ? { expectHead: options.expectHead } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   });
-  // Failures found beside the chain, under the same cap as the chain's own.
-  const more: ChainFailure[] = [];
-  let omitted = 0;
-  const fail = (failure: ChainFailure) => {
-    if (more.length < maxFailures) more.push(failure);
-    else omitted++;
-  };
+  const checks = createStreamChecks(database, log, maxFailures);
   const merkle = createMerkleNodeCheck(database, log, {
-    fail,
+    fail: checks.fail,
     ...(options.merkleBlockLeaves ? { blockLeaves: options.merkleBlockLeaves } : {}),
     ...(options.merkleWorkerMinLeaves ? { workerMinLeaves: options.merkleWorkerMinLeaves } : {}),
   });
-  const rules = createRecordRuleCheck(fail);
-  const recordRows = createRecordRowPresenceCheck(database, log, { fail });
-  const redactions = createRedactionRuleCheck(database, log);
-  // One page's row lookups run while the next page is checked; at most one is in flight.
-  let rowLookups: Promise<void> = Promise.resolve();
   const checkpoints = await createCheckpointCheck(database, log, {
-    fail,
+    fail: checks.fail,
     ...(options.checkpointKeys ? { keys: options.checkpointKeys } : {}),
   });
   let report: ChainReport;
   try {
     if (checkpoints.next === 0) await checkpoints.at(0, merkle.root());
-    for await (const page of streamEventPages(database, log, { pageSize: options.pageSize ?? 5_000 })) {
+    for await (const page of streamEventPages(database, log, { pageSize })) {
       signal?.throwIfAborted();
       // The page's tree is hashed on another thread while this one checks the chain; the
       // nodes are then compared here. The two reports are kept apart, so the order is free.
@@ -131,14 +169,9 @@ export async function verifyChain(
       for (let i = 0; i < page.length; i++) {
         const event = page[i]!;
         checker.check(event);
-        rules.add(event);
-        recordRows.add(event);
-        redactions.add(event);
+        checks.add(event);
       }
-      await rowLookups;
-      rowLookups = recordRows.flush();
-      // A lookup abandoned by a failure elsewhere must not surface as an unhandled rejection.
-      rowLookups.catch(() => {});
+      await checks.flush();
       for (let i = 0; i < page.length; i++) {
         const event = page[i]!;
         const waiting = merkle.add(event.seq, event.hash);
@@ -147,7 +180,7 @@ export async function verifyChain(
           await checkpoints.at(merkle.size, merkle.root());
       }
     }
-    await rowLookups;
+    await checks.settle();
     report = checker.finish();
     await merkle.finish();
   } finally {
@@ -156,8 +189,67 @@ export async function verifyChain(
   // Past a gap the tree is undefined, so checkpoints beyond it cannot be judged; the gap is
   // already a failure of its own.
   if (merkle.sound) await checkpoints.finish();
+  return finishReport(database, options, report, checks, {
+    nodes: merkle.nodes,
+    checkpoints: checkpoints.checked,
+  });
+}
 
-  for await (const failure of redactions.failures()) fail(failure);
+/** The event kinds the stream-fed checks read (see {@link createStreamChecks}); the rest they skip. */
+const STREAM_KINDS: readonly string[] = [...RECORD_TABLES.map((table) => table.kind), REDACTION_KIND];
+
+/**
+ * The checks fed by the events as they stream by, beside the chain: the record rules, the
+ * record rows each record event needs, and the redaction rules. `fail` collects failures
+ * found beside the chain, under the same cap as the chain's own.
+ */
+function createStreamChecks(database: Database, log: string, maxFailures: number) {
+  const more: ChainFailure[] = [];
+  let omitted = 0;
+  const fail = (failure: ChainFailure) => {
+    if (more.length < maxFailures) more.push(failure);
+    else omitted++;
+  };
+  const rules = createRecordRuleCheck(fail);
+  const recordRows = createRecordRowPresenceCheck(database, log, { fail });
+  const redactions = createRedactionRuleCheck(database, log);
+  // One page's row lookups run while the next page is checked; at most one is in flight.
+  let rowLookups: Promise<void> = Promise.resolve();
+  return {
+    fail,
+    more,
+    get omitted() {
+      return omitted;
+    },
+    redactions,
+    add(event: StoredEvent) {
+      rules.add(event);
+      recordRows.add(event);
+      redactions.add(event);
+    },
+    /** End a page: its row lookups start once the page before's are done. */
+    async flush() {
+      await rowLookups;
+      rowLookups = recordRows.flush();
+      // A lookup abandoned by a failure elsewhere must not surface as an unhandled rejection.
+      rowLookups.catch(() => {});
+    },
+    /** Wait for the last page's row lookups. */
+    settle: () => rowLookups,
+  };
+}
+
+/** The checks after the stream (redaction rules, every table check), and the report of it all. */
+async function finishReport(
+  database: Database,
+  options: VerifyChainOptions,
+  report: ChainReport,
+  checks: ReturnType<typeof createStreamChecks>,
+  counts: { nodes: number; checkpoints: number },
+): Promise<LogVerificationReport> {
+  const { log, signal } = options;
+  const { fail, more } = checks;
+  for await (const failure of checks.redactions.failures()) fail(failure);
   // The chain alone cannot see a row that no event accounts for, or one edited after its
   // event was written: cross-check every other table against the events.
   for (const check of [...DEFAULT_TABLE_CHECKS, ...(options.tableChecks ?? [])]) {
@@ -167,15 +259,15 @@ export async function verifyChain(
   const failures = [...report.failures, ...more].sort(
     (a, b) => a.seq - b.seq || tableRank(a.table) - tableRank(b.table),
   );
-  const failuresOmitted = (report.failuresOmitted ?? 0) + omitted;
+  const failuresOmitted = (report.failuresOmitted ?? 0) + checks.omitted;
   return {
     ...report,
-    ok: report.ok && more.length === 0 && omitted === 0,
+    ok: report.ok && more.length === 0 && checks.omitted === 0,
     failures,
     ...(failuresOmitted > 0 ? { failuresOmitted } : {}),
-    merkle: { nodes: merkle.nodes },
+    merkle: { nodes: counts.nodes },
     checkpoints: {
-      checked: checkpoints.checked,
+      checked: counts.checkpoints,
       signatures: options.checkpointKeys ? 'verified' : 'not_checked',
     },
   };

@@ -17,12 +17,12 @@ const DEFAULT_WORKER_MIN_LEAVES = 2_048;
  * first index and well formed (decoded from one concatenated value per level), `rows`
  * otherwise (damage: compared one by one as text).
  */
-type StoredLevel =
+export type StoredLevel =
   | { kind: 'packed'; lo: number; count: number; bytes: Uint8Array }
   | { kind: 'rows'; byIdx: Map<number, string> };
 
 /** Stored nodes completed by the leaves of one block, by level. */
-type StoredBlock = Map<number, StoredLevel>;
+export type StoredBlock = Map<number, StoredLevel>;
 
 /** A run of consecutive leaves whose nodes failed the same way: reported once. */
 interface Run {
@@ -342,7 +342,7 @@ function completedRange(level: number, first: number, end: number): [number, num
 }
 
 /** The stored nodes that the leaves `[first, first + leaves)` complete, in one query. */
-async function readBlock(
+export async function readBlock(
   database: Database,
   log: string,
   first: number,
@@ -413,7 +413,7 @@ async function readBlock(
  * O(log n) probes, not a scan of its n nodes. A row at level 0 or below is beyond any tree:
  * leaves are never stored.
  */
-async function nodesBeyond(
+export async function nodesBeyond(
   database: Database,
   log: string,
   size: number,

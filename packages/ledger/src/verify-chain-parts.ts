@@ -1,0 +1,243 @@
+import { availableParallelism } from 'node:os';
+import {
+  type ChainHead,
+  GENESIS_PREV_HASH,
+  matchRedactions,
+  type RedactionEvidence,
+  type RedactionReport,
+  type StoredEvent,
+} from '@vouch/audit';
+import { EMPTY_TREE_ROOT, foldFromRight, type SubtreeHash, SubtreeStack } from '@vouch/audit/merkle';
+import { startModuleWorker, WorkerPool } from '@vouch/audit/node';
+import { sql } from 'drizzle-orm';
+import type { Database } from './database';
+import { readHead } from './event-store';
+import { type CheckpointKeys, createCheckpointCheck } from './verify-checkpoints';
+import { nodesBeyond } from './verify-merkle-nodes';
+import { type EventRangeResult, type EventRangeTask, verifyEventRange } from './verify-part';
+import type { PartWorkerTask } from './verify-part-worker';
+
+/** How `verifyChain` splits a large log into parts verified in parallel. */
+export interface VerifyInParts {
+  /** Events per part, a power of two (default 16,384). */
+  events?: number;
+  /**
+   * Worker threads, each with its own database connection (default: 2, or 1 on a single
+   * core). 0 verifies the parts one after the other on this thread, through the caller's
+   * connection (for tests, and the only way on PGlite).
+   */
+  threads?: number;
+  /** Logs of fewer parts than this are verified event by event (default 4). */
+  minParts?: number;
+}
+
+const DEFAULT_PART_EVENTS = 16_384;
+const DEFAULT_MIN_PARTS = 4;
+
+/** What the parts proved of an intact log; the rest of a report is the caller's. */
+export interface PartsOutcome {
+  checked: number;
+  head: ChainHead;
+  redactions: RedactionReport[];
+  /** Stored Merkle nodes compared with the tree recomputed from the events. */
+  nodes: number;
+  checkpointsChecked: number;
+}
+
+export interface PartsContext {
+  log: string;
+  pageSize: number;
+  checkpointKeys?: CheckpointKeys;
+  /** Events of these kinds are handed to `feed`, in seq order. */
+  forwardKinds: readonly string[];
+  feed: (events: readonly StoredEvent[]) => Promise<void>;
+  onProgress?: (checked: number) => void;
+  signal?: AbortSignal;
+}
+
+interface PartRunner {
+  run(part: EventRangeTask): Promise<EventRangeResult>;
+  end(): Promise<void>;
+}
+
+const partWorkers = new WorkerPool<PartWorkerTask, EventRangeResult | null>(
+  () => startModuleWorker(import.meta.url, './verify-part-worker'),
+  'chain verification',
+);
+let runs = 0;
+
+/** Where parts run: worker threads with their own connections, this thread, or nowhere (null). */
+function partRunner(database: Database, threads: number): PartRunner | null {
+  if (threads === 0) return { run: (part) => verifyEventRange(database, part), end: async () => {} };
+  const url = database.driver.kind === 'postgres' ? database.driver.reopen?.() : undefined;
+  if (url === undefined) return null;
+  partWorkers.grow(threads);
+  const run = ++runs;
+  return {
+    run: async (part) => (await partWorkers.run({ kind: 'part', run, url, part }))!,
+    end: async () => {
+      await partWorkers.broadcast({ kind: 'end', run }).catch(() => {});
+    },
+  };
+}
+
+/**
+ * Verify an intact log's events, Merkle nodes and checkpoints in parts, in parallel: each
+ * part (an aligned range of `events` seqs) is read and verified on a worker thread with its
+ * own connection ({@link verifyEventRange}), and the parts are joined here in order: each
+ * part's first event must link to the last hash of the part before, the parts' subtrees
+ * are merged and every node above them compared with its stored row, every stored
+ * checkpoint is compared with the root at its size, and erasures are matched with their
+ * redactions across parts. The events of `forwardKinds` come back for the checks that read
+ * payloads (`feed`).
+ *
+ * Returns null when the log is too small to split, when the database cannot be reached from
+ * a worker, or on the first sign that it is not intact: `verifyChain` then verifies it
+ * event by event, whose report (every failure, with its seq) is the one that counts. So
+ * this path only ever speeds up the verdict "intact"; it never writes a failure report.
+ */
+export async function verifyInParts(
+  database: Database,
+  plan: VerifyInParts,
+  context: PartsContext,
+): Promise<PartsOutcome | null> {
+  const partEvents = plan.events ?? DEFAULT_PART_EVENTS;
+  if (!Number.isSafeInteger(partEvents) || partEvents < 2 || (partEvents & (partEvents - 1)) !== 0) {
+    throw new RangeError('parts.events must be a power of two, at least 2');
+  }
+  const threads = plan.threads ?? Math.min(2, availableParallelism());
+  const { log, signal } = context;
+  const head = await readHead(database, log);
+  if (head === null || head.seq < (plan.minParts ?? DEFAULT_MIN_PARTS) * partEvents) return null;
+  const runner = partRunner(database, threads);
+  if (runner === null) return null;
+  try {
+    return await joinParts(database, runner, { partEvents, threads, head }, context);
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    // A worker that could not connect or died: the event-by-event run still can.
+    return null;
+  } finally {
+    await runner.end();
+  }
+}
+
+async function joinParts(
+  database: Database,
+  runner: PartRunner,
+  { partEvents, threads, head }: { partEvents: number; threads: number; head: ChainHead },
+  context: PartsContext,
+): Promise<PartsOutcome | null> {
+  const { log, signal } = context;
+  const partLevel = Math.log2(partEvents);
+  const sizes = (
+    await database.rows<{ size: number }>(
+      sql`select tree_size as size from checkpoints where log_id = ${log} and tree_size between 1 and ${head.seq} order by tree_size`,
+    )
+  ).map((row) => Number(row.size));
+  let failed = false;
+  const checkpoints = await createCheckpointCheck(database, log, {
+    fail: () => {
+      failed = true;
+    },
+    ...(context.checkpointKeys ? { keys: context.checkpointKeys } : {}),
+  });
+  if (checkpoints.next === 0) await checkpoints.at(0, EMPTY_TREE_ROOT);
+
+  const parts = Math.ceil(head.seq / partEvents);
+  let sizeAt = 0;
+  const task = (index: number): EventRangeTask => {
+    const after = index * partEvents;
+    const through = Math.min(after + partEvents, head.seq);
+    const from = sizeAt;
+    while (sizeAt < sizes.length && sizes[sizeAt]! <= through) sizeAt++;
+    return {
+      log,
+      after,
+      through,
+      pageSize: context.pageSize,
+      forwardKinds: context.forwardKinds,
+      sizes: sizes.slice(from, sizeAt),
+    };
+  };
+  // Parts ahead of the join, queued or done: enough to keep every worker busy, few enough
+  // that memory does not grow with the log.
+  const ahead = 2 * Math.max(1, threads);
+  const pending: Array<{ part: EventRangeTask; result: Promise<EventRangeResult> } | undefined> = [];
+  let dispatched = 0;
+  const fill = (joined: number) => {
+    for (; dispatched < parts && dispatched < joined + ahead; dispatched++) {
+      const part = task(dispatched);
+      const result = runner.run(part);
+      result.catch(() => {});
+      pending[dispatched] = { part, result };
+    }
+  };
+
+  const tree = new SubtreeStack(0);
+  const above: SubtreeHash[] = [];
+  const evidence: RedactionEvidence = { erasures: [], redactionEvents: [] };
+  let linkTo = GENESIS_PREV_HASH;
+  let nodes = 0;
+  try {
+    for (let index = 0; index < parts; index++) {
+      fill(index);
+      const { part, result: resulting } = pending[index]!;
+      const result = await resulting;
+      pending[index] = undefined;
+      signal?.throwIfAborted();
+      if (!result.clean || result.linksTo !== linkTo || result.last === null) return null;
+      await context.feed(result.events);
+      // Each stored checkpoint within the part: the root at its size is the tree of the
+      // parts before, then the part's leaves up to that size.
+      for (let k = 0; k < part.sizes.length; k++) {
+        const size = part.sizes[k]!;
+        if (checkpoints.next !== size) return null;
+        const range = [...tree.subtrees(), ...result.frontiers[k]!];
+        await checkpoints.at(size, foldFromRight(range.map((subtree) => subtree.hash)));
+      }
+      for (const subtree of result.subtrees) tree.push(subtree, (node) => above.push(node));
+      evidence.erasures.push(...result.redactionEvidence.erasures);
+      evidence.redactionEvents.push(...result.redactionEvidence.redactionEvents);
+      nodes += result.nodes;
+      linkTo = result.last.hash;
+      context.onProgress?.(result.last.seq);
+    }
+  } finally {
+    await Promise.allSettled(pending.map((entry) => entry?.result));
+  }
+  if (failed || !(await storedAbove(database, log, head.seq, partLevel, above))) return null;
+  if ((await nodesBeyond(database, log, head.seq)) !== null) return null;
+  await checkpoints.finish();
+  const matched = matchRedactions(evidence);
+  if (failed || matched.failures.length > 0) return null;
+  return {
+    checked: head.seq,
+    head,
+    redactions: matched.redactions,
+    nodes: nodes + above.length,
+    checkpointsChecked: checkpoints.checked,
+  };
+}
+
+/**
+ * Whether the stored nodes above the parts' level, within the tree of `size` leaves, are
+ * exactly `above`, the nodes the joins recomputed: a few rows, one per `2^level` leaves.
+ */
+async function storedAbove(
+  database: Database,
+  log: string,
+  size: number,
+  partLevel: number,
+  above: readonly SubtreeHash[],
+): Promise<boolean> {
+  const rows = await database.rows<{ level: number; idx: number; hash: string }>(sql`
+    select level, idx, hash from merkle_nodes
+    where log_id = ${log} and level between ${partLevel + 1} and 62
+      and (idx + 1) * (1::bigint << level) <= ${size}`);
+  if (rows.length !== above.length) return false;
+  const stored = new Map(rows.map((row) => [`${row.level}/${Number(row.idx)}`, row.hash]));
+  return above.every(
+    (node) => stored.get(`${node.level}/${node.index}`) === Buffer.from(node.hash).toString('hex'),
+  );
+}
