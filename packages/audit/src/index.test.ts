@@ -83,6 +83,7 @@ describe('@vouch/audit public surface', () => {
           "MERKLE_HASH_SIZE",
           "MemoryMerkleTree",
           "MerkleHasher",
+          "SubtreeStack",
           "consistencyProof",
           "consistencyProofPlan",
           "foldFromRight",
@@ -96,6 +97,8 @@ describe('@vouch/audit public surface', () => {
           "treeRoot",
         ],
         "node": [
+          "WorkerPool",
+          "startModuleWorker",
           "verifyBundleFile",
         ],
         "transport": [
