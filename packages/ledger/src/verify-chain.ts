@@ -4,6 +4,7 @@ import type { Database } from './database';
 import { streamEventPages } from './event-store';
 import { SYSTEM_LOG } from './keys/api-key-events';
 import { checkApiKeyTables } from './keys/check-api-key-tables';
+import { createKeyAuthorityCheck } from './keys/check-key-authority';
 import { requireLog } from './log-exists';
 import { checkRecordRows, createRecordRowPresenceCheck } from './records/check-record-tables';
 import { createRecordRuleCheck } from './records/record-rules';
@@ -29,8 +30,9 @@ const checkKeyTables: TableCheck = async function* (database, log, options) {
 /**
  * The table checks every `verifyChain` runs after the events: every record row against its
  * event, and on `system` the key tables. (Record events whose row is gone, and every
- * redaction's rules, are checked from the events as they stream by: see
- * `createRecordRowPresenceCheck` and `createRedactionRuleCheck`.)
+ * redaction's rules, and on `system` who wrote each key event, are checked from the events
+ * as they stream by: see `createRecordRowPresenceCheck`, `createRedactionRuleCheck` and
+ * `createKeyAuthorityCheck`.)
  */
 export const DEFAULT_TABLE_CHECKS: readonly TableCheck[] = [checkRecordRows, checkKeyTables];
 
@@ -113,6 +115,7 @@ export async function verifyChain(
   const rules = createRecordRuleCheck(fail);
   const recordRows = createRecordRowPresenceCheck(database, log, { fail });
   const redactions = createRedactionRuleCheck(database, log);
+  const keyAuthority = createKeyAuthorityCheck(log, fail);
   // One page's row lookups run while the next page is checked; at most one is in flight.
   let rowLookups: Promise<void> = Promise.resolve();
   const checkpoints = await createCheckpointCheck(database, log, {
@@ -134,6 +137,7 @@ export async function verifyChain(
         rules.add(event);
         recordRows.add(event);
         redactions.add(event);
+        keyAuthority.add(event);
       }
       await rowLookups;
       rowLookups = recordRows.flush();
