@@ -280,3 +280,34 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
     });
   });
 });
+
+describe.each(testBackends())('who issued each key, on $name', ({ open }) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness({ open });
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('the bootstrap admin issues and revokes over HTTP, and the system log verifies', async () => {
+    const bootstrap = (await h.keys.bootstrapAdmin())!;
+    const issued = await h.call('POST', '/v1/keys', {
+      key: bootstrap.secret,
+      body: { identity: 'user:ops', roles: ['admin'], logs: ['default'] },
+    });
+    expect(issued.status).toBe(201);
+    const ops = (await issued.json()) as { key: { id: string }; secret: string };
+    // A limited admin issues within its limits, and an admin revokes.
+    const within = await h.call('POST', '/v1/keys', {
+      key: ops.secret,
+      body: { identity: 'agent:gw', roles: ['gateway'], logs: ['default'] },
+    });
+    expect(within.status).toBe(201);
+    const gateway = (await within.json()) as { key: { id: string } };
+    expect((await h.call('POST', `/v1/keys/${gateway.key.id}/revoke`, { key: ops.secret })).status).toBe(200);
+    const report = await verifyChain(h.database, { log: 'system' });
+    expect(report.failures).toEqual([]);
+    expect(report.ok).toBe(true);
+  });
+});
