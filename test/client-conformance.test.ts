@@ -9,7 +9,7 @@ import {
   type ConformanceServer,
   createFakeVouch,
 } from '@vouch/client/testing';
-import { createLedger, type Database, migrate, openDatabase } from '@vouch/ledger';
+import { createLedger, type Database, migrate, OPERATOR_ACTOR, openDatabase } from '@vouch/ledger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 describe('the client conformance suite', () => {
@@ -46,7 +46,7 @@ describe('the client conformance suite', () => {
             scopes: [],
             environments: null,
             logs: null,
-            createdBy: 'system:test',
+            createdBy: OPERATOR_ACTOR,
           })
         ).secret;
       const approver = await keyFor('user:approver', ['approver']);

@@ -8,7 +8,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { createApp, createKeyStore } from '@vouch/api';
 import { createVouchClient, type Role, type VouchClient } from '@vouch/client';
-import { createLedger, type Database, migrate, openDatabase } from '@vouch/ledger';
+import { createLedger, type Database, migrate, OPERATOR_ACTOR, openDatabase } from '@vouch/ledger';
 import { createGateway, type ExecutionMeta, META_KEY } from '@vouch/mcp-gateway';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -35,7 +35,7 @@ beforeAll(async () => {
       scopes: [],
       environments: null,
       logs: null,
-      createdBy: 'system:test',
+      createdBy: OPERATOR_ACTOR,
     });
     return createVouchClient({
       baseUrl: 'http://vouch.test',

@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createApp, createKeyStore } from '@vouch/api';
 import { createVouchClient, type Role, type VouchClient } from '@vouch/client';
-import { createLedger, type Database, migrate, openDatabase } from '@vouch/ledger';
+import { createLedger, type Database, migrate, OPERATOR_ACTOR, openDatabase } from '@vouch/ledger';
 import { type AgentHttpServer, loadConfig, silentLogger, startHttpGateway } from '@vouch/mcp-gateway';
 
 /** Vouch in this process (a fresh migrated database), as the gateway tests talk to it. */
@@ -38,7 +38,7 @@ export async function inProcessVouch(
           scopes: [],
           environments: null,
           logs: null,
-          createdBy: 'system:test',
+          createdBy: OPERATOR_ACTOR,
         })
       ).secret,
     clientOf: (apiKey) => createVouchClient({ baseUrl: 'http://vouch.test', apiKey, fetch: appFetch }),

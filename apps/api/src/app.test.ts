@@ -1,3 +1,4 @@
+import { OPERATOR_ACTOR } from '@vouch/ledger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from './app';
 import { hashApiKey } from './auth/api-key';
@@ -248,10 +249,10 @@ describe('createApp', () => {
       const { key, secret } = await h.keys.create({
         identity: 'user:gone',
         roles: ['admin'],
-        createdBy: 'system:test',
+        createdBy: OPERATOR_ACTOR,
       });
       expect((await h.call('GET', '/v1/keys', { key: secret })).status).toBe(200);
-      await h.keys.revoke(key.id, 'system:test');
+      await h.keys.revoke(key.id, OPERATOR_ACTOR);
       expect(await errorOf(await h.call('GET', '/v1/keys', { key: secret }))).toMatchObject({
         status: 401,
         code: 'UNAUTHENTICATED',

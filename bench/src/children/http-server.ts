@@ -7,7 +7,7 @@ import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
 import { serve } from '@hono/node-server';
 import { createApp, createKeyStore } from '@vouch/api';
-import { createLedger, createRecords, migrate, openDatabase } from '@vouch/ledger';
+import { createLedger, createRecords, migrate, OPERATOR_ACTOR, openDatabase } from '@vouch/ledger';
 
 const { values } = parseArgs({
   options: { url: { type: 'string' }, logs: { type: 'string' }, workers: { type: 'string' } },
@@ -39,7 +39,7 @@ if (cluster.isWorker) {
   const ledger = createLedger(database);
   const keys = createKeyStore(ledger);
   const key = async (identity: string, roles: Array<'gateway' | 'auditor' | 'verifier'>) =>
-    (await keys.create({ identity, roles, environments: null, logs: null, createdBy: 'system:bench' }))
+    (await keys.create({ identity, roles, environments: null, logs: null, createdBy: OPERATOR_ACTOR }))
       .secret;
   const gateway = await key('gateway:bench', ['gateway']);
   const auditor = await key('auditor:bench', ['auditor']);

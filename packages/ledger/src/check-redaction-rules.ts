@@ -2,7 +2,6 @@ import {
   type ChainFailure,
   committedFieldHashes,
   parseRedaction,
-  payloadHashOf,
   REDACTION_KIND,
   type StoredEvent,
   sameIdentity,
@@ -10,15 +9,12 @@ import {
 import { and, asc, eq } from 'drizzle-orm';
 import { anyOf } from './batched-sql';
 import type { Database, Db } from './database';
-import { expiryOf, KEY_CREATED, KEY_EXPIRES, KEY_REVOKED, SYSTEM_LOG } from './keys/api-key-events';
+import { KEY_CREATED, KEY_EXPIRES, KEY_REVOKED, SYSTEM_LOG } from './keys/api-key-events';
+import { createKeyHistory, type KeyHistory, OPERATOR_ACTOR } from './keys/key-history';
 import type { RecordRule } from './records/record-rules';
 import { auditEvents } from './schema/core';
 
-/**
- * The actor of what `vouch` does from the command line (`vouch redact`, `vouch keys`): the
- * operator who can open the database as its owner. The same string as the CLI's `CLI_ACTOR`.
- */
-export const OPERATOR_ACTOR = 'system:cli';
+export { OPERATOR_ACTOR };
 
 /** The role a key must hold to erase fields over HTTP (`POST …/redactions`). */
 const REDACTOR_ROLE = 'redactor';
@@ -37,16 +33,6 @@ export type RedactionRule = Extract<
   | 'LOG_FORBIDDEN'
 >;
 
-/** A key as the `system` log's events describe it: who, with what roles, where, and when live. */
-interface KeyWindow {
-  identity: string;
-  roles: string[];
-  logs: string[] | null;
-  createdAt: number;
-  /** The first moment it no longer authenticates (revoked or expired); Infinity: never. */
-  endsAt: number;
-}
-
 /** A redaction event as the rules read it. */
 export interface RedactionEventRow {
   seq: number;
@@ -64,7 +50,8 @@ export interface RedactionEventRow {
  * named (`FIELD_NOT_FOUND`), not erased before (`FIELD_ALREADY_REDACTED`), by someone other
  * than the event's own actor (`SELF_REDACTION`), who held a live key with the `redactor`
  * role for this log when the redaction was recorded (`ROLE_FORBIDDEN`, `LOG_FORBIDDEN`; keys
- * are the `api_key.*` events of the `system` log), or by the operator's CLI
+ * are the `api_key.*` events of the `system` log, less those issued by someone who could
+ * not: see `createKeyHistory`), or by the operator's CLI
  * ({@link OPERATOR_ACTOR}). Each break is a `RECORD_RULE_VIOLATION` at the redaction's seq,
  * `table: 'event_fields'` (the rows it let go), `target` the event it names.
  *
@@ -95,7 +82,7 @@ export function createRedactionRuleCheck(database: Database, log: string) {
 
 /** What the rules carry from one page of redactions to the next. */
 interface RedactionCheckState {
-  keys?: Map<string, KeyWindow[]>;
+  keys?: KeyHistory;
   /** Fields already erased, per target seq: a second erasure of one is refused. */
   erased: Map<number, Set<string>>;
 }
@@ -108,7 +95,7 @@ async function* redactionFailures(
   state: RedactionCheckState,
 ): AsyncGenerator<ChainFailure> {
   if (page.length === 0) return;
-  state.keys ??= await keyWindows(db);
+  state.keys ??= await keyHistory(db);
   const { keys, erased } = state;
   const targets = await targetsOf(db, log, page);
   for (const event of page) {
@@ -201,13 +188,13 @@ function wellFormed(event: {
 
 /** Why `actor` could not redact in `log` at `at` (ms), or null when it could. */
 function authorityOf(
-  keys: Map<string, KeyWindow[]>,
+  keys: KeyHistory,
   actor: string,
   log: string,
   at: number,
 ): { rule: 'ROLE_FORBIDDEN' | 'LOG_FORBIDDEN'; why: string } | null {
   if (actor === OPERATOR_ACTOR) return null;
-  const redactorKeys = (keys.get(actor) ?? []).filter((key) => key.roles.includes(REDACTOR_ROLE));
+  const redactorKeys = keys.keysOf(actor).filter((key) => key.roles.includes(REDACTOR_ROLE));
   if (redactorKeys.length === 0) {
     return { rule: 'ROLE_FORBIDDEN', why: `held no key with the ${REDACTOR_ROLE} role` };
   }
@@ -224,15 +211,16 @@ function authorityOf(
   return null;
 }
 
-/** The keys the `system` log's events issue, by identity (exactly as the server writes it as actor). */
-async function keyWindows(db: Db): Promise<Map<string, KeyWindow[]>> {
+/** The keys the `system` log's events issue, under the rule of who may issue them (see `createKeyHistory`). */
+async function keyHistory(db: Db): Promise<KeyHistory> {
   const events = await db
     .select({
       kind: auditEvents.kind,
-      entityId: auditEvents.entityId,
-      recordedAt: auditEvents.recordedAt,
+      entity: auditEvents.entityId,
+      actor: auditEvents.actor,
+      at: auditEvents.recordedAt,
       payload: auditEvents.payload,
-      payloadHash: auditEvents.payloadHash,
+      payload_hash: auditEvents.payloadHash,
     })
     .from(auditEvents)
     .where(
@@ -242,46 +230,9 @@ async function keyWindows(db: Db): Promise<Map<string, KeyWindow[]>> {
       ),
     )
     .orderBy(asc(auditEvents.seq));
-  const byId = new Map<string, KeyWindow>();
-  for (const event of events) {
-    // A payload edited in place (roles added) is not the one the system log's chain holds.
-    if (payloadHashOf(event.payload) !== event.payloadHash) continue;
-    if (event.kind === KEY_CREATED) {
-      const key = parseCreated(event.payload, Date.parse(event.recordedAt));
-      if (key !== null && event.entityId === key.id) byId.set(key.id, key.window);
-      continue;
-    }
-    const key = byId.get(event.entityId);
-    if (key === undefined) continue;
-    const end =
-      event.kind === KEY_REVOKED
-        ? Date.parse(event.recordedAt)
-        : Date.parse(expiryOf(event.entityId, event).expiresAt);
-    // A time that does not parse ends the key at once: power is only ever taken away.
-    key.endsAt = Math.min(key.endsAt, Number.isNaN(end) ? key.createdAt : end);
-  }
-  const byIdentity = new Map<string, KeyWindow[]>();
-  for (const key of byId.values()) {
-    byIdentity.set(key.identity, [...(byIdentity.get(key.identity) ?? []), key]);
-  }
-  return byIdentity;
-}
-
-function parseCreated(payload: string, createdAt: number): { id: string; window: KeyWindow } | null {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(payload);
-  } catch {
-    return null;
-  }
-  const { id, identity, roles, logs } = (parsed ?? {}) as Record<string, unknown>;
-  const strings = (value: unknown): value is string[] =>
-    Array.isArray(value) && value.every((item) => typeof item === 'string');
-  if (typeof id !== 'string' || typeof identity !== 'string' || !strings(roles)) return null;
-  // Keys issued before keys could be limited to logs name none: every log.
-  if (logs !== undefined && logs !== null && !strings(logs)) return null;
-  if (Number.isNaN(createdAt)) return null;
-  return { id, window: { identity, roles, logs: logs ?? null, createdAt, endsAt: Number.POSITIVE_INFINITY } };
+  const history = createKeyHistory();
+  for (const event of events) history.add(event);
+  return history;
 }
 
 /** The events a page of redactions names, by seq (one query). */

@@ -7,6 +7,7 @@ import type { Database } from './database';
 import { isLedgerError } from './errors';
 import { SYSTEM_LOG } from './keys/api-key-events';
 import { findApiKeysByHash, issueApiKey, revokeApiKey } from './keys/api-keys';
+import { OPERATOR_ACTOR } from './keys/key-history';
 import { createLedger, type Ledger } from './ledger';
 import { refund, refundTool } from './records/__fixtures__/refund';
 import { approvalResolutionCodec } from './records/codec';
@@ -83,16 +84,16 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
         scopes: [],
         environments: null,
         logs: null,
-        createdBy: 'user:ops',
+        createdBy: OPERATOR_ACTOR,
       });
-      await revokeApiKey(ledger, 'key_revoked', 'user:ops');
+      await revokeApiKey(ledger, 'key_revoked', OPERATOR_ACTOR);
       await tamper(database, sql`delete from api_key_revocations where key_id = 'key_revoked'`);
     });
 
     it('the key stays revoked: its api_key.revoked event still revokes it', async () => {
       const found = (await findApiKeysByHash(database, [keyHash], ledger.integrityAlarm)).get(keyHash);
       expect(found?.key.revokedAt).not.toBeNull();
-      expect(found?.key.revokedBy).toBe('user:ops');
+      expect(found?.key.revokedBy).toBe(OPERATOR_ACTOR);
     });
 
     it('a verification of the system log reports the event whose row is gone', async () => {

@@ -39,7 +39,7 @@ describe.each(testBackends())('verifyChain on redactions, on $name', ({ open }) 
       scopes: [],
       environments: null,
       logs,
-      createdBy: 'system:test',
+      createdBy: OPERATOR_ACTOR,
       keyHash: randomBytes(32).toString('hex'),
     }))!;
   }
@@ -140,11 +140,11 @@ describe.each(testBackends())('verifyChain on redactions, on $name', ({ open }) 
     it('for a redactor key revoked, expired or not yet issued when the redaction was recorded', async () => {
       const { log, target } = await fieldLog();
       const revoked = unique('dpo');
-      await revokeApiKey(ledger, (await key(revoked, ['redactor'])).id, 'system:test');
+      await revokeApiKey(ledger, (await key(revoked, ['redactor'])).id, OPERATOR_ACTOR);
       const expired = unique('dpo');
       await scheduleApiKeyExpiry(ledger, (await key(expired, ['redactor'])).id, {
         graceSeconds: 0,
-        by: 'system:test',
+        by: OPERATOR_ACTOR,
       });
       const later = unique('dpo');
       await redactFields(ledger, { log, seq: target.seq, fields: ['email'], reason: 'x', actor: revoked });

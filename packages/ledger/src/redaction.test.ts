@@ -14,6 +14,7 @@ import type { Database } from './database';
 import { sqlStateOf } from './database-errors';
 import { isLedgerError } from './errors';
 import { issueApiKey } from './keys/api-keys';
+import { OPERATOR_ACTOR } from './keys/key-history';
 import { createLedger, type Ledger } from './ledger';
 import { merkleConsistencyProof, merkleInclusionProof, merkleRoot } from './merkle/merkle-proofs';
 import { appendWithFields, redactedAfter, redactFields } from './redaction';
@@ -44,7 +45,7 @@ describe.each(testBackends())('redactFields on $name', ({ open }) => {
       scopes: [],
       environments: null,
       logs: null,
-      createdBy: 'system:test',
+      createdBy: OPERATOR_ACTOR,
       keyHash: '0'.repeat(64),
     });
   });

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';
 import type { Database } from './database';
 import { issueApiKey, revokeApiKey } from './keys/api-keys';
+import { OPERATOR_ACTOR } from './keys/key-history';
 import { createLedger, type Ledger } from './ledger';
 import { refund, refundTool } from './records/__fixtures__/refund';
 import { createRecords, type Records } from './records/create-records';
@@ -250,7 +251,7 @@ describe.each(testBackends())('verifyChain against edits beside the chain, on $n
         scopes: [],
         environments: null,
         logs,
-        createdBy: 'system:test',
+        createdBy: OPERATOR_ACTOR,
         keyHash: randomBytes(32).toString('hex'),
       });
       return id;
@@ -275,7 +276,7 @@ describe.each(testBackends())('verifyChain against edits beside the chain, on $n
 
     it("a key row copied under another id, bound to the key's revocation event, is KEY_WITHOUT_EVENT", async () => {
       const id = await freshKey();
-      await revokeApiKey(ledger, id, 'system:test');
+      await revokeApiKey(ledger, id, OPERATOR_ACTOR);
       await tamper(
         database,
         sql`insert into api_keys (id, identity, roles, scopes, environments, logs, key_hash, created_by, created_at, event_seq)
@@ -289,8 +290,8 @@ describe.each(testBackends())('verifyChain against edits beside the chain, on $n
     it('a revocation row deleted is REVOCATION_MISMATCH, and one moved in time too', async () => {
       const gone = await freshKey();
       const moved = await freshKey();
-      await revokeApiKey(ledger, gone, 'system:test');
-      await revokeApiKey(ledger, moved, 'system:test');
+      await revokeApiKey(ledger, gone, OPERATOR_ACTOR);
+      await revokeApiKey(ledger, moved, OPERATOR_ACTOR);
       await tamper(
         database,
         sql`delete from api_key_revocations where key_id = ${gone}`,

@@ -9,8 +9,9 @@ import {
 import { createRedactionRuleCheck } from './check-redaction-rules';
 import type { Database } from './database';
 import { streamEventPages } from './event-store';
-import { SYSTEM_LOG } from './keys/api-key-events';
+import { KEY_CREATED, KEY_EXPIRES, KEY_REVOKED, SYSTEM_LOG } from './keys/api-key-events';
 import { checkApiKeyTables } from './keys/check-api-key-tables';
+import { createKeyAuthorityCheck } from './keys/check-key-authority';
 import { requireLog } from './log-exists';
 import { checkRecordRows, createRecordRowPresenceCheck } from './records/check-record-tables';
 import { RECORD_TABLES } from './records/codec';
@@ -38,8 +39,9 @@ const checkKeyTables: TableCheck = async function* (database, log, options) {
 /**
  * The table checks every `verifyChain` runs after the events: every record row against its
  * event, and on `system` the key tables. (Record events whose row is gone, and every
- * redaction's rules, are checked from the events as they stream by: see
- * `createRecordRowPresenceCheck` and `createRedactionRuleCheck`.)
+ * redaction's rules, and on `system` who wrote each key event, are checked from the events
+ * as they stream by: see `createRecordRowPresenceCheck`, `createRedactionRuleCheck` and
+ * `createKeyAuthorityCheck`.)
  */
 export const DEFAULT_TABLE_CHECKS: readonly TableCheck[] = [checkRecordRows, checkKeyTables];
 
@@ -196,11 +198,18 @@ export async function verifyChain(
 }
 
 /** The event kinds the stream-fed checks read (see {@link createStreamChecks}); the rest they skip. */
-const STREAM_KINDS: readonly string[] = [...RECORD_TABLES.map((table) => table.kind), REDACTION_KIND];
+const STREAM_KINDS: readonly string[] = [
+  ...RECORD_TABLES.map((table) => table.kind),
+  REDACTION_KIND,
+  KEY_CREATED,
+  KEY_REVOKED,
+  KEY_EXPIRES,
+];
 
 /**
  * The checks fed by the events as they stream by, beside the chain: the record rules, the
- * record rows each record event needs, and the redaction rules. `fail` collects failures
+ * record rows each record event needs, the redaction rules, and on `system` who wrote each
+ * key event. `fail` collects failures
  * found beside the chain, under the same cap as the chain's own.
  */
 function createStreamChecks(database: Database, log: string, maxFailures: number) {
@@ -213,6 +222,7 @@ function createStreamChecks(database: Database, log: string, maxFailures: number
   const rules = createRecordRuleCheck(fail);
   const recordRows = createRecordRowPresenceCheck(database, log, { fail });
   const redactions = createRedactionRuleCheck(database, log);
+  const keyAuthority = createKeyAuthorityCheck(log, fail);
   // One page's row lookups run while the next page is checked; at most one is in flight.
   let rowLookups: Promise<void> = Promise.resolve();
   return {
@@ -226,6 +236,7 @@ function createStreamChecks(database: Database, log: string, maxFailures: number
       rules.add(event);
       recordRows.add(event);
       redactions.add(event);
+      keyAuthority.add(event);
     },
     /** End a page: its row lookups start once the page before's are done. */
     async flush() {

@@ -18,7 +18,7 @@ import { migrateCommand } from '../cli/migrate';
 import { serveCommand } from '../cli/serve';
 import { createMemoryLogger } from '../logger';
 import { createHarness, type Harness } from '../testing/app-harness';
-import { recordingIo } from '../testing/cli-io';
+import { recordingIo, runVouch } from '../testing/cli-io';
 import { prepareDatabase } from './database-role';
 
 // The runtime role only exists on a real Postgres: PGlite is embedded and has one user.
@@ -29,6 +29,7 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
   const password = randomBytes(18).toString('base64url');
   let drop: () => Promise<void>;
   let owner: Database;
+  let ownerUrl: string;
   let runtimeUrl: string;
   let runtime: postgres.Sql;
   let tables: string[];
@@ -36,6 +37,7 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
   beforeAll(async () => {
     const created = await createTestDatabase(serverUrl!);
     drop = created.drop;
+    ownerUrl = created.url;
     owner = await openDatabase({ url: created.url });
     await migrate(owner);
     await grantRuntimeRole(owner, { role, password });
@@ -283,6 +285,33 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
       const revoked = await call('POST', `/v1/keys/${await keyIdOf('user:audrey')}/revoke`, admin);
       expect(revoked.status).toBe(200);
       expect((await h.call('GET', '/v1/logs/system/verify', { key: auditor })).status).toBe(401);
+      // Every key event so far is the bootstrap's or the admin's over HTTP: all accepted.
+      const ownerLedger = createLedger(owner);
+      try {
+        expect((await ownerLedger.verifyChain({ log: 'system' })).failures).toEqual([]);
+      } finally {
+        await ownerLedger.close();
+      }
+    });
+
+    it('vouch keys (the operator, system:cli) writes the system log as the owner role only', async () => {
+      const keys = (url: string, ...argv: string[]) =>
+        runVouch(['keys', ...argv], { env: { DATABASE_URL: url }, cwd: process.cwd() });
+      const refused = await keys(runtimeUrl, 'create', '--identity', 'user:ops', '--role', 'admin');
+      expect(refused.code, refused.err).not.toBe(0);
+      expect(refused.err).toContain('system:cli');
+      expect(refused.out).toBe('');
+      const created = await keys(ownerUrl, 'create', '--identity', 'user:ops', '--role', 'admin', '--json');
+      expect(created.code, created.err).toBe(0);
+      const { key } = JSON.parse(created.out) as { key: { id: string } };
+      expect((await keys(runtimeUrl, 'revoke', key.id)).code).not.toBe(0);
+      expect((await keys(ownerUrl, 'rotate', key.id, '--grace', '15m')).code).toBe(0);
+      const ownerLedger = createLedger(owner);
+      try {
+        expect((await ownerLedger.verifyChain({ log: 'system' })).failures).toEqual([]);
+      } finally {
+        await ownerLedger.close();
+      }
     });
 
     it('runs the webhook dispatcher’s store with SELECT and INSERT alone (its tables are append-only too)', async () => {

@@ -1,4 +1,4 @@
-import { createLedger, type Database, type Ledger } from '@vouch/ledger';
+import { createLedger, type Database, type Ledger, OPERATOR_ACTOR } from '@vouch/ledger';
 import { testBackends } from '@vouch/ledger/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from './api-key';
@@ -14,7 +14,7 @@ const found = (id: string, overrides: { revokedAt?: string | null; proof?: 'prov
       scopes: [],
       environments: null,
       logs: null,
-      createdBy: 'system:test',
+      createdBy: OPERATOR_ACTOR,
       createdAt: '2026-12-01T00:00:00.000Z',
       eventSeq: 1,
       revokedAt: overrides.revokedAt ?? null,

@@ -1,4 +1,10 @@
-import { type ApiKeyFailure, checkApiKeyTables, keyHashCommitment, verifyChain } from '@vouch/ledger';
+import {
+  type ApiKeyFailure,
+  checkApiKeyTables,
+  keyHashCommitment,
+  OPERATOR_ACTOR,
+  verifyChain,
+} from '@vouch/ledger';
 import { tamper, testBackends } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -42,7 +48,7 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
     const { key, secret } = await h.keys.create({
       identity: 'user:kim',
       roles: ['admin'],
-      createdBy: 'system:test',
+      createdBy: OPERATOR_ACTOR,
     });
     const [row] = await h.database.rows<{ key_hash: string; event_seq: number }>(
       sql`select key_hash, event_seq from api_keys where id = ${key.id}`,
@@ -103,7 +109,7 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
       const { key, secret } = await h.keys.create({
         identity: 'agent:edit',
         roles: ['auditor'],
-        createdBy: 'system:test',
+        createdBy: OPERATOR_ACTOR,
       });
       expect(await status(secret)).toBe(403);
       await tamper(h.database, sql`update api_keys set roles = '["admin"]'::jsonb where id = ${key.id}`);
@@ -117,7 +123,7 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
       const { key } = await h.keys.create({
         identity: 'agent:swap',
         roles: ['admin'],
-        createdBy: 'system:test',
+        createdBy: OPERATOR_ACTOR,
       });
       const mine = generateApiKey();
       await tamper(h.database, sql`update api_keys set key_hash = ${mine.hash} where id = ${key.id}`);
@@ -131,7 +137,7 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
       const { key } = await h.keys.create({
         identity: 'agent:gone',
         roles: ['auditor'],
-        createdBy: 'system:test',
+        createdBy: OPERATOR_ACTOR,
       });
       await tamper(h.database, sql`delete from api_keys where id = ${key.id}`);
       expect(await keyFailures()).toContainEqual(
@@ -145,7 +151,7 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
       const { key, secret } = await h.keys.create({
         identity: 'user:leaver',
         roles: ['admin'],
-        createdBy: 'system:test',
+        createdBy: OPERATOR_ACTOR,
       });
       const revoked = await h.call('POST', `/v1/keys/${key.id}/revoke`, { key: admin });
       expect(revoked.status).toBe(200);
@@ -173,7 +179,7 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
       const { key, secret } = await h.keys.create({
         identity: 'user:quiet',
         roles: ['admin'],
-        createdBy: 'system:test',
+        createdBy: OPERATOR_ACTOR,
       });
       await h.database.rows(
         sql`insert into api_key_revocations (key_id, revoked_by, revoked_at) values (${key.id}, 'user:x', 'x')`,
@@ -194,7 +200,7 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
       const { key, secret } = await h.keys.create({
         identity: 'user:old',
         roles: ['admin'],
-        createdBy: 'system:test',
+        createdBy: OPERATOR_ACTOR,
       });
       // Rewrite its event into the older payload, hashes recomputed, as a pre-0005 ledger holds it.
       const [event] = await h.database.rows<{ seq: number; payload: string }>(
@@ -257,7 +263,7 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
     ])('refuses %s in the key store itself with IDENTITY_COLLISION', async (_, identity, existing) => {
       const before = await h.rowCounts();
       await expect(
-        h.keys.create({ identity, roles: ['approver'], createdBy: 'system:test' }),
+        h.keys.create({ identity, roles: ['approver'], createdBy: OPERATOR_ACTOR }),
       ).rejects.toMatchObject({
         code: 'IDENTITY_COLLISION',
         details: { existing },
@@ -272,5 +278,36 @@ describe.each(testBackends())('API keys proven by the system log on $name', ({ o
       });
       expect(response.status).toBe(201);
     });
+  });
+});
+
+describe.each(testBackends())('who issued each key, on $name', ({ open }) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness({ open });
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  it('the bootstrap admin issues and revokes over HTTP, and the system log verifies', async () => {
+    const bootstrap = (await h.keys.bootstrapAdmin())!;
+    const issued = await h.call('POST', '/v1/keys', {
+      key: bootstrap.secret,
+      body: { identity: 'user:ops', roles: ['admin'], logs: ['default'] },
+    });
+    expect(issued.status).toBe(201);
+    const ops = (await issued.json()) as { key: { id: string }; secret: string };
+    // A limited admin issues within its limits, and an admin revokes.
+    const within = await h.call('POST', '/v1/keys', {
+      key: ops.secret,
+      body: { identity: 'agent:gw', roles: ['gateway'], logs: ['default'] },
+    });
+    expect(within.status).toBe(201);
+    const gateway = (await within.json()) as { key: { id: string } };
+    expect((await h.call('POST', `/v1/keys/${gateway.key.id}/revoke`, { key: ops.secret })).status).toBe(200);
+    const report = await verifyChain(h.database, { log: 'system' });
+    expect(report.failures).toEqual([]);
+    expect(report.ok).toBe(true);
   });
 });

@@ -1,5 +1,6 @@
 import {
   type ApiKeyRecord,
+  BOOTSTRAP_ACTOR,
   countApiKeys,
   type FoundApiKey,
   findApiKeysByHash,
@@ -195,7 +196,7 @@ export function createKeyStore(ledger: Ledger, options: KeyStoreOptions = {}): K
       // Cheap pre-check outside the lock; the check that counts is inside the transaction.
       if ((await countApiKeys(database.db)) > 0) return null;
       return issue(
-        { identity: 'user:admin', roles: ['admin'], createdBy: 'system:bootstrap' },
+        { identity: 'user:admin', roles: ['admin'], createdBy: BOOTSTRAP_ACTOR },
         options.secret,
         true,
       );

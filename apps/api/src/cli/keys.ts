@@ -9,7 +9,10 @@ import { defineCommand, defineGroup } from './command';
 import { CliError, type CliIo, EXIT } from './io';
 import { keysLogNewCommand, keysLogPublicCommand } from './keys-log';
 
-/** Who the CLI acts as: whoever can open the database is the operator. */
+/**
+ * Who the CLI acts as: whoever can open the database as the tables' owner is the operator
+ * (in the `system` log the database refuses this actor from any other role).
+ */
 export const CLI_ACTOR = 'system:cli';
 
 type Store = Awaited<ReturnType<typeof openStore>>;
@@ -62,7 +65,8 @@ export function parseGrace(text: string): number {
 
 const STORAGE = `Keys are stored directly in the database (DATABASE_URL or VOUCH_DATA_DIR); only the
 SHA-256 of a key is stored. While \`vouch serve\` runs on PGlite, use POST /v1/keys with an
-admin key instead.`;
+admin key instead. On Postgres, connect as the owner role (as for \`vouch migrate\`): the
+database refuses the operator's key events (system:cli) from any other role.`;
 
 /** `vouch keys create`: the new key once on stdout. */
 const createCommand = defineCommand({

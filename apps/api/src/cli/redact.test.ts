@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateNoteKeys } from '@vouch/audit';
-import { appendWithFields, createLedger, type Database, migrate } from '@vouch/ledger';
+import { appendWithFields, createLedger, type Database, migrate, OPERATOR_ACTOR } from '@vouch/ledger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../app';
 import { createKeyStore } from '../auth/key-store';
@@ -117,7 +117,7 @@ describe.each(cliStorages(() => root))('vouch redact on $name', (storage) => {
       const store = createKeyStore(ledger);
       const app = createApp({ ledger, keys: store, logger: createMemoryLogger() });
       const keyOf = async (identity: string, role: 'admin' | 'gateway') =>
-        (await store.create({ identity, roles: [role], logs: null, createdBy: 'system:test' })).secret;
+        (await store.create({ identity, roles: [role], logs: null, createdBy: OPERATOR_ACTOR })).secret;
       const post = async (path: string, key: string, body: unknown) => {
         const response = await app.request(path, {
           method: 'POST',

@@ -7,6 +7,7 @@ import {
   type Database,
   merkleAppendHook,
   migrate,
+  OPERATOR_ACTOR,
   SIGNING_KEY_FILE,
   signLogCheckpoint,
 } from '@vouch/ledger';
@@ -313,7 +314,7 @@ describe('vouch verify --since against a server', () => {
     const ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
     const store = createKeyStore(ledger);
     app = createApp({ ledger, keys: store });
-    auditor = (await store.create({ identity: 'user:audrey', roles: ['auditor'], createdBy: 'system:test' }))
+    auditor = (await store.create({ identity: 'user:audrey', roles: ['auditor'], createdBy: OPERATOR_ACTOR }))
       .secret;
     await history('orders', [1, 2, 3, 4, 5]);
   });

@@ -9,6 +9,7 @@ import {
   type Ledger,
   logOrigin,
   merkleAppendHook,
+  OPERATOR_ACTOR,
 } from '@vouch/ledger';
 import { testBackends } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
@@ -39,7 +40,7 @@ describe.each(testBackends())('vouch verify --since at first use on $name', ({ o
     ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
     const store = createKeyStore(ledger);
     app = createApp({ ledger, keys: store });
-    auditor = (await store.create({ identity: 'user:audrey', roles: ['auditor'], createdBy: 'system:test' }))
+    auditor = (await store.create({ identity: 'user:audrey', roles: ['auditor'], createdBy: OPERATOR_ACTOR }))
       .secret;
     for (let i = 1; i <= 4; i++) {
       await ledger.append({

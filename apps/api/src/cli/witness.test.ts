@@ -14,6 +14,7 @@ import {
   type Ledger,
   logOrigin,
   merkleAppendHook,
+  OPERATOR_ACTOR,
   signLogCheckpoint,
 } from '@vouch/ledger';
 import { rewriteEvent, testBackends } from '@vouch/ledger/testing';
@@ -49,7 +50,7 @@ beforeAll(async () => {
   ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
   const store = createKeyStore(ledger);
   app = createApp({ ledger, keys: store, witnessKeys: [w1.verifierKey, w2.verifierKey] });
-  auditor = (await store.create({ identity: 'user:wanda', roles: ['auditor'], createdBy: 'system:test' }))
+  auditor = (await store.create({ identity: 'user:wanda', roles: ['auditor'], createdBy: OPERATOR_ACTOR }))
     .secret;
 });
 afterAll(async () => {

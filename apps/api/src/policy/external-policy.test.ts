@@ -1,6 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createLedger, createRecords, type Database, type Ledger, type Records } from '@vouch/ledger';
+import {
+  createLedger,
+  createRecords,
+  type Database,
+  type Ledger,
+  OPERATOR_ACTOR,
+  type Records,
+} from '@vouch/ledger';
 import { testBackends } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -95,7 +102,7 @@ describe.each(testBackends())('an external policy engine the server asks, on $na
           scopes: [],
           environments: null,
           logs: null,
-          createdBy: 'system:test',
+          createdBy: OPERATOR_ACTOR,
         })
       ).secret;
     key.admin = await issue('user:root', ['admin']);

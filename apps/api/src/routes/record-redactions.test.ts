@@ -14,6 +14,7 @@ import {
   type Ledger,
   logOrigin,
   merkleAppendHook,
+  OPERATOR_ACTOR,
   signLogCheckpoint,
 } from '@vouch/ledger';
 import { tableRowCounts, tamper, testBackends } from '@vouch/ledger/testing';
@@ -80,7 +81,7 @@ describe.each(testBackends())(
           identity,
           roles,
           logs: null,
-          createdBy: 'system:test',
+          createdBy: OPERATOR_ACTOR,
           allowRoleCombination: true,
         })
       ).secret;

@@ -12,6 +12,7 @@ import {
   type Ledger,
   logOrigin,
   merkleAppendHook,
+  OPERATOR_ACTOR,
   signLogCheckpoint,
   storeCosignatures,
 } from '@vouch/ledger';
@@ -64,9 +65,9 @@ describe('the tlog-tiles endpoints', () => {
     const store = createKeyStore(ledger);
     app = createApp({ ledger, keys: store });
     publicApp = createApp({ ledger, keys: store, tiles: 'public' });
-    auditor = (await store.create({ identity: 'user:t', roles: ['auditor'], createdBy: 'system:test' }))
+    auditor = (await store.create({ identity: 'user:t', roles: ['auditor'], createdBy: OPERATOR_ACTOR }))
       .secret;
-    gateway = (await store.create({ identity: 'user:g', roles: ['gateway'], createdBy: 'system:test' }))
+    gateway = (await store.create({ identity: 'user:g', roles: ['gateway'], createdBy: OPERATOR_ACTOR }))
       .secret;
     // 600 events: two full level-0 tiles and a partial one, and a partial level-1 tile of 2.
     const appendRange = async (from: number, to: number) => {

@@ -18,6 +18,7 @@ import {
   type Ledger,
   logOrigin,
   merkleAppendHook,
+  OPERATOR_ACTOR,
   signLogCheckpoint,
 } from '@vouch/ledger';
 import { testBackends } from '@vouch/ledger/testing';
@@ -64,7 +65,7 @@ beforeAll(async () => {
   const store = createKeyStore(ledger);
   app = createApp({ ledger, keys: store, witnessKeys: [witness.verifierKey] });
   const issue = async (roles: ('auditor' | 'gateway')[], logs: string[] | null = null) =>
-    (await store.create({ identity: 'user:t', roles, logs, createdBy: 'system:test' })).secret;
+    (await store.create({ identity: 'user:t', roles, logs, createdBy: OPERATOR_ACTOR })).secret;
   auditor = await issue(['auditor']);
   gateway = await issue(['gateway']);
   limited = await issue(['auditor'], ['other']);

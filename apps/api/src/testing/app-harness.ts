@@ -1,5 +1,5 @@
 // Internal test support for @vouch/api (not exported): one app over a fresh database.
-import { createLedger, type Database, type Ledger } from '@vouch/ledger';
+import { createLedger, type Database, type Ledger, OPERATOR_ACTOR } from '@vouch/ledger';
 import { tableRowCounts, testBackends } from '@vouch/ledger/testing';
 import { type AppOptions, createApp, type VouchApp } from '../app';
 import { createKeyStore, type KeyStore } from '../auth/key-store';
@@ -56,7 +56,7 @@ export async function createHarness(
         scopes: limits.scopes ?? [],
         environments: limits.environments ?? null,
         logs: limits.logs ?? null,
-        createdBy: 'system:test',
+        createdBy: OPERATOR_ACTOR,
         // Tests build the keys they need, separated roles included (to prove the other defences).
         allowRoleCombination: true,
       });

@@ -1,6 +1,7 @@
 import { type ChainFailure, type StoredEvent, sameIdentity } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { getTableName } from 'drizzle-orm';
+import type { KeyAuthorityRule } from '../keys/key-history';
 import { RECORD_TABLES } from './codec';
 import type {
   ApprovalRequestRecord,
@@ -51,7 +52,9 @@ export type RecordRule =
   /** The redaction's actor held no live key with the `redactor` role when it was recorded. */
   | 'ROLE_FORBIDDEN'
   /** The actor's `redactor` keys may not use the log. */
-  | 'LOG_FORBIDDEN';
+  | 'LOG_FORBIDDEN'
+  // Who may write a key event of the `system` log, checked by keys/check-key-authority.ts.
+  | KeyAuthorityRule;
 
 /** The table each record kind is stored in, for the failure's `table`. */
 const TABLE_OF = new Map<string, string>(RECORD_TABLES.map(({ kind, table }) => [kind, getTableName(table)]));

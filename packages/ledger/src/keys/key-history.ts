@@ -1,0 +1,215 @@
+import { payloadHashOf, type StoredEvent } from '@vouch/audit';
+import { expiryOf, KEY_CREATED, KEY_EXPIRES, KEY_REVOKED } from './api-key-events';
+
+/**
+ * The actor of what `vouch` does from the command line (`vouch redact`, `vouch keys`): the
+ * operator who can open the database as its owner. The same string as the CLI's `CLI_ACTOR`.
+ * In the `system` log, only the tables' owner may write an event in its name (migration 0018).
+ */
+export const OPERATOR_ACTOR = 'system:cli';
+
+/** The actor of the first key, which the server issues itself on an empty database. */
+export const BOOTSTRAP_ACTOR = 'system:bootstrap';
+
+/** The role a key must hold to issue and revoke keys over HTTP (`POST /v1/keys`, `…/revoke`). */
+export const KEY_ADMIN_ROLE = 'admin';
+
+/** A key as the `system` log's events describe it: who, with what roles, where, and when live. */
+export interface KeyWindow {
+  id: string;
+  identity: string;
+  roles: string[];
+  environments: string[] | null;
+  logs: string[] | null;
+  createdAt: number;
+  /** The first moment it no longer authenticates (revoked or expired); Infinity: never. */
+  endsAt: number;
+}
+
+/** A rule of who may write a key event, by the code verification reports it with. */
+export type KeyAuthorityRule =
+  /** The actor of an `api_key.created` event could not issue keys then. */
+  | 'KEY_ISSUER_FORBIDDEN'
+  /** The issuer's admin keys are limited to environments or logs the new key is not. */
+  | 'KEY_REACH_FORBIDDEN'
+  /** The actor of an `api_key.revoked` / `api_key.expires` event could not end keys then. */
+  | 'KEY_REVOKER_FORBIDDEN';
+
+/** Why a key event's actor could not have written it. */
+export interface KeyAuthorityViolation {
+  rule: KeyAuthorityRule;
+  why: string;
+}
+
+/** The columns of a key event the history reads. */
+export type KeyEvent = Pick<StoredEvent, 'kind' | 'entity' | 'actor' | 'at' | 'payload' | 'payload_hash'>;
+
+/**
+ * The keys of the `system` log, built from its `api_key.*` events in seq order, with the rule
+ * of who may write each event (the server's and the CLI's):
+ * - `api_key.created`: {@link BOOTSTRAP_ACTOR} for the log's first key only; the operator
+ *   ({@link OPERATOR_ACTOR}); or an identity holding, at the event's time, a live key with the
+ *   `admin` role whose environments and logs cover the new key's (`POST /v1/keys` lets a
+ *   limited admin issue only within its own limits);
+ * - `api_key.revoked`, `api_key.expires`: the operator, or an identity holding a live `admin`
+ *   key (`POST /v1/keys/{id}/revoke`; no key revokes itself without it);
+ * - and the payload names the event's actor as who did it (`created_by`, `revoked_by`, `set_by`).
+ *
+ * A key whose creation breaks the rule, or whose payload is not the one its chained hash
+ * covers, counts for nothing afterwards: it issues no key and authorizes no redaction. An
+ * ending always applies, whoever wrote it: it only takes power away.
+ */
+export function createKeyHistory() {
+  const byId = new Map<string, KeyWindow>();
+  const byIdentity = new Map<string, KeyWindow[]>();
+  let created = 0;
+
+  const keysOf = (identity: string): readonly KeyWindow[] => byIdentity.get(identity) ?? [];
+  const liveAdminKeys = (identity: string, at: number) =>
+    keysOf(identity).filter(
+      (key) => key.roles.includes(KEY_ADMIN_ROLE) && key.createdAt <= at && at < key.endsAt,
+    );
+
+  const issuerViolation = (
+    event: KeyEvent,
+    at: number,
+    key: NewKey | null,
+    first: boolean,
+  ): KeyAuthorityViolation | null => {
+    if (key !== null && key.createdBy !== event.actor) {
+      return {
+        rule: 'KEY_ISSUER_FORBIDDEN',
+        why: `names ${key.createdBy} as its issuer, but its actor is ${event.actor}`,
+      };
+    }
+    if (event.actor === BOOTSTRAP_ACTOR) {
+      return first
+        ? null
+        : { rule: 'KEY_ISSUER_FORBIDDEN', why: `${BOOTSTRAP_ACTOR} issues only the log's first key` };
+    }
+    if (event.actor === OPERATOR_ACTOR) return null;
+    const admins = Number.isNaN(at) ? [] : liveAdminKeys(event.actor, at);
+    if (admins.length === 0) {
+      return {
+        rule: 'KEY_ISSUER_FORBIDDEN',
+        why: `${event.actor} held no live ${KEY_ADMIN_ROLE} key at ${event.at}`,
+      };
+    }
+    if (key !== null && !admins.some((admin) => covers(admin, key))) {
+      return {
+        rule: 'KEY_REACH_FORBIDDEN',
+        why: `${event.actor}'s ${KEY_ADMIN_ROLE} keys are limited to environments or logs the new key is not`,
+      };
+    }
+    return null;
+  };
+
+  const revokerViolation = (event: KeyEvent, at: number): KeyAuthorityViolation | null => {
+    const named = namedActor(event);
+    if (named !== event.actor) {
+      return {
+        rule: 'KEY_REVOKER_FORBIDDEN',
+        why: `names ${named ?? 'no one'} as who ended it, but its actor is ${event.actor}`,
+      };
+    }
+    if (event.actor === OPERATOR_ACTOR) return null;
+    if (!Number.isNaN(at) && liveAdminKeys(event.actor, at).length > 0) return null;
+    return {
+      rule: 'KEY_REVOKER_FORBIDDEN',
+      why: `${event.actor} held no live ${KEY_ADMIN_ROLE} key at ${event.at}`,
+    };
+  };
+
+  return {
+    /** The keys `identity` was issued (exactly as the server writes it as actor), forbidden ones left out. */
+    keysOf,
+    /**
+     * Take one `api_key.*` event (in seq order; other kinds are ignored) and say why its
+     * actor could not have written it, or null when it could.
+     */
+    add(event: KeyEvent): KeyAuthorityViolation | null {
+      const at = Date.parse(event.at);
+      if (event.kind === KEY_CREATED) {
+        const first = created++ === 0;
+        // A payload edited in place (roles added) is not the one the chain holds: no key.
+        const key = payloadHashOf(event.payload) === event.payload_hash ? parseCreated(event.payload) : null;
+        const violation = issuerViolation(event, at, key, first);
+        if (violation === null && key !== null && key.id === event.entity && !Number.isNaN(at)) {
+          // A second event for one id has no row (the id is the table's key): the first stands.
+          if (!byId.has(key.id)) {
+            const window: KeyWindow = { ...key.window, id: key.id, createdAt: at, endsAt: Infinity };
+            byId.set(key.id, window);
+            byIdentity.set(window.identity, [...keysOf(window.identity), window]);
+          }
+        }
+        return violation;
+      }
+      if (event.kind !== KEY_REVOKED && event.kind !== KEY_EXPIRES) return null;
+      const violation = revokerViolation(event, at);
+      const key = byId.get(event.entity);
+      if (key !== undefined) {
+        const end =
+          event.kind === KEY_REVOKED
+            ? at
+            : Date.parse(
+                expiryOf(event.entity, {
+                  recordedAt: event.at,
+                  payload: event.payload,
+                  payloadHash: event.payload_hash,
+                }).expiresAt,
+              );
+        // A time that does not parse ends the key at once: power is only ever taken away.
+        key.endsAt = Math.min(key.endsAt, Number.isNaN(end) ? key.createdAt : end);
+      }
+      return violation;
+    },
+  };
+}
+
+export type KeyHistory = ReturnType<typeof createKeyHistory>;
+
+/** What an `api_key.created` payload says about the key it issues. */
+interface NewKey {
+  id: string;
+  createdBy: string;
+  window: Pick<KeyWindow, 'identity' | 'roles' | 'environments' | 'logs'>;
+}
+
+/** True when an admin key limited as `admin` may issue `key` (the limits of `POST /v1/keys`). */
+function covers(admin: KeyWindow, key: NewKey): boolean {
+  const within = (limit: string[] | null, wanted: string[] | null) =>
+    limit === null || wanted?.every((item) => limit.includes(item)) === true;
+  return within(admin.environments, key.window.environments) && within(admin.logs, key.window.logs);
+}
+
+function parseJson(payload: string): Record<string, unknown> | null {
+  try {
+    const parsed: unknown = JSON.parse(payload);
+    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+const strings = (value: unknown): value is string[] =>
+  Array.isArray(value) && value.every((item) => typeof item === 'string');
+
+function parseCreated(payload: string): NewKey | null {
+  const { id, identity, roles, environments, logs, created_by } = parseJson(payload) ?? {};
+  if (typeof id !== 'string' || typeof identity !== 'string' || typeof created_by !== 'string') return null;
+  if (!strings(roles)) return null;
+  // Keys issued before keys could be limited name no limit: every environment, every log.
+  const limit = (value: unknown) =>
+    value === undefined || value === null ? null : strings(value) ? value : false;
+  const envs = limit(environments);
+  const inLogs = limit(logs);
+  if (envs === false || inLogs === false) return null;
+  return { id, createdBy: created_by, window: { identity, roles, environments: envs, logs: inLogs } };
+}
+
+/** Who a revocation or expiry payload says ended the key. */
+function namedActor(event: KeyEvent): string | null {
+  const payload = parseJson(event.payload);
+  const named = event.kind === KEY_REVOKED ? payload?.revoked_by : payload?.set_by;
+  return typeof named === 'string' ? named : null;
+}
