@@ -22,9 +22,9 @@ export interface VerifyInParts {
   /** Events per part, a power of two (default 16,384). */
   events?: number;
   /**
-   * Worker threads, each with its own database connection (default: 2, or 1 on a single
-   * core). 0 verifies the parts one after the other on this thread, through the caller's
-   * connection (for tests, and the only way on PGlite).
+   * Worker threads, each with its own database connection (default: 2 with three cores or
+   * more, else 0). 0 verifies the parts one after the other on this thread, through the
+   * caller's connection (the only way on PGlite).
    */
   threads?: number;
   /** Logs of fewer parts than this are verified event by event (default 4). */
@@ -66,6 +66,16 @@ const partWorkers = new WorkerPool<PartWorkerTask, EventRangeResult | null>(
 );
 let runs = 0;
 
+/**
+ * Two worker threads with three cores or more; on fewer, the parts run on this thread. On two
+ * cores the database server (on the same machine, as it then usually is) needs the other
+ * one: measured on two vCPUs, two workers drove Postgres's CPU per event from 5.4 to 9.2 µs
+ * and verified fewer events per second than the parts on this thread (BENCHMARKS.md).
+ */
+function defaultThreads(): number {
+  return availableParallelism() > 2 ? 2 : 0;
+}
+
 /** Where parts run: worker threads with their own connections, this thread, or nowhere (null). */
 function partRunner(database: Database, threads: number): PartRunner | null {
   if (threads === 0) return { run: (part) => verifyEventRange(database, part), end: async () => {} };
@@ -105,7 +115,7 @@ export async function verifyInParts(
   if (!Number.isSafeInteger(partEvents) || partEvents < 2 || (partEvents & (partEvents - 1)) !== 0) {
     throw new RangeError('parts.events must be a power of two, at least 2');
   }
-  const threads = plan.threads ?? Math.min(2, availableParallelism());
+  const threads = plan.threads ?? defaultThreads();
   const { log, signal } = context;
   const head = await readHead(database, log);
   if (head === null || head.seq < (plan.minParts ?? DEFAULT_MIN_PARTS) * partEvents) return null;
