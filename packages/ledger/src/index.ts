@@ -54,6 +54,7 @@ export {
 } from './keys/api-keys';
 export type { ApiKeyFailure, CheckApiKeyTablesOptions } from './keys/check-api-key-tables';
 export { checkApiKeyTables } from './keys/check-api-key-tables';
+export { createKeyAuthorityCheck, KEY_EVENT_KINDS } from './keys/check-key-authority';
 export { BOOTSTRAP_ACTOR } from './keys/key-history';
 export {
   KEY_REVOKED_CHANNEL,

@@ -9,9 +9,9 @@ import {
 import { createRedactionRuleCheck } from './check-redaction-rules';
 import type { Database } from './database';
 import { streamEventPages } from './event-store';
-import { KEY_CREATED, KEY_EXPIRES, KEY_REVOKED, SYSTEM_LOG } from './keys/api-key-events';
+import { SYSTEM_LOG } from './keys/api-key-events';
 import { checkApiKeyTables } from './keys/check-api-key-tables';
-import { createKeyAuthorityCheck } from './keys/check-key-authority';
+import { createKeyAuthorityCheck, KEY_EVENT_KINDS } from './keys/check-key-authority';
 import { requireLog } from './log-exists';
 import { checkRecordRows, createRecordRowPresenceCheck } from './records/check-record-tables';
 import { RECORD_TABLES } from './records/codec';
@@ -201,9 +201,7 @@ export async function verifyChain(
 const STREAM_KINDS: readonly string[] = [
   ...RECORD_TABLES.map((table) => table.kind),
   REDACTION_KIND,
-  KEY_CREATED,
-  KEY_REVOKED,
-  KEY_EXPIRES,
+  ...KEY_EVENT_KINDS,
 ];
 
 /**

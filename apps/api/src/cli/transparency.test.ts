@@ -5,6 +5,7 @@ import { generateNoteKeys, openCheckpoint, parseSignerKey, signNote } from '@vou
 import {
   createLedger,
   type Database,
+  issueApiKey,
   merkleAppendHook,
   migrate,
   OPERATOR_ACTOR,
@@ -132,6 +133,17 @@ describe.each(storages)('vouch export and vouch verify --bundle on $name', (stor
     ] as const) {
       await ledger.append({ log: 'forged', kind, entity, actor: agent, payload });
     }
+    // A key in the system log that no admin issued: every hash right, and the issuer no admin.
+    await issueApiKey(ledger, {
+      id: 'key_forged',
+      identity: 'user:mallory',
+      roles: ['admin'],
+      scopes: [],
+      environments: null,
+      logs: null,
+      createdBy: 'user:mallory',
+      keyHash: 'cd'.repeat(32),
+    });
     await ledger.close();
     await database.close();
   });
@@ -213,6 +225,31 @@ describe.each(storages)('vouch export and vouch verify --bundle on $name', (stor
           code: 'RECORD_RULE_VIOLATION',
           rule: 'SELF_APPROVAL',
           id: 'res_1',
+        }),
+      ]);
+    });
+  });
+
+  describe('when the system log holds a key no admin issued', () => {
+    it('exits 1 with KEY_ISSUER_FORBIDDEN, though every hash and signature holds', async () => {
+      const exported = await run(['export', '--log', 'system'], env);
+      expect(exported.code).toBe(0);
+      const path = file('system.jsonl', exported.out);
+      const { code, out } = await run([
+        'verify',
+        '--bundle',
+        path,
+        '--public-key',
+        keys.verifierKey,
+        '--json',
+      ]);
+      expect(code).toBe(1);
+      expect(JSON.parse(out).failures).toEqual([
+        expect.objectContaining({
+          code: 'RECORD_RULE_VIOLATION',
+          rule: 'KEY_ISSUER_FORBIDDEN',
+          table: 'api_keys',
+          id: 'key_forged',
         }),
       ]);
     });

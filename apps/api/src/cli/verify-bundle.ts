@@ -9,7 +9,12 @@ import {
   verifyCosignatures,
 } from '@vouch/audit';
 import { verifyBundleFile } from '@vouch/audit/node';
-import { createRecordRuleCheck, type RecordRuleCheck } from '@vouch/ledger';
+import {
+  createKeyAuthorityCheck,
+  createRecordRuleCheck,
+  KEY_EVENT_KINDS,
+  type RecordRuleCheck,
+} from '@vouch/ledger';
 import { RECORD_KINDS } from '@vouch/records';
 import { defineCommand, type OptionSpec } from './command';
 import { CliError, type CliIo, EXIT } from './io';
@@ -140,16 +145,20 @@ checkpoint must also carry valid cosignatures by --threshold of those witnesses.
     if (!existsSync(values.bundle)) throw new CliError(`no bundle file at ${values.bundle}`);
     const progress = bundleProgress(io, `verifying ${values.bundle}`);
     let rules: RecordRuleCheck | undefined;
+    let keys: ReturnType<typeof createKeyAuthorityCheck> | undefined;
     const report = await verifyBundleFile(values.bundle, {
       verifiers,
       threads,
-      // Only record events matter to the rules: the others stay in the worker threads.
-      onEventKinds: RECORD_KINDS,
+      // Only record and key events matter to the rules: the others stay in the worker threads.
+      onEventKinds: [...RECORD_KINDS, ...KEY_EVENT_KINDS],
       // A bundle holds the whole log from seq 1: its records are re-checked against the rules
-      // the server enforces when it writes one (RECORD_RULE_VIOLATION), as verifyChain does.
+      // the server enforces when it writes one (RECORD_RULE_VIOLATION), as verifyChain does,
+      // and in a bundle of the `system` log who wrote each key event.
       onEvent: (event, fail) => {
         rules ??= createRecordRuleCheck(fail);
+        keys ??= createKeyAuthorityCheck(event.log, fail);
         rules.add(event);
+        keys.add(event);
       },
       ...(values.origin ? { origin: values.origin } : {}),
       ...(values.log ? { log: values.log } : {}),

@@ -1,6 +1,9 @@
 import type { ChainFailure, StoredEvent } from '@vouch/audit';
-import { KEY_CREATED, SYSTEM_LOG } from './api-key-events';
+import { KEY_CREATED, KEY_EXPIRES, KEY_REVOKED, SYSTEM_LOG } from './api-key-events';
 import { createKeyHistory } from './key-history';
+
+/** The kinds {@link createKeyAuthorityCheck} reads: a caller that streams only some events passes these. */
+export const KEY_EVENT_KINDS: readonly string[] = [KEY_CREATED, KEY_REVOKED, KEY_EXPIRES];
 
 /** Every key event's kind starts so: one comparison tells the rest of the log apart. */
 const KEY_KIND_PREFIX = 'api_key.';
