@@ -5,7 +5,7 @@ import { anyOf } from '../batched-sql';
 import type { Database, Db } from '../database';
 import { eventPagesOfKinds } from '../event-store';
 import { auditEvents } from '../schema/core';
-import { RECORD_TABLES } from './codec';
+import { RECORD_TABLE_OF, RECORD_TABLES } from './codec';
 
 /** A record table that disagrees with the chain; the shape `verifyChain` reports. */
 export interface RecordFailure extends ChainFailure {
@@ -130,11 +130,6 @@ interface EventRef {
   kind: string;
   entity: string;
 }
-
-/** The record table of each record event kind. */
-const RECORD_TABLE_OF = new Map<string, (typeof RECORD_TABLES)[number]>(
-  RECORD_TABLES.map((entry) => [entry.kind, entry]),
-);
 
 /**
  * The other direction of {@link checkRecordTables}, fed by a caller that streams the log's

@@ -356,3 +356,8 @@ export const RECORD_TABLES = [
   { kind: 'execution_refused', table: refusedExecutions, toRecord: refusedExecutionCodec.toRecord },
   { kind: 'verification', table: verifications, toRecord: verificationCodec.toRecord },
 ] as const satisfies ReadonlyArray<{ kind: RecordKind; table: unknown; toRecord: (row: never) => unknown }>;
+
+/** The entry of {@link RECORD_TABLES} for each record event kind. */
+export const RECORD_TABLE_OF: ReadonlyMap<string, (typeof RECORD_TABLES)[number]> = new Map(
+  RECORD_TABLES.map((entry) => [entry.kind, entry]),
+);

@@ -2,7 +2,7 @@ import { type ChainFailure, type StoredEvent, sameIdentity } from '@vouch/audit'
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { getTableName } from 'drizzle-orm';
 import type { KeyAuthorityRule } from '../keys/key-history';
-import { RECORD_TABLES } from './codec';
+import { RECORD_TABLE_OF } from './codec';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -56,9 +56,6 @@ export type RecordRule =
   // Who may write a key event of the `system` log, checked by keys/check-key-authority.ts.
   | KeyAuthorityRule;
 
-/** The table each record kind is stored in, for the failure's `table`. */
-const TABLE_OF = new Map<string, string>(RECORD_TABLES.map(({ kind, table }) => [kind, getTableName(table)]));
-
 /** What the rules remember of each proposal: a few ids and identities, not the records. */
 interface ProposalState {
   requester: string;
@@ -108,7 +105,7 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
       seq: event.seq,
       code: 'RECORD_RULE_VIOLATION',
       rule,
-      table: TABLE_OF.get(event.kind) ?? event.kind,
+      table: tableNameOf(event.kind),
       id: event.entity,
       message: `${event.kind} ${event.entity}: ${message}`,
     });
@@ -407,3 +404,9 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
 }
 
 export type RecordRuleCheck = ReturnType<typeof createRecordRuleCheck>;
+
+/** The table a record kind is stored in, for a failure's `table`. */
+function tableNameOf(kind: string): string {
+  const entry = RECORD_TABLE_OF.get(kind);
+  return entry === undefined ? kind : getTableName(entry.table);
+}

@@ -9,7 +9,7 @@ import {
   executionClaimCodec,
   observationCodec,
   proposalCodec,
-  RECORD_TABLES,
+  RECORD_TABLE_OF,
   refusedExecutionCodec,
   toolCodec,
   verificationCodec,
@@ -60,9 +60,6 @@ const TO_ROW: { [K in RecordKind]: ToRow<K> } = {
   verification: verificationCodec.toRow,
 };
 
-/** Each kind of record's table. */
-const TABLE_OF = new Map<RecordKind, PgTable>(RECORD_TABLES.map(({ kind, table }) => [kind, table]));
-
 /**
  * What a records operation works with inside its ledger batch: the reads of its log on the
  * batch transaction (made once per operation; the lookups of a whole wave still coalesce),
@@ -96,7 +93,7 @@ export function recordTransaction(
     time: () => (clock ? clock().toISOString() : tx.now),
     write(kind, actor, record) {
       const toRow = TO_ROW[kind] as ToRow<typeof kind>;
-      const table = TABLE_OF.get(kind)!;
+      const table: PgTable = RECORD_TABLE_OF.get(kind)!.table;
       const committed = commitRecord(kind, record);
       if (committed === null) {
         tx.stage(
