@@ -148,9 +148,17 @@ describe.each(testBackends())('verifyChain in parts, on $name', ({ name, open })
       expect((await inParts(log, { ...ON_THIS_THREAD, minParts: 5 })).outcome).not.toBeNull();
     });
 
-    it('refuses a part size that is not a power of two', async () => {
+    it.each([6, 3 * 2 ** 31, 2 ** 41])(
+      'refuses %d events per part: not a power of two up to 2^40',
+      async (events) => {
+        const { log } = await intactLog();
+        await expect(inParts(log, { ...ON_THIS_THREAD, events })).rejects.toThrow(/power of two/);
+      },
+    );
+
+    it.each([-1, 1.5, Number.NaN])('refuses %d threads', async (threads) => {
       const { log } = await intactLog();
-      await expect(inParts(log, { ...ON_THIS_THREAD, events: 6 })).rejects.toThrow(/power of two/);
+      await expect(inParts(log, { ...ON_THIS_THREAD, threads })).rejects.toThrow(/threads/);
     });
   });
 

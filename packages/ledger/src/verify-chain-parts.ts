@@ -112,10 +112,19 @@ export async function verifyInParts(
   context: PartsContext,
 ): Promise<PartsOutcome | null> {
   const partEvents = plan.events ?? DEFAULT_PART_EVENTS;
-  if (!Number.isSafeInteger(partEvents) || partEvents < 2 || (partEvents & (partEvents - 1)) !== 0) {
-    throw new RangeError('parts.events must be a power of two, at least 2');
+  // Math.log2, not a bit test: bitwise operators truncate to 32 bits.
+  if (
+    !Number.isSafeInteger(partEvents) ||
+    partEvents < 2 ||
+    partEvents > 2 ** 40 ||
+    !Number.isInteger(Math.log2(partEvents))
+  ) {
+    throw new RangeError('parts.events must be a power of two from 2 to 2^40');
   }
   const threads = plan.threads ?? defaultThreads();
+  if (!Number.isSafeInteger(threads) || threads < 0) {
+    throw new RangeError('parts.threads must be a whole number, 0 or more');
+  }
   const { log, signal } = context;
   const head = await readHead(database, log);
   if (head === null || head.seq < (plan.minParts ?? DEFAULT_MIN_PARTS) * partEvents) return null;
@@ -123,8 +132,8 @@ export async function verifyInParts(
   if (runner === null) return null;
   try {
     return await joinParts(database, runner, { partEvents, threads, head }, context);
-  } catch (error) {
-    if (signal?.aborted) throw error;
+  } catch {
+    signal?.throwIfAborted();
     // A worker that could not connect or died: the event-by-event run still can.
     return null;
   } finally {
@@ -216,6 +225,9 @@ async function joinParts(
   } finally {
     await Promise.allSettled(pending.map((entry) => entry?.result));
   }
+  // The head read at the start must be the event the parts ended with: a tail rewritten
+  // while they ran leaves it to the event-by-event run.
+  if (linkTo !== head.hash) return null;
   if (failed || !(await storedAbove(database, log, head.seq, partLevel, above))) return null;
   if ((await nodesBeyond(database, log, head.seq)) !== null) return null;
   await checkpoints.finish();

@@ -20,7 +20,8 @@ parentPort!.on('message', ({ id, task }: { id: number; task: PartWorkerTask }) =
       if (task.kind === 'end') {
         const database = databases.get(task.run);
         databases.delete(task.run);
-        if (database !== undefined) await (await database).close();
+        // A connection that never opened has nothing to close.
+        if (database !== undefined) await (await database.catch(() => null))?.close();
         parentPort!.postMessage({ id, result: null });
         return;
       }
