@@ -55,7 +55,7 @@ export const SEPARATED_ROLES: ReadonlyArray<readonly [Role, Role]> = [
 /** What a key hash finds: a live key proven by the chain, a row that fails its proof, or nothing. */
 export type KeyLookup =
   | { status: 'valid'; key: StoredApiKey; keyHash: string; proof: 'proven' | 'unproven' }
-  | { status: 'refused'; keyId: string; proof: Exclude<KeyProof, 'proven' | 'unproven'> }
+  | { status: 'refused'; keyId: string; proof: Exclude<FoundApiKey['proof'], 'proven' | 'unproven'> }
   | null;
 
 /** Stores API keys as SHA-256 hashes; every change is an audit event in the `system` log. */

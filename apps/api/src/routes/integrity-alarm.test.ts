@@ -99,4 +99,32 @@ describe.each(testBackends())('the integrity alarm, over HTTP on $name', ({ open
       expect(JSON.stringify((await call('GET', '/readyz')).body)).not.toContain(hashApiKey(auditor));
     });
   });
+
+  describe('when a key is appended, event and row, in the name of someone who could not issue it', () => {
+    // What the runtime database role can do: write the event and its matching row, so the row
+    // proves against its event, in the name of an identity that holds no admin key.
+    it('refuses the key with 401, /readyz answers 503 naming api_keys, and a key an admin issued still works', async () => {
+      h = await createHarness({ open });
+      const admin = await h.keyFor('user:root', ['admin']);
+      const { key, secret } = await h.keys.create({
+        identity: 'user:mallory',
+        roles: ['admin'],
+        createdBy: 'user:mallory',
+      });
+      expect(await call('GET', '/v1/keys', secret)).toMatchObject({
+        status: 401,
+        body: { error: { code: 'UNAUTHENTICATED' } },
+      });
+      const [row] = await h.database.rows<{ seq: number }>(
+        sql`select event_seq::int as seq from api_keys where id = ${key.id}`,
+      );
+      await expectAlarm({ code: 'KEY_MISMATCH', log: 'system', seq: row!.seq, table: 'api_keys' });
+      expect(JSON.stringify((await call('GET', '/readyz')).body)).not.toContain(hashApiKey(secret));
+      // An admin's key, and a key it issues after the forged one, authenticate as before.
+      expect((await call('GET', '/v1/keys', admin)).status).toBe(200);
+      const issued = await call('POST', '/v1/keys', admin, { identity: 'user:kim', roles: ['auditor'] });
+      expect(issued.status).toBe(201);
+      expect((await call('GET', '/v1/logs', issued.body.secret)).status).toBe(200);
+    });
+  });
 });

@@ -19,6 +19,7 @@ import {
   proveKeyRow,
   SYSTEM_LOG,
 } from './api-key-events';
+import { forbiddenKeyIds } from './forbidden-keys';
 import { KEY_REVOKED_CHANNEL } from './key-revocation-feed';
 
 /** What to issue a key for; the caller made the secret and passes only its hash. */
@@ -28,7 +29,12 @@ export type IssueApiKeyInput = Omit<KeyRow, 'createdAt'>;
 export interface FoundApiKey {
   key: ApiKeyRecord;
   keyHash: string;
-  proof: KeyProof;
+  /**
+   * How the row stands against its event (`KeyProof`), or `forbidden`: row and event agree,
+   * but the event's actor could not issue keys then (`KEY_ISSUER_FORBIDDEN`,
+   * `KEY_REACH_FORBIDDEN`): the key authenticates nothing.
+   */
+  proof: KeyProof | 'forbidden';
 }
 
 /**
@@ -136,7 +142,9 @@ export async function countApiKeys(db: Db): Promise<number> {
  * round trip (see {@link proveKeyRow}). Keyed by hash; an unknown hash is absent. A row
  * that fails its proof (`no_event`, `mismatch`: inserted or edited behind the ledger's
  * back) is returned for the caller to refuse, and raises `alarm` (`KEY_MISMATCH`): a
- * forged key is damage for an operator to see, not only one refused request.
+ * forged key is damage for an operator to see, not only one refused request. So is a row
+ * and event that agree but that no one who could issue keys wrote (`forbidden`: the
+ * key-authority rule, see {@link forbiddenKeyIds}), such as a key the runtime role appended.
  *
  * A key is revoked by its revocation row or by its `api_key.revoked` event: a row deleted
  * behind the ledger's back must not bring a revoked key back to life (the event is found
@@ -194,7 +202,17 @@ export async function findApiKeysByHash(
             payload: row.eventPayload!,
             payloadHash: row.eventPayloadHash!,
           };
-    const proof = proveKeyRow(keyRow, event);
+    let proof: FoundApiKey['proof'] = proveKeyRow(keyRow, event);
+    if ((proof === 'proven' || proof === 'unproven') && (await forbiddenKeyIds(database)).has(row.id)) {
+      proof = 'forbidden';
+      alarm.raise({
+        code: 'KEY_MISMATCH',
+        log: SYSTEM_LOG,
+        ...(row.eventSeq === null ? {} : { seq: Number(row.eventSeq) }),
+        table: 'api_keys',
+        message: `api_keys row ${row.id} was issued by ${row.createdBy}, who could not issue keys then: the key is refused`,
+      });
+    }
     if (proof === 'no_event' || proof === 'mismatch') {
       // The key id only: never the secret or its hash.
       alarm.raise({
