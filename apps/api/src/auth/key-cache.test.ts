@@ -100,7 +100,7 @@ describe.each(testBackends())('the key store with its cache, on $name', ({ open 
     const { key, secret } = await store.create({
       identity: 'user:cached',
       roles: ['gateway'],
-      createdBy: 'user:admin',
+      createdBy: OPERATOR_ACTOR,
     });
     const hash = hashApiKey(secret);
 
@@ -121,7 +121,7 @@ describe.each(testBackends())('the key store with its cache, on $name', ({ open 
     const { key, secret } = await other.create({
       identity: 'user:elsewhere',
       roles: ['gateway'],
-      createdBy: 'user:admin',
+      createdBy: OPERATOR_ACTOR,
     });
     const hash = hashApiKey(secret);
     expect((await cached.findByHash(hash))?.status).toBe('valid');
@@ -143,7 +143,7 @@ describe.each(testBackends())('the key store with its cache, on $name', ({ open 
     const { key, secret } = await other.create({
       identity: 'user:rotating',
       roles: ['gateway'],
-      createdBy: 'user:admin',
+      createdBy: OPERATOR_ACTOR,
     });
     const hash = hashApiKey(secret);
     const seen = await cached.findByHash(hash);
