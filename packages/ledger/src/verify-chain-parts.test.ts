@@ -229,10 +229,39 @@ describe.each(testBackends())('verifyChain in parts, on $name', ({ name, open })
       const report = await sequential(log);
       expect(report.ok).toBe(false);
       expect(report.failures.map((failure) => failure.code)).toContain(code);
+      const seen: Array<number | 'restart'> = [];
       expect(
-        await verifyChain(database, { log, checkpointKeys: checkpointKeys(log), parts: ON_THIS_THREAD }),
+        await verifyChain(database, {
+          log,
+          checkpointKeys: checkpointKeys(log),
+          parts: ON_THIS_THREAD,
+          onProgress: (checked) => seen.push(checked),
+          onRestart: () => seen.push('restart'),
+        }),
       ).toEqual(report);
+      // Progress never runs backwards unannounced: the parts' count, then (if they had counted
+      // anything) a restart, then the event-by-event run's.
+      const restart = seen.indexOf('restart');
+      const runs = restart < 0 ? [seen] : [seen.slice(0, restart), seen.slice(restart + 1)];
+      expect(seen.lastIndexOf('restart')).toBe(restart);
+      for (const run of runs) expect(run).toEqual([...run].sort((a, b) => Number(a) - Number(b)));
     });
+  });
+
+  it('announces the restart when the parts had counted events before the damage', async () => {
+    const { log, size } = await intactLog();
+    await rewriteEvent(database, { log, seq: 22, payload: '{"i":99}' });
+    const seen: Array<number | 'restart'> = [];
+    const report = await verifyChain(database, {
+      log,
+      checkpointKeys: checkpointKeys(log),
+      parts: ON_THIS_THREAD,
+      onProgress: (checked) => seen.push(checked),
+      onRestart: () => seen.push('restart'),
+    });
+    expect(report.ok).toBe(false);
+    expect(seen.slice(0, seen.indexOf('restart'))).toEqual([4, 8, 12, 16, 20]);
+    expect(seen.at(-1)).toBe(size);
   });
 
   describe.runIf(name === 'postgres')('on worker threads with their own connections', () => {

@@ -57,6 +57,12 @@ export interface VerifyChainOptions {
   /** More table checks, run after {@link DEFAULT_TABLE_CHECKS}. */
   tableChecks?: readonly TableCheck[];
   onProgress?: (checked: number) => void;
+  /**
+   * Called when a verification in parts (see `parts`) found the log not intact, after it
+   * had reported progress: the log is verified again event by event for the exact report,
+   * and `onProgress` counts again from the first event.
+   */
+  onRestart?: () => void;
   signal?: AbortSignal;
   pageSize?: number;
   /** Leaves per read of stored Merkle nodes (default 8,192). */
@@ -113,6 +119,8 @@ export async function verifyChain(
   const pageSize = options.pageSize ?? 5_000;
   if (options.parts !== false && options.expectHead === undefined) {
     const checks = createStreamChecks(database, log, maxFailures);
+    let progressed = false;
+    const onProgress = options.onProgress;
     const outcome = await verifyInParts(database, options.parts ?? {}, {
       log,
       pageSize,
@@ -122,7 +130,14 @@ export async function verifyChain(
         await checks.flush();
       },
       ...(options.checkpointKeys ? { checkpointKeys: options.checkpointKeys } : {}),
-      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      ...(onProgress
+        ? {
+            onProgress: (checked: number) => {
+              progressed = true;
+              onProgress(checked);
+            },
+          }
+        : {}),
       ...(signal ? { signal } : {}),
     });
     if (outcome !== null) {
@@ -141,6 +156,7 @@ export async function verifyChain(
         checkpoints: outcome.checkpointsChecked,
       });
     }
+    if (progressed) options.onRestart?.();
   }
 
   const checker = createChainChecker({

@@ -174,6 +174,10 @@ async function verifyDatabase(values: OptionValues<typeof DATABASE_OPTIONS>, io:
           if (io.interactive) io.err(`\rverifying log ${log}: ${count(checked)} events…`);
           else io.err(`verifying log ${log}: ${count(checked)} events\n`);
         },
+        onRestart: () => {
+          if (shown && io.interactive) io.err('\n');
+          io.err(`log ${log} is not intact: verifying it again event by event for the exact report\n`);
+        },
       });
       if (shown && io.interactive) io.err('\n');
       reports.push(report);

@@ -180,6 +180,7 @@ export function registerAuditRoutes(
           const report = await ledger.verifyChain({
             ...options,
             onProgress: (checked) => send({ type: 'progress', checked }),
+            onRestart: () => send({ type: 'restart' }),
           });
           send({ type: 'report', report });
         } catch (error) {

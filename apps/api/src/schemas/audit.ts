@@ -66,6 +66,9 @@ export const ExportQuerySchema = z.strictObject({
 export const VerifyProgressLineSchema = z
   .union([
     z.object({ type: z.literal('progress'), checked: z.number().int() }),
+    z
+      .object({ type: z.literal('restart') })
+      .describe('The log was found not intact in parts: progress counts again from the first event'),
     z.object({ type: z.literal('report'), report: ChainReportSchema }),
     z.object({ type: z.literal('error'), error: z.object({ code: z.string(), message: z.string() }) }),
   ])

@@ -180,6 +180,8 @@ export async function findApiKeysByHash(
       where k.key_hash = any(${sql.param([...new Set(hashes)])}::text[])`),
   );
   const found = new Map<string, FoundApiKey>();
+  // One read of the key history for the whole batch (and none for a batch of unknown keys).
+  const forbidden = rows.length > 0 ? await forbiddenKeyIds(database) : null;
   for (const row of rows) {
     const keyRow: KeyRow = {
       id: row.id,
@@ -203,7 +205,7 @@ export async function findApiKeysByHash(
             payloadHash: row.eventPayloadHash!,
           };
     let proof: FoundApiKey['proof'] = proveKeyRow(keyRow, event);
-    if ((proof === 'proven' || proof === 'unproven') && (await forbiddenKeyIds(database)).has(row.id)) {
+    if ((proof === 'proven' || proof === 'unproven') && forbidden!.has(row.id)) {
       proof = 'forbidden';
       alarm.raise({
         code: 'KEY_MISMATCH',
