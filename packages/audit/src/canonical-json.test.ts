@@ -481,6 +481,8 @@ describe('canonicalJson', () => {
       ['a Uint8Array', new Uint8Array([1])],
       ['a boxed string', Object('s')],
       ['a promise', Promise.resolve(1)],
+      // What async hooks and tracing libraries hang on promises they track.
+      ['a promise tagged with a symbol key', Object.assign(Promise.resolve(1), { [Symbol('async_id')]: 7 })],
       ['an array subclass', Tagged.from([1])],
       ['an array with named properties', Object.assign([1, 2], { note: 'dropped by JSON.stringify' })],
       ['an object with an inherited prototype', Object.create({ inherited: 1 })],

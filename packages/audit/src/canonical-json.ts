@@ -138,12 +138,17 @@ class Walk {
         },
       );
     }
-    if (Object.getOwnPropertySymbols(value).length > 0) {
+    // The prototype first: a Promise or a Map is not plain data whatever keys instrumentation
+    // (async hooks, tracing) has hung on it.
+    const proto: unknown = Object.getPrototypeOf(value);
+    const plain = Array.isArray(value)
+      ? proto === Array.prototype
+      : proto === Object.prototype || proto === null;
+    if (plain && Object.getOwnPropertySymbols(value).length > 0) {
       throw new AuditError('NOT_JSON_VALUE', `symbol key at ${this.where()} is not JSON`, {
         path: this.path(),
       });
     }
-    const proto: unknown = Object.getPrototypeOf(value);
     if (Array.isArray(value)) {
       if (proto !== Array.prototype) throw this.notPlain(value, 'an array subclass');
       // Without holes an array has exactly `length` own enumerable keys; more means named
