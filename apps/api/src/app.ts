@@ -213,9 +213,14 @@ export function createApp(options: AppOptions): VouchApp {
   registerApprovalRoutes(app, { records });
   registerObservationRoutes(app, { records, verification, metrics, queue: verificationQueue });
   registerAuditRoutes(app, options.checkpointKeys ? { checkpointKeys: options.checkpointKeys } : {});
-  registerTileRoutes(app, { reads, public: options.tiles === 'public' });
+  registerTileRoutes(app, {
+    reads,
+    public: options.tiles === 'public',
+    ...(options.witnessKeys ? { witnessKeys: options.witnessKeys } : {}),
+  });
   registerTransparencyRoutes(app, {
     database: options.ledger.database,
+    alarm: options.ledger.integrityAlarm,
     ...(options.witnessKeys ? { witnessKeys: options.witnessKeys } : {}),
   });
   registerWebhookRoutes(app, { database: options.ledger.database });

@@ -11,7 +11,9 @@ export type IntegrityAlarmCode =
   /** A record row read to act on or to show differs from the event it claims to be. */
   | 'RECORD_MISMATCH'
   /** An API key row (or the event it names) fails its chain proof: the key authenticates nothing. */
-  | 'KEY_MISMATCH';
+  | 'KEY_MISMATCH'
+  /** A kept witness cosignature does not verify with the configured witness key it names: it is not served. */
+  | 'COSIGNATURE_MISMATCH';
 
 /** One finding, as raised. Plain JSON, never secrets (it is logged and shown on `/readyz`). */
 export interface IntegrityAlarmReport {

@@ -82,6 +82,7 @@ const ReadinessSchema = z
               'CHAIN_CONFLICT',
               'RECORD_MISMATCH',
               'KEY_MISMATCH',
+              'COSIGNATURE_MISMATCH',
             ]),
             log: z.string(),
             seq: z.number().optional(),

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { cosignaturesAt, latestCheckpoint, readTile, requireLog, TILE_WIDTH } from '@vouch/ledger';
+import { latestCheckpoint, readTile, requireLog, TILE_WIDTH } from '@vouch/ledger';
 import type { Context } from 'hono';
 import type { VouchApp } from '../app';
 import { assertLog, assertRole } from '../auth/authorize';
@@ -8,6 +8,7 @@ import type { AppEnv } from '../http/app-env';
 import type { ReadRouter } from '../read-routing';
 import { LogParamSchema } from '../schemas/audit';
 import { bearerSecurity, commonErrors, errorResponseSpec, LogIdSchema } from '../schemas/common';
+import { servedCosignatures } from '../transparency/served-cosignatures';
 
 const checkpointRoute = createRoute({
   method: 'get',
@@ -53,7 +54,15 @@ export function parseTilePath(
 }
 
 /** `/tlog/<log>/…`: the tiles of each log, public or for auditors (see `createApp`'s `tiles`). */
-export function registerTileRoutes(app: VouchApp, deps: { reads: ReadRouter; public: boolean }): void {
+export function registerTileRoutes(
+  app: VouchApp,
+  deps: {
+    reads: ReadRouter;
+    public: boolean;
+    /** Witness keys: only the kept cosignatures that verify with one are served. */
+    witnessKeys?: readonly string[];
+  },
+): void {
   const logOf = (c: Context<AppEnv>) => {
     const log = c.req.param('log') ?? '';
     if (!LogIdSchema.safeParse(log).success) throw new ApiError('NOT_FOUND', `no log ${log}`);
@@ -66,13 +75,13 @@ export function registerTileRoutes(app: VouchApp, deps: { reads: ReadRouter; pub
 
   app.openapi(checkpointRoute, async (c) => {
     const log = logOf(c);
-    const { database } = (await deps.reads.choose()).ledger;
+    const { database, integrityAlarm } = (await deps.reads.choose()).ledger;
     const checkpoint = await latestCheckpoint(database, log);
     if (!checkpoint) {
       await requireLog(database, log);
       throw new ApiError('NOT_FOUND', `log ${log} has no signed checkpoint yet`, { details: { log } });
     }
-    const lines = await cosignaturesAt(database, log, checkpoint.treeSize);
+    const lines = await servedCosignatures(database, checkpoint, deps.witnessKeys ?? [], integrityAlarm);
     return c.text(checkpoint.note + lines.join(''), 200, { 'cache-control': 'no-store' });
   });
 

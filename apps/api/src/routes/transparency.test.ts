@@ -20,6 +20,7 @@ import {
   merkleAppendHook,
   OPERATOR_ACTOR,
   signLogCheckpoint,
+  storeCosignatures,
 } from '@vouch/ledger';
 import { testBackends } from '@vouch/ledger/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -308,5 +309,42 @@ describe('GET /v1/logs/{log}/bundle', () => {
       expect((await bundleOf('/v1/logs/orders/bundle', limited)).status).toBe(403);
       expect((await bundleOf('/v1/logs/nope/bundle')).status).toBe(404);
     });
+  });
+});
+
+// Last in the file: it raises the integrity alarm of the app the tests above share.
+describe('a cosignature line written into the table behind the server', () => {
+  it('is never served, raises COSIGNATURE_MISMATCH, and a line of a key no longer configured is only left out', async () => {
+    const note = ((await get('/v1/logs/orders/checkpoints/7', auditor)).body as Answer).note as string;
+    // What the runtime role can INSERT: a line in the configured witness's name that signs
+    // another checkpoint, taking that witness's place at size 7, and a stranger's line.
+    const older = ((await get('/v1/logs/orders/checkpoints/3', auditor)).body as Answer).note as string;
+    const forged = parseCosignerSignerKey(witness.signerKey).cosign(older, 9);
+    const foreign = parseCosignerSignerKey(stranger.signerKey).cosign(note, 9);
+    const row = (line: string, name: string) => ({
+      log: 'orders',
+      treeSize: 7,
+      witness: name,
+      keyId: line.split(' ')[2]!.slice(0, 8),
+      line,
+      createdAt: new Date().toISOString(),
+    });
+    await storeCosignatures(database, [
+      row(forged, 'witness.test/w1'),
+      row(foreign, 'witness.test/stranger'),
+    ]);
+    expect(ledger.integrityAlarm.raised).toBe(false);
+
+    expect(((await get('/v1/logs/orders/checkpoints/7', auditor)).body as Answer).note).toBe(note);
+    const tiles = await get('/tlog/orders/checkpoint', auditor);
+    expect(await tiles.response.text()).toBe(note);
+    expect(ledger.integrityAlarm.alarms()).toEqual([
+      expect.objectContaining({
+        code: 'COSIGNATURE_MISMATCH',
+        log: 'orders',
+        seq: 7,
+        table: 'checkpoint_cosignatures',
+      }),
+    ]);
   });
 });

@@ -2,8 +2,8 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { acceptedCosignatures, decodeCosignatureLine, encodeBundle, type StoredEvent } from '@vouch/audit';
 import {
   checkpointAt,
-  cosignaturesAt,
   type Database,
+  type IntegrityAlarm,
   latestCheckpoint,
   merkleConsistencyProof,
   merkleInclusionProof,
@@ -36,6 +36,7 @@ import {
   InclusionProofSchema,
   InclusionQuerySchema,
 } from '../schemas/transparency';
+import { servedCosignatures } from '../transparency/served-cosignatures';
 
 // Everything here is read-only and derived from what the append path stored: Merkle nodes
 // written in the append transaction, checkpoints signed after it. None of it asks the
@@ -197,12 +198,6 @@ async function* firstEvents(events: AsyncIterable<StoredEvent>, count: number): 
   }
 }
 
-/** The stored note with the kept witness cosignatures appended (c2sp.org/tlog-cosignature). */
-async function withCosignatures(database: Database, checkpoint: StoredCheckpoint): Promise<StoredCheckpoint> {
-  const lines = await cosignaturesAt(database, checkpoint.log, checkpoint.treeSize);
-  return lines.length === 0 ? checkpoint : { ...checkpoint, note: checkpoint.note + lines.join('') };
-}
-
 /** `/v1/logs/{log}/checkpoint(s)` and `/proofs/…`: signed tree heads and Merkle proofs, for auditors. */
 export function registerTransparencyRoutes(
   app: VouchApp,
@@ -211,8 +206,19 @@ export function registerTransparencyRoutes(
     database: Database;
     /** Witness verifier keys whose cosignatures are collected; none: collection is off. */
     witnessKeys?: readonly string[];
+    /** Raised when a kept cosignature does not verify (see {@link servedCosignatures}). */
+    alarm?: IntegrityAlarm;
   },
 ): void {
+  /** The stored note with the kept witness cosignatures that verify appended (c2sp.org/tlog-cosignature). */
+  const withCosignatures = async (
+    database: Database,
+    checkpoint: StoredCheckpoint,
+  ): Promise<StoredCheckpoint> => {
+    const lines = await servedCosignatures(database, checkpoint, deps.witnessKeys ?? [], deps.alarm);
+    return lines.length === 0 ? checkpoint : { ...checkpoint, note: checkpoint.note + lines.join('') };
+  };
+
   /** Run `answer`; when it finds nothing, say whether the log itself is unknown (a typo). */
   const unlessUnknown = async <T>(database: Database, log: string, answer: () => Promise<T>): Promise<T> => {
     try {
