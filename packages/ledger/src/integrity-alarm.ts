@@ -11,7 +11,13 @@ export type IntegrityAlarmCode =
   /** A record row read to act on or to show differs from the event it claims to be. */
   | 'RECORD_MISMATCH'
   /** An API key row (or the event it names) fails its chain proof: the key authenticates nothing. */
-  | 'KEY_MISMATCH';
+  | 'KEY_MISMATCH'
+  /**
+   * A record the server was about to act on breaks a rule it writes under (a proposal whose
+   * payload hash names another payload, an approval answer beyond its bounds): someone else
+   * appended it.
+   */
+  | 'RECORD_RULE_VIOLATION';
 
 /** One finding, as raised. Plain JSON, never secrets (it is logged and shown on `/readyz`). */
 export interface IntegrityAlarmReport {

@@ -82,6 +82,7 @@ const ReadinessSchema = z
               'CHAIN_CONFLICT',
               'RECORD_MISMATCH',
               'KEY_MISMATCH',
+              'RECORD_RULE_VIOLATION',
             ]),
             log: z.string(),
             seq: z.number().optional(),

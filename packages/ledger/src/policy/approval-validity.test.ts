@@ -122,7 +122,16 @@ describe('checkApproval', () => {
 
     it('refuses a denied request with EXECUTION_NOT_AUTHORIZED', () => {
       expect(
-        codeOf(check({ resolution: approved({ resolution: 'denied', validity: null, valid_until: null }) })),
+        codeOf(
+          check({
+            resolution: approved({
+              resolution: 'denied',
+              validity: null,
+              window_seconds: null,
+              valid_until: null,
+            }),
+          }),
+        ),
       ).toBe('EXECUTION_NOT_AUTHORIZED');
     });
   });
@@ -187,7 +196,14 @@ describe('isReusableRequest', () => {
 
     it('is never reused after a denial, or a single-use approval once used', () => {
       expect(
-        reusable({ resolution: approved({ resolution: 'denied', validity: null, valid_until: null }) }),
+        reusable({
+          resolution: approved({
+            resolution: 'denied',
+            validity: null,
+            window_seconds: null,
+            valid_until: null,
+          }),
+        }),
       ).toBe(false);
       expect(reusable({ resolution: approved(), used: true })).toBe(false);
     });

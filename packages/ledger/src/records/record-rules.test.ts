@@ -105,7 +105,14 @@ describe('the record rules over the chain', () => {
 
   it('report a second answer to one request (APPROVAL_RESOLVED)', () => {
     const resolution = of('approval_resolution');
-    const again = forged(resolution, { id: 'res_2', resolution: 'denied' });
+    const again = forged(resolution, {
+      id: 'res_2',
+      resolution: 'denied',
+      validity: null,
+      window_seconds: null,
+      window_source: null,
+      valid_until: null,
+    });
     expect(broken(withExtra(resolution, { ...again, entity: 'res_2' }))).toEqual([
       ['APPROVAL_RESOLVED', 'approval_resolutions'],
     ]);
@@ -220,7 +227,12 @@ describe('the record rules over the chain', () => {
     const resolution = of('approval_resolution');
     const use = of('approval_use');
     const ended = new Date(Date.parse(String(payloadOf(use).used_at)) - 1000).toISOString();
-    const windowed = forged(resolution, { validity: 'window', window_seconds: 60, valid_until: ended });
+    const windowed = forged(resolution, {
+      validity: 'window',
+      window_seconds: 60,
+      valid_until: ended,
+      resolved_at: new Date(Date.parse(ended) - 60_000).toISOString(),
+    });
     const events = replaced(resolution, windowed).map((e) =>
       e === use ? forged(use, { validity: 'window' }) : e,
     );
