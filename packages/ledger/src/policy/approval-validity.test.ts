@@ -136,6 +136,19 @@ describe('checkApproval', () => {
     });
   });
 
+  describe('when the answer breaks the bounds the server writes', () => {
+    it.each([
+      ['open-ended', { valid_until: null }],
+      ['stretched past the request', { window_seconds: 6000, valid_until: at(6100) }],
+      ['answered after the request expired', { resolved_at: at(3600), valid_until: at(4200) }],
+    ])('refuses one %s with APPROVAL_BOUNDS_VIOLATED, and never reuses it', (_, change) => {
+      expect(codeOf(check({ resolution: approved(change) }))).toBe('APPROVAL_BOUNDS_VIOLATED');
+      expect(
+        isReusableRequest({ request, resolution: approved(change), used: false, proposal, now: at(200) }),
+      ).toBe(false);
+    });
+  });
+
   describe('when time runs out', () => {
     it('refuses at valid_until with APPROVAL_EXPIRED', () => {
       expect(codeOf(check({ now: at(700) }))).toBe('APPROVAL_EXPIRED');
