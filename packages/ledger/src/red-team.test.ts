@@ -15,12 +15,11 @@ import { evaluatePolicy } from './policy/built-in-policy';
 import { approvalResolutionCodec } from './records/codec';
 import { createRecords, type RecordContext, type Records } from './records/create-records';
 import { type ProposalInput, parseInput, proposalInputSchema, type ToolInput } from './records/inputs';
-import { logReads } from './records/log-reads';
 import { proposalPayloadHash, proposalPayloadOf } from './records/payload-hash';
-import { type RecordTransaction, recordTransaction } from './records/record-transaction';
+import type { RecordTransaction } from './records/record-transaction';
 import type { ApprovalResolutionRecord, ProposalRecord } from './records/types';
 import { approvalResolutions } from './schema/records';
-import { verifyBothWays } from './tamper-testing';
+import { forgeRecords, verifyBothWays } from './tamper-testing';
 import { tamper, testBackends } from './testing';
 import type { LogVerificationReport } from './verify-chain';
 
@@ -83,9 +82,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
    * and rows, exactly as the records service writes them, whatever they say.
    */
   const forge = (log: string, write: (tx: RecordTransaction, now: string) => void | Promise<void>) =>
-    ledger.transactConcurrently(log, {}, async (tx) => {
-      await write(recordTransaction(tx, logReads(tx.db, log, ledger.integrityAlarm), undefined), tx.now);
-    });
+    forgeRecords(ledger, log, write);
   const seqOf = async (log: string, entity: string) =>
     (await ledger.events(log, { after: 0, limit: 1000 })).find((e) => e.entity === entity)!.seq;
   const alarmsOf = (code: string) => ledger.integrityAlarm.alarms().filter((a) => a.code === code);
