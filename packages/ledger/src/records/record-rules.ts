@@ -1,6 +1,6 @@
 import {
-  committedMemberOf,
   type ChainFailure,
+  committedMemberOf,
   fieldHashOf,
   type StoredEvent,
   sameIdentity,
