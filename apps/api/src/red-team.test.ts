@@ -1,5 +1,5 @@
 import { createRecords } from '@vouch/ledger';
-import { testBackends } from '@vouch/ledger/testing';
+import { forgeRecords, testBackends } from '@vouch/ledger/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type VouchApp } from './app';
 import { createHarness, type Harness } from './testing/app-harness';
@@ -234,6 +234,49 @@ describe.each(testBackends())('red team: the HTTP API on $name', ({ open }) => {
       const after = await h.rowCounts();
       expect(after.observations).toBe(before.observations);
       expect(after.refused_executions).toBe(before.refused_executions! + 1);
+    });
+  });
+
+  describe('the runtime role appends an approval answer without bounds: open-ended, ten years, resolved in 2099', () => {
+    it('authorize is refused with 409 APPROVAL_BOUNDS_VIOLATED and /readyz reports the alarm', async () => {
+      const tool = { server_id: 'pay', tool_name: 'wire', side_effect: 'irreversible' };
+      expect((await call('POST', '/v1/tools', k.admin, tool)).status).toBe(201);
+      const proposed = await call('POST', '/v1/proposals', k.gw, {
+        idempotency_key: 'red-unbounded',
+        action: 'pay.wire',
+        server_id: 'pay',
+        tool_name: 'wire',
+        target: { kind: 'account', id: 'acc_1', env: 'production' },
+        arguments: { amount: 5 },
+        side_effect: 'irreversible',
+      });
+      expect(proposed.body.decision?.verdict).toBe('require_approval');
+      await forgeRecords(h.ledger, 'default', (tx) => {
+        tx.write('approval_resolution', 'user:root', {
+          id: 'res_endless',
+          request_id: proposed.body.approval.id,
+          resolution: 'approved',
+          resolver: 'user:root',
+          validity: 'window',
+          window_seconds: 315_360_000,
+          window_source: 'approver',
+          valid_until: null,
+          comment: null,
+          resolved_at: '2099-01-01T00:00:00.000Z',
+        });
+      });
+      const authorized = await call('POST', `/v1/proposals/${proposed.body.proposal.id}/authorize`, k.gw, {});
+      expect(authorized).toMatchObject({
+        status: 409,
+        body: { error: { code: 'APPROVAL_BOUNDS_VIOLATED' } },
+      });
+      const ready = await app.request('/readyz');
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toMatchObject({
+        integrity: {
+          alarms: [expect.objectContaining({ code: 'RECORD_RULE_VIOLATION', table: 'approval_resolutions' })],
+        },
+      });
     });
   });
 });

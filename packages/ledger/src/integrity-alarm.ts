@@ -13,7 +13,13 @@ export type IntegrityAlarmCode =
   /** An API key row (or the event it names) fails its chain proof: the key authenticates nothing. */
   | 'KEY_MISMATCH'
   /** A kept witness cosignature does not verify with the configured witness key it names: it is not served. */
-  | 'COSIGNATURE_MISMATCH';
+  | 'COSIGNATURE_MISMATCH'
+  /**
+   * A record the server was about to act on breaks a rule it writes under (a proposal whose
+   * payload hash names another payload, an approval answer beyond its bounds): someone else
+   * appended it.
+   */
+  | 'RECORD_RULE_VIOLATION';
 
 /** One finding, as raised. Plain JSON, never secrets (it is logged and shown on `/readyz`). */
 export interface IntegrityAlarmReport {

@@ -9,13 +9,17 @@ import { SYSTEM_LOG } from './keys/api-key-events';
 import { findApiKeysByHash, issueApiKey, revokeApiKey } from './keys/api-keys';
 import { OPERATOR_ACTOR } from './keys/key-history';
 import { createLedger, type Ledger } from './ledger';
+import { addSeconds } from './policy/approval-validity';
+import { evaluatePolicy } from './policy/built-in-policy';
 import { refund, refundTool } from './records/__fixtures__/refund';
 import { approvalResolutionCodec } from './records/codec';
 import { createRecords, type RecordContext, type Records } from './records/create-records';
-import type { ToolInput } from './records/inputs';
-import type { ApprovalResolutionRecord } from './records/types';
+import { type ProposalInput, parseInput, proposalInputSchema, type ToolInput } from './records/inputs';
+import { proposalPayloadHash, proposalPayloadOf } from './records/payload-hash';
+import type { RecordTransaction } from './records/record-transaction';
+import type { ApprovalResolutionRecord, ProposalRecord } from './records/types';
 import { approvalResolutions } from './schema/records';
-import { verifyBothWays } from './tamper-testing';
+import { forgeRecords, verifyBothWays } from './tamper-testing';
 import { tamper, testBackends } from './testing';
 import type { LogVerificationReport } from './verify-chain';
 
@@ -72,6 +76,16 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
   };
 
   const verify = (log: string) => verifyBothWays(database, { log });
+
+  /**
+   * What the runtime role (INSERT only) can append: records with their events, field content
+   * and rows, exactly as the records service writes them, whatever they say.
+   */
+  const forge = (log: string, write: (tx: RecordTransaction, now: string) => void | Promise<void>) =>
+    forgeRecords(ledger, log, write);
+  const seqOf = async (log: string, entity: string) =>
+    (await ledger.events(log, { after: 0, limit: 1000 })).find((e) => e.entity === entity)!.seq;
+  const alarmsOf = (code: string) => ledger.integrityAlarm.alarms().filter((a) => a.code === code);
 
   describe('the table owner deletes the revocation row of a revoked key', () => {
     const keyHash = 'ab'.repeat(32);
@@ -326,9 +340,9 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
           resolution: 'approved',
           resolver: 'agent:billing',
           validity: 'once',
-          window_seconds: null,
-          window_source: null,
-          valid_until: null,
+          window_seconds: 600,
+          window_source: 'approver',
+          valid_until: addSeconds(tx.now, 600),
           comment: null,
           resolved_at: tx.now,
         };
@@ -357,6 +371,155 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
           rule: 'SELF_APPROVAL',
           table: 'approval_resolutions',
           id: 'res_self',
+        }),
+      ]);
+    });
+  });
+
+  describe('the runtime role appends a proposal showing one payload under the hash of another', () => {
+    // The approver is shown `{amount: 5}`; the payload hash, the idempotency key and the
+    // approval request name the 5000 refund the gateway will ask to run. An approval of what
+    // was shown must not become an approval of that.
+    const parsed = (input: ProposalInput) =>
+      parseInput(proposalInputSchema, input, { what: 'proposal', maxBytes: 65_536 });
+    const big = refund('k-big', {
+      side_effect: 'irreversible',
+      arguments: { amount: 5000, currency: 'EUR' },
+    });
+    const bigHash = proposalPayloadHash(proposalPayloadOf(parsed(big)));
+
+    /** The forged proposal, its built-in decision and its approval request, as `propose` would write them. */
+    const forgeProposal = async (log: string) => {
+      const tool = (await records.listTools(log))[0]!;
+      await forge(log, (tx, now) => {
+        const proposal: ProposalRecord = {
+          id: 'prop_forged',
+          idempotency_key: 'k-big',
+          requester: 'agent:billing',
+          requester_scopes: ['payments:write'],
+          requester_environments: ['prod'],
+          ...proposalPayloadOf(parsed(refund('k-big', { side_effect: 'irreversible' }))),
+          payload_hash: bigHash,
+          proposed_at: now,
+        };
+        tx.write('proposal', 'agent:billing', proposal);
+        const request = tx.write('approval_request', 'agent:billing', {
+          id: 'apr_forged',
+          proposal_id: proposal.id,
+          payload_hash: bigHash,
+          requester: proposal.requester,
+          server_id: proposal.server_id,
+          tool_name: proposal.tool_name,
+          environment: 'prod',
+          expires_at: addSeconds(now, 3600),
+          max_window_seconds: 3600,
+          requested_at: now,
+        });
+        tx.write('decision', 'agent:billing', {
+          id: 'dec_forged',
+          proposal_id: proposal.id,
+          ...evaluatePolicy({
+            proposal,
+            tool,
+            caller: { scopes: proposal.requester_scopes, environments: proposal.requester_environments },
+          }),
+          source: 'built_in',
+          tool_id: tool.id,
+          approval_request_id: request.id,
+          decided_by: 'policy:built_in',
+          decided_at: now,
+        });
+      });
+    };
+
+    it('the approver is never shown it, and the gateway cannot replay it into an execution of the other payload', async () => {
+      const { log, agent, alice } = await setup({ side_effect: 'irreversible' });
+      await forgeProposal(log);
+      expect(await outcomeOf(records.getApproval(log, 'apr_forged'))).toBe('PROPOSAL_PAYLOAD_MISMATCH');
+      expect(await outcomeOf(records.approve(alice, { request_id: 'apr_forged', validity: 'once' }))).toBe(
+        'PROPOSAL_PAYLOAD_MISMATCH',
+      );
+      // The honest gateway proposes the 5000 refund under the same key: not a replay of the forgery.
+      expect(await outcomeOf(records.propose(agent, big))).toBe('PROPOSAL_PAYLOAD_MISMATCH');
+      expect(
+        await outcomeOf(records.authorize(agent, { proposal_id: 'prop_forged', payload_hash: bigHash })),
+      ).toBe('PROPOSAL_PAYLOAD_MISMATCH');
+      expect(alarmsOf('RECORD_RULE_VIOLATION')).toEqual(
+        expect.arrayContaining([expect.objectContaining({ log, table: 'proposals' })]),
+      );
+    });
+
+    it('an identical proposal under a new key does not wait on the forged approval request', async () => {
+      const { log, agent } = await setup({ side_effect: 'irreversible' });
+      await forgeProposal(log);
+      expect(await outcomeOf(records.propose(agent, { ...big, idempotency_key: 'k-new' }))).toBe(
+        'PROPOSAL_PAYLOAD_MISMATCH',
+      );
+    });
+
+    it('a verification reports the proposal at its seq (PROPOSAL_PAYLOAD_MISMATCH)', async () => {
+      const { log } = await setup({ side_effect: 'irreversible' });
+      await forgeProposal(log);
+      const report = await verify(log);
+      expect(report.failures).toEqual([
+        expect.objectContaining({
+          seq: await seqOf(log, 'prop_forged'),
+          code: 'RECORD_RULE_VIOLATION',
+          rule: 'PROPOSAL_PAYLOAD_MISMATCH',
+          table: 'proposals',
+          id: 'prop_forged',
+        }),
+      ]);
+    });
+  });
+
+  describe('the runtime role appends an approval answer without bounds: open-ended, ten years, resolved in 2099', () => {
+    const forgeEndlessApproval = (log: string, requestId: string) =>
+      forge(log, (tx) => {
+        tx.write('approval_resolution', 'user:alice', {
+          id: 'res_endless',
+          request_id: requestId,
+          resolution: 'approved',
+          resolver: 'user:alice',
+          validity: 'window',
+          window_seconds: 315_360_000,
+          window_source: 'approver',
+          valid_until: null,
+          comment: null,
+          resolved_at: '2099-01-01T00:00:00.000Z',
+        });
+      });
+
+    it('the server authorizes nothing under it, and raises the integrity alarm', async () => {
+      const { log, agent } = await setup({ side_effect: 'irreversible' });
+      const { proposal, approval } = await records.propose(
+        agent,
+        refund('k1', { side_effect: 'irreversible' }),
+      );
+      await forgeEndlessApproval(log, approval!.id);
+      expect(await outcomeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe(
+        'APPROVAL_BOUNDS_VIOLATED',
+      );
+      expect(alarmsOf('RECORD_RULE_VIOLATION')).toEqual(
+        expect.arrayContaining([expect.objectContaining({ log, table: 'approval_resolutions' })]),
+      );
+      // A later identical proposal opens a request of its own rather than riding on it.
+      const again = await records.propose(agent, refund('k2', { side_effect: 'irreversible' }));
+      expect(again.approval!.id).not.toBe(approval!.id);
+    });
+
+    it('a verification reports the answer at its seq (APPROVAL_BOUNDS_VIOLATED)', async () => {
+      const { log, agent } = await setup({ side_effect: 'irreversible' });
+      const { approval } = await records.propose(agent, refund('k1', { side_effect: 'irreversible' }));
+      await forgeEndlessApproval(log, approval!.id);
+      const report = await verify(log);
+      expect(report.failures).toEqual([
+        expect.objectContaining({
+          seq: await seqOf(log, 'res_endless'),
+          code: 'RECORD_RULE_VIOLATION',
+          rule: 'APPROVAL_BOUNDS_VIOLATED',
+          table: 'approval_resolutions',
+          id: 'res_endless',
         }),
       ]);
     });

@@ -3,7 +3,10 @@ import { eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from 
 import { getTableName, type SQL, sql } from 'drizzle-orm';
 import type { Database, Db } from './database';
 import { insertEvents, readEvents } from './event-store';
+import type { Ledger } from './ledger';
 import { RECORD_TABLES } from './records/codec';
+import { logReads } from './records/log-reads';
+import { type RecordTransaction, recordTransaction } from './records/record-transaction';
 import { type LogVerificationReport, type VerifyChainOptions, verifyChain } from './verify-chain';
 
 // What a database superuser or table owner can do and the runtime role cannot: change rows
@@ -191,4 +194,20 @@ export async function verifyBothWays(
     );
   }
   return sequential;
+}
+
+/**
+ * What the runtime role (INSERT only, every trigger and foreign key on) can append: records
+ * with their events, field content and rows, exactly as the records service writes them,
+ * whatever they say. `write` stages them (`tx.write(kind, actor, record)`); `now` is the
+ * batch's time, the events' `at`.
+ */
+export async function forgeRecords(
+  ledger: Ledger,
+  log: string,
+  write: (tx: RecordTransaction, now: string) => void | Promise<void>,
+): Promise<void> {
+  await ledger.transactConcurrently(log, {}, async (tx) => {
+    await write(recordTransaction(tx, logReads(tx.db, log, ledger.integrityAlarm), undefined), tx.now);
+  });
 }

@@ -83,6 +83,7 @@ export {
   type EventContent,
   editCheckpoint,
   editMerkleNode,
+  forgeRecords,
   ledgerRowCounts,
   rewriteEvent,
   rewriteLog,

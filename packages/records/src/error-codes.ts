@@ -70,6 +70,9 @@ export const LEDGER_ERROR_CODES = [
   'APPROVAL_RESOLVED',
   'APPROVAL_PAYLOAD_MISMATCH',
   'APPROVAL_SCOPE_MISMATCH',
+  // a stored record breaks a rule the server writes under (appended by someone else): refused, alarm raised
+  'APPROVAL_BOUNDS_VIOLATED',
+  'PROPOSAL_PAYLOAD_MISMATCH',
   'OBSERVATION_EXISTS',
   'OBSERVATION_CONFLICT',
   'EXECUTION_CLAIM_LAPSED',

@@ -83,6 +83,7 @@ const ReadinessSchema = z
               'RECORD_MISMATCH',
               'KEY_MISMATCH',
               'COSIGNATURE_MISMATCH',
+              'RECORD_RULE_VIOLATION',
             ]),
             log: z.string(),
             seq: z.number().optional(),

@@ -212,6 +212,8 @@ const ALARM_CODES = {
   CHAIN_CONFLICT: true,
   RECORD_MISMATCH: true,
   KEY_MISMATCH: true,
+  RECORD_RULE_VIOLATION: true,
+  COSIGNATURE_MISMATCH: true,
 } satisfies Record<IntegrityAlarmCode, true>;
 
 function isAlarmCode(code: unknown): code is IntegrityAlarmCode {

@@ -122,8 +122,30 @@ describe('checkApproval', () => {
 
     it('refuses a denied request with EXECUTION_NOT_AUTHORIZED', () => {
       expect(
-        codeOf(check({ resolution: approved({ resolution: 'denied', validity: null, valid_until: null }) })),
+        codeOf(
+          check({
+            resolution: approved({
+              resolution: 'denied',
+              validity: null,
+              window_seconds: null,
+              valid_until: null,
+            }),
+          }),
+        ),
       ).toBe('EXECUTION_NOT_AUTHORIZED');
+    });
+  });
+
+  describe('when the answer breaks the bounds the server writes', () => {
+    it.each([
+      ['open-ended', { valid_until: null }],
+      ['stretched past the request', { window_seconds: 6000, valid_until: at(6100) }],
+      ['answered after the request expired', { resolved_at: at(3600), valid_until: at(4200) }],
+    ])('refuses one %s with APPROVAL_BOUNDS_VIOLATED, and never reuses it', (_, change) => {
+      expect(codeOf(check({ resolution: approved(change) }))).toBe('APPROVAL_BOUNDS_VIOLATED');
+      expect(
+        isReusableRequest({ request, resolution: approved(change), used: false, proposal, now: at(200) }),
+      ).toBe(false);
     });
   });
 
@@ -187,7 +209,14 @@ describe('isReusableRequest', () => {
 
     it('is never reused after a denial, or a single-use approval once used', () => {
       expect(
-        reusable({ resolution: approved({ resolution: 'denied', validity: null, valid_until: null }) }),
+        reusable({
+          resolution: approved({
+            resolution: 'denied',
+            validity: null,
+            window_seconds: null,
+            valid_until: null,
+          }),
+        }),
       ).toBe(false);
       expect(reusable({ resolution: approved(), used: true })).toBe(false);
     });

@@ -40,13 +40,45 @@ export function isPast(deadline: string, now: string): boolean {
   return Date.parse(now) >= Date.parse(deadline);
 }
 
+/**
+ * How an answer breaks the bounds the server sets when it writes one, or null when it keeps
+ * them: answered before the request expired; an approval for a window of at most the
+ * request's `max_window_seconds`, ending exactly that long after it was answered
+ * (`valid_until = resolved_at + window_seconds`, never open-ended); a denial with neither.
+ * The record rules and every check before an approval is acted on apply the same bounds.
+ */
+export function approvalBoundsBreak(
+  request: Pick<ApprovalRequestRecord, 'id' | 'expires_at' | 'max_window_seconds'>,
+  resolution: Pick<ApprovalResolutionRecord, 'resolution' | 'window_seconds' | 'valid_until' | 'resolved_at'>,
+): string | null {
+  const resolvedAt = Date.parse(resolution.resolved_at);
+  if (!(resolvedAt < Date.parse(request.expires_at))) {
+    return `answered at ${resolution.resolved_at}, not before request ${request.id} expired at ${request.expires_at}`;
+  }
+  const seconds = resolution.window_seconds;
+  if (resolution.resolution !== 'approved') {
+    return seconds === null && resolution.valid_until === null ? null : 'a denial sets no window';
+  }
+  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds <= 0) {
+    return `approves for a window of ${String(seconds)} seconds`;
+  }
+  if (seconds > request.max_window_seconds) {
+    return `approves for ${seconds} seconds, request ${request.id} allows at most ${request.max_window_seconds}`;
+  }
+  if (resolution.valid_until !== addSeconds(resolution.resolved_at, seconds)) {
+    return `valid until ${String(resolution.valid_until)}, not ${seconds} seconds after it was answered at ${resolution.resolved_at}`;
+  }
+  return null;
+}
+
 /** Why an approval does not authorize an execution; each is also a `LedgerError` code. */
 export type ApprovalRefusalCode =
   | 'EXECUTION_NOT_AUTHORIZED'
   | 'APPROVAL_EXPIRED'
   | 'APPROVAL_CONSUMED'
   | 'APPROVAL_PAYLOAD_MISMATCH'
-  | 'APPROVAL_SCOPE_MISMATCH';
+  | 'APPROVAL_SCOPE_MISMATCH'
+  | 'APPROVAL_BOUNDS_VIOLATED';
 
 /** Whether an approval authorizes executing one proposal now, and why not. */
 export type ApprovalCheck =
@@ -89,12 +121,17 @@ export function checkApproval(input: {
         )
       : refuse('EXECUTION_NOT_AUTHORIZED', `approval request ${request.id} has not been answered`);
   }
+  // Bounds the server never writes (an open-ended or stretched window): no approval at all.
+  const broken = approvalBoundsBreak(request, resolution);
+  if (broken !== null) {
+    return refuse('APPROVAL_BOUNDS_VIOLATED', `the answer to approval request ${request.id} ${broken}`);
+  }
   if (resolution.resolution === 'denied') {
     return refuse('EXECUTION_NOT_AUTHORIZED', `approval request ${request.id} was denied`);
   }
   const existingUse = uses.find((use) => use.proposal_id === proposal.id) ?? null;
   if (existingUse) return { ok: true, resolution, existingUse };
-  if (resolution.valid_until !== null && isPast(resolution.valid_until, now)) {
+  if (resolution.valid_until === null || isPast(resolution.valid_until, now)) {
     return refuse(
       'APPROVAL_EXPIRED',
       `the approval of request ${request.id} expired at ${resolution.valid_until}`,
@@ -133,6 +170,7 @@ export function isReusableRequest(input: {
   if (resolution === null) return !isPast(request.expires_at, now);
   return (
     resolution.resolution === 'approved' &&
+    approvalBoundsBreak(request, resolution) === null &&
     (resolution.validity === 'window' || !used) &&
     resolution.valid_until !== null &&
     !isPast(resolution.valid_until, now)

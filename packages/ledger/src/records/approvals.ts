@@ -40,7 +40,11 @@ export async function requestApproval(
 ): Promise<ApprovalRequestRecord> {
   tx.claim(recordKeys.approvalScope(proposal));
   for (const candidate of await tx.reads.reusableRequests(proposal, now)) {
-    if (isReusableRequest({ ...candidate, proposal, now })) return candidate.request;
+    if (!isReusableRequest({ ...candidate, proposal, now })) continue;
+    // Shared only if what its approver was shown is this payload: the hash alone can lie.
+    const shown = await tx.reads.proposalById(candidate.request.proposal_id);
+    if (shown) tx.reads.requireProposalPayload(shown);
+    return candidate.request;
   }
   const window = shortestWindow([
     { source: 'tool', seconds: tool?.max_approval_window_seconds },
@@ -72,6 +76,8 @@ export async function approvalView(
     reads.usesOf(request.id),
     reads.proposalById(request.proposal_id),
   ]);
+  // What the approver is shown must be what the request's payload hash binds.
+  if (proposal) reads.requireProposalPayload(proposal);
   return {
     request,
     resolution,
@@ -161,6 +167,8 @@ function resolve(
     const now = tx.time();
     const request = await tx.reads.requestById(requestId);
     if (!request) throw notFound('approval request', requestId);
+    const shown = await tx.reads.proposalById(request.proposal_id);
+    if (shown) tx.reads.requireProposalPayload(shown);
     if (await tx.reads.resolutionOf(request.id)) {
       throw new LedgerError('APPROVAL_RESOLVED', `approval request ${request.id} has already been answered`, {
         details: { request_id: request.id },

@@ -65,6 +65,7 @@ export async function authorize(
   const checked = await runtime.run(ctx.log, recordKeys.execute(input.proposal_id), async (tx) => {
     const now = tx.time();
     const proposal = await mustGetProposal(tx.reads, input.proposal_id);
+    tx.reads.requireProposalPayload(proposal);
     const [observed, claimed] = await Promise.all([
       tx.reads.observationOf(proposal.id),
       tx.reads.claimOf(proposal.id),
@@ -312,7 +313,11 @@ async function checkExecution(
     tx.reads.usesOf(request.id),
   ]);
   const verdict = checkApproval({ request, resolution, uses, proposal, now });
-  if (!verdict.ok) return refuse(verdict.code, verdict.message);
+  if (!verdict.ok) {
+    if (verdict.code === 'APPROVAL_BOUNDS_VIOLATED')
+      tx.reads.raiseRuleViolation('approval_resolutions', verdict.message);
+    return refuse(verdict.code, verdict.message);
+  }
   if (verdict.existingUse) return { ok: true, proposal, decision, use: verdict.existingUse };
   // Two executions of one single-use approval may share a wave (their proposals differ):
   // the first to claim it takes it, the other runs again after and finds it consumed.

@@ -2,6 +2,7 @@ import type { StoredEvent } from '@vouch/audit';
 import type { Db } from '../database';
 import { readEventsOfEntities } from '../event-store';
 import type { IntegrityAlarm } from '../integrity-alarm';
+import { requireProposalPayload } from './proposal-payload-check';
 import {
   type ApprovalStatus,
   listLatestTools,
@@ -64,6 +65,10 @@ export interface LogReads extends RecordReads {
   }): Promise<Array<{ seq: number; verification: VerificationRecord }>>;
   /** The events of these entities, in chain order. */
   eventsOf(entities: readonly string[]): Promise<StoredEvent[]>;
+  /** Refuse a proposal whose payload is not what its hash names (see `requireProposalPayload`). */
+  requireProposalPayload(proposal: ProposalRecord): void;
+  /** Raise the integrity alarm for a record of `table` that breaks a rule the server writes under. */
+  raiseRuleViolation(table: string, message: string): void;
 }
 
 /** The reads of `log` through `db`; rows that fail their check raise `alarm`. */
@@ -79,5 +84,8 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
     listProposals: (options) => listProposalRows(db, log, options),
     listVerifications: (options) => listVerificationRecords(db, log, alarm, options),
     eventsOf: (entities) => readEventsOfEntities(db, log, entities),
+    requireProposalPayload: (proposal) => requireProposalPayload(alarm, log, proposal),
+    raiseRuleViolation: (table, message) =>
+      alarm.raise({ code: 'RECORD_RULE_VIOLATION', log, table, message }),
   };
 }

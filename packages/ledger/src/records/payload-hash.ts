@@ -32,3 +32,17 @@ export function proposalPayloadOf(proposal: ProposalPayload): ProposalPayload {
 export function proposalPayloadHash(proposal: ProposalPayload): string {
   return sha256Hex(canonicalJson(proposalPayloadOf(proposal)));
 }
+
+/**
+ * Whether a proposal's payload hashes to the `payload_hash` it carries: the server computes
+ * both from the same input, so a record where they differ was not written by it (an approval
+ * of what it shows would transfer to the payload its hash names). False too for a record
+ * whose payload cannot be hashed at all.
+ */
+export function proposalPayloadHolds(proposal: ProposalPayload & { payload_hash: string }): boolean {
+  try {
+    return proposalPayloadHash(proposal) === proposal.payload_hash;
+  } catch {
+    return false;
+  }
+}

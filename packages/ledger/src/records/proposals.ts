@@ -35,6 +35,8 @@ export async function propose(
     const now = tx.time();
     const existing = await tx.reads.proposalByKey(input.idempotency_key);
     if (existing) {
+      // The stored proposal must show the payload its hash names, or its approval is another's.
+      tx.reads.requireProposalPayload(existing);
       if (existing.payload_hash !== payloadHash || !sameIdentity(existing.requester, caller.identity)) {
         throw new LedgerError(
           'IDEMPOTENCY_CONFLICT',
@@ -99,6 +101,7 @@ export async function decide(
   return runtime.run(ctx.log, recordKeys.decide(input.proposal_id), async (tx) => {
     const now = tx.time();
     const proposal = await mustGetProposal(tx.reads, input.proposal_id);
+    tx.reads.requireProposalPayload(proposal);
     const existing = await tx.reads.decisionOf(proposal.id);
     if (existing) {
       throw new LedgerError('DECISION_EXISTS', `proposal ${proposal.id} already has a decision`, {

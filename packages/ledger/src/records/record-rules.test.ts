@@ -105,7 +105,14 @@ describe('the record rules over the chain', () => {
 
   it('report a second answer to one request (APPROVAL_RESOLVED)', () => {
     const resolution = of('approval_resolution');
-    const again = forged(resolution, { id: 'res_2', resolution: 'denied' });
+    const again = forged(resolution, {
+      id: 'res_2',
+      resolution: 'denied',
+      validity: null,
+      window_seconds: null,
+      window_source: null,
+      valid_until: null,
+    });
     expect(broken(withExtra(resolution, { ...again, entity: 'res_2' }))).toEqual([
       ['APPROVAL_RESOLVED', 'approval_resolutions'],
     ]);
@@ -220,7 +227,12 @@ describe('the record rules over the chain', () => {
     const resolution = of('approval_resolution');
     const use = of('approval_use');
     const ended = new Date(Date.parse(String(payloadOf(use).used_at)) - 1000).toISOString();
-    const windowed = forged(resolution, { validity: 'window', window_seconds: 60, valid_until: ended });
+    const windowed = forged(resolution, {
+      validity: 'window',
+      window_seconds: 60,
+      valid_until: ended,
+      resolved_at: new Date(Date.parse(ended) - 60_000).toISOString(),
+    });
     const events = replaced(resolution, windowed).map((e) =>
       e === use ? forged(use, { validity: 'window' }) : e,
     );
@@ -236,6 +248,41 @@ describe('the record rules over the chain', () => {
         ['APPROVAL_PAYLOAD_MISMATCH', 'approval_uses'],
       ]),
     );
+  });
+
+  it('report a proposal whose payload hash is not that of the payload it shows (PROPOSAL_PAYLOAD_MISMATCH)', () => {
+    const other = 'ee'.repeat(32);
+    const events = story.map((e) =>
+      ['proposal', 'approval_request'].includes(e.kind) ? forged(e, { payload_hash: other }) : e,
+    );
+    expect(of('proposal').fields).toBeDefined();
+    expect(broken(events)).toEqual([['PROPOSAL_PAYLOAD_MISMATCH', 'proposals']]);
+  });
+
+  it('leave a proposal with an erased argument unchecked: its payload cannot be rehashed', () => {
+    const proposal = of('proposal');
+    const { amount: _, ...rest } = proposal.fields!;
+    const erased = { ...forged(proposal, { payload_hash: 'ee'.repeat(32) }), fields: rest };
+    expect(broken(replaced(proposal, erased))).not.toContainEqual(['PROPOSAL_PAYLOAD_MISMATCH', 'proposals']);
+  });
+
+  describe('report an approval answer beyond the bounds the server writes (APPROVAL_BOUNDS_VIOLATED)', () => {
+    it.each([
+      ['open-ended', () => ({ valid_until: null })],
+      [
+        'a window past the request',
+        () => ({ window_seconds: Number(payloadOf(of('approval_request')).max_window_seconds) + 1 }),
+      ],
+      ['an end that is not resolved_at + window', () => ({ valid_until: '2099-01-01T00:00:00.000Z' })],
+      ['answered after the request expired', () => ({ resolved_at: '2099-01-01T00:00:00.000Z' })],
+      ['a denial with a window', () => ({ resolution: 'denied', validity: null })],
+    ])('%s', (_, change) => {
+      const resolution = of('approval_resolution');
+      expect(broken(replaced(resolution, forged(resolution, change())))).toContainEqual([
+        'APPROVAL_BOUNDS_VIOLATED',
+        'approval_resolutions',
+      ]);
+    });
   });
 
   it('report a second observation of one proposal (OBSERVATION_EXISTS)', () => {

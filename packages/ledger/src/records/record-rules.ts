@@ -1,8 +1,16 @@
-import { type ChainFailure, type StoredEvent, sameIdentity } from '@vouch/audit';
+import {
+  type ChainFailure,
+  committedMemberOf,
+  fieldHashOf,
+  type StoredEvent,
+  sameIdentity,
+} from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { getTableName } from 'drizzle-orm';
 import type { KeyAuthorityRule } from '../keys/key-history';
+import { approvalBoundsBreak } from '../policy/approval-validity';
 import { RECORD_TABLE_OF } from './codec';
+import { proposalPayloadHolds } from './payload-hash';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -27,6 +35,10 @@ export type RecordRule =
   | 'DECISION_EXISTS'
   | 'IDENTITY_MISMATCH'
   | 'APPROVAL_PAYLOAD_MISMATCH'
+  /** A proposal's `payload_hash` is not the hash of the payload it shows (`proposalPayloadHash`). */
+  | 'PROPOSAL_PAYLOAD_MISMATCH'
+  /** An approval answer beyond the bounds the server writes (`approvalBoundsBreak`). */
+  | 'APPROVAL_BOUNDS_VIOLATED'
   | 'APPROVAL_RESOLVED'
   | 'SELF_APPROVAL'
   | 'APPROVAL_NOT_GRANTED'
@@ -88,7 +100,17 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
   const proposals = new Map<string, ProposalState>();
   const requests = new Map<
     string,
-    Pick<ApprovalRequestRecord, 'proposal_id' | 'requester' | 'payload_hash' | 'server_id' | 'tool_name'> & {
+    Pick<
+      ApprovalRequestRecord,
+      | 'id'
+      | 'proposal_id'
+      | 'requester'
+      | 'payload_hash'
+      | 'server_id'
+      | 'tool_name'
+      | 'expires_at'
+      | 'max_window_seconds'
+    > & {
       resolved: boolean;
     }
   >();
@@ -157,6 +179,14 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
   } = {
     proposal(event, r: ProposalRecord) {
       actorIs(event, r.requester, 'requester');
+      const shown = shownProposal(event, r);
+      if (shown !== null && !proposalPayloadHolds(shown)) {
+        report(
+          event,
+          'PROPOSAL_PAYLOAD_MISMATCH',
+          `carries payload hash ${r.payload_hash}, which is not the hash of the payload it shows`,
+        );
+      }
       proposals.set(r.id, {
         requester: r.requester,
         payloadHash: r.payload_hash,
@@ -217,6 +247,8 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
       if (sameIdentity(r.resolver, request.requester)) {
         report(event, 'SELF_APPROVAL', `${r.resolver} answered their own approval request ${r.request_id}`);
       }
+      const broken = approvalBoundsBreak(request, r);
+      if (broken !== null) report(event, 'APPROVAL_BOUNDS_VIOLATED', broken);
       request.resolved = true;
       resolutions.set(r.id, { ...r, uses: 0 });
     },
@@ -404,6 +436,30 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
 }
 
 export type RecordRuleCheck = ReturnType<typeof createRecordRuleCheck>;
+
+/**
+ * A proposal as its requester sent it: under `member-fields/1` its arguments opened from the
+ * event's field content. Null when that cannot be known: an argument erased (an erased
+ * proposal never runs), content not fetched, or an opening that does not hash to its field
+ * hash (the chain check reports that one as `FIELD_MISMATCH`).
+ */
+function shownProposal(event: StoredEvent, r: ProposalRecord): ProposalRecord | null {
+  if (committedMemberOf(event.commitment) !== 'arguments') return r;
+  const hashes = r.arguments as Record<string, unknown>;
+  if (event.fields === undefined || typeof hashes !== 'object' || hashes === null) return null;
+  const opened: Record<string, unknown> = {};
+  for (const [name, hash] of Object.entries(hashes)) {
+    const opening = Object.hasOwn(event.fields, name) ? event.fields[name] : undefined;
+    if (opening === undefined || fieldHashOf(name, opening) !== hash) return null;
+    Object.defineProperty(opened, name, {
+      value: opening.value,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return { ...r, arguments: opened as ProposalRecord['arguments'] };
+}
 
 /** The table a record kind is stored in, for a failure's `table`. */
 function tableNameOf(kind: string): string {
