@@ -6,11 +6,11 @@ import {
   type StoredEvent,
   sameIdentity,
 } from '@vouch/audit';
-import { and, asc, eq } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { anyOf } from './batched-sql';
 import type { Database, Db } from './database';
-import { KEY_CREATED, KEY_EXPIRES, KEY_REVOKED, SYSTEM_LOG } from './keys/api-key-events';
-import { createKeyHistory, type KeyHistory, OPERATOR_ACTOR } from './keys/key-history';
+import { type KeyHistory, OPERATOR_ACTOR } from './keys/key-history';
+import { loadKeyHistory } from './keys/load-key-history';
 import type { RecordRule } from './records/record-rules';
 import { auditEvents } from './schema/core';
 
@@ -95,7 +95,7 @@ async function* redactionFailures(
   state: RedactionCheckState,
 ): AsyncGenerator<ChainFailure> {
   if (page.length === 0) return;
-  state.keys ??= await keyHistory(db);
+  state.keys ??= (await loadKeyHistory(db)).history;
   const { keys, erased } = state;
   const targets = await targetsOf(db, log, page);
   for (const event of page) {
@@ -209,30 +209,6 @@ function authorityOf(
     };
   }
   return null;
-}
-
-/** The keys the `system` log's events issue, under the rule of who may issue them (see `createKeyHistory`). */
-async function keyHistory(db: Db): Promise<KeyHistory> {
-  const events = await db
-    .select({
-      kind: auditEvents.kind,
-      entity: auditEvents.entityId,
-      actor: auditEvents.actor,
-      at: auditEvents.recordedAt,
-      payload: auditEvents.payload,
-      payload_hash: auditEvents.payloadHash,
-    })
-    .from(auditEvents)
-    .where(
-      and(
-        eq(auditEvents.logId, SYSTEM_LOG),
-        anyOf(auditEvents.kind, [KEY_CREATED, KEY_REVOKED, KEY_EXPIRES]),
-      ),
-    )
-    .orderBy(asc(auditEvents.seq));
-  const history = createKeyHistory();
-  for (const event of events) history.add(event);
-  return history;
 }
 
 /** The events a page of redactions names, by seq (one query). */

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { generateNoteKeys, parseSignerKey } from '@vouch/audit';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,6 +57,26 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
     database = await open();
     ledger = createLedger(database);
     records = createRecords(ledger);
+    // The people of every log hold the keys the server would require of them: a verification
+    // judges who wrote each record once the system log holds keys (records/check-record-writers.ts).
+    const people: [string, string, string[] | null][] = [
+      ['user:ops', 'admin', null],
+      ['agent:billing', 'gateway', ['prod']],
+      ['user:alice', 'approver', null],
+      ['service:checker', 'verifier', null],
+    ];
+    for (const [identity, role, environments] of people) {
+      await issueApiKey(ledger, {
+        id: `key_${identity}`,
+        keyHash: randomBytes(32).toString('hex'),
+        identity,
+        roles: [role],
+        scopes: [],
+        environments,
+        logs: null,
+        createdBy: OPERATOR_ACTOR,
+      });
+    }
   });
   afterAll(async () => {
     await ledger?.close();
@@ -369,6 +390,13 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
         expect.objectContaining({
           code: 'RECORD_RULE_VIOLATION',
           rule: 'SELF_APPROVAL',
+          table: 'approval_resolutions',
+          id: 'res_self',
+        }),
+        // A gateway holds no approver key either (records/check-record-writers.ts).
+        expect.objectContaining({
+          code: 'RECORD_RULE_VIOLATION',
+          rule: 'WRITER_ROLE_FORBIDDEN',
           table: 'approval_resolutions',
           id: 'res_self',
         }),

@@ -14,6 +14,7 @@ import { checkApiKeyTables } from './keys/check-api-key-tables';
 import { createKeyAuthorityCheck, KEY_EVENT_KINDS } from './keys/check-key-authority';
 import { requireLog } from './log-exists';
 import { checkRecordRows, createRecordRowPresenceCheck } from './records/check-record-tables';
+import { createRecordWriterCheck } from './records/check-record-writers';
 import { RECORD_TABLES } from './records/codec';
 import { createRecordRuleCheck } from './records/record-rules';
 import { type VerifyInParts, verifyInParts } from './verify-chain-parts';
@@ -92,6 +93,12 @@ export interface LogVerificationReport extends ChainReport {
    * says whether their signatures were checked (only with the log's public key).
    */
   checkpoints: { checked: number; signatures: 'verified' | 'not_checked' };
+  /**
+   * Whether each record event's actor was checked against the keys it held (the writer
+   * rule, `createRecordWriterCheck`): `not_checked` when the `system` log holds no
+   * `api_key.created` event (a ledger used as a library, without the API).
+   */
+  writers: 'checked' | 'not_checked';
 }
 
 /**
@@ -221,9 +228,9 @@ const STREAM_KINDS: readonly string[] = [
 ];
 
 /**
- * The checks fed by the events as they stream by, beside the chain: the record rules, the
- * record rows each record event needs, the redaction rules, and on `system` who wrote each
- * key event. `fail` collects failures
+ * The checks fed by the events as they stream by, beside the chain: the record rules, who
+ * wrote each record event, the record rows each record event needs, the redaction rules, and
+ * on `system` who wrote each key event. `fail` collects failures
  * found beside the chain, under the same cap as the chain's own.
  */
 function createStreamChecks(database: Database, log: string, maxFailures: number) {
@@ -237,6 +244,7 @@ function createStreamChecks(database: Database, log: string, maxFailures: number
   const recordRows = createRecordRowPresenceCheck(database, log, { fail });
   const redactions = createRedactionRuleCheck(database, log);
   const keyAuthority = createKeyAuthorityCheck(log, fail);
+  const writers = createRecordWriterCheck(database, log, fail);
   // One page's row lookups run while the next page is checked; at most one is in flight.
   let rowLookups: Promise<void> = Promise.resolve();
   return {
@@ -246,14 +254,17 @@ function createStreamChecks(database: Database, log: string, maxFailures: number
       return omitted;
     },
     redactions,
+    writers,
     add(event: StoredEvent) {
       rules.add(event);
+      writers.add(event);
       recordRows.add(event);
       redactions.add(event);
       keyAuthority.add(event);
     },
     /** End a page: its row lookups start once the page before's are done. */
     async flush() {
+      await writers.flush();
       await rowLookups;
       rowLookups = recordRows.flush();
       // A lookup abandoned by a failure elsewhere must not surface as an unhandled rejection.
@@ -275,6 +286,7 @@ async function finishReport(
   const { log, signal } = options;
   const { fail, more } = checks;
   for await (const failure of checks.redactions.failures()) fail(failure);
+  const writers = await checks.writers.status();
   // The chain alone cannot see a row that no event accounts for, or one edited after its
   // event was written: cross-check every other table against the events.
   for (const check of [...DEFAULT_TABLE_CHECKS, ...(options.tableChecks ?? [])]) {
@@ -295,6 +307,7 @@ async function finishReport(
       checked: counts.checkpoints,
       signatures: options.checkpointKeys ? 'verified' : 'not_checked',
     },
+    writers,
   };
 }
 

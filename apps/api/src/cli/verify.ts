@@ -79,6 +79,11 @@ function printHuman(io: CliIo, report: LogVerificationReport): void {
   io.out(
     `  compared with the events: ${count(report.merkle.nodes)} Merkle nodes, ${count(checkpoints.checked)} checkpoint(s)${signatures}\n`,
   );
+  if (report.writers === 'not_checked') {
+    io.out(
+      '  record writers NOT checked (the system log holds no API key: the ledger is used without the API)\n',
+    );
+  }
 }
 
 const DATABASE_OPTIONS = {

@@ -94,7 +94,10 @@ describe.each(testBackends())('an external policy engine the server asks, on $na
     decider = createExternalDecider({ engine: settings, records, logger, metrics });
     keys = createKeyStore(ledger);
     app = createApp({ ledger, keys, records, logger, metrics, policyEngine: decider });
-    const issue = async (identity: string, roles: Array<'admin' | 'gateway' | 'approver' | 'auditor'>) =>
+    const issue = async (
+      identity: string,
+      roles: Array<'admin' | 'gateway' | 'approver' | 'auditor' | 'policy'>,
+    ) =>
       (
         await keys.create({
           identity,
@@ -109,6 +112,9 @@ describe.each(testBackends())('an external policy engine the server asks, on $na
     key.gw = await issue('agent:gw', ['gateway']);
     key.alice = await issue('user:alice', ['approver']);
     key.auditor = await issue('user:audrey', ['auditor']);
+    // The engine's identity holds a policy key, unused: the decisions it is asked for are written in
+    // its name, and verification judges every record's writer by the keys it held (docs/chain.md).
+    await issue('service:opa', ['policy']);
     for (const tool of [
       { server_id: 'pay', tool_name: 'refund', side_effect: 'compensatable' },
       { server_id: 'pay', tool_name: 'lookup', side_effect: 'read_only' },

@@ -1,0 +1,265 @@
+import { type ChainFailure, type StoredEvent, sameIdentity } from '@vouch/audit';
+import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
+import { getTableName } from 'drizzle-orm';
+import type { Database } from '../database';
+import type { KeyHistory, KeyWindow } from '../keys/key-history';
+import { type LoadedKeyHistory, loadKeyHistory } from '../keys/load-key-history';
+import { RECORD_TABLE_OF } from './codec';
+
+/** A rule of who may write a record event, by the code verification reports it with. */
+export type RecordWriterRule =
+  /** The actor held no live key with a role the server requires for writing this record. */
+  | 'WRITER_ROLE_FORBIDDEN'
+  /** The actor's keys with that role may not use the log. */
+  | 'WRITER_LOG_FORBIDDEN'
+  /** The actor's keys with that role, for the log, may not act in the record's environment. */
+  | 'WRITER_ENVIRONMENT_FORBIDDEN'
+  /** The record names someone else as who wrote it (`registered_by`, `decided_by`). */
+  | 'WRITER_MISMATCH'
+  /** A gateway registered a tool it may not: not discovered, not irreversible, or over an earlier one. */
+  | 'TOOL_REGISTRATION_FORBIDDEN'
+  /** A tool registration's version is not the previous one's plus one. */
+  | 'TOOL_VERSION_GAP';
+
+/** The actor of the built-in policy's decisions, which the proposal's own writer records. */
+const BUILT_IN_POLICY = 'policy:built_in';
+
+/** What a record event must be written with: one of `roles`, in `environment` when the route asserts one. */
+interface Requirement {
+  roles: readonly string[];
+  /** `undefined`: the route does not limit by environment; `null`: the record names none. */
+  environment?: string | null;
+}
+
+type Json = Record<string, unknown>;
+const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+
+/**
+ * Every record event of a log must be written by an actor the server would have let write it
+ * (apps/api routes/access.ts, and each route's log and environment limits): at the event's
+ * time, the actor held a live key (see `createKeyHistory`) with a role the route requires,
+ * whose `logs` cover the log and, where the route asserts the record's environment, whose
+ * `environments` cover it:
+ *
+ * - `tool`: `admin`; or `gateway` for the first registration of a discovered, irreversible
+ *   tool only; `registered_by` is the actor; the version is the previous one's plus one;
+ * - `proposal`, `approval_use`, `execution_claim`: `gateway`, in the proposal's environment;
+ * - `decision`: by the built-in policy (`decided_by` `policy:built_in`), the proposal's
+ *   requester with its `gateway` key, in the proposal's environment; otherwise `policy`, in
+ *   the proposal's environment, with `decided_by` the actor;
+ * - `approval_request`: `gateway` (built-in policy) or `policy` (external), in its environment;
+ * - `approval_resolution`: `approver`, in the request's environment;
+ * - `observation`, `execution_refused`: `gateway`; an observation by the claim sweeper
+ *   (`vouch:claim-sweeper`), which the server writes as itself, passes;
+ * - `verification`: `verifier`, or `gateway` (a gateway may run the server's verifiers).
+ *
+ * Each break is a `RECORD_RULE_VIOLATION` at the event's seq with the record's table, id and
+ * `actor`. A version gap is checked always; the rest only when the `system` log holds at
+ * least one `api_key.created` event: a ledger used as a library, without the API, has no
+ * keys and nothing that authorizes by them ({@link RecordWriterCheck.status}).
+ *
+ * Fed by the caller that streams the log (`verifyChain`): `add` every event in seq order,
+ * `flush` after each page (the key history is read once, at the first record event).
+ */
+export function createRecordWriterCheck(
+  database: Database,
+  log: string,
+  fail: (failure: ChainFailure) => void,
+) {
+  let loading: Promise<LoadedKeyHistory> | undefined;
+  const keys = () => {
+    loading ??= loadKeyHistory(database.db);
+    return loading;
+  };
+  let page: StoredEvent[] = [];
+  const proposals = new Map<string, { environment: string | null; requester: string }>();
+  const requestEnvironments = new Map<string, string | null>();
+  const toolVersions = new Map<string, number>();
+
+  const judge = (history: KeyHistory | null, event: StoredEvent, record: Json) => {
+    const report = (rule: RecordWriterRule, why: string) =>
+      fail({
+        seq: event.seq,
+        code: 'RECORD_RULE_VIOLATION',
+        rule,
+        table: tableNameOf(event.kind),
+        id: event.entity,
+        actor: event.actor,
+        message: `${event.kind} ${event.entity}: ${why}`,
+      });
+    const holds = (requirement: Requirement): boolean => {
+      if (history === null) return true;
+      const violation = writerViolation(history, event, log, requirement);
+      if (violation !== null) report(violation.rule, violation.why);
+      return violation === null;
+    };
+    const named = (field: string) => {
+      const name = text(record[field]);
+      if (history !== null && name !== null && !sameIdentity(name, event.actor)) {
+        report('WRITER_MISMATCH', `names ${name} as its ${field}, but its actor is ${event.actor}`);
+      }
+    };
+    const proposal = proposals.get(text(record.proposal_id) ?? '');
+    const inProposal = (roles: readonly string[]) =>
+      holds({ roles, environment: proposal?.environment ?? null });
+
+    switch (event.kind) {
+      case 'tool': {
+        const key = `${text(record.server_id)}\u0000${text(record.tool_name)}`;
+        const previous = toolVersions.get(key);
+        if (record.version !== (previous ?? 0) + 1) {
+          report(
+            'TOOL_VERSION_GAP',
+            `is version ${String(record.version)}, after version ${previous ?? 'none'}`,
+          );
+        }
+        if (typeof record.version === 'number')
+          toolVersions.set(key, Math.max(previous ?? 0, record.version));
+        named('registered_by');
+        if (history === null) return;
+        if (writerViolation(history, event, log, { roles: ['admin'] }) === null) return;
+        if (!holds({ roles: ['admin', 'gateway'] })) return;
+        if (
+          record.source !== 'discovery' ||
+          record.side_effect !== 'irreversible' ||
+          previous !== undefined
+        ) {
+          report(
+            'TOOL_REGISTRATION_FORBIDDEN',
+            `${event.actor} holds a gateway key, not admin: it may only register a tool it discovered, as irreversible, that was not registered before`,
+          );
+        }
+        return;
+      }
+      case 'proposal': {
+        const target = record.target as Json | null | undefined;
+        const environment = text(target?.env);
+        proposals.set(text(record.id) ?? event.entity, {
+          environment,
+          requester: text(record.requester) ?? event.actor,
+        });
+        holds({ roles: ['gateway'], environment });
+        return;
+      }
+      case 'decision': {
+        if (record.decided_by === BUILT_IN_POLICY && record.source === 'built_in') {
+          if (history !== null && proposal !== undefined && !sameIdentity(proposal.requester, event.actor)) {
+            report(
+              'WRITER_MISMATCH',
+              `a built-in decision is recorded by the proposal's requester ${proposal.requester}, not ${event.actor}`,
+            );
+          }
+          inProposal(['gateway']);
+          return;
+        }
+        named('decided_by');
+        inProposal(['policy']);
+        return;
+      }
+      case 'approval_request': {
+        const environment = text(record.environment);
+        requestEnvironments.set(text(record.id) ?? event.entity, environment);
+        holds({ roles: ['gateway', 'policy'], environment });
+        return;
+      }
+      case 'approval_resolution':
+        holds({
+          roles: ['approver'],
+          environment: requestEnvironments.get(text(record.request_id) ?? '') ?? null,
+        });
+        return;
+      case 'approval_use':
+      case 'execution_claim':
+        inProposal(['gateway']);
+        return;
+      case 'observation':
+        if (sameIdentity(event.actor, CLAIM_SWEEPER_IDENTITY)) return;
+        holds({ roles: ['gateway'] });
+        return;
+      case 'execution_refused':
+        holds({ roles: ['gateway'] });
+        return;
+      case 'verification':
+        holds({ roles: ['verifier', 'gateway'] });
+        return;
+    }
+  };
+
+  return {
+    add(event: StoredEvent): void {
+      if (RECORD_TABLE_OF.has(event.kind)) page.push(event);
+    },
+    /** Judge the record events added since the last flush. */
+    async flush(): Promise<void> {
+      if (page.length === 0) return;
+      const events = page;
+      page = [];
+      const { history, keysIssued } = await keys();
+      for (const event of events) {
+        let record: unknown;
+        try {
+          record = JSON.parse(event.payload);
+        } catch {
+          continue; // the chain check reports a payload that is not what was hashed
+        }
+        if (typeof record !== 'object' || record === null || Array.isArray(record)) continue;
+        judge(keysIssued ? history : null, event, record as Json);
+      }
+    },
+    /** Whether the writers were judged: only where keys were ever issued. */
+    async status(): Promise<'checked' | 'not_checked'> {
+      return (await keys()).keysIssued ? 'checked' : 'not_checked';
+    },
+  };
+}
+
+export type RecordWriterCheck = ReturnType<typeof createRecordWriterCheck>;
+
+/** Why `event`'s actor could not have written it under `requirement`, or null when it could. */
+function writerViolation(
+  history: KeyHistory,
+  event: StoredEvent,
+  log: string,
+  requirement: Requirement,
+): { rule: RecordWriterRule; why: string } | null {
+  const at = Date.parse(event.at);
+  const roles = requirement.roles.join(' or ');
+  const live = history
+    .keysOf(event.actor)
+    .filter(
+      (key) =>
+        key.roles.some((role) => requirement.roles.includes(role)) &&
+        !Number.isNaN(at) &&
+        key.createdAt <= at &&
+        at < key.endsAt,
+    );
+  if (live.length === 0) {
+    return { rule: 'WRITER_ROLE_FORBIDDEN', why: `${event.actor} held no live ${roles} key at ${event.at}` };
+  }
+  const forLog = live.filter((key) => key.logs === null || key.logs.includes(log));
+  if (forLog.length === 0) {
+    return {
+      rule: 'WRITER_LOG_FORBIDDEN',
+      why: `${event.actor}'s live ${roles} keys may not use log ${log}`,
+    };
+  }
+  if (requirement.environment === undefined) return null;
+  const environment = requirement.environment;
+  if (!forLog.some((key) => mayActIn(key, environment))) {
+    return {
+      rule: 'WRITER_ENVIRONMENT_FORBIDDEN',
+      why: `${event.actor}'s live ${roles} keys for log ${log} may not act in environment ${environment ?? '(none)'}`,
+    };
+  }
+  return null;
+}
+
+/** The server's `assertEnvironment`: a key limited to environments acts only in one of them. */
+function mayActIn(key: KeyWindow, environment: string | null): boolean {
+  return key.environments === null || (environment !== null && key.environments.includes(environment));
+}
+
+function tableNameOf(kind: string): string {
+  const entry = RECORD_TABLE_OF.get(kind);
+  return entry === undefined ? kind : getTableName(entry.table);
+}
