@@ -12,7 +12,7 @@ import { createLedger, type Ledger } from './ledger';
 import { migrate } from './migrate';
 import { appendWithFields, redactFields } from './redaction';
 import { grantRuntimeRole } from './runtime-role';
-import { apiKeys } from './schema/core';
+import { apiKeyRevocations, apiKeys } from './schema/core';
 import { appendRecordedAt, verifyBothWays } from './tamper-testing';
 import { createTestDatabase, testBackends } from './testing';
 import type { LogVerificationReport } from './verify-chain';
@@ -322,24 +322,51 @@ describe.each(testBackends())('who may issue and revoke keys, on $name', ({ name
     });
 
     it('a back-dated revocation does not end a key before the time it was recorded after', async () => {
-      const holder = unique('user:holder');
-      const holderKey = await key(asServer, 'user:admin', holder, ['admin']);
-      const issued = await key(asServer, holder, unique('user:kim'), ['auditor']);
-      // Ending the holder's key before it issued kim's would make an honest issue look forbidden.
-      await appendRecordedAt(runtime, {
-        log: SYSTEM_LOG,
-        kind: 'api_key.revoked',
-        entity: holderKey.id,
-        actor: 'user:admin',
-        at: holderKey.createdAt,
-        payload: keyRevokedPayload({
-          keyId: holderKey.id,
-          revokedBy: 'user:admin',
-          revokedAt: holderKey.createdAt,
-        }),
+      const log = unique('kc');
+      const redactor = unique('user:red');
+      const redactorKey = await key(asServer, 'user:admin', redactor, ['redactor']);
+      const target = await appendWithFields(asServer, {
+        log,
+        kind: 'customer.contacted',
+        entity: 'cust_1',
+        actor: 'gateway:mcp',
+        payload: { email: 'ana@example.com', channel: 'email' },
       });
-      const report = await verifySystem();
-      expect(about(report, issued.id)).toEqual([]);
+      await redactFields(asServer, {
+        log,
+        seq: target.seq,
+        fields: ['email'],
+        reason: 'ticket 8',
+        actor: redactor,
+      });
+      await key(asServer, 'user:admin', unique('user:later'), ['auditor']);
+      // Ending the key back at its issue would make the erasure it authorized look unauthorized.
+      const revocation = await appendRecordedAt(
+        runtime,
+        {
+          log: SYSTEM_LOG,
+          kind: 'api_key.revoked',
+          entity: redactorKey.id,
+          actor: 'user:admin',
+          at: redactorKey.createdAt,
+          payload: keyRevokedPayload({
+            keyId: redactorKey.id,
+            revokedBy: 'user:admin',
+            revokedAt: redactorKey.createdAt,
+          }),
+        },
+        (tx, written) =>
+          tx.insert(apiKeyRevocations).values({
+            keyId: redactorKey.id,
+            eventSeq: written.seq,
+            revokedBy: 'user:admin',
+            revokedAt: written.at,
+          }),
+      );
+      expect((await verifySystem()).failures.filter((f) => f.seq === revocation.seq)).toMatchObject([
+        { code: 'TIME_REGRESSION' },
+      ]);
+      expect((await verifyBothWays(owner, { log })).failures).toEqual([]);
     });
 
     it('a redaction back-dated to when its actor held a redactor key, revoked since, is ROLE_FORBIDDEN', async () => {
