@@ -13,7 +13,7 @@ import {
 import { forEachLine, lineRanges } from './file-lines-node';
 import { SubtreeStack } from './merkle-subtree-stack';
 import { partPool } from './part-pool-node';
-import { type ChainFailure, matchRedactions, type RedactionEvidence } from './verify-events';
+import { type ChainFailure, matchRedactions, type RedactionEvidence, timeRegression } from './verify-events';
 
 export interface VerifyBundleFileOptions extends VerifyBundleOptions {
   /**
@@ -80,6 +80,18 @@ export async function verifyBundleFile(
   }
 }
 
+/**
+ * Whether a part verified from a guessed start (which knows no time before it) begins earlier
+ * than the parts before end: it is then verified again from their state, which reports it.
+ */
+function timeGoesBack(part: PartResult, state: ScanState): boolean {
+  if (part.start?.previousAt !== null || part.firstAt === null || state.previousAt === null) return false;
+  return (
+    timeRegression(part.firstAt, Date.parse(part.firstAt), state.previousAt, Date.parse(state.previousAt)) !==
+    null
+  );
+}
+
 /** The first line and the offset after its `\n`; undefined when it is not within 64 KiB. */
 async function readHeader(handle: FileHandle): Promise<{ line: string; end: number } | undefined> {
   const probe = Buffer.alloc(64 * 1024);
@@ -130,7 +142,7 @@ async function joinParts(
       let part = await pending[index]!;
       pending[index] = undefined;
       options.signal?.throwIfAborted();
-      if (part.start === null || !sameScanState(part.start, state)) {
+      if (part.start === null || !sameScanState(part.start, state) || timeGoesBack(part, state)) {
         // The seam does not join: verify the part again from what the parts before left.
         part = await partPool.run(task(index, state));
       }

@@ -35,6 +35,8 @@ export interface PartResult {
   events: Array<{ event: StoredEvent; failuresBefore: number }>;
   /** The compact Merkle range over the part's events. */
   subtrees: SubtreeHash[];
+  /** The `at` of the part's first event (null without one): the join checks it against the part before. */
+  firstAt: string | null;
 }
 
 /** Verify a part of a bundle file (see `verifyBundleFile`). */
@@ -84,6 +86,7 @@ export async function verifyPart(task: PartTask): Promise<PartResult> {
       failures: { kept: [], count: 0 },
       events,
       subtrees: [],
+      firstAt: null,
     };
   }
   const chain = scan.chain.finish();
@@ -96,6 +99,7 @@ export async function verifyPart(task: PartTask): Promise<PartResult> {
     events,
     // Copies: a digest may be a view into a larger pooled buffer, all of which would be cloned.
     subtrees: scan.merkle.subtrees().map((subtree) => ({ ...subtree, hash: subtree.hash.slice() })),
+    firstAt: scan.chain.times.first,
   };
 }
 
@@ -111,6 +115,7 @@ function guessStart(line: string): ScanState | null {
     lineNumber: seq,
     events: seq - 1,
     previous: seq === 1 ? null : { seq: seq - 1, hash: prev_hash },
+    previousAt: null,
     checkpointNote: undefined,
   };
 }

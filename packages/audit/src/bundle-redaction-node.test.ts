@@ -25,7 +25,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** seq 1: a fields/1 event with `email` erased; NOTES notes; then (optionally) its redaction event. */
+/** seq 1: a fields/1 event with `email` erased; NOTES notes; then (optionally) its redaction event. Times go forward, as the server writes them. */
 function redactedLog(options: { authorized: boolean }): StoredEvent[] {
   const { payload, fields } = commitFields({ email: 'ana@example.com', channel: 'email' });
   const { email: _erased, ...kept } = fields;
@@ -35,7 +35,7 @@ function redactedLog(options: { authorized: boolean }): StoredEvent[] {
     kind: 'customer.contacted',
     entity: 'cust_1',
     actor: 'gateway',
-    at: '2026-12-01T10:00:00.000Z',
+    at: '2026-11-30T04:00:00.000Z',
     commitment: 'fields/1',
     payload,
     payload_hash: '',

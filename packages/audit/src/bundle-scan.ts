@@ -50,6 +50,8 @@ export interface ScanState {
   events: number;
   /** The last event line's seq and hash. */
   previous: ChainHead | null;
+  /** The last event line's `at`; null before any, or when a part's start is guessed (unknown). */
+  previousAt: string | null;
   /** The checkpoint line's note, once read: every later line must be empty. */
   checkpointNote: string | undefined;
 }
@@ -59,6 +61,7 @@ export const AFTER_HEADER: ScanState = {
   lineNumber: 1,
   events: 0,
   previous: null,
+  previousAt: null,
   checkpointNote: undefined,
 };
 
@@ -68,7 +71,9 @@ export function sameScanState(a: ScanState, b: ScanState): boolean {
     a.events === b.events &&
     a.checkpointNote === b.checkpointNote &&
     a.previous?.seq === b.previous?.seq &&
-    a.previous?.hash === b.previous?.hash
+    a.previous?.hash === b.previous?.hash &&
+    // A guessed start does not know the time before it: the join checks that seam itself.
+    (a.previousAt === null || b.previousAt === null || a.previousAt === b.previousAt)
   );
 }
 
@@ -98,6 +103,7 @@ export class BundleScan<F extends ScanFailure = ScanFailure> {
   #lineNumber: number;
   #events: number;
   #previous: ChainHead | null;
+  #previousAt: string | null;
   #checkpointNote: string | undefined;
 
   constructor(start: ScanState, options: BundleScanOptions<F>) {
@@ -105,11 +111,13 @@ export class BundleScan<F extends ScanFailure = ScanFailure> {
     this.#lineNumber = start.lineNumber;
     this.#events = start.events;
     this.#previous = start.previous;
+    this.#previousAt = start.previousAt;
     this.#checkpointNote = start.checkpointNote;
     this.merkle = new SubtreeStack(start.events);
     this.chain = createChainChecker({
       log: options.log,
       after: start.previous ?? undefined,
+      afterAt: start.previousAt ?? undefined,
       expectHead: options.expectHead,
       onProgress: options.onProgress,
       progressEvery: options.progressEvery,
@@ -123,6 +131,7 @@ export class BundleScan<F extends ScanFailure = ScanFailure> {
       lineNumber: this.#lineNumber,
       events: this.#events,
       previous: this.#previous,
+      previousAt: this.#previousAt,
       checkpointNote: this.#checkpointNote,
     };
   }
@@ -145,6 +154,7 @@ export class BundleScan<F extends ScanFailure = ScanFailure> {
       this.#options.onEvent?.(event, this.#options.failures.add);
       this.#events++;
       this.#previous = { seq: event.seq, hash: event.hash };
+      this.#previousAt = event.at;
       // The leaf is the stored hash as it is: if the event's fields do not hash to it, the
       // chain check says so; the Merkle check says whether this is what was checkpointed.
       this.merkle.appendEventHash(event.hash);

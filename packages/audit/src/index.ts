@@ -70,4 +70,4 @@ export type {
   RedactionReport,
   VerifyEventsOptions,
 } from './verify-events';
-export { createChainChecker, matchRedactions, verifyEvents } from './verify-events';
+export { createChainChecker, matchRedactions, timeRegression, verifyEvents } from './verify-events';

@@ -152,6 +152,64 @@ describe('verifyEvents', () => {
     });
   });
 
+  describe('when an event is recorded earlier than the one before it', () => {
+    /** A chain whose events are recorded at `times`, rehashed as the ledger would hash them. */
+    const chainAt = (times: string[]) => {
+      const events: StoredEvent[] = [];
+      for (const [i, at] of times.entries()) {
+        const { hash: _hash, payload, ...header } = chainOf(times.map(() => ({})))[i]!;
+        const rehashed = { ...header, at, prev_hash: events[i - 1]?.hash ?? GENESIS_PREV_HASH };
+        events.push({ ...rehashed, payload, hash: eventHashOf(rehashed) });
+      }
+      return events;
+    };
+
+    it('reports TIME_REGRESSION at its seq, with both times and how far back it goes', async () => {
+      const events = chainAt([
+        '2026-01-01T00:00:01.000Z',
+        '2026-01-01T00:00:02.000Z',
+        '2026-01-01T00:00:01.999Z',
+        '2026-01-01T00:00:03.000Z',
+      ]);
+      const report = await verifyEvents(events, { log: 'test' });
+      expect(report.ok).toBe(false);
+      expect(report.failures).toEqual([
+        {
+          seq: 3,
+          code: 'TIME_REGRESSION',
+          at: '2026-01-01T00:00:01.999Z',
+          previous_at: '2026-01-01T00:00:02.000Z',
+          behind_ms: 1,
+          message: expect.stringContaining('back-dated'),
+        },
+      ]);
+    });
+
+    it('accepts equal times (one batch shares one time)', async () => {
+      const at = '2026-01-01T00:00:01.000Z';
+      expect((await verifyEvents(chainAt([at, at, at]), { log: 'test' })).ok).toBe(true);
+    });
+
+    it('reports a time that does not parse as TIME_REGRESSION: no order can be shown', async () => {
+      const events = chainAt(['2026-01-01T00:00:01.000Z', 'yesterday', '2026-01-01T00:00:02.000Z']);
+      expect(await codesOf(events)).toEqual([[2, 'TIME_REGRESSION']]);
+    });
+
+    it('compares the first event with the time of the head it resumes after, when given', async () => {
+      const events = chainAt(['2026-01-01T00:00:05.000Z', '2026-01-01T00:00:04.000Z']);
+      const after = { seq: 1, hash: events[0]!.hash };
+      expect(await codesOf(events.slice(1), { after, afterAt: events[0]!.at })).toEqual([
+        [2, 'TIME_REGRESSION'],
+      ]);
+      expect(await codesOf(events.slice(1), { after })).toEqual([]);
+    });
+
+    it('does not judge times when told not to (the checkpointer)', async () => {
+      const events = chainAt(['2026-01-01T00:00:05.000Z', '2026-01-01T00:00:04.000Z']);
+      expect(await codesOf(events, { checkTimes: false })).toEqual([]);
+    });
+  });
+
   describe('when the auditor supplies the head it trusts', () => {
     it('accepts a log that still holds that head and grew after it', async () => {
       const events = chainOf([1, 2, 3]);

@@ -24,6 +24,8 @@ export type ChainFailureCode =
   | 'REDACTION_UNAUTHORIZED'
   /** `prev_hash` is not the hash of the event before: a row was inserted, replaced or reordered. */
   | 'PREV_HASH_MISMATCH'
+  /** The event's `at` is earlier than the event before's, or is no time: it was not written by the server, which never goes back. */
+  | 'TIME_REGRESSION'
   /** A seq is missing (or repeated, or the log does not start at 1): a row was deleted. */
   | 'SEQ_GAP'
   /** The log ends before, or disagrees with, the head the auditor trusts. */
@@ -105,6 +107,17 @@ export interface VerifyEventsOptions {
    * `after.seq + 1` and link to `after.hash`. Default: the run starts at seq 1 from genesis.
    */
   after?: ChainHead;
+  /**
+   * The `at` of the event `after` names, when the caller knows it: the first event must not
+   * be earlier. Without it the first event's time is compared with nothing (the caller
+   * compares it at its seam).
+   */
+  afterAt?: string;
+  /**
+   * Check that no event's `at` is earlier than the one before it (`TIME_REGRESSION`; default
+   * true). The checkpointer, which judges the tree and no record rule, turns it off.
+   */
+  checkTimes?: boolean;
   /** A head the auditor trusts from earlier: the log must still contain it. */
   expectHead?: ChainHead;
   /** Called every `progressEvery` events (default 10,000) and once at the end. */
@@ -212,6 +225,31 @@ export interface ChainChecker {
   /** The erasures and redaction events seen so far (for {@link matchRedactions} across runs). */
   readonly redactionEvidence: RedactionEvidence;
   readonly checked: number;
+  /** The `at` of the first and of the last event checked (null before any): for a caller that joins runs. */
+  readonly times: { first: string | null; last: string | null };
+}
+
+/**
+ * Why an event recorded at `at` (`time`, its milliseconds) cannot follow one recorded at
+ * `previousAt`, or null when it can: a time that does not parse, or one earlier than the
+ * previous event's. The server records a batch no earlier than the log's head (it clamps its
+ * clock), so an honest log's times never go back; a back-dated event was inserted by
+ * someone else.
+ */
+export function timeRegression(
+  at: string,
+  time: number,
+  previousAt: string | null,
+  previousTime: number,
+): { message: string; at: string; previous_at?: string; behind_ms?: number } | null {
+  if (Number.isNaN(time)) return { message: `at ${JSON.stringify(at)} is not a time`, at };
+  if (previousAt === null || Number.isNaN(previousTime) || time >= previousTime) return null;
+  return {
+    message: `at ${at} is ${previousTime - time} ms before the event before it (${previousAt}): the event was back-dated`,
+    at,
+    previous_at: previousAt,
+    behind_ms: previousTime - time,
+  };
 }
 
 /** Create an incremental chain checker (see {@link verifyEvents}). */
@@ -225,6 +263,10 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
   /** Whether `previous.hash` is known to be 64 hex digits (the genesis hash is). */
   let previousIsHex = previous === null || isHex64(previous.hash);
   let expectedHeadSeen = false;
+  const checkTimes = options.checkTimes ?? true;
+  let firstAt: string | null = null;
+  let previousAt: string | null = options.afterAt ?? null;
+  let previousTime = previousAt === null ? Number.NaN : Date.parse(previousAt);
   // Erasures and redaction events are rare: kept until the end, matched then (see matchRedactions).
   const evidence: RedactionEvidence = { erasures: [], redactionEvents: [] };
 
@@ -287,6 +329,9 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
       return checked;
     },
     redactionEvidence: evidence,
+    get times() {
+      return { first: firstAt, last: checked === 0 ? null : previousAt };
+    },
     check(event) {
       const { seq } = event;
       if (event.log !== options.log) {
@@ -356,6 +401,15 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
           });
         }
       }
+      if (checkTimes) {
+        // A batch's events share one time: an equal string needs no parsing.
+        const time = event.at === previousAt ? previousTime : Date.parse(event.at);
+        const regression = timeRegression(event.at, time, previousAt, previousTime);
+        if (regression !== null) fail({ seq, code: 'TIME_REGRESSION', ...regression });
+        previousTime = time;
+      }
+      if (checked === 0) firstAt = event.at;
+      previousAt = event.at;
       previous = { seq, hash: event.hash };
       previousIsHex = actualHash === event.hash;
       checked++;

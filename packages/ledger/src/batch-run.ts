@@ -1,6 +1,7 @@
 import { type ChainHead, eventHashOf, payloadHashOf, type StoredEvent } from '@vouch/audit';
 import type { PgTable } from 'drizzle-orm/pg-core';
 import { toStorageError } from './append-errors';
+import type { AppendHead } from './append-time';
 import { type ConflictKeys, planWaves } from './batch-plan';
 import { insertTables } from './batched-sql';
 import type { Database, Db } from './database';
@@ -99,10 +100,10 @@ export interface BatchContext {
   tx: Db;
   log: string;
   limits: EventLimits;
-  /** ISO 8601 time of this batch. */
+  /** ISO 8601 time of this batch: never earlier than the head's (see `batchTime`). */
   now: string;
   /** The head the batch builds on (read under the lock). */
-  head: ChainHead;
+  head: AppendHead;
 }
 
 /**
@@ -120,7 +121,7 @@ export class BatchRun {
   readonly outcomes: Outcome[];
   /** Every event written in this batch, in seq order: what the append hooks get. */
   private readonly written: StoredEvent[] = [];
-  private head: ChainHead;
+  private head: AppendHead;
   /** The database refused a wave's inserts (see {@link needsIsolatedRetry}). */
   private waveRefused = false;
   /** A staged work's read failed on the server, which aborts the whole transaction. */
@@ -135,7 +136,7 @@ export class BatchRun {
   }
 
   /** The last event written (the head before the batch when none was). */
-  get headAfter(): ChainHead {
+  get headAfter(): AppendHead {
     return this.head;
   }
 
@@ -172,7 +173,7 @@ export class BatchRun {
   /** Give a staged event the next seq, chained to the head. */
   private chain(s: StagedEvent): StoredEvent {
     const event = chainEvent(this.context.log, this.context.now, this.head, s);
-    this.head = { seq: event.seq, hash: event.hash };
+    this.head = { seq: event.seq, hash: event.hash, at: event.at };
     return event;
   }
 

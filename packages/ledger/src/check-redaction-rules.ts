@@ -9,7 +9,7 @@ import {
 import { and, eq } from 'drizzle-orm';
 import { anyOf } from './batched-sql';
 import type { Database, Db } from './database';
-import { type KeyHistory, OPERATOR_ACTOR } from './keys/key-history';
+import { type KeyHistory, OPERATOR_ACTOR, timeText } from './keys/key-history';
 import { loadKeyHistory } from './keys/load-key-history';
 import type { RecordRule } from './records/record-rules';
 import { auditEvents } from './schema/core';
@@ -39,6 +39,11 @@ export interface RedactionEventRow {
   entity: string;
   actor: string;
   at: string;
+  /**
+   * The time it is judged at (ms): the latest `at` of the log's events up to it, so a
+   * back-dated redaction cannot reach back before a key's end; NaN when its `at` is no time.
+   */
+  judgedAt: number;
   payload: string;
   commitment: string | null;
 }
@@ -49,7 +54,8 @@ export interface RedactionEventRow {
  * (`EVENT_NOT_FOUND`), that commits to fields (`EVENT_NOT_REDACTABLE`) including every field
  * named (`FIELD_NOT_FOUND`), not erased before (`FIELD_ALREADY_REDACTED`), by someone other
  * than the event's own actor (`SELF_REDACTION`), who held a live key with the `redactor`
- * role for this log when the redaction was recorded (`ROLE_FORBIDDEN`, `LOG_FORBIDDEN`; keys
+ * role for this log when the redaction was recorded (`ROLE_FORBIDDEN`, `LOG_FORBIDDEN`: at the
+ * latest time of the log's events up to it, never an earlier one it claims; keys
  * are the `api_key.*` events of the `system` log, less those issued by someone who could
  * not: see `createKeyHistory`), or by the operator's CLI
  * ({@link OPERATOR_ACTOR}). Each break is a `RECORD_RULE_VIOLATION` at the redaction's seq,
@@ -65,11 +71,22 @@ export interface RedactionEventRow {
  */
 export function createRedactionRuleCheck(database: Database, log: string) {
   const redactions: RedactionEventRow[] = [];
+  let latestAt: string | null = null;
+  let latest = Number.NEGATIVE_INFINITY;
   return {
     add(event: StoredEvent): void {
+      // A batch's events share one time: an equal string needs no parsing.
+      if (event.at !== latestAt) {
+        const time = Date.parse(event.at);
+        if (time > latest) {
+          latest = time;
+          latestAt = event.at;
+        }
+      }
       if (event.kind !== REDACTION_KIND) return;
       const { seq, entity, actor, at, payload } = event;
-      redactions.push({ seq, entity, actor, at, payload, commitment: event.commitment ?? null });
+      const judgedAt = Number.isNaN(Date.parse(at)) ? Number.NaN : latest;
+      redactions.push({ seq, entity, actor, at, judgedAt, payload, commitment: event.commitment ?? null });
     },
     async *failures(): AsyncGenerator<ChainFailure> {
       const state: RedactionCheckState = { erased: new Map() };
@@ -154,9 +171,13 @@ async function* redactionFailures(
         targetSeq,
       );
     }
-    const authority = authorityOf(keys, event.actor, log, Date.parse(event.at));
+    const authority = authorityOf(keys, event.actor, log, event.judgedAt);
     if (authority !== null) {
-      yield fail(authority.rule, `${event.actor} ${authority.why} at ${event.at}`, targetSeq);
+      yield fail(
+        authority.rule,
+        `${event.actor} ${authority.why} at ${timeText(event.at, event.judgedAt)}`,
+        targetSeq,
+      );
     }
   }
 }

@@ -369,7 +369,7 @@ describe('createChainChecker', () => {
         kind: 'k',
         entity: 'e',
         actor: 'a',
-        at: 't',
+        at: '2026-01-01T00:00:00.000Z',
         payload_hash: payloadHashOf(payload),
         prev_hash: GENESIS_PREV_HASH,
       };

@@ -1,6 +1,7 @@
 import { type Context, context, trace } from '@opentelemetry/api';
-import type { ChainHead, StoredEvent } from '@vouch/audit';
+import type { StoredEvent } from '@vouch/audit';
 import { raiseOnChainConflict, toStorageError } from './append-errors';
+import { type AppendHead, batchTime } from './append-time';
 import { BatchRun, type Pending, type StagedEvent } from './batch-run';
 import { type Database, type Db, sqlStateOf } from './database';
 import { LedgerError } from './errors';
@@ -66,7 +67,7 @@ export class GroupCommit {
    * The last head this process committed per log: a hint only, never trusted (see
    * `YOUNG_LOG_EVENTS` and `commitInOneStatement`, where the database checks it).
    */
-  private readonly knownHeads = new Map<string, ChainHead>();
+  private readonly knownHeads = new Map<string, AppendHead>();
   /** Per log, how many batches still take the locked path after a one-statement batch lost a race. */
   private readonly lockedOnly = new Map<string, number>();
   /** ANALYZE runs in flight (see `refreshStatistics`): `close` waits for them. */
@@ -158,7 +159,7 @@ export class GroupCommit {
         const done = await commitInOneStatement({
           database: this.options.database,
           log,
-          now: this.options.clock().toISOString(),
+          clock: this.options.clock(),
           known: { head, range },
           staged,
         });
@@ -286,7 +287,9 @@ export class GroupCommit {
     const young = (this.knownHeads.get(log)?.seq ?? 0) < YOUNG_LOG_EVENTS;
     const head = await lockLogAndReadHead(database, tx, log, young);
     const items = take();
-    return new BatchRun({ database, tx, log, limits, now: clock().toISOString(), head }, items);
+    // Under the lock, on the head read under it: no batch of any process is recorded earlier.
+    const now = batchTime(clock(), head.at);
+    return new BatchRun({ database, tx, log, limits, now, head }, items);
   }
 
   /** Nothing of the batch committed: every item gets the batch's error. */

@@ -4,15 +4,16 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from './database';
 import { openDatabase, sqlStateOf } from './database';
-import { type KeyRow, keyCreatedPayload, SYSTEM_LOG } from './keys/api-key-events';
+import { type KeyRow, keyCreatedPayload, keyRevokedPayload, SYSTEM_LOG } from './keys/api-key-events';
 import { issueApiKey, revokeApiKey, scheduleApiKeyExpiry } from './keys/api-keys';
+import { forbiddenKeyIds } from './keys/forbidden-keys';
 import { BOOTSTRAP_ACTOR, OPERATOR_ACTOR } from './keys/key-history';
 import { createLedger, type Ledger } from './ledger';
 import { migrate } from './migrate';
 import { appendWithFields, redactFields } from './redaction';
 import { grantRuntimeRole } from './runtime-role';
-import { apiKeys } from './schema/core';
-import { verifyBothWays } from './tamper-testing';
+import { apiKeyRevocations, apiKeys } from './schema/core';
+import { appendRecordedAt, verifyBothWays } from './tamper-testing';
 import { createTestDatabase, testBackends } from './testing';
 import type { LogVerificationReport } from './verify-chain';
 
@@ -242,6 +243,164 @@ describe.each(testBackends())('who may issue and revoke keys, on $name', ({ name
       const report = await verifyBothWays(owner, { log });
       expect(report.failures).toMatchObject([
         { code: 'RECORD_RULE_VIOLATION', rule: 'ROLE_FORBIDDEN', table: 'event_fields', target: target.seq },
+      ]);
+    });
+  });
+
+  describe('gives a back-dated event no reach before an ending already recorded', () => {
+    /** An admin key for user:ops, issued and then revoked by user:admin: no live admin key remains for ops. */
+    async function revokedAdmin() {
+      const ops = unique('user:ops');
+      const opsKey = await key(asServer, 'user:admin', ops, ['admin']);
+      await revokeApiKey(asServer, opsKey.id, 'user:admin');
+      return { ops, issuedAt: Date.parse(opsKey.createdAt) };
+    }
+
+    it("the server records it at the log's head time: its issuer held no live admin key then (KEY_ISSUER_FORBIDDEN)", async () => {
+      const { ops, issuedAt } = await revokedAdmin();
+      const head = (await asServer.head(SYSTEM_LOG))!;
+      const [revocation] = await asServer.events(SYSTEM_LOG, { after: head.seq - 1 });
+      // The runtime role, through the ledger, with a clock set back to just after ops's key was issued.
+      const backDated = createLedger(runtime, { now: () => new Date(issuedAt + 1) });
+      try {
+        const forged = await key(backDated, ops, unique('user:mallory'), ['admin', 'redactor']);
+        expect(forged.createdAt).toBe(revocation!.at);
+        const report = await verifySystem();
+        expect(report.failures.filter((f) => f.id === forged.id)).toMatchObject([
+          {
+            seq: head.seq + 1,
+            code: 'RECORD_RULE_VIOLATION',
+            rule: 'KEY_ISSUER_FORBIDDEN',
+            table: 'api_keys',
+            message: expect.stringContaining(`${ops} held no live admin key at ${revocation!.at}`),
+          },
+        ]);
+        expect(report.failures.filter((f) => f.code === 'TIME_REGRESSION')).toEqual([]);
+        expect((await forbiddenKeyIds(runtime)).has(forged.id)).toBe(true);
+      } finally {
+        await backDated.close();
+      }
+    });
+
+    it('inserted with a back-dated time past the server: TIME_REGRESSION and KEY_ISSUER_FORBIDDEN at its seq, and refused at use', async () => {
+      const { ops, issuedAt } = await revokedAdmin();
+      const row: KeyRow = {
+        id: `key_${++n}`,
+        identity: unique('user:mallory'),
+        roles: ['admin', 'redactor'],
+        scopes: [],
+        environments: null,
+        logs: null,
+        createdBy: ops,
+        keyHash: randomBytes(32).toString('hex'),
+        createdAt: new Date(issuedAt + 1).toISOString(),
+      };
+      const event = await appendRecordedAt(
+        runtime,
+        {
+          log: SYSTEM_LOG,
+          kind: 'api_key.created',
+          entity: row.id,
+          actor: ops,
+          at: row.createdAt,
+          payload: keyCreatedPayload(row),
+        },
+        (tx, written) => tx.insert(apiKeys).values({ ...row, eventSeq: written.seq }),
+      );
+      const report = await verifySystem();
+      expect(report.failures.filter((f) => f.seq === event.seq)).toMatchObject([
+        { seq: event.seq, code: 'TIME_REGRESSION', at: row.createdAt },
+        {
+          seq: event.seq,
+          code: 'RECORD_RULE_VIOLATION',
+          rule: 'KEY_ISSUER_FORBIDDEN',
+          table: 'api_keys',
+          id: row.id,
+        },
+      ]);
+      expect((await forbiddenKeyIds(runtime)).has(row.id)).toBe(true);
+    });
+
+    it('a back-dated revocation does not end a key before the time it was recorded after', async () => {
+      const log = unique('kc');
+      const redactor = unique('user:red');
+      const redactorKey = await key(asServer, 'user:admin', redactor, ['redactor']);
+      const target = await appendWithFields(asServer, {
+        log,
+        kind: 'customer.contacted',
+        entity: 'cust_1',
+        actor: 'gateway:mcp',
+        payload: { email: 'ana@example.com', channel: 'email' },
+      });
+      await redactFields(asServer, {
+        log,
+        seq: target.seq,
+        fields: ['email'],
+        reason: 'ticket 8',
+        actor: redactor,
+      });
+      await key(asServer, 'user:admin', unique('user:later'), ['auditor']);
+      // Ending the key back at its issue would make the erasure it authorized look unauthorized.
+      const revocation = await appendRecordedAt(
+        runtime,
+        {
+          log: SYSTEM_LOG,
+          kind: 'api_key.revoked',
+          entity: redactorKey.id,
+          actor: 'user:admin',
+          at: redactorKey.createdAt,
+          payload: keyRevokedPayload({
+            keyId: redactorKey.id,
+            revokedBy: 'user:admin',
+            revokedAt: redactorKey.createdAt,
+          }),
+        },
+        (tx, written) =>
+          tx.insert(apiKeyRevocations).values({
+            keyId: redactorKey.id,
+            eventSeq: written.seq,
+            revokedBy: 'user:admin',
+            revokedAt: written.at,
+          }),
+      );
+      expect((await verifySystem()).failures.filter((f) => f.seq === revocation.seq)).toMatchObject([
+        { code: 'TIME_REGRESSION' },
+      ]);
+      expect((await verifyBothWays(owner, { log })).failures).toEqual([]);
+    });
+
+    it('a redaction back-dated to when its actor held a redactor key, revoked since, is ROLE_FORBIDDEN', async () => {
+      const log = unique('kc');
+      const redactor = unique('user:red');
+      const target = await appendWithFields(asServer, {
+        log,
+        kind: 'customer.contacted',
+        entity: 'cust_1',
+        actor: 'gateway:mcp',
+        payload: { email: 'ana@example.com', channel: 'email' },
+      });
+      const redactorKey = await key(asServer, 'user:admin', redactor, ['redactor']);
+      await revokeApiKey(asServer, redactorKey.id, 'user:admin');
+      // The log moves on past the revocation.
+      await asServer.append({ log, kind: 'note', entity: 'n', actor: 'gateway:mcp', payload: {} });
+      const redaction = await appendRecordedAt(runtime, {
+        log,
+        kind: 'event.redacted',
+        entity: `event/${target.seq}`,
+        actor: redactor,
+        at: new Date(Date.parse(redactorKey.createdAt) + 1).toISOString(),
+        payload: { fields: ['email'], reason: 'ticket 9', target: { hash: target.hash, seq: target.seq } },
+      });
+      const report = await verifyBothWays(owner, { log });
+      expect(report.failures).toMatchObject([
+        { seq: redaction.seq, code: 'TIME_REGRESSION' },
+        {
+          seq: redaction.seq,
+          code: 'RECORD_RULE_VIOLATION',
+          rule: 'ROLE_FORBIDDEN',
+          table: 'event_fields',
+          target: target.seq,
+        },
       ]);
     });
   });

@@ -1,7 +1,7 @@
-import { type ChainHead, GENESIS_PREV_HASH } from '@vouch/audit';
+import { GENESIS_PREV_HASH } from '@vouch/audit';
 import { sql } from 'drizzle-orm';
+import type { AppendHead } from './append-time';
 import type { Database, Db } from './database';
-import { readHead } from './event-store';
 
 /**
  * Below this many events a log is young, and its batches run with custom plans.
@@ -18,8 +18,8 @@ import { readHead } from './event-store';
 export const YOUNG_LOG_EVENTS = 1_000;
 
 /**
- * Take the log's advisory lock in the batch transaction `tx` and read its head (genesis for
- * a new log). Two statements, sent together (postgres-js pipelines them on the transaction's
+ * Take the log's advisory lock in the batch transaction `tx` and read its head, with its
+ * time (genesis for a new log). Two statements, sent together (postgres-js pipelines them on the transaction's
  * connection; the server runs them in order): one round trip. The head is read by the second,
  * whose READ COMMITTED snapshot is taken only after the first has the lock, so it sees every
  * batch that committed before ours, from any process.
@@ -29,7 +29,7 @@ export async function lockLogAndReadHead(
   tx: Db,
   log: string,
   young: boolean,
-): Promise<ChainHead> {
+): Promise<AppendHead> {
   const [, found] = await Promise.all([
     database.rows(
       young
@@ -37,9 +37,12 @@ export async function lockLogAndReadHead(
         : sql`select pg_advisory_xact_lock(hashtextextended(${log}, 0))`,
       tx,
     ),
-    readHead(database, log, tx),
+    database.rows<AppendHead>(
+      sql`select seq, hash, recorded_at as at from audit_events where log_id = ${log} order by seq desc limit 1`,
+      tx,
+    ),
   ]);
-  return found ?? { seq: 0, hash: GENESIS_PREV_HASH };
+  return found[0] ?? { seq: 0, hash: GENESIS_PREV_HASH, at: null };
 }
 
 /**

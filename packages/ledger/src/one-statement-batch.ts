@@ -1,5 +1,6 @@
-import type { ChainHead, StoredEvent } from '@vouch/audit';
+import type { StoredEvent } from '@vouch/audit';
 import type { CompactRange } from '@vouch/audit/merkle';
+import { type AppendHead, batchTime } from './append-time';
 import { chainEvent, type StagedEvent } from './batch-run';
 import { insertTables } from './batched-sql';
 import type { Database } from './database';
@@ -10,7 +11,7 @@ import { auditEvents, merkleNodes } from './schema/core';
 
 /** What {@link commitInOneStatement} builds on: the log's head as this process last committed it. */
 export interface KnownHead {
-  head: ChainHead;
+  head: AppendHead;
   /** The Merkle tree at that head; null when the ledger keeps no tree. */
   range: CompactRange | null;
 }
@@ -34,17 +35,19 @@ export interface KnownHead {
 export async function commitInOneStatement(options: {
   database: Database;
   log: string;
-  now: string;
+  clock: Date;
   known: KnownHead;
   staged: readonly StagedEvent[];
 }): Promise<{ events: StoredEvent[]; head: KnownHead }> {
-  const { database, log, now, known, staged } = options;
+  const { database, log, clock, known, staged } = options;
+  // The known head is the real one or the statement fails: its time is the real head's too.
+  const now = batchTime(clock, known.head.at);
   const events: StoredEvent[] = [];
   let head = known.head;
   for (const s of staged) {
     const event = chainEvent(log, now, head, s);
     events.push(event);
-    head = { seq: event.seq, hash: event.hash };
+    head = { seq: event.seq, hash: event.hash, at: event.at };
   }
   const range = known.range;
   const nodes = range ? subtreeRows(log, appendLeaves(log, range, events)) : [];

@@ -1,9 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
-import { eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from '@vouch/audit';
+import { canonicalJson, eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from '@vouch/audit';
 import { getTableName, type SQL, sql } from 'drizzle-orm';
+import { chainEvent } from './batch-run';
 import type { Database, Db } from './database';
-import { insertEvents, readEvents } from './event-store';
+import { insertEvents, readEvents, readHead } from './event-store';
 import type { Ledger } from './ledger';
+import { merkleAppendHook } from './merkle/merkle-append-hook';
 import { RECORD_TABLES } from './records/codec';
 import { logReads } from './records/log-reads';
 import { type RecordTransaction, recordTransaction } from './records/record-transaction';
@@ -102,6 +104,35 @@ export function rewriteEvent(
         : event,
     ),
   );
+}
+
+/**
+ * What the runtime role can do without the server's code: insert the next event of `log`
+ * (its Merkle nodes, and the rows `rows` writes beside it) recorded at a time of its
+ * choosing. The server never records a batch earlier than the log's head (`batchTime`); an
+ * inserter need not. Plain INSERTs in one transaction, on `database` as it is opened (open
+ * it as the runtime role): every trigger and foreign key stays on.
+ */
+export async function appendRecordedAt(
+  database: Database,
+  content: Pick<StoredEvent, 'log' | 'kind' | 'entity' | 'actor' | 'at'> & { payload: unknown },
+  rows?: (tx: Db, event: StoredEvent) => Promise<unknown>,
+): Promise<StoredEvent> {
+  return database.db.transaction(async (transaction) => {
+    const tx = transaction as unknown as Db;
+    const head = (await readHead(database, content.log, tx)) ?? { seq: 0, hash: GENESIS_PREV_HASH };
+    const canonicalPayload = canonicalJson(content.payload);
+    const event = chainEvent(content.log, content.at, head, {
+      ...content,
+      canonicalPayload,
+      payloadHash: payloadHashOf(canonicalPayload),
+      row: undefined,
+    });
+    await insertEvents(database, tx, [event]);
+    await merkleAppendHook(tx, content.log, [event], database);
+    await rows?.(tx, event);
+    return event;
+  });
 }
 
 /** Overwrite the stored hash of Merkle node (`level`, `idx`) of `log` (default: a hash of nothing in the tree). */

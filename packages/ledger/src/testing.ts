@@ -79,6 +79,7 @@ export async function createTestDatabase(
 
 export { pgliteTemplateKey, pgliteTemplatePath, writePgliteTemplate } from './pglite-template';
 export {
+  appendRecordedAt,
   asTableOwner,
   type EventContent,
   editCheckpoint,

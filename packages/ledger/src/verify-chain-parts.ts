@@ -6,6 +6,7 @@ import {
   type RedactionEvidence,
   type RedactionReport,
   type StoredEvent,
+  timeRegression,
 } from '@vouch/audit';
 import { EMPTY_TREE_ROOT, foldFromRight, type SubtreeHash, SubtreeStack } from '@vouch/audit/merkle';
 import { startModuleWorker, WorkerPool } from '@vouch/audit/node';
@@ -197,6 +198,7 @@ async function joinParts(
   const above: SubtreeHash[] = [];
   const evidence: RedactionEvidence = { erasures: [], redactionEvents: [] };
   let linkTo = GENESIS_PREV_HASH;
+  let lastAt: string | null = null;
   let nodes = 0;
   try {
     for (let index = 0; index < parts; index++) {
@@ -206,6 +208,7 @@ async function joinParts(
       pending[index] = undefined;
       signal?.throwIfAborted();
       if (!result.clean || result.linksTo !== linkTo || result.last === null) return null;
+      if (timeGoesBack(lastAt, result.times.first)) return null;
       await context.feed(result.events);
       // Each stored checkpoint within the part: the root at its size is the tree of the
       // parts before, then the part's leaves up to that size.
@@ -220,6 +223,7 @@ async function joinParts(
       evidence.redactionEvents.push(...result.redactionEvidence.redactionEvents);
       nodes += result.nodes;
       linkTo = result.last.hash;
+      lastAt = result.times.last;
       context.onProgress?.(result.last.seq);
     }
   } finally {
@@ -240,6 +244,12 @@ async function joinParts(
     nodes: nodes + above.length,
     checkpointsChecked: checkpoints.checked,
   };
+}
+
+/** Whether a part's first event (at `first`) is earlier than the part before ends (`last`). */
+function timeGoesBack(last: string | null, first: string | null): boolean {
+  if (last === null || first === null) return false;
+  return timeRegression(first, Date.parse(first), last, Date.parse(last)) !== null;
 }
 
 /**

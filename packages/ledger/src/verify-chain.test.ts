@@ -174,7 +174,8 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
         await tamper(database, sql`update audit_events set seq = 3 where log_id = ${log} and seq = 4`);
         await tamper(database, sql`update audit_events set seq = 4 where log_id = ${log} and seq = 1000`);
         const report = await verifyBothWays(database, { ...hashing, log });
-        expect(codes(report)).toEqual([
+        // Also TIME_REGRESSION at 4 when the two were recorded at different milliseconds.
+        expect(codes(report).filter(([, code]) => code !== 'TIME_REGRESSION')).toEqual([
           [3, 'HASH_MISMATCH'],
           [3, 'PREV_HASH_MISMATCH'],
           [4, 'HASH_MISMATCH'],

@@ -38,6 +38,8 @@ export interface EventRangeResult {
   /** The hash the part's first event links to: the part before must end with it. */
   linksTo: string | null;
   last: ChainHead | null;
+  /** The `at` of the part's first and last events: the join checks the seam's time order. */
+  times: { first: string | null; last: string | null };
   redactionEvidence: RedactionEvidence;
   /** The events of `forwardKinds`, in seq order. */
   events: StoredEvent[];
@@ -138,6 +140,7 @@ export async function verifyEventRange(database: Database, task: EventRangeTask)
     count,
     linksTo,
     last,
+    times: checker?.times ?? { first: null, last: null },
     redactionEvidence: checker?.redactionEvidence ?? { erasures: [], redactionEvents: [] },
     events,
     subtrees: stack.subtrees(),

@@ -1,7 +1,9 @@
+import { createLedger } from '@vouch/ledger';
 import { testBackends } from '@vouch/ledger/testing';
 import { type SQL, sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../auth/api-key';
+import { createKeyStore } from '../auth/key-store';
 import { createHarness, type Harness } from '../testing/app-harness';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are read loosely, then pinned with toMatchObject
@@ -125,6 +127,48 @@ describe.each(testBackends())('the integrity alarm, over HTTP on $name', ({ open
       const issued = await call('POST', '/v1/keys', admin, { identity: 'user:kim', roles: ['auditor'] });
       expect(issued.status).toBe(201);
       expect((await call('GET', '/v1/logs', issued.body.secret)).status).toBe(200);
+    });
+  });
+  describe("when a key is appended in a revoked admin's name, with a clock set back to before the revocation", () => {
+    // The review's attack: the runtime role opens the ledger with a clock just after the
+    // admin's key was issued, and issues itself an admin key in that admin's name.
+    it('records it at the head time, refuses the key with 401, and /readyz answers 503 naming api_keys', async () => {
+      h = await createHarness({ open });
+      const root = await h.keyFor('user:root', ['admin']);
+      const issued = await call('POST', '/v1/keys', root, { identity: 'user:ops', roles: ['admin'] });
+      expect(issued.status).toBe(201);
+      const opsKey = issued.body.key as { id: string; created_at: string };
+      expect((await call('POST', `/v1/keys/${opsKey.id}/revoke`, root)).status).toBe(200);
+      const revokedAt = (await h.ledger.events('system', { limit: 10_000 })).at(-1)!.at;
+
+      const backDated = createLedger(h.database, { now: () => new Date(Date.parse(opsKey.created_at) + 1) });
+      try {
+        const { key, secret } = await createKeyStore(backDated).create({
+          identity: 'user:mallory',
+          roles: ['admin', 'redactor'],
+          scopes: [],
+          environments: null,
+          logs: null,
+          createdBy: 'user:ops',
+          allowRoleCombination: true,
+        });
+        expect(key.createdAt).toBe(revokedAt);
+        expect(await call('GET', '/v1/keys', secret)).toMatchObject({
+          status: 401,
+          body: { error: { code: 'UNAUTHENTICATED' } },
+        });
+        const [row] = await h.database.rows<{ seq: number }>(
+          sql`select event_seq::int as seq from api_keys where id = ${key.id}`,
+        );
+        await expectAlarm({ code: 'KEY_MISMATCH', log: 'system', seq: row!.seq, table: 'api_keys' });
+        const auditor = await h.keyFor('user:audrey', ['auditor']);
+        const verified = await call('GET', '/v1/logs/system/verify', auditor);
+        expect(verified.body.failures).toMatchObject([
+          { seq: row!.seq, code: 'RECORD_RULE_VIOLATION', rule: 'KEY_ISSUER_FORBIDDEN', table: 'api_keys' },
+        ]);
+      } finally {
+        await backDated.close();
+      }
     });
   });
 });

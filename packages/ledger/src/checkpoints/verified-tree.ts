@@ -129,7 +129,13 @@ export async function extendVerifiedTree(
     };
   }
   const range = CompactRange.fromFrontier(from.range.size, from.range.frontier());
-  const checker = createChainChecker({ log, maxFailures: 1, ...(from.head ? { after: from.head } : {}) });
+  // The tree, not the times: like a record rule, a back-dated event is verifyChain's to report.
+  const checker = createChainChecker({
+    log,
+    maxFailures: 1,
+    checkTimes: false,
+    ...(from.head ? { after: from.head } : {}),
+  });
   if (target.treeSize > range.size) {
     // Hashes only: the tree and the chain do not depend on field content (see StreamOptions).
     const events = streamEvents(database, log, { after: range.size, pageSize: PAGE, content: false });

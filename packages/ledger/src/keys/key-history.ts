@@ -63,6 +63,15 @@ export function createKeyHistory() {
   const byId = new Map<string, KeyWindow>();
   const byIdentity = new Map<string, KeyWindow[]>();
   let created = 0;
+  /** The latest time of the events taken so far (ms). */
+  let latest = Number.NEGATIVE_INFINITY;
+  /** `at` as the time an event is judged at: the latest so far; NaN (no authority) when it is no time. */
+  const judged = (at: string): number => {
+    const time = Date.parse(at);
+    if (Number.isNaN(time)) return time;
+    latest = Math.max(latest, time);
+    return latest;
+  };
 
   const keysOf = (identity: string): readonly KeyWindow[] => byIdentity.get(identity) ?? [];
   const liveAdminKeys = (identity: string, at: number) =>
@@ -92,7 +101,7 @@ export function createKeyHistory() {
     if (admins.length === 0) {
       return {
         rule: 'KEY_ISSUER_FORBIDDEN',
-        why: `${event.actor} held no live ${KEY_ADMIN_ROLE} key at ${event.at}`,
+        why: `${event.actor} held no live ${KEY_ADMIN_ROLE} key at ${timeText(event.at, at)}`,
       };
     }
     if (key !== null && !admins.some((admin) => covers(admin, key))) {
@@ -116,7 +125,7 @@ export function createKeyHistory() {
     if (!Number.isNaN(at) && liveAdminKeys(event.actor, at).length > 0) return null;
     return {
       rule: 'KEY_REVOKER_FORBIDDEN',
-      why: `${event.actor} held no live ${KEY_ADMIN_ROLE} key at ${event.at}`,
+      why: `${event.actor} held no live ${KEY_ADMIN_ROLE} key at ${timeText(event.at, at)}`,
     };
   };
 
@@ -125,10 +134,13 @@ export function createKeyHistory() {
     keysOf,
     /**
      * Take one `api_key.*` event (in seq order; other kinds are ignored) and say why its
-     * actor could not have written it, or null when it could.
+     * actor could not have written it, or null when it could. It is judged (and a key it
+     * issues or revokes starts or ends) at the latest time of the events taken so far, never
+     * at an earlier `at` it claims: a back-dated event cannot reach back before an ending
+     * already recorded (verification also reports it as `TIME_REGRESSION`).
      */
     add(event: KeyEvent): KeyAuthorityViolation | null {
-      const at = Date.parse(event.at);
+      const at = judged(event.at);
       if (event.kind === KEY_CREATED) {
         const first = created++ === 0;
         // A payload edited in place (roles added) is not the one the chain holds: no key.
@@ -167,6 +179,12 @@ export function createKeyHistory() {
 }
 
 export type KeyHistory = ReturnType<typeof createKeyHistory>;
+
+/** An event's time as a message names it: its `at`, and the later time it was judged at when that differs. */
+export function timeText(at: string, judgedAt: number): string {
+  if (Number.isNaN(judgedAt) || Date.parse(at) === judgedAt) return at;
+  return `${new Date(judgedAt).toISOString()} (the latest time before it in the log; it claims ${at})`;
+}
 
 /** What an `api_key.created` payload says about the key it issues. */
 interface NewKey {
