@@ -18,6 +18,7 @@ import { createMetrics, type Metrics } from './metrics/metrics';
 import { createMetricsApp } from './metrics/metrics-app';
 import { type OpenStandby, openStandby } from './open-standby';
 import { openTarget } from './open-target';
+import { checkPolicyEngineKey } from './policy/engine-key-check';
 import { createExternalDecider, startPolicyRetryLoop } from './policy/external-decider';
 import { DEFAULT_SERVER_SETTINGS, policyEngineOf } from './settings/server-settings';
 import { checkpointKeysFor } from './transparency/checkpoint-keys';
@@ -141,6 +142,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     });
     const engine = policyEngineOf(settings.policy);
     const policyEngine = engine ? createExternalDecider({ engine, records, logger, metrics }) : undefined;
+    if (engine) await checkPolicyEngineKey(database, engine.identity, logger);
     // Background verifications (`Prefer: respond-async`): written before they run, resumed below.
     const verificationQueue = createVerificationQueue({
       records,

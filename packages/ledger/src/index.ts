@@ -61,6 +61,7 @@ export {
   type KeyRevocationHandlers,
   watchKeyRevocations,
 } from './keys/key-revocation-feed';
+export { type LoadedKeyHistory, loadKeyHistory } from './keys/load-key-history';
 export type {
   AppendHook,
   EventLink,
