@@ -323,9 +323,12 @@ describe.each(backends)('transparency end to end on $name', (backend) => {
           ...events.filter((e) => e.seq !== 3),
           { ...events[7]!, entity: 'e9', payload: changed(9) },
         ]);
-        // Swap events 3 and 5.
+        // Swap events 3 and 5, each taking the other's time so the times still never go back
+        // (a careful attacker's swap: verifyChain would report TIME_REGRESSION otherwise).
         await rewriteLog(database, 'swapped', (events) =>
-          events.map((e, i) => (i === 2 ? events[4]! : i === 4 ? events[2]! : e)),
+          events.map((e, i) =>
+            i === 2 ? { ...events[4]!, at: e.at } : i === 4 ? { ...events[2]!, at: e.at } : e,
+          ),
         );
         // Its events and checkpoints gone (a server that lost only its checkpoints signs its
         // intact events again at start-up): the server has nothing to serve for it.

@@ -60,6 +60,7 @@ describe('@vouch/audit public surface', () => {
         "signCheckpoint",
         "signNote",
         "splitLines",
+        "timeRegression",
         "verifyBundle",
         "verifyConsistency",
         "verifyCosignatures",

@@ -63,8 +63,10 @@ describe('the tlog-tiles endpoints', () => {
     database = await testBackends()[0]!.open();
     ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
     const store = createKeyStore(ledger);
-    app = createApp({ ledger, keys: store });
-    publicApp = createApp({ ledger, keys: store, tiles: 'public' });
+    // The witness is configured: only cosignatures that verify with a configured key are served.
+    const witnessKeys = [witness.verifierKey];
+    app = createApp({ ledger, keys: store, witnessKeys });
+    publicApp = createApp({ ledger, keys: store, tiles: 'public', witnessKeys });
     auditor = (await store.create({ identity: 'user:t', roles: ['auditor'], createdBy: OPERATOR_ACTOR }))
       .secret;
     gateway = (await store.create({ identity: 'user:g', roles: ['gateway'], createdBy: OPERATOR_ACTOR }))
