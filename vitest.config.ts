@@ -11,6 +11,12 @@ export default defineConfig({
   resolve: { conditions },
   ssr: { resolve: { conditions, externalConditions: ['@vouch/source'] } },
   test: {
+    include: [
+      'packages/*/src/**/*.test.ts',
+      'apps/*/src/**/*.test.ts',
+      'test/**/*.test.ts',
+      'docs/**/*.test.ts',
+    ],
     setupFiles: ['./vitest.setup.ts'],
     // Bundles the `vouch` CLI once for the run; the end-to-end helpers spawn that build.
     globalSetup: ['./test/global-setup.ts'],
@@ -22,27 +28,5 @@ export default defineConfig({
     // Most files wait on Postgres, child processes and sockets rather than compute, so one more
     // file than there are cores keeps the cores busy (vitest's default is one fewer).
     maxWorkers: availableParallelism() + 1,
-    projects: [
-      {
-        extends: true,
-        test: {
-          name: 'packages',
-          include: ['packages/*/src/**/*.test.ts'],
-          // The libraries' files share one process per worker: importing the ledger, PGlite
-          // and drizzle once per worker rather than once per file saves about a third of their
-          // CPU. Their tests keep no state in modules they share (each opens its own database).
-          isolate: false,
-        },
-      },
-      {
-        extends: true,
-        test: {
-          name: 'end-to-end',
-          // The API, the CLI and the end-to-end files each in a fresh process: they start
-          // servers, change the environment and install signal handlers.
-          include: ['apps/*/src/**/*.test.ts', 'test/**/*.test.ts', 'docs/**/*.test.ts'],
-        },
-      },
-    ],
   },
 });
