@@ -61,6 +61,11 @@ interface LogQueue {
  * advisory lock on the log), never in process memory, so any number of processes can append
  * to one Postgres.
  */
+/** SQLSTATEs of a transaction the server rolled back to break a deadlock or a serialization conflict. */
+const DEADLOCKED = new Set(['40P01', '40001']);
+/** Runs of one locked batch before such a failure is the caller's. */
+const MAX_LOCKED_ATTEMPTS = 3;
+
 export class GroupCommit {
   private readonly queues = new Map<string, LogQueue>();
   /**
@@ -225,10 +230,12 @@ export class GroupCommit {
     take: () => Pending[],
     isolated: boolean,
     first?: Pending,
+    attempt = 1,
   ): Promise<void> {
     const parent = first ? this.queuedIn.get(first) : undefined;
     const attributes = { 'vouch.log': log, 'vouch.batch.path': isolated ? 'isolated' : 'locked' };
     let retry: Pending[] | null = null;
+    let again: Pending[] | null = null;
     await inBatchSpan(parent, attributes, async (span) => {
       let taken: Pending[] | null = null;
       let run = null as BatchRun | null;
@@ -251,6 +258,13 @@ export class GroupCommit {
         });
       } catch (cause) {
         const failed = taken ?? take();
+        // A deadlock or serialization failure (with another process's one-statement batch,
+        // which takes no lock) rolled everything back: the same batch runs again under the lock.
+        if (attempt < MAX_LOCKED_ATTEMPTS && DEADLOCKED.has(sqlStateOf(cause) ?? '')) {
+          span.setAttribute('vouch.batch.retried_after', sqlStateOf(cause)!);
+          again = failed;
+          return;
+        }
         if (!isolated && run?.needsIsolatedRetry(cause)) {
           span.setAttribute('vouch.batch.retried_isolated', true);
           retry = failed;
@@ -269,6 +283,8 @@ export class GroupCommit {
         durationMs: performance.now() - started,
       });
     });
+    const repeat: Pending[] | null = again;
+    if (repeat) return this.commitBatch(log, () => repeat, isolated, repeat[0], attempt + 1);
     const failed: Pending[] | null = retry;
     if (failed) await this.commitBatch(log, () => failed, true, failed[0]);
   }
