@@ -1,9 +1,8 @@
-import { sql } from 'drizzle-orm';
 import type { Database } from '../database';
 import { readHead } from '../event-store';
 import { KEY_CREATED, SYSTEM_LOG } from './api-key-events';
-import { KEY_EVENT_KINDS } from './check-key-authority';
-import { createKeyHistory, type KeyEvent } from './key-history';
+import { createKeyHistory } from './key-history';
+import { readKeyEvents } from './load-key-history';
 
 interface Known {
   /** The `system` log's head seq the set was built at. */
@@ -35,11 +34,7 @@ export async function forbiddenKeyIds(database: Database): Promise<ReadonlySet<s
 }
 
 async function build(database: Database, head: number): Promise<Known> {
-  const events = await database.rows<KeyEvent>(sql`
-    select kind, entity_id as entity, actor, recorded_at as at, payload, payload_hash
-    from audit_events
-    where log_id = ${SYSTEM_LOG} and seq <= ${head} and kind = any(${sql.param([...KEY_EVENT_KINDS])}::text[])
-    order by seq`);
+  const events = await readKeyEvents(database.db, head);
   const history = createKeyHistory();
   const ids = new Set<string>();
   for (const event of events) {
