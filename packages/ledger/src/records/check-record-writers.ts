@@ -1,10 +1,10 @@
 import { type ChainFailure, type StoredEvent, sameIdentity } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
-import { getTableName } from 'drizzle-orm';
 import type { Database } from '../database';
 import type { KeyHistory, KeyWindow } from '../keys/key-history';
 import { type LoadedKeyHistory, loadKeyHistory } from '../keys/load-key-history';
 import { RECORD_TABLE_OF } from './codec';
+import { recordRuleFailure } from './record-rules';
 
 /** A rule of who may write a record event, by the code verification reports it with. */
 export type RecordWriterRule =
@@ -78,15 +78,7 @@ export function createRecordWriterCheck(
 
   const judge = (history: KeyHistory | null, event: StoredEvent, record: Json) => {
     const report = (rule: RecordWriterRule, why: string) =>
-      fail({
-        seq: event.seq,
-        code: 'RECORD_RULE_VIOLATION',
-        rule,
-        table: tableNameOf(event.kind),
-        id: event.entity,
-        actor: event.actor,
-        message: `${event.kind} ${event.entity}: ${why}`,
-      });
+      fail(recordRuleFailure(event, rule, why, { actor: event.actor }));
     const holds = (requirement: Requirement): boolean => {
       if (history === null) return true;
       const violation = writerViolation(history, event, log, requirement);
@@ -257,9 +249,4 @@ function writerViolation(
 /** The server's `assertEnvironment`: a key limited to environments acts only in one of them. */
 function mayActIn(key: KeyWindow, environment: string | null): boolean {
   return key.environments === null || (environment !== null && key.environments.includes(environment));
-}
-
-function tableNameOf(kind: string): string {
-  const entry = RECORD_TABLE_OF.get(kind);
-  return entry === undefined ? kind : getTableName(entry.table);
 }

@@ -123,14 +123,7 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
   const useProposal = new Map<string, string>();
 
   const report = (event: StoredEvent, rule: RecordRule, message: string) =>
-    fail({
-      seq: event.seq,
-      code: 'RECORD_RULE_VIOLATION',
-      rule,
-      table: tableNameOf(event.kind),
-      id: event.entity,
-      message: `${event.kind} ${event.entity}: ${message}`,
-    });
+    fail(recordRuleFailure(event, rule, message));
 
   const proposalOf = (event: StoredEvent, id: string): ProposalState | undefined => {
     const proposal = proposals.get(id);
@@ -459,6 +452,27 @@ function shownProposal(event: StoredEvent, r: ProposalRecord): ProposalRecord | 
     });
   }
   return { ...r, arguments: opened as ProposalRecord['arguments'] };
+}
+
+/**
+ * A record event that breaks `rule`: `RECORD_RULE_VIOLATION` at its seq, naming its table and
+ * record id (and whatever `more` adds), for every rule over records.
+ */
+export function recordRuleFailure(
+  event: StoredEvent,
+  rule: string,
+  message: string,
+  more: Record<string, unknown> = {},
+): ChainFailure {
+  return {
+    seq: event.seq,
+    code: 'RECORD_RULE_VIOLATION',
+    rule,
+    table: tableNameOf(event.kind),
+    id: event.entity,
+    ...more,
+    message: `${event.kind} ${event.entity}: ${message}`,
+  };
 }
 
 /** The table a record kind is stored in, for a failure's `table`. */
