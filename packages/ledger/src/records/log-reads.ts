@@ -7,11 +7,11 @@ import {
   type ApprovalStatus,
   listLatestTools,
   listProposalRows,
-  listRequests,
+  listRequestIds,
   listVerificationRecords,
   type ProposalColumnFilter,
   refusalsOf,
-  reusableRequestCandidates,
+  reusableRequestIds,
   verificationsOf,
 } from './queries';
 import { batchedReads, openedRecords, type RecordReads } from './record-reads';
@@ -35,24 +35,28 @@ export interface LogReads extends RecordReads {
   verificationsOf(proposalId: string): Promise<VerificationRecord[]>;
   /** A proposal's refused executions, in chain order, each checked against its event. */
   refusalsOf(proposalId: string): Promise<RefusedExecutionRecord[]>;
-  /** Approval requests a new proposal of this scope could wait on (see `reusableRequestCandidates`). */
+  /**
+   * Approval requests a new proposal of this scope could wait on (see `reusableRequestIds`),
+   * each with its answer and whether it was used, all read checked; the caller decides.
+   */
   reusableRequests(
     scope: { requester: string; server_id: string; tool_name: string; payload_hash: string },
     now: string,
   ): Promise<
     Array<{ request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null; used: boolean }>
   >;
-  /** The latest registration of every tool, by server then tool name. */
+  /** The latest registration of every tool, by server then tool name, each checked. */
   latestTools(): Promise<ToolRecord[]>;
-  /** Approval requests, oldest first, optionally of one status; keyset-paged by event seq. */
+  /**
+   * Approval requests, oldest first, optionally of one status (narrowed on the stored
+   * columns: derive the status again from the checked answer); keyset-paged by event seq.
+   */
   listRequests(options: {
     status?: ApprovalStatus;
     now: string;
     after?: number;
     limit: number;
-  }): Promise<
-    Array<{ seq: number; request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null }>
-  >;
+  }): Promise<Array<{ seq: number; request: ApprovalRequestRecord }>>;
   /** Proposals in chain order after seq `after`, narrowed by their stored columns. */
   listProposals(
     options: ProposalColumnFilter & { after: number; limit: number },
@@ -73,14 +77,36 @@ export interface LogReads extends RecordReads {
 
 /** The reads of `log` through `db`; rows that fail their check raise `alarm`. */
 export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
+  const reads = batchedReads(db, log, alarm);
+  /** The request of a row a narrowing query found, read checked (it exists: rows are never deleted). */
+  const requestOf = async (id: string): Promise<ApprovalRequestRecord> => {
+    const request = await reads.requestById(id);
+    if (!request) throw new Error(`approval request ${id} vanished from log ${log}`);
+    return request;
+  };
   return {
-    ...batchedReads(db, log, alarm),
+    ...reads,
     verificationsOf: (proposalId) => verificationsOf(db, log, alarm, proposalId),
     refusalsOf: async (proposalId) =>
       openedRecords(db, log, alarm, 'execution_refused', await refusalsOf(db, log, alarm, proposalId)),
-    reusableRequests: (scope, now) => reusableRequestCandidates(db, log, scope, now),
-    latestTools: () => listLatestTools(db, log),
-    listRequests: (options) => listRequests(db, log, options),
+    reusableRequests: async (scope, now) =>
+      Promise.all(
+        (await reusableRequestIds(db, log, scope, now)).map(async (id) => {
+          const [request, resolution, uses] = await Promise.all([
+            requestOf(id),
+            reads.resolutionOf(id),
+            reads.usesOf(id),
+          ]);
+          return { request, resolution, used: uses.length > 0 };
+        }),
+      ),
+    latestTools: () => listLatestTools(db, log, alarm),
+    listRequests: async (options) => {
+      const rows = await listRequestIds(db, log, options);
+      // A forged second answer joins a request twice; list it once.
+      const unique = rows.filter((row, i) => rows.findIndex((r) => r.id === row.id) === i);
+      return Promise.all(unique.map(async (row) => ({ seq: row.seq, request: await requestOf(row.id) })));
+    },
     listProposals: (options) => listProposalRows(db, log, options),
     listVerifications: (options) => listVerificationRecords(db, log, alarm, options),
     eventsOf: (entities) => readEventsOfEntities(db, log, entities),

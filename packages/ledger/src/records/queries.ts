@@ -15,14 +15,7 @@ import {
   tools,
   verifications,
 } from '../schema/records';
-import {
-  approvalRequestCodec,
-  approvalResolutionCodec,
-  proposalCodec,
-  refusedExecutionCodec,
-  toolCodec,
-  verificationCodec,
-} from './codec';
+import { proposalCodec, refusedExecutionCodec, toolCodec, verificationCodec } from './codec';
 import { checkedRecords } from './record-reads';
 import type {
   ApprovalRequestRecord,
@@ -40,35 +33,42 @@ import type {
  * plain database. Lookups of one record by id or key are in `record-reads.ts`, coalesced.
  */
 
-/** The latest registration of every tool in a log, by server then tool name. */
-export async function listLatestTools(db: Db, log: string): Promise<ToolRecord[]> {
-  const rows = await db
-    .selectDistinctOn([tools.serverId, tools.toolName])
-    .from(tools)
-    .where(eq(tools.logId, log))
-    .orderBy(asc(tools.serverId), asc(tools.toolName), desc(tools.version));
-  return rows.map(toolCodec.toRecord);
+/**
+ * The latest registration of every tool in a log, by server then tool name, each checked
+ * against its event: the registry decides what a proposal needs, so a row inserted behind
+ * the ledger's back (a higher version, say) must refuse, not be listed or acted on.
+ */
+export function listLatestTools(db: Db, log: string, alarm: IntegrityAlarm): Promise<ToolRecord[]> {
+  const latest = sql`${tools.version} = (select max(${sql.raw('"newer"."version"')}) from ${tools} as "newer"
+    where "newer"."log_id" = ${tools.logId} and "newer"."server_id" = ${tools.serverId}
+    and "newer"."tool_name" = ${tools.toolName})`;
+  return checkedRecords(
+    db,
+    log,
+    alarm,
+    tools,
+    toolCodec.toRecord,
+    sql`${tools.logId} = ${log} and ${latest}`,
+    sql`order by ${tools.serverId}, ${tools.toolName}`,
+  );
 }
 
 /**
- * Approval requests that a new proposal with this payload, requester, server and tool could
- * wait on (pending, approved for a window still open, or approved once and unused), newest first. The caller re-checks
- * each with `isReusableRequest`: this query only narrows the search.
+ * The ids of approval requests that a new proposal with this payload, requester, server and
+ * tool could wait on (pending, approved for a window still open, or approved once and
+ * unused), newest first. This query only narrows the search, on the stored columns: the
+ * caller reads each request, its answer and its uses through the checked reads and decides
+ * with `isReusableRequest`, so a row inserted or edited behind the ledger's back can at most
+ * hide a candidate (a new request is then opened), never make one reusable.
  */
-export async function reusableRequestCandidates(
+export async function reusableRequestIds(
   db: Db,
   log: string,
   scope: { requester: string; server_id: string; tool_name: string; payload_hash: string },
   now: string,
-): Promise<
-  Array<{ request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null; used: boolean }>
-> {
+): Promise<string[]> {
   const rows = await db
-    .select({
-      request: approvalRequests,
-      resolution: approvalResolutions,
-      used: sql<boolean>`exists (select 1 from ${approvalUses} where ${approvalUses.logId} = ${approvalRequests.logId} and ${approvalUses.requestId} = ${approvalRequests.id})`,
-    })
+    .select({ id: approvalRequests.id })
     .from(approvalRequests)
     .leftJoin(
       approvalResolutions,
@@ -96,11 +96,7 @@ export async function reusableRequestCandidates(
     )
     .orderBy(desc(approvalRequests.eventSeq))
     .limit(10);
-  return rows.map((row) => ({
-    request: approvalRequestCodec.toRecord(row.request),
-    resolution: row.resolution ? approvalResolutionCodec.toRecord(row.resolution) : null,
-    used: Boolean(row.used),
-  }));
+  return [...new Set(rows.map((row) => row.id))];
 }
 
 /** A proposal's refused executions, in chain order, each checked against its event. */
@@ -177,16 +173,18 @@ export function approvalStatusOf(
   return resolution.valid_until !== null && resolution.valid_until > now ? 'approved' : 'expired';
 }
 
-/** Approval requests of a log, oldest first, optionally of one status; keyset-paged by event seq. */
-export async function listRequests(
+/**
+ * Approval requests of a log, oldest first, optionally of one status; keyset-paged by event
+ * seq. The status narrows on the stored columns; each request listed is read through the
+ * checked reads, and its status derived again from its checked answer and uses, by the caller.
+ */
+export async function listRequestIds(
   db: Db,
   log: string,
   options: { status?: ApprovalStatus; now: string; after?: number; limit: number },
-): Promise<
-  Array<{ seq: number; request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null }>
-> {
+): Promise<Array<{ seq: number; id: string }>> {
   const rows = await db
-    .select({ request: approvalRequests, resolution: approvalResolutions })
+    .select({ seq: approvalRequests.eventSeq, id: approvalRequests.id })
     .from(approvalRequests)
     .leftJoin(
       approvalResolutions,
@@ -204,11 +202,7 @@ export async function listRequests(
     )
     .orderBy(asc(approvalRequests.eventSeq))
     .limit(options.limit);
-  return rows.map((row) => ({
-    seq: row.request.eventSeq,
-    request: approvalRequestCodec.toRecord(row.request),
-    resolution: row.resolution ? approvalResolutionCodec.toRecord(row.resolution) : null,
-  }));
+  return rows;
 }
 
 /**

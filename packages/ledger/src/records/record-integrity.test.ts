@@ -332,6 +332,73 @@ describe.each(testBackends())('record reads checked against their events on $nam
     });
   });
 
+  describe('when a row behind a list or a search is edited or inserted', () => {
+    it('refuses to reuse a denied request whose answer was edited to an open window', async () => {
+      const { log, agent, alice } = await setup({ side_effect: 'irreversible' });
+      const { approval } = await records.propose(agent, refund('k1'));
+      const { resolution } = await records.deny(alice, { request_id: approval!.id });
+      const window = approval!.max_window_seconds;
+      const validUntil = new Date(Date.parse(resolution!.resolved_at) + window * 1000).toISOString();
+      // Within every bound an honest answer obeys: only its event says it was a denial.
+      await tamper(
+        database,
+        sql`update approval_resolutions set resolution = 'approved', validity = 'window',
+            window_seconds = ${window}, valid_until = ${validUntil}
+            where log_id = ${log} and id = ${resolution!.id}`,
+      );
+      await expectRefused(log, () => records.propose(agent, refund('k2')), {
+        table: 'approval_resolutions',
+        id: resolution!.id,
+        seq: await seqOf(log, resolution!.id),
+        reason: 'RECORD_MISMATCH',
+      });
+    });
+
+    it('refuses to list a tool registration no event accounts for', async () => {
+      const { log, tool } = await setup({ side_effect: 'irreversible' });
+      const head = (await ledger.head(log))!.seq;
+      // A newer version, read-only, inserted as the runtime role can.
+      await tamper(
+        database,
+        sql`insert into tools (log_id, id, event_seq, server_id, tool_name, version, side_effect,
+              required_scopes, allowed_environments, approval_required, requires_target_id, source,
+              registered_by, registered_at)
+            select log_id, 'tool_forged', ${head + 10}, server_id, tool_name, version + 1, 'read_only',
+              required_scopes, allowed_environments, false, requires_target_id, source,
+              registered_by, registered_at
+            from tools where log_id = ${log} and id = ${tool.id}`,
+      );
+      await expectRefused(log, () => records.listTools(log), {
+        table: 'tools',
+        id: 'tool_forged',
+        seq: head + 10,
+        reason: 'RECORD_WITHOUT_EVENT',
+      });
+    });
+
+    it('refuses to list an approval request no event accounts for', async () => {
+      const { log, agent } = await setup({ side_effect: 'irreversible' });
+      const { approval } = await records.propose(agent, refund('k1'));
+      const head = (await ledger.head(log))!.seq;
+      await tamper(
+        database,
+        sql`insert into approval_requests (log_id, id, event_seq, proposal_id, payload_hash, requester,
+              server_id, tool_name, environment, expires_at, max_window_seconds, requested_at)
+            select log_id, 'apr_forged', ${head + 10}, proposal_id, payload_hash, 'agent:other',
+              server_id, tool_name, environment, expires_at, max_window_seconds, requested_at
+            from approval_requests where log_id = ${log} and id = ${approval!.id}`,
+      );
+      const row = {
+        table: 'approval_requests',
+        id: 'apr_forged',
+        seq: head + 10,
+        reason: 'RECORD_WITHOUT_EVENT' as const,
+      };
+      await expectRefused(log, () => records.listApprovals(log), row);
+      await expectRefused(log, () => records.listApprovals(log, { status: 'pending' }), row);
+    });
+  });
+
   describe('when nothing was edited', () => {
     it('acts as before and reports nothing', async () => {
       const { agent, alice } = await setup({ side_effect: 'irreversible' });
@@ -345,6 +412,11 @@ describe.each(testBackends())('record reads checked against their events on $nam
       });
       expect(observation.approval_use_id).not.toBeNull();
       expect((await records.story(agent.log, proposal.id)).observation?.id).toBe(observation.id);
+      // The lists and the search for a request to reuse read the same rows, checked.
+      expect((await records.listTools(agent.log)).map((t) => t.side_effect)).toEqual(['irreversible']);
+      expect((await records.listApprovals(agent.log)).approvals.map((a) => a.status)).toEqual(['used']);
+      const again = await records.propose(agent, refund('k2'));
+      expect(again.approval!.id).not.toBe(approval!.id);
       expect(reported.length).toBe(heard);
     });
   });
