@@ -83,6 +83,23 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
     state: { recording: boolean },
   ): Promise<void> => {
     try {
+      // The job's row says who asked, and proves nothing: the runtime role can insert one in
+      // any name. Recorded only if that identity may record a verification now, by the
+      // system log's key events (as `verifyChain` will judge the record).
+      const refusal = await records.verificationWriterRefusal(job.log, job.requestedBy);
+      if (refusal) {
+        logger.warn('verification job refused: its requester may not record a verification', {
+          job: job.id,
+          log: job.log,
+          code: refusal.rule,
+        });
+        await store.finish(job.log, job.id, {
+          verificationId: null,
+          errorCode: refusal.rule,
+          finishedAt: now().toISOString(),
+        });
+        return;
+      }
       const [observation, proposal] = await Promise.all([
         records.getObservation(job.log, job.observationId),
         records.getProposal(job.log, job.proposalId),

@@ -233,6 +233,45 @@ describe('POST /v1/observations/{id}/verify with a measurement policy', () => {
       expect(resumed.verifications).toHaveLength(1);
     });
 
+    it('records nothing for a job whose row names someone who may not verify', async () => {
+      const fast: MeasurementPolicy = {
+        interval: '10ms',
+        count: 1,
+        consecutiveSuccessLimit: 1,
+        failureLimit: -1,
+      };
+      const app = appWith(h, fast);
+      const { proposalId, observationId } = await refunded(app);
+      // Rows the runtime role can insert: one in the name of nobody with a key, one of an auditor.
+      const store = createVerificationJobStore(h.database);
+      const forged = ['user:ghost', 'user:audrey'].map((requestedBy, i) => ({
+        log: 'default',
+        id: `vjob_${String(i).repeat(32)}`,
+        observationId,
+        proposalId,
+        requestedBy,
+        body: {},
+        requestedAt: new Date().toISOString(),
+      }));
+      for (const job of forged) await store.enqueue(job);
+      const warned = h.logger.lines.length;
+      const queue = queueOn(h)({ registry: createVerifierRegistry([]) });
+      expect(await queue.resume()).toBe(2);
+      await queue.idle();
+      await queue.close();
+      expect(await store.pendingOf('default', proposalId)).toEqual([]);
+      expect(await story(app, proposalId)).toMatchObject({ verifying: false, verifications: [] });
+      const refusals = h.logger.lines
+        .slice(warned)
+        .filter(
+          (line) => line.msg === 'verification job refused: its requester may not record a verification',
+        );
+      expect(refusals.map((line) => [line.job, line.code]).sort()).toEqual([
+        [forged[0]!.id, 'WRITER_ROLE_FORBIDDEN'],
+        [forged[1]!.id, 'WRITER_ROLE_FORBIDDEN'],
+      ]);
+    });
+
     it('runs a job once when two servers resume it together, and never while another holds it', async () => {
       const app = appWith(h, slow);
       const { proposalId, observationId } = await refunded(app);

@@ -1,6 +1,6 @@
 import { type ChainFailure, type StoredEvent, sameIdentity } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
-import type { Database } from '../database';
+import type { Database, Db } from '../database';
 import type { KeyHistory, KeyWindow } from '../keys/key-history';
 import { type LoadedKeyHistory, loadKeyHistory } from '../keys/load-key-history';
 import { RECORD_TABLE_OF } from './codec';
@@ -172,7 +172,7 @@ export function createRecordWriterCheck(
         holds({ roles: ['gateway'] });
         return;
       case 'verification':
-        holds({ roles: ['verifier', 'gateway'] });
+        holds({ roles: VERIFICATION_WRITERS });
         return;
     }
   };
@@ -207,10 +207,31 @@ export function createRecordWriterCheck(
 
 export type RecordWriterCheck = ReturnType<typeof createRecordWriterCheck>;
 
+/** The roles whose live key may record a verification: the verify route's, judged here and by the queue. */
+export const VERIFICATION_WRITERS: readonly string[] = ['verifier', 'gateway'];
+
+/**
+ * Why `identity` could not record a verification in `log` at `at`, judged as `verifyChain`
+ * will judge the record it would write (the `system` log's key events, not the key rows), or
+ * null when it could, or when no key was ever issued (a ledger used as a library). For work
+ * done in an identity's name after the request that authenticated it, such as a queued
+ * verification job, whose row says who asked but proves nothing.
+ */
+export async function verificationWriterRefusal(
+  db: Db,
+  log: string,
+  identity: string,
+  at: string,
+): Promise<{ rule: RecordWriterRule; why: string } | null> {
+  const { history, keysIssued } = await loadKeyHistory(db);
+  if (!keysIssued) return null;
+  return writerViolation(history, { actor: identity, at }, log, { roles: VERIFICATION_WRITERS });
+}
+
 /** Why `event`'s actor could not have written it under `requirement`, or null when it could. */
 function writerViolation(
   history: KeyHistory,
-  event: StoredEvent,
+  event: Pick<StoredEvent, 'actor' | 'at'>,
   log: string,
   requirement: Requirement,
 ): { rule: RecordWriterRule; why: string } | null {
