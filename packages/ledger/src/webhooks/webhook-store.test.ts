@@ -217,6 +217,21 @@ describe.each(testBackends())('the webhook store on $name', (backend) => {
     });
   });
 
+  describe('when an attempt numbered at the integer limit is inserted', () => {
+    it('leaves that delivery alone and still claims the others', async () => {
+      const now = '2033-01-01T00:00:00.000Z';
+      await store.insert(
+        [delivery('whd_max_a', { dueAt: '2032-06-01T00:00:00.000Z' }), delivery('whd_max_b', { dueAt: now })],
+        T0,
+      );
+      // Its next attempt would overflow the column: claiming it must not fail the whole pass.
+      await database.rows(sql`insert into webhook_attempts (delivery_id, attempt, claimed_at, lease_until)
+        values ('whd_max_a', 2147483647, ${T0}, ${T0})`);
+      const claimed = await store.claimDue({ now, leaseUntil: now, ...UNCAPPED, limit: 50 });
+      expect(claimed.map((d) => d.id).filter((id) => id.startsWith('whd_max_'))).toEqual(['whd_max_b']);
+    });
+  });
+
   describe('when the delivery log is paged', () => {
     it('gives every delivery once, oldest first, and filters by log', async () => {
       const seen: string[] = [];

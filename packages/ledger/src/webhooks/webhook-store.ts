@@ -8,6 +8,8 @@ import { listLogs } from '../log-exists';
 
 /** The empty log id marks, in `webhook_cursors`, that the dispatcher has started once. */
 const STARTED = '';
+/** The largest attempt number the column holds: no dispatcher gets near it (`maxAttempts` is small). */
+const LAST_ATTEMPT = 2_147_483_647;
 
 /** A ledger event the dispatcher reads: the payload only for the kinds it asked for. */
 export interface WebhookSourceEvent {
@@ -285,6 +287,9 @@ export function createWebhookStore(database: Database): WebhookStore {
         ) a on true
         left join webhook_attempt_results r on r.delivery_id = d.id and r.attempt = a.attempt
         where d.due_at <= ${now}
+          -- An attempt at the column's limit was inserted by someone else: claiming the next
+          -- would fail the statement, and with it every claim of the pass.
+          and (a.attempt is null or a.attempt < ${LAST_ATTEMPT})
           and (a.attempt is null
                or (r.outcome = 'retry' and (r.next_attempt_at <= ${now} or r.next_attempt_at > ${latestRetry}))
                or (r.outcome is null and (a.lease_until <= ${now} or a.lease_until > ${longestLease})))
