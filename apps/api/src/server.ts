@@ -90,16 +90,12 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         verifiers: verification.registry.entries.map((e) => e.name),
       });
     }
-    webhooks = config.webhooks
-      ? createWebhookDispatcher({ database, config: config.webhooks, logger })
-      : undefined;
-    const dispatcher = webhooks;
-    await dispatcher?.prepare();
-    // One alarm per process: the ledger, the checkpointer and whatever else checks rows
-    // against the chain raise it; /readyz reports it; this line is what an operator greps for.
+    // One alarm per process: the ledger, the checkpointer, the webhook dispatcher and whatever
+    // else checks rows against the chain raise it; /readyz reports it; this line is what an
+    // operator greps for.
     const integrityAlarm = createIntegrityAlarm({
       onRaise: (alarm) => {
-        dispatcher?.notifyAlarm(alarm);
+        webhooks?.notifyAlarm(alarm);
         logger.error('integrity alarm', {
           code: 'INTEGRITY_ALARM',
           alarm: alarm.code,
@@ -110,6 +106,11 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
         });
       },
     });
+    webhooks = config.webhooks
+      ? createWebhookDispatcher({ database, config: config.webhooks, logger, integrityAlarm })
+      : undefined;
+    const dispatcher = webhooks;
+    await dispatcher?.prepare();
     const metrics = createMetrics({ database });
     const checkpoints = startCheckpoints({
       database,

@@ -184,6 +184,7 @@ export type {
   NewWebhookDelivery,
   WebhookAttemptOutcome,
   WebhookAttemptResult,
+  WebhookCursorBeyondHead,
   WebhookDeliveryStatus,
   WebhookDeliveryView,
   WebhookSourceEvent,

@@ -19,7 +19,13 @@ export type IntegrityAlarmCode =
    * payload hash names another payload, an approval answer beyond its bounds): someone else
    * appended it.
    */
-  | 'RECORD_RULE_VIOLATION';
+  | 'RECORD_RULE_VIOLATION'
+  /**
+   * A webhook row the dispatcher was about to act on is not one a dispatcher writes: a
+   * delivery that its source event does not derive, a cursor beyond its log's head, a claim
+   * or retry that waits longer than any the dispatcher grants. It is not acted on.
+   */
+  | 'WEBHOOK_MISMATCH';
 
 /** One finding, as raised. Plain JSON, never secrets (it is logged and shown on `/readyz`). */
 export interface IntegrityAlarmReport {
@@ -64,7 +70,7 @@ export interface IntegrityAlarmOptions {
  * Create an integrity alarm. One per process: the server hands it to the ledger (which
  * raises `CHAIN_CONFLICT`, and whose checked record reads raise `RECORD_MISMATCH`), the
  * checkpointer (which raises what it finds before signing), the API-key lookup
- * (`KEY_MISMATCH`) and the HTTP app (`/readyz`).
+ * (`KEY_MISMATCH`), the webhook dispatcher (`WEBHOOK_MISMATCH`) and the HTTP app (`/readyz`).
  *
  * @example
  * const alarm = createIntegrityAlarm({ onRaise: (a) => logger.error('integrity alarm', { ...a }) });

@@ -337,7 +337,13 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
           },
         ],
       });
-      const [claimed] = await store.claimDue({ now, leaseUntil: now, limit: 10 });
+      const [claimed] = await store.claimDue({
+        now,
+        leaseUntil: now,
+        longestLease: now,
+        latestRetry: now,
+        limit: 10,
+      });
       expect(claimed).toMatchObject({ id: 'whd_role', attempt: 1 });
       await store.finish('whd_role', 1, {
         outcome: 'delivered',

@@ -84,6 +84,7 @@ const ReadinessSchema = z
               'KEY_MISMATCH',
               'COSIGNATURE_MISMATCH',
               'RECORD_RULE_VIOLATION',
+              'WEBHOOK_MISMATCH',
             ]),
             log: z.string(),
             seq: z.number().optional(),

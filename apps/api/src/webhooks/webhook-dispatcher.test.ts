@@ -2,43 +2,82 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { verifyWebhookSignature } from '@vouch/client';
-import { createIntegrityAlarm, type Database, migrate, openDatabase } from '@vouch/ledger';
+import {
+  createIntegrityAlarm,
+  createLedger,
+  createWebhookStore,
+  type Database,
+  type IntegrityAlarm,
+  type Ledger,
+} from '@vouch/ledger';
+import { testBackends } from '@vouch/ledger/testing';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryLogger } from '../logger';
 import type { WebhookConfig } from './webhook-config';
 import { createWebhookDispatcher, type WebhookDispatcher } from './webhook-dispatcher';
 
-// An integrity alarm has no ledger event to be derived from: the dispatcher writes it as a
-// delivery when it is raised, and sends it like any other.
-describe('the webhook dispatcher', () => {
+// The dispatcher signs with the targets' secrets whatever it sends, so it sends only what it
+// can prove: a delivery re-derived from its ledger event (or, for an alarm, carrying the MAC
+// only a configured server computes). The attacks below insert rows the way the runtime role
+// can (plain INSERT, no UPDATE or DELETE).
+describe.each(testBackends())('the webhook dispatcher on $name', ({ open }) => {
   let database: Database;
+  let ledger: Ledger;
   let receiver: Server;
   let dispatcher: WebhookDispatcher;
-  const bodies: Array<{ body: string; signature: string }> = [];
+  let alarm: IntegrityAlarm;
+  /** Added to the real clock: a day back, a pass derives deliveries that are not yet due. */
+  let offset = 0;
+  const bodies: Array<{ body: string; signature: string; delivery: string }> = [];
   const logger = createMemoryLogger();
+  const received = () => bodies.map((b) => JSON.parse(b.body) as Record<string, unknown>);
+  const webhookAlarms = (table: string) =>
+    alarm.alarms().filter((a) => a.code === 'WEBHOOK_MISMATCH' && a.table === table);
+  const failedVerification = (entity: string) =>
+    ledger.append({
+      log: 'default',
+      kind: 'verification',
+      entity,
+      actor: 'user:verifier',
+      payload: { proposal_id: `prop_${entity}`, status: 'failed', checks: [] },
+    });
+  let config: WebhookConfig;
+  const runUntil = async (done: () => boolean, by: WebhookDispatcher = dispatcher) => {
+    for (let i = 0; i < 200 && !done(); i++) {
+      await by.runOnce();
+      if (!done()) await delay(25);
+    }
+  };
+  const deliveries = async () =>
+    (await createWebhookStore(database).listDeliveries({ logs: null, limit: 200 })).deliveries;
 
   beforeAll(async () => {
-    database = await openDatabase();
-    await migrate(database);
+    database = await open();
+    ledger = createLedger(database);
     receiver = createServer((req, res) => {
       let body = '';
       req.setEncoding('utf8').on('data', (c: string) => {
         body += c;
       });
       req.on('end', () => {
-        bodies.push({ body, signature: String(req.headers['vouch-signature']) });
+        bodies.push({
+          body,
+          signature: String(req.headers['vouch-signature']),
+          delivery: String(req.headers['vouch-delivery']),
+        });
         res.writeHead(200).end();
       });
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const config: WebhookConfig = {
+    config = {
       targets: [
         {
           name: 'ops',
-          url: new URL(`http://127.0.0.1:${(receiver.address() as AddressInfo).port}/alarms`),
-          secret: 'alarm-secret',
+          url: new URL(`http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`),
+          secret: 'ops-secret',
           format: 'vouch',
-          events: new Set(['integrity.alarm']),
+          events: new Set(['integrity.alarm', 'verification.failed', 'approval.resolved']),
           allowHosts: ['127.0.0.1'],
         },
       ],
@@ -50,23 +89,29 @@ describe('the webhook dispatcher', () => {
       timeoutMs: 5_000,
       pollIntervalMs: 60_000,
     };
-    dispatcher = createWebhookDispatcher({ database, config, logger });
+    alarm = createIntegrityAlarm({ onRaise: (raised) => dispatcher.notifyAlarm(raised) });
+    dispatcher = createWebhookDispatcher({
+      database,
+      config,
+      logger,
+      integrityAlarm: alarm,
+      now: () => Date.now() + offset,
+    });
     await dispatcher.prepare();
   });
   afterAll(async () => {
     await dispatcher?.close();
     await new Promise((resolve) => receiver?.close(resolve));
+    await ledger?.close();
     await database?.close();
   });
 
+  // An integrity alarm has no ledger event to be derived from: the dispatcher writes it as a
+  // delivery when it is raised, and sends it like any other.
   describe('when the integrity alarm is raised', () => {
     it('sends integrity.alarm, signed, with the finding and a link to /readyz', async () => {
-      const alarm = createIntegrityAlarm({ onRaise: (raised) => dispatcher.notifyAlarm(raised) });
       alarm.raise({ code: 'CHAIN_CONFLICT', log: 'default', seq: 7, message: 'the stored chain disagrees' });
-      for (let i = 0; i < 200 && bodies.length === 0; i++) {
-        await dispatcher.runOnce();
-        if (bodies.length === 0) await delay(25);
-      }
+      await runUntil(() => bodies.length > 0);
       expect(bodies).toHaveLength(1);
       const sent = JSON.parse(bodies[0]!.body);
       expect(sent).toMatchObject({
@@ -79,13 +124,133 @@ describe('the webhook dispatcher', () => {
       });
       expect(
         await verifyWebhookSignature({
-          secret: 'alarm-secret',
+          secret: 'ops-secret',
           header: bodies[0]!.signature,
           body: bodies[0]!.body,
         }),
       ).toMatchObject({ valid: true });
       await dispatcher.runOnce();
       expect(bodies).toHaveLength(1);
+      expect(webhookAlarms('webhook_deliveries')).toEqual([]);
+    });
+
+    it('is sent by another process configured with the same target, which can check its MAC', async () => {
+      const otherAlarm = createIntegrityAlarm();
+      const other = createWebhookDispatcher({ database, config, logger, integrityAlarm: otherAlarm });
+      alarm.raise({ code: 'TREE_MISMATCH', log: 'default', seq: 9, message: 'the stored root disagrees' });
+      await runUntil(() => received().some((b) => b.subject === 'TREE_MISMATCH'), other);
+      expect(received().filter((b) => b.subject === 'TREE_MISMATCH')).toEqual([
+        expect.objectContaining({ type: 'integrity.alarm', data: expect.objectContaining({ seq: 9 }) }),
+      ]);
+      expect(otherAlarm.raised).toBe(false);
+      await other.close();
+    });
+  });
+
+  describe('when a delivery row is inserted behind its back (a signing oracle)', () => {
+    it('signs and sends none that its source does not derive, records them failed and raises the alarm', async () => {
+      const event = await failedVerification('ver_honest');
+      const past = new Date(Date.now() - 60_000).toISOString();
+      const forge = (id: string, event: string, seq: number | null, subject: string, body: string) =>
+        database.rows(sql`
+          insert into webhook_deliveries (id, target, event, log_id, seq, subject, body, created_at, due_at)
+          values (${id}, 'ops', ${event}, 'default', ${seq}, ${subject}, ${body}, ${past}, ${past})`);
+      // An approval nobody gave, pinned to a real event of another kind.
+      await forge(
+        'whd_forged_event',
+        'approval.resolved',
+        event.seq,
+        'apr_forged',
+        JSON.stringify({
+          id: 'whd_forged_event',
+          type: 'approval.resolved',
+          data: { resolution: 'approved' },
+        }),
+      );
+      // The honest event's notification, with a body of the attacker's choosing.
+      await forge(
+        'whd_forged_body',
+        'verification.failed',
+        event.seq,
+        'ver_honest',
+        JSON.stringify({ type: 'verification.failed', data: { note: 'forged' } }),
+      );
+      // An alarm needs no event, so it is the easiest to forge.
+      await forge(
+        'whd_forged_alarm',
+        'integrity.alarm',
+        null,
+        'CHAIN_CONFLICT',
+        JSON.stringify({ id: 'whd_forged_alarm', type: 'integrity.alarm', data: { message: 'pay to fix' } }),
+      );
+      await runUntil(() => received().some((b) => b.subject === 'ver_honest'));
+      await dispatcher.runOnce();
+
+      // The honest notification went out; not one forged body was signed and sent.
+      expect(received().filter((b) => b.subject === 'ver_honest')).toEqual([
+        expect.objectContaining({ type: 'verification.failed', seq: event.seq }),
+      ]);
+      expect(bodies.filter((b) => b.delivery.startsWith('whd_forged_'))).toEqual([]);
+      expect(received().filter((b) => b.subject === 'apr_forged' || b.type !== 'integrity.alarm')).toEqual([
+        expect.objectContaining({
+          subject: 'ver_honest',
+          data: expect.not.objectContaining({ note: 'forged' }),
+        }),
+      ]);
+      expect(bodies.map((b) => b.body).filter((b) => b.includes('pay to fix'))).toEqual([]);
+      const forged = (await deliveries()).filter((d) => d.id.startsWith('whd_forged_'));
+      expect(forged.map((d) => [d.id, d.status, d.attempts.map((a) => a.error_code)]).sort()).toEqual([
+        ['whd_forged_alarm', 'failed', ['DELIVERY_NOT_DERIVED']],
+        ['whd_forged_body', 'failed', ['DELIVERY_NOT_DERIVED']],
+        ['whd_forged_event', 'failed', ['DELIVERY_NOT_DERIVED']],
+      ]);
+      expect(webhookAlarms('webhook_deliveries').map((a) => [a.log, a.seq ?? null])).toEqual(
+        expect.arrayContaining([
+          ['default', event.seq],
+          ['default', null],
+        ]),
+      );
+      // The alarm went out as a notification itself, with the MAC that proves this server wrote it.
+      await runUntil(() => received().some((b) => b.subject === 'WEBHOOK_MISMATCH'));
+      expect(received().filter((b) => b.subject === 'WEBHOOK_MISMATCH').length).toBeGreaterThan(0);
+    });
+  });
+
+  describe('when a cursor far beyond the head is inserted (a kill switch)', () => {
+    it('ignores it, still delivers the next event, and raises the alarm', async () => {
+      await database.rows(
+        sql`insert into webhook_cursors (log_id, seq, read_at) values ('default', ${2 ** 53}, ${new Date().toISOString()})`,
+      );
+      const event = await failedVerification('ver_after_cursor');
+      await runUntil(() => received().some((b) => b.subject === 'ver_after_cursor'));
+      expect(received().filter((b) => b.subject === 'ver_after_cursor')).toEqual([
+        expect.objectContaining({ type: 'verification.failed', seq: event.seq }),
+      ]);
+      expect(webhookAlarms('webhook_cursors')).toEqual([
+        expect.objectContaining({ log: 'default', seq: 2 ** 53 }),
+      ]);
+    });
+  });
+
+  describe('when a claim with a far-future lease is inserted (a stuck delivery)', () => {
+    it('treats the lease as over, sends the delivery as the next attempt, and raises the alarm', async () => {
+      // Derived a day "early", so it is written but not yet due.
+      offset = -86_400_000;
+      const event = await failedVerification('ver_leased');
+      await dispatcher.runOnce();
+      offset = 0;
+      const [pending] = (await deliveries()).filter((d) => d.subject === 'ver_leased');
+      expect(pending).toMatchObject({ status: 'pending' });
+      await database.rows(sql`
+        insert into webhook_attempts (delivery_id, attempt, claimed_at, lease_until)
+        values (${pending!.id}, 1, ${new Date().toISOString()}, '9999-12-31T00:00:00.000Z')`);
+      await runUntil(() => received().some((b) => b.subject === 'ver_leased'));
+      expect(received().filter((b) => b.subject === 'ver_leased')).toEqual([
+        expect.objectContaining({ type: 'verification.failed', seq: event.seq }),
+      ]);
+      const [sent] = (await deliveries()).filter((d) => d.subject === 'ver_leased');
+      expect(sent).toMatchObject({ status: 'delivered', attempts: [{ attempt: 1 }, { attempt: 2 }] });
+      expect(webhookAlarms('webhook_attempts')).toEqual([expect.objectContaining({ seq: event.seq })]);
     });
   });
 });

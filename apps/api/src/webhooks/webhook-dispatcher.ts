@@ -3,6 +3,7 @@ import {
   type ClaimedWebhookDelivery,
   createWebhookStore,
   type Database,
+  type IntegrityAlarm,
   type NewWebhookDelivery,
   type RaisedIntegrityAlarm,
   type WebhookAttemptResult,
@@ -10,6 +11,7 @@ import {
 } from '@vouch/ledger';
 import type { ResolveHost } from '@vouch/verifiers';
 import { type Logger, summarizeError } from '../logger';
+import { alarmDelivery, isAlarmDelivery } from './alarm-delivery-id';
 import { sendWebhook, type WebhookSendResult } from './send-webhook';
 import { type WebhookNotice, webhookBody } from './webhook-body';
 import type { WebhookConfig, WebhookTarget } from './webhook-config';
@@ -22,6 +24,11 @@ const READ_LIMIT = 500;
 const CLAIM_LIMIT = 20;
 /** A claim outlives its attempt by this much before another process may take the delivery over. */
 const LEASE_MARGIN_MS = 30_000;
+/**
+ * How far another process's clock may run ahead of ours: a lease or retry time later than
+ * the longest this dispatcher writes, by more than this, was written by no dispatcher.
+ */
+const CLOCK_SKEW_MS = 30_000;
 
 /** The running dispatcher of `vouch serve`. */
 export interface WebhookDispatcher {
@@ -45,6 +52,8 @@ export interface WebhookDispatcherOptions {
   database: Database;
   config: WebhookConfig;
   logger: Logger;
+  /** Raised for a webhook row no dispatcher wrote (a forged delivery, cursor or lease). */
+  integrityAlarm: IntegrityAlarm;
   /** Milliseconds since the epoch; injected by tests. */
   now?: () => number;
   /** A number in [0, 1) for jitter; injected by tests. */
@@ -115,6 +124,19 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         };
       });
 
+  const alarmDeliveriesFor = (notice: Omit<WebhookNotice, 'id'>, dueAt: string): NewWebhookDelivery[] =>
+    config.targets
+      .filter((target) => target.events.has(notice.event))
+      .map((target) => ({
+        ...alarmDelivery(target, notice),
+        target: target.name,
+        event: notice.event,
+        log: notice.log,
+        seq: notice.seq,
+        subject: notice.subject,
+        dueAt,
+      }));
+
   const derive = (event: WebhookSourceEvent): NewWebhookDelivery[] => {
     if (event.payload === null) return [];
     const data = JSON.parse(event.payload) as Record<string, unknown>;
@@ -174,7 +196,53 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     }
   };
 
+  const raise = (table: string, log: string, seq: number | undefined, message: string) =>
+    options.integrityAlarm.raise({
+      code: 'WEBHOOK_MISMATCH',
+      log,
+      ...(seq === undefined ? {} : { seq }),
+      table,
+      message,
+    });
+
+  // A cursor past the head was written by no dispatcher (it moves the cursor to events it
+  // read): the reads below ignore it, and this says so.
+  const checkCursors = async () => {
+    for (const cursor of await store.cursorsBeyondHead()) {
+      raise(
+        'webhook_cursors',
+        cursor.log,
+        cursor.seq,
+        `webhook cursor ${cursor.seq} of log ${cursor.log} lies beyond its head ${cursor.head}: ignored`,
+      );
+    }
+  };
+
+  /**
+   * Why `delivery` is not what this server would send, or null when it is: an event's
+   * delivery must be exactly what its source event (log, seq) derives under this
+   * configuration, an alarm's must carry the MAC only a configured server can compute.
+   */
+  const underivable = async (delivery: ClaimedWebhookDelivery): Promise<string | null> => {
+    const target = targets.get(delivery.target) as WebhookTarget;
+    if (delivery.seq === null) {
+      if (delivery.event !== 'integrity.alarm') return 'it names no source event';
+      return isAlarmDelivery(target, delivery) ? null : 'its id is not the MAC a configured server writes';
+    }
+    const event = await store.sourceEvent({ log: delivery.log, seq: delivery.seq, kinds: SOURCE_KINDS });
+    if (event === null) return 'its source event does not exist';
+    const derived = derive(event).find((d) => d.id === delivery.id);
+    if (derived === undefined) return 'its source event derives no delivery with its id';
+    const differs = (['target', 'event', 'subject', 'body', 'dueAt'] as const).filter(
+      (field) => derived[field] !== delivery[field],
+    );
+    return differs.length === 0
+      ? null
+      : `its ${differs.join(', ')} differ from what its source event derives`;
+  };
+
   const deriveNew = async () => {
+    await checkCursors();
     for (const events of await store.readAfterCursors({ kinds: SOURCE_KINDS, limit: READ_LIMIT })) {
       await store.advance({
         log: events[0]!.log,
@@ -185,9 +253,8 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     }
   };
 
-  /** A delivery that needs no request: its target is gone, or its reminder is moot. */
+  /** A reminder that needs no request: its approval was answered or has expired. */
   const mootReason = async (delivery: ClaimedWebhookDelivery): Promise<string | null> => {
-    if (!targets.has(delivery.target)) return 'TARGET_REMOVED';
     if (delivery.event !== 'approval.expiring') return null;
     if (await store.approvalAnswered(delivery.log, delivery.subject)) return 'APPROVAL_ANSWERED';
     const expires = Date.parse(
@@ -223,16 +290,45 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       event: delivery.event,
       attempt: delivery.attempt,
     };
-    const moot = await mootReason(delivery);
-    if (moot !== null) {
-      await store.finish(delivery.id, delivery.attempt, {
-        outcome: 'cancelled',
+    const unsent = (outcome: 'cancelled' | 'failed', errorCode: string) =>
+      store.finish(delivery.id, delivery.attempt, {
+        outcome,
         statusCode: null,
-        errorCode: moot,
+        errorCode,
         durationMs: 0,
         finishedAt: iso(now()),
         nextAttemptAt: null,
       });
+    if (delivery.overlong !== null) {
+      raise(
+        delivery.overlong === 'lease' ? 'webhook_attempts' : 'webhook_attempt_results',
+        delivery.log,
+        delivery.seq ?? undefined,
+        `webhook delivery ${delivery.id}: attempt ${delivery.attempt - 1} waited longer than any dispatcher waits (${delivery.overlong}); taken over`,
+      );
+    }
+    if (!targets.has(delivery.target)) {
+      await unsent('cancelled', 'TARGET_REMOVED');
+      logger.info('webhook cancelled', { ...fields, code: 'TARGET_REMOVED' });
+      return;
+    }
+    // Checked before anything is signed: a row inserted behind the dispatcher's back must not
+    // make it sign and send what the chain does not say.
+    const reason = await underivable(delivery);
+    if (reason !== null) {
+      await unsent('failed', 'DELIVERY_NOT_DERIVED');
+      raise(
+        'webhook_deliveries',
+        delivery.log,
+        delivery.seq ?? undefined,
+        `webhook delivery ${delivery.id}: ${reason}`,
+      );
+      logger.error('webhook delivery refused', { ...fields, code: 'DELIVERY_NOT_DERIVED', reason });
+      return;
+    }
+    const moot = await mootReason(delivery);
+    if (moot !== null) {
+      await unsent('cancelled', moot);
       logger.info('webhook cancelled', { ...fields, code: moot });
       return;
     }
@@ -265,9 +361,12 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   const runOnce = async () => {
     await deriveNew();
     const at = now();
+    const lease = config.timeoutMs + LEASE_MARGIN_MS;
     const claimed = await store.claimDue({
       now: iso(at),
-      leaseUntil: iso(at + config.timeoutMs + LEASE_MARGIN_MS),
+      leaseUntil: iso(at + lease),
+      longestLease: iso(at + lease + CLOCK_SKEW_MS),
+      latestRetry: iso(at + config.retryMaxMs + CLOCK_SKEW_MS),
       limit: CLAIM_LIMIT,
     });
     await Promise.all(claimed.map(deliver));
@@ -302,7 +401,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         data: { ...alarm },
       };
       store
-        .insert(deliveriesFor(notice, alarm.raisedAt), iso(now()))
+        .insert(alarmDeliveriesFor(notice, alarm.raisedAt), iso(now()))
         .catch((error) =>
           logger.error('integrity alarm not written as a webhook delivery', { error: summarizeError(error) }),
         );

@@ -214,6 +214,7 @@ const ALARM_CODES = {
   KEY_MISMATCH: true,
   RECORD_RULE_VIOLATION: true,
   COSIGNATURE_MISMATCH: true,
+  WEBHOOK_MISMATCH: true,
 } satisfies Record<IntegrityAlarmCode, true>;
 
 function isAlarmCode(code: unknown): code is IntegrityAlarmCode {

@@ -4,11 +4,13 @@ import { bigint, check, foreignKey, index, integer, pgTable, primaryKey, text } 
 // Outbound webhooks: operational data beside the ledger, not part of the audit chain. No
 // event names these rows and no verification reads them; they are append-only all the same
 // (a state change is a new row), so the runtime role needs nothing beyond SELECT and INSERT
-// and a compromised server cannot rewrite what was sent. Times are ISO-8601 UTC text
-// (`toISOString()`), which orders as text.
+// and a compromised server cannot rewrite what was sent. Whoever holds that role can still
+// insert, so the dispatcher re-checks every row before it acts on it (docs/webhooks.md, "What
+// the dispatcher trusts"). Times are ISO-8601 UTC text (`toISOString()`), which orders as text.
 
 /**
- * How far the dispatcher has read each log: the cursor is the highest `seq`. A row with the
+ * How far the dispatcher has read each log: the cursor is the highest `seq` not beyond the
+ * log's head (one beyond it was written by no dispatcher and is ignored). A row with the
  * empty log id marks that the dispatcher ran once: logs that exist before it are read from
  * their head at that time (history is not replayed), logs created after it from their start.
  */

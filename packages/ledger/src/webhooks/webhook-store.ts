@@ -8,6 +8,8 @@ import { listLogs } from '../log-exists';
 
 /** The empty log id marks, in `webhook_cursors`, that the dispatcher has started once. */
 const STARTED = '';
+/** The largest attempt number the column holds: no dispatcher gets near it (`maxAttempts` is small). */
+const LAST_ATTEMPT = 2_147_483_647;
 
 /** A ledger event the dispatcher reads: the payload only for the kinds it asked for. */
 export interface WebhookSourceEvent {
@@ -33,9 +35,21 @@ export interface NewWebhookDelivery {
 }
 
 /** A delivery whose next attempt this process has claimed. */
-export interface ClaimedWebhookDelivery extends Omit<NewWebhookDelivery, 'dueAt'> {
+export interface ClaimedWebhookDelivery extends NewWebhookDelivery {
   /** The attempt this process claimed (1 for the first). */
   attempt: number;
+  /**
+   * Set when the attempt before was taken over because it waited longer than the dispatcher
+   * ever waits: its lease (`lease`) or its retry time (`retry`) lay beyond the bound given.
+   */
+  overlong: 'lease' | 'retry' | null;
+}
+
+/** A cursor row beyond its log's head: no dispatcher read that far. */
+export interface WebhookCursorBeyondHead {
+  log: string;
+  seq: number;
+  head: number;
 }
 
 /** How an attempt ended. */
@@ -77,8 +91,20 @@ export interface WebhookStore {
    * head (history is not replayed as notifications); later logs are read from their start.
    */
   start(now: string): Promise<void>;
-  /** For each log, up to `limit` events after its cursor (payloads for `kinds` only). */
+  /**
+   * For each log, up to `limit` events after its cursor (payloads for `kinds` only). The cursor
+   * is the highest one not beyond the log's head: a cursor past the head was not written by a
+   * dispatcher (see {@link WebhookStore.cursorsBeyondHead}) and is ignored.
+   */
   readAfterCursors(options: { kinds: readonly string[]; limit: number }): Promise<WebhookSourceEvent[][]>;
+  /** The highest cursor of each log that lies beyond the log's head (none, unless forged). */
+  cursorsBeyondHead(): Promise<WebhookCursorBeyondHead[]>;
+  /** The event at (`log`, `seq`), payload for `kinds` only, or null when there is none. */
+  sourceEvent(options: {
+    log: string;
+    seq: number;
+    kinds: readonly string[];
+  }): Promise<WebhookSourceEvent | null>;
   /** Write the deliveries derived from a log's events and move its cursor, in one transaction. */
   advance(options: {
     log: string;
@@ -90,9 +116,17 @@ export interface WebhookStore {
   insert(deliveries: readonly NewWebhookDelivery[], now: string): Promise<void>;
   /**
    * Claim the next attempt of up to `limit` deliveries that are due: never sent, due again
-   * after a retry, or claimed by a process whose lease ran out. Only the claims won are returned.
+   * after a retry, or claimed by a process whose lease ran out. A lease ending after
+   * `longestLease`, or a retry time after `latestRetry`, is longer than any the dispatcher
+   * writes, so it is treated as over. Only the claims won are returned.
    */
-  claimDue(options: { now: string; leaseUntil: string; limit: number }): Promise<ClaimedWebhookDelivery[]>;
+  claimDue(options: {
+    now: string;
+    leaseUntil: string;
+    longestLease: string;
+    latestRetry: string;
+    limit: number;
+  }): Promise<ClaimedWebhookDelivery[]>;
   /** Record how a claimed attempt ended. */
   finish(deliveryId: string, attempt: number, result: WebhookAttemptResult): Promise<void>;
   /** True once the approval request has an answer (its expiring reminder is then moot). */
@@ -167,7 +201,11 @@ export function createWebhookStore(database: Database): WebhookStore {
           select seq, kind, entity_id, recorded_at, case when kind = any(${kindList}) then payload end as payload
           from audit_events
           where log_id = ${log}
-            and seq > coalesce((select max(seq) from webhook_cursors where log_id = ${log}), 0)
+            and seq > coalesce((
+              select max(c.seq) from webhook_cursors c
+              where c.log_id = ${log}
+                and c.seq <= (select coalesce(max(h.seq), 0) from audit_events h where h.log_id = ${log})
+            ), 0)
           order by seq limit ${limit}`);
         if (events.length === 0) continue;
         batches.push(
@@ -184,6 +222,39 @@ export function createWebhookStore(database: Database): WebhookStore {
       return batches;
     },
 
+    async cursorsBeyondHead() {
+      const found: WebhookCursorBeyondHead[] = [];
+      // Per log, so each look is a range of the cursors' primary key, however many rows they have.
+      for (const log of await listLogs(database)) {
+        const [row] = await rows<{ seq: string | number | null; head: string | number }>(sql`
+          select (select max(c.seq) from webhook_cursors c where c.log_id = ${log} and c.seq > h.head) as seq, h.head
+          from (select coalesce(max(seq), 0) as head from audit_events where log_id = ${log}) h`);
+        if (row && row.seq !== null) found.push({ log, seq: Number(row.seq), head: Number(row.head) });
+      }
+      return found;
+    },
+
+    async sourceEvent({ log, seq, kinds }) {
+      const [event] = await rows<{
+        kind: string;
+        entity_id: string;
+        recorded_at: string;
+        payload: string | null;
+      }>(sql`
+        select kind, entity_id, recorded_at,
+               case when kind = any(${sql.param([...kinds])}::text[]) then payload end as payload
+        from audit_events where log_id = ${log} and seq = ${seq}`);
+      if (!event) return null;
+      return {
+        log,
+        seq,
+        kind: event.kind,
+        entity: event.entity_id,
+        at: event.recorded_at,
+        payload: event.payload,
+      };
+    },
+
     async advance({ log, throughSeq, deliveries, now }) {
       await database.db.transaction(async (tx) => {
         await insertDeliveries(deliveries, now, tx);
@@ -196,24 +267,32 @@ export function createWebhookStore(database: Database): WebhookStore {
 
     insert: (deliveries, now) => insertDeliveries(deliveries, now),
 
-    async claimDue({ now, leaseUntil, limit }) {
+    async claimDue({ now, leaseUntil, longestLease, latestRetry, limit }) {
       const due = await rows<
-        Omit<ClaimedWebhookDelivery, 'attempt' | 'seq'> & {
+        Omit<ClaimedWebhookDelivery, 'attempt' | 'seq' | 'log' | 'dueAt'> & {
           seq: string | number | null;
           last: number;
           log_id: string;
+          due_at: string;
         }
       >(sql`
-        select d.id, d.target, d.event, d.log_id, d.seq, d.subject, d.body, coalesce(a.attempt, 0) as last
+        select d.id, d.target, d.event, d.log_id, d.seq, d.subject, d.body, d.due_at,
+               coalesce(a.attempt, 0) as last,
+               case when r.outcome is null and a.lease_until > ${longestLease} then 'lease'
+                    when r.outcome = 'retry' and r.next_attempt_at > ${latestRetry} then 'retry'
+               end as overlong
         from webhook_deliveries d
         left join lateral (
           select attempt, lease_until from webhook_attempts x where x.delivery_id = d.id order by attempt desc limit 1
         ) a on true
         left join webhook_attempt_results r on r.delivery_id = d.id and r.attempt = a.attempt
         where d.due_at <= ${now}
+          -- An attempt at the column's limit was inserted by someone else: claiming the next
+          -- would fail the statement, and with it every claim of the pass.
+          and (a.attempt is null or a.attempt < ${LAST_ATTEMPT})
           and (a.attempt is null
-               or (r.outcome = 'retry' and r.next_attempt_at <= ${now})
-               or (r.outcome is null and a.lease_until <= ${now}))
+               or (r.outcome = 'retry' and (r.next_attempt_at <= ${now} or r.next_attempt_at > ${latestRetry}))
+               or (r.outcome is null and (a.lease_until <= ${now} or a.lease_until > ${longestLease})))
         order by d.due_at, d.id
         limit ${limit}`);
       const claimed: ClaimedWebhookDelivery[] = [];
@@ -233,7 +312,9 @@ export function createWebhookStore(database: Database): WebhookStore {
           seq: d.seq === null ? null : Number(d.seq),
           subject: d.subject,
           body: d.body,
+          dueAt: d.due_at,
           attempt,
+          overlong: d.overlong ?? null,
         });
       }
       return claimed;
