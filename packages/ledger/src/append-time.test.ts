@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchTime } from './append-time';
+import { batchTime, HEAD_AHEAD_TOLERANCE_MS } from './append-time';
 import type { Database } from './database';
+import { createIntegrityAlarm } from './integrity-alarm';
 import { createLedger } from './ledger';
-import { verifyBothWays } from './tamper-testing';
+import { appendRecordedAt, verifyBothWays } from './tamper-testing';
 import { testBackends } from './testing';
 
 describe('batchTime', () => {
@@ -47,3 +48,73 @@ describe.each(testBackends())('an append whose clock is behind the head, on $nam
     }
   });
 });
+
+describe.each(testBackends())(
+  'an append whose head is recorded far ahead of its clock, on $name',
+  ({ open }) => {
+    let database: Database;
+    beforeAll(async () => {
+      database = await open();
+    });
+    afterAll(async () => {
+      await database?.close();
+    });
+
+    const clock = new Date('2026-06-01T12:00:00.000Z');
+    const later = (ms: number) => new Date(clock.getTime() + ms).toISOString();
+
+    it('still appends, at the head time, and raises TIME_AHEAD once for the log', async () => {
+      const log = `ahead-${Date.now()}`;
+      const alarm = createIntegrityAlarm();
+      const ledger = createLedger(database, { now: () => clock, integrityAlarm: alarm });
+      try {
+        await ledger.append({ log, kind: 'note', entity: 'a', actor: 'user:alice', payload: {} });
+        // The runtime role inserts the next event, recorded in 2099.
+        const forged = await appendRecordedAt(database, {
+          log,
+          kind: 'note',
+          entity: 'b',
+          actor: 'user:mallory',
+          payload: {},
+          at: '2099-01-01T00:00:00.000Z',
+        });
+        const next = await ledger.append({
+          log,
+          kind: 'note',
+          entity: 'c',
+          actor: 'user:alice',
+          payload: {},
+        });
+        await ledger.append({ log, kind: 'note', entity: 'd', actor: 'user:alice', payload: {} });
+        expect(next.at).toBe(forged.at);
+        expect(alarm.alarms()).toEqual([
+          expect.objectContaining({ code: 'TIME_AHEAD', log, seq: forged.seq, table: 'audit_events' }),
+        ]);
+      } finally {
+        await ledger.close();
+      }
+    });
+
+    it('raises nothing for a head within the tolerance honest clocks differ by', async () => {
+      const log = `near-${Date.now()}`;
+      const alarm = createIntegrityAlarm();
+      const ahead = createLedger(database, { now: () => new Date(later(HEAD_AHEAD_TOLERANCE_MS)) });
+      const ledger = createLedger(database, { now: () => clock, integrityAlarm: alarm });
+      try {
+        await ahead.append({ log, kind: 'note', entity: 'a', actor: 'user:alice', payload: {} });
+        const next = await ledger.append({
+          log,
+          kind: 'note',
+          entity: 'b',
+          actor: 'user:alice',
+          payload: {},
+        });
+        expect(next.at).toBe(later(HEAD_AHEAD_TOLERANCE_MS));
+        expect(alarm.raised).toBe(false);
+      } finally {
+        await ahead.close();
+        await ledger.close();
+      }
+    });
+  },
+);

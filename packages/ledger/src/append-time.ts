@@ -1,4 +1,5 @@
 import type { ChainHead } from '@vouch/audit';
+import type { IntegrityAlarmReport } from './integrity-alarm';
 
 /** A log's head as an append builds on it: its seq, its hash, and its event's `at` (null for a new log). */
 export interface AppendHead extends ChainHead {
@@ -16,4 +17,27 @@ export function batchTime(clock: Date, headAt: string | null): string {
   const head = headAt === null ? Number.NaN : Date.parse(headAt);
   const now = clock.getTime();
   return new Date(Number.isNaN(head) || now >= head ? now : head).toISOString();
+}
+
+/** How far a head's time may be ahead of this process's clock: more than honest clocks differ by. */
+export const HEAD_AHEAD_TOLERANCE_MS = 5 * 60_000;
+
+/**
+ * The finding when the head of `log` is recorded further ahead of `clock` than honest clocks
+ * differ (`HEAD_AHEAD_TOLERANCE_MS`), or null. `batchTime` copies the head's time into every
+ * later event, so a head recorded far ahead (another process's clock set wrong, or a row the
+ * runtime role inserted at a time of its choosing) would make every later time a lie: the
+ * server keeps appending (times never go back) and raises the alarm, for an operator to look.
+ */
+export function headTimeAhead(clock: Date, head: AppendHead, log: string): IntegrityAlarmReport | null {
+  if (head.at === null) return null;
+  const ahead = Date.parse(head.at) - clock.getTime();
+  if (!(ahead > HEAD_AHEAD_TOLERANCE_MS)) return null;
+  return {
+    code: 'TIME_AHEAD',
+    log,
+    seq: head.seq,
+    table: 'audit_events',
+    message: `event ${head.seq} of log ${log} is recorded at ${head.at}, ${Math.round(ahead / 1000)} s ahead of this server's clock: later events take its time, so a clock is wrong or the row was written behind the ledger's back`,
+  };
 }

@@ -1,7 +1,7 @@
 import { type Context, context, trace } from '@opentelemetry/api';
 import type { StoredEvent } from '@vouch/audit';
 import { raiseOnChainConflict, toStorageError } from './append-errors';
-import { type AppendHead, batchTime } from './append-time';
+import { type AppendHead, batchTime, headTimeAhead } from './append-time';
 import { BatchRun, type Pending, type StagedEvent } from './batch-run';
 import { type Database, type Db, sqlStateOf } from './database';
 import { LedgerError } from './errors';
@@ -77,6 +77,8 @@ export class GroupCommit {
   private readonly lockedOnly = new Map<string, number>();
   /** ANALYZE runs in flight (see `refreshStatistics`): `close` waits for them. */
   private readonly maintenance = new Set<Promise<void>>();
+  /** Logs whose head this process found recorded far ahead of its clock: reported once each. */
+  private readonly timeAheadReported = new Set<string>();
   private closed = false;
   /** The trace context each item was queued in, when it was queued inside a span (tracing on). */
   private readonly queuedIn = new WeakMap<Pending, Context>();
@@ -304,7 +306,13 @@ export class GroupCommit {
     const head = await lockLogAndReadHead(database, tx, log, young);
     const items = take();
     // Under the lock, on the head read under it: no batch of any process is recorded earlier.
-    const now = batchTime(clock(), head.at);
+    const at = clock();
+    const now = batchTime(at, head.at);
+    const ahead = this.timeAheadReported.has(log) ? null : headTimeAhead(at, head, log);
+    if (ahead) {
+      this.timeAheadReported.add(log);
+      this.options.integrityAlarm.raise(ahead);
+    }
     return new BatchRun({ database, tx, log, limits, now, head }, items);
   }
 

@@ -25,7 +25,12 @@ export type IntegrityAlarmCode =
    * delivery that its source event does not derive, a cursor beyond its log's head, a claim
    * or retry that waits longer than any the dispatcher grants. It is not acted on.
    */
-  | 'WEBHOOK_MISMATCH';
+  | 'WEBHOOK_MISMATCH'
+  /**
+   * A log's head is recorded further ahead of this server's clock than clocks differ
+   * (`headTimeAhead`): every later event would take its time.
+   */
+  | 'TIME_AHEAD';
 
 /** One finding, as raised. Plain JSON, never secrets (it is logged and shown on `/readyz`). */
 export interface IntegrityAlarmReport {

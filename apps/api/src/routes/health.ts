@@ -85,6 +85,7 @@ const ReadinessSchema = z
               'COSIGNATURE_MISMATCH',
               'RECORD_RULE_VIOLATION',
               'WEBHOOK_MISMATCH',
+              'TIME_AHEAD',
             ]),
             log: z.string(),
             seq: z.number().optional(),

@@ -215,6 +215,7 @@ const ALARM_CODES = {
   RECORD_RULE_VIOLATION: true,
   COSIGNATURE_MISMATCH: true,
   WEBHOOK_MISMATCH: true,
+  TIME_AHEAD: true,
 } satisfies Record<IntegrityAlarmCode, true>;
 
 function isAlarmCode(code: unknown): code is IntegrityAlarmCode {
