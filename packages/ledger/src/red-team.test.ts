@@ -542,6 +542,22 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       });
     };
 
+    it('the server authorizes nothing under it, and raises the integrity alarm', async () => {
+      const { log, agent } = await setup({ approval_required: true });
+      await forgeAllow(log);
+      expect(await outcomeOf(records.authorize(agent, { proposal_id: 'prop_allow' }))).toBe(
+        'DECISION_NOT_DERIVED',
+      );
+      expect(alarmsOf('RECORD_RULE_VIOLATION')).toEqual(
+        expect.arrayContaining([expect.objectContaining({ log, table: 'decisions' })]),
+      );
+      // Nor does an observation count as an execution under it.
+      expect(
+        await outcomeOf(records.observe(agent, { proposal_id: 'prop_allow', outcome: 'succeeded' })),
+      ).toBe('DECISION_NOT_DERIVED');
+      expect((await records.story(log, 'prop_allow')).observation).toBeNull();
+    });
+
     it('a verification reports the decision at its seq (DECISION_NOT_DERIVED)', async () => {
       const { log } = await setup({ approval_required: true });
       await forgeAllow(log);

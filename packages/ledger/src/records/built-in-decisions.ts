@@ -100,6 +100,22 @@ export function decisionBreak(
   return null;
 }
 
+/**
+ * Why `decision`, a stored built-in decision, is not what the policy gives `proposal` under
+ * `tool` (the registration in force when it was recorded), or null when it is: what the
+ * server checks before it acts on one. An erased argument or repair key leaves the repair
+ * unchecked (an executable decision has none).
+ */
+export function builtInDecisionBreak(
+  proposal: ProposalRecord & { redacted?: object },
+  decision: DecisionRecord,
+  tool: ToolRecord | null,
+): string | null {
+  const expected = deriveDecision(proposal, proposal.redacted === undefined, tool);
+  const repair = decision.redacted === undefined ? decision.repair : undefined;
+  return decisionBreak(expected, decision, repair, tool?.id ?? null);
+}
+
 function coreDigest(
   d: Pick<DecisionRecord, 'verdict' | 'reasons' | 'authorized_identity' | 'tool_id' | 'repair'>,
 ): string {

@@ -12,6 +12,7 @@ import {
   type ProposalColumnFilter,
   refusalsOf,
   reusableRequestCandidates,
+  toolAtDecision,
   verificationsOf,
 } from './queries';
 import { batchedReads, openedRecords, type RecordReads } from './record-reads';
@@ -42,6 +43,8 @@ export interface LogReads extends RecordReads {
   ): Promise<
     Array<{ request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null; used: boolean }>
   >;
+  /** The registration of a tool in force when a decision was recorded (see `toolAtDecision`). */
+  toolAtDecision(serverId: string, toolName: string, decisionId: string): Promise<ToolRecord | null>;
   /** The latest registration of every tool, by server then tool name. */
   latestTools(): Promise<ToolRecord[]>;
   /** Approval requests, oldest first, optionally of one status; keyset-paged by event seq. */
@@ -79,6 +82,8 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
     refusalsOf: async (proposalId) =>
       openedRecords(db, log, alarm, 'execution_refused', await refusalsOf(db, log, alarm, proposalId)),
     reusableRequests: (scope, now) => reusableRequestCandidates(db, log, scope, now),
+    toolAtDecision: (serverId, toolName, decisionId) =>
+      toolAtDecision(db, log, alarm, { serverId, toolName }, decisionId),
     latestTools: () => listLatestTools(db, log),
     listRequests: (options) => listRequests(db, log, options),
     listProposals: (options) => listProposalRows(db, log, options),
