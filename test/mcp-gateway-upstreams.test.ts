@@ -122,7 +122,7 @@ beforeAll(async () => {
     listChanged.push(n.method);
   });
   await connectHttpAgent(gateway, TOKEN, agent);
-}, 60_000);
+}, 180_000);
 
 afterAll(async () => {
   await agent?.close();

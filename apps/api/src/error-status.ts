@@ -94,9 +94,11 @@ export const STATUS_BY_CODE = {
   APPROVAL_CONSUMED: 409,
   APPROVAL_RESOLVED: 409,
   APPROVAL_PAYLOAD_MISMATCH: 409,
-  // A stored proposal or approval answer the server never wrote (its payload hash names another
-  // payload, its window is stretched): refused, and the integrity alarm raised.
+  // A stored proposal, approval answer or built-in decision the server never wrote (its payload
+  // hash names another payload, its window is stretched, the policy gives another verdict):
+  // refused, and the integrity alarm raised.
   PROPOSAL_PAYLOAD_MISMATCH: 409,
+  DECISION_NOT_DERIVED: 409,
   APPROVAL_BOUNDS_VIOLATED: 409,
   OBSERVATION_EXISTS: 409,
   OBSERVATION_CONFLICT: 409,

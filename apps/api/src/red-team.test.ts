@@ -279,4 +279,74 @@ describe.each(testBackends())('red team: the HTTP API on $name', ({ open }) => {
       });
     });
   });
+
+  describe("the runtime role appends a built-in allow, in the gateway's name, for a tool that needs an approval", () => {
+    it('authorize is refused with 409 DECISION_NOT_DERIVED and /readyz reports the alarm', async () => {
+      const tool = {
+        server_id: 'pay',
+        tool_name: 'payout',
+        side_effect: 'compensatable',
+        approval_required: true,
+      };
+      expect((await call('POST', '/v1/tools', k.admin, tool)).status).toBe(201);
+      const proposal = {
+        action: 'pay.payout',
+        server_id: 'pay',
+        tool_name: 'payout',
+        target: { kind: 'account', id: 'acc_1', env: 'production' },
+        arguments: { amount: 5 },
+        side_effect: 'compensatable',
+      };
+      const honest = await call('POST', '/v1/proposals', k.gw, {
+        idempotency_key: 'red-payout',
+        ...proposal,
+      });
+      expect(honest.body.decision?.verdict).toBe('require_approval');
+      await forgeRecords(h.ledger, 'default', (tx, now) => {
+        tx.write('proposal', 'agent:gw', {
+          ...honest.body.proposal,
+          id: 'prop_forged_allow',
+          idempotency_key: 'red-payout-forged',
+          proposed_at: now,
+        });
+        tx.write('decision', 'agent:gw', {
+          id: 'dec_forged_allow',
+          proposal_id: 'prop_forged_allow',
+          verdict: 'allow',
+          reasons: [
+            { code: 'POLICY_SATISFIED', effect: 'allow', message: 'every rule of the policy is met' },
+          ],
+          repair: null,
+          authorized_identity: 'agent:gw',
+          source: 'built_in',
+          tool_id: honest.body.decision.tool_id,
+          approval_request_id: null,
+          decided_by: 'policy:built_in',
+          decided_at: now,
+        });
+      });
+      const authorized = await call('POST', '/v1/proposals/prop_forged_allow/authorize', k.gw, {});
+      expect(authorized).toMatchObject({ status: 409, body: { error: { code: 'DECISION_NOT_DERIVED' } } });
+      const ready = await app.request('/readyz');
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toMatchObject({
+        integrity: {
+          alarms: expect.arrayContaining([
+            expect.objectContaining({ code: 'RECORD_RULE_VIOLATION', table: 'decisions' }),
+          ]),
+        },
+      });
+      const verified = await call('GET', '/v1/logs/default/verify', k.auditor);
+      // (The log holds the other forgeries of this suite too.)
+      expect(verified.body.failures).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            rule: 'DECISION_NOT_DERIVED',
+            table: 'decisions',
+            id: 'dec_forged_allow',
+          }),
+        ]),
+      );
+    });
+  });
 });

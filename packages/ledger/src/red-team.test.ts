@@ -64,6 +64,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       ['agent:billing', 'gateway', ['prod']],
       ['user:alice', 'approver', null],
       ['service:checker', 'verifier', null],
+      ['agent:roaming', 'gateway', null],
     ];
     for (const [identity, role, environments] of people) {
       await issueApiKey(ledger, {
@@ -498,6 +499,121 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
           id: 'prop_forged',
         }),
       ]);
+    });
+  });
+
+  describe('the runtime role appends a built-in allow for a tool that needs an approval', () => {
+    // The writer rule accepts the requester's gateway key for a built-in decision, so the
+    // forgery is in the right name; only re-deriving the decision with the server's own
+    // `evaluatePolicy` (records/built-in-decisions.ts) tells it is not the policy's.
+    const forgeAllow = async (log: string) => {
+      const tool = (await records.listTools(log))[0]!;
+      const input = parseInput(proposalInputSchema, refund('k-allow'), {
+        what: 'proposal',
+        maxBytes: 65_536,
+      });
+      await forge(log, (tx, now) => {
+        const proposal: ProposalRecord = {
+          id: 'prop_allow',
+          idempotency_key: 'k-allow',
+          requester: 'agent:billing',
+          requester_scopes: ['payments:write'],
+          requester_environments: ['prod'],
+          ...proposalPayloadOf(input),
+          payload_hash: proposalPayloadHash(proposalPayloadOf(input)),
+          proposed_at: now,
+        };
+        tx.write('proposal', 'agent:billing', proposal);
+        tx.write('decision', 'agent:billing', {
+          id: 'dec_allow',
+          proposal_id: proposal.id,
+          verdict: 'allow',
+          reasons: [
+            { code: 'POLICY_SATISFIED', effect: 'allow', message: 'every rule of the policy is met' },
+          ],
+          repair: null,
+          authorized_identity: 'agent:billing',
+          source: 'built_in',
+          tool_id: tool.id,
+          approval_request_id: null,
+          decided_by: 'policy:built_in',
+          decided_at: now,
+        });
+      });
+    };
+
+    it('the server authorizes nothing under it, and raises the integrity alarm', async () => {
+      const { log, agent } = await setup({ approval_required: true });
+      await forgeAllow(log);
+      expect(await outcomeOf(records.authorize(agent, { proposal_id: 'prop_allow' }))).toBe(
+        'DECISION_NOT_DERIVED',
+      );
+      expect(alarmsOf('RECORD_RULE_VIOLATION')).toEqual(
+        expect.arrayContaining([expect.objectContaining({ log, table: 'decisions' })]),
+      );
+      // Nor does an observation count as an execution under it.
+      expect(
+        await outcomeOf(records.observe(agent, { proposal_id: 'prop_allow', outcome: 'succeeded' })),
+      ).toBe('DECISION_NOT_DERIVED');
+      expect((await records.story(log, 'prop_allow')).observation).toBeNull();
+    });
+
+    it('a verification reports the decision at its seq (DECISION_NOT_DERIVED)', async () => {
+      const { log } = await setup({ approval_required: true });
+      await forgeAllow(log);
+      const report = await verify(log);
+      expect(report.failures).toEqual([
+        expect.objectContaining({
+          seq: await seqOf(log, 'dec_allow'),
+          code: 'RECORD_RULE_VIOLATION',
+          rule: 'DECISION_NOT_DERIVED',
+          table: 'decisions',
+          id: 'dec_allow',
+        }),
+      ]);
+    });
+
+    it('the decisions the server writes, of every verdict and across a re-registration, all verify', async () => {
+      const { log, agent } = await setup();
+      const ops: RecordContext = { log, caller: { identity: 'user:ops' } };
+      const roaming: RecordContext = {
+        log,
+        caller: { identity: 'agent:roaming', scopes: ['payments:write'], environments: null },
+      };
+      const unscoped: RecordContext = { log, caller: { ...agent.caller, scopes: [] } };
+      await records.registerTool(
+        ops,
+        refundTool({ tool_name: 'close', side_effect: 'irreversible', dry_run_tool: 'close_preview' }),
+      );
+      const decided = [
+        await records.propose(agent, refund('k-allow')),
+        await records.propose(unscoped, refund('k-deny')),
+        await records.propose(
+          roaming,
+          refund('k-pin', { target: { kind: 'payment', id: 'pay_1', env: null } }),
+        ),
+        await records.propose(agent, refund('k-repair', { tool_name: 'close', side_effect: 'irreversible' })),
+        await records.propose(agent, refund('k-human', { side_effect: 'irreversible' })),
+      ];
+      expect(decided.map(({ decision }) => [decision!.verdict, decision!.repair?.kind ?? null])).toEqual([
+        ['allow', null],
+        ['deny', null],
+        ['deny', 'pin_environment'],
+        ['repair', 'dry_run_first'],
+        ['require_approval', null],
+      ]);
+      // The same refund asks a human once the tool is re-registered as approval-required, and
+      // not once it is registered read-only again: each decision under the registration of its time.
+      await records.registerTool(ops, refundTool({ approval_required: true, replaces_version: 1 }));
+      const stricter = await records.propose(agent, refund('k-after'));
+      await records.registerTool(ops, refundTool({ side_effect: 'read_only', replaces_version: 2 }));
+      const laxer = await records.propose(agent, refund('k-again', { side_effect: 'read_only' }));
+      expect([stricter.decision!.verdict, laxer.decision!.verdict]).toEqual(['require_approval', 'allow']);
+      // The server re-derives each under the registration in force when it was decided.
+      for (const proposal of [decided[0]!.proposal, laxer.proposal]) {
+        expect(await outcomeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe('SUCCEEDED');
+      }
+      expect((await verify(log)).failures).toEqual([]);
     });
   });
 

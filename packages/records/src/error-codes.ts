@@ -73,6 +73,7 @@ export const LEDGER_ERROR_CODES = [
   // a stored record breaks a rule the server writes under (appended by someone else): refused, alarm raised
   'APPROVAL_BOUNDS_VIOLATED',
   'PROPOSAL_PAYLOAD_MISMATCH',
+  'DECISION_NOT_DERIVED',
   'OBSERVATION_EXISTS',
   'OBSERVATION_CONFLICT',
   'EXECUTION_CLAIM_LAPSED',

@@ -3,6 +3,7 @@ import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import type { Database, Db } from '../database';
 import type { KeyHistory, KeyWindow } from '../keys/key-history';
 import { type LoadedKeyHistory, loadKeyHistory } from '../keys/load-key-history';
+import { BUILT_IN_POLICY } from './built-in-decisions';
 import { RECORD_TABLE_OF } from './codec';
 import { recordRuleFailure } from './record-rules';
 
@@ -20,9 +21,6 @@ export type RecordWriterRule =
   | 'TOOL_REGISTRATION_FORBIDDEN'
   /** A tool registration's version is not the previous one's plus one. */
   | 'TOOL_VERSION_GAP';
-
-/** The actor of the built-in policy's decisions, which the proposal's own writer records. */
-const BUILT_IN_POLICY = 'policy:built_in';
 
 /** What a record event must be written with: one of `roles`, in `environment` when the route asserts one. */
 interface Requirement {

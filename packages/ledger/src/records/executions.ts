@@ -2,6 +2,7 @@ import { sameIdentity } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { LedgerError, type LedgerErrorCode } from '../errors';
 import { addSeconds, checkApproval, isPast } from '../policy/approval-validity';
+import { builtInDecisionBreak, isBuiltInDecision } from './built-in-decisions';
 import { authorizeInputSchema, observationInputSchema, parseInput } from './inputs';
 import { isObservationReplay } from './observation-replay';
 import type { RecordContext } from './record-context';
@@ -289,6 +290,17 @@ async function checkExecution(
       'IDENTITY_MISMATCH',
       `${caller.identity} is not the identity the decision authorized (${decision.authorized_identity})`,
     );
+  }
+  // The runtime role can append a built-in decision the policy never gave (an allow where it
+  // asks a human): re-derive it, with the tool in force then, before acting on it.
+  if (isBuiltInDecision(decision)) {
+    const tool = await tx.reads.toolAtDecision(proposal.server_id, proposal.tool_name, decision.id);
+    const broken = builtInDecisionBreak(proposal, decision, tool);
+    if (broken !== null) {
+      const message = `decision ${decision.id} in log ${tx.log} ${broken}: the server never wrote it and refuses to act on it; run \`vouch verify\``;
+      tx.reads.raiseRuleViolation('decisions', message);
+      return refuse('DECISION_NOT_DERIVED', message);
+    }
   }
   if (decision.verdict === 'allow') {
     if (claim.payload_hash !== undefined && claim.payload_hash !== proposal.payload_hash) {

@@ -12,6 +12,7 @@ import {
   type ProposalColumnFilter,
   refusalsOf,
   reusableRequestIds,
+  toolAtDecision,
   verificationsOf,
 } from './queries';
 import { batchedReads, openedRecords, type RecordReads } from './record-reads';
@@ -45,6 +46,8 @@ export interface LogReads extends RecordReads {
   ): Promise<
     Array<{ request: ApprovalRequestRecord; resolution: ApprovalResolutionRecord | null; used: boolean }>
   >;
+  /** The registration of a tool in force when a decision was recorded (see `toolAtDecision`). */
+  toolAtDecision(serverId: string, toolName: string, decisionId: string): Promise<ToolRecord | null>;
   /** The latest registration of every tool, by server then tool name, each checked. */
   latestTools(): Promise<ToolRecord[]>;
   /**
@@ -100,6 +103,8 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
           return { request, resolution, used: uses.length > 0 };
         }),
       ),
+    toolAtDecision: (serverId, toolName, decisionId) =>
+      toolAtDecision(db, log, alarm, { serverId, toolName }, decisionId),
     latestTools: () => listLatestTools(db, log, alarm),
     listRequests: async (options) => {
       const rows = await listRequestIds(db, log, options);

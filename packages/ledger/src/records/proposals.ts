@@ -2,6 +2,7 @@ import { sameIdentity } from '@vouch/audit';
 import { LedgerError } from '../errors';
 import { evaluatePolicy } from '../policy/built-in-policy';
 import { requestApproval } from './approvals';
+import { BUILT_IN_POLICY } from './built-in-decisions';
 import { decisionInputSchema, parseInput, proposalInputSchema } from './inputs';
 import { proposalPayloadHash, proposalPayloadOf } from './payload-hash';
 import type { RecordContext } from './record-context';
@@ -81,7 +82,7 @@ export async function propose(
       source: 'built_in',
       tool_id: tool?.id ?? null,
       approval_request_id: approval?.id ?? null,
-      decided_by: 'policy:built_in',
+      decided_by: BUILT_IN_POLICY,
       decided_at: now,
     });
     return { proposal, decision, approval, replayed: false };

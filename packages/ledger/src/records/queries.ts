@@ -99,6 +99,32 @@ export async function reusableRequestIds(
   return [...new Set(rows.map((row) => row.id))];
 }
 
+/**
+ * The registration of a tool that was in force when decision `decisionId` was recorded: its
+ * latest version among those recorded before the decision's event (what `propose` read),
+ * checked against its event. Null when none was.
+ */
+export async function toolAtDecision(
+  db: Db,
+  log: string,
+  alarm: IntegrityAlarm,
+  tool: { serverId: string; toolName: string },
+  decisionId: string,
+): Promise<ToolRecord | null> {
+  const [inForce] = await checkedRecords(
+    db,
+    log,
+    alarm,
+    tools,
+    toolCodec.toRecord,
+    sql`${tools.logId} = ${log} and ${tools.serverId} = ${tool.serverId} and ${tools.toolName} = ${tool.toolName}
+      and ${tools.eventSeq} < (select ${decisions.eventSeq} from ${decisions}
+        where ${decisions.logId} = ${log} and ${decisions.id} = ${decisionId})`,
+    sql`order by ${tools.version} desc limit 1`,
+  );
+  return inForce ?? null;
+}
+
 /** A proposal's refused executions, in chain order, each checked against its event. */
 export function refusalsOf(
   db: Db,

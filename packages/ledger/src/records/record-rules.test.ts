@@ -136,11 +136,84 @@ describe('the record rules over the chain', () => {
   it('report a use and an execution by another identity than the decision authorized (IDENTITY_MISMATCH)', () => {
     // An engine may name another executor than the requester; then only that one may act.
     const decision = of('decision');
-    expect(broken(replaced(decision, forged(decision, { authorized_identity: 'agent:executor' })))).toEqual([
+    const external = { source: 'opa', decided_by: 'policy:opa', authorized_identity: 'agent:executor' };
+    expect(broken(replaced(decision, forged(decision, external)))).toEqual([
       ['IDENTITY_MISMATCH', 'approval_uses'],
       ['IDENTITY_MISMATCH', 'execution_claims'],
       ['IDENTITY_MISMATCH', 'observations'],
     ]);
+  });
+
+  describe('re-derive every decision of the built-in policy (DECISION_NOT_DERIVED)', () => {
+    /** The story up to its decision, the decision `change`d. */
+    const decided = (change: Record<string, unknown>, before: StoredEvent[] = []) => {
+      const decision = of('decision');
+      const upTo = story.slice(0, story.indexOf(decision));
+      return [...upTo, ...before, forged(decision, change)];
+    };
+    const satisfied = [
+      { code: 'POLICY_SATISFIED', effect: 'allow', message: 'every rule of the policy is met' },
+    ];
+
+    it('report an allow of a proposal the policy sends to a human', () => {
+      const forgedAllow = decided({ verdict: 'allow', reasons: satisfied, approval_request_id: null });
+      expect(broken(forgedAllow)).toEqual([['DECISION_NOT_DERIVED', 'decisions']]);
+    });
+
+    it('report reasons, an executor or a tool the policy did not give', () => {
+      for (const change of [
+        { reasons: [] },
+        { authorized_identity: 'agent:executor' },
+        { tool_id: 'tool_other' },
+        { repair: null, verdict: 'require_approval', reasons: [...satisfied] },
+      ]) {
+        expect(broken(decided(change))).toContainEqual(['DECISION_NOT_DERIVED', 'decisions']);
+      }
+    });
+
+    it('report a decision under a registry that changed since its proposal, which the server reads once', () => {
+      const tool = of('tool');
+      const laxer = forged(tool, { id: 'tool_2', version: 2, side_effect: 'read_only' });
+      expect(broken(decided({}, [{ ...laxer, entity: 'tool_2' }]))).toEqual([
+        ['DECISION_NOT_DERIVED', 'decisions'],
+      ]);
+    });
+
+    it('report a repair that is not the one the policy gives', () => {
+      const tool = of('tool');
+      const withDryRun = forged(tool, { dry_run_tool: 'refund_preview' });
+      const proposal = payloadOf(of('proposal'));
+      const repair = {
+        kind: 'dry_run_first',
+        action: proposal.action,
+        server_id: 'payments',
+        tool_name: 'refund_preview',
+        target: proposal.target,
+        arguments: { amount: 5000, currency: 'EUR' },
+        message: 'propose refund_preview first, then this action again with its impact estimate',
+      };
+      const reasons = [
+        ...(payloadOf(of('decision')).reasons as unknown[]),
+        {
+          code: 'DRY_RUN_FIRST',
+          effect: 'repair',
+          message: 'run refund_preview first so the approver sees the impact',
+          details: { dry_run_tool: 'refund_preview' },
+        },
+      ];
+      const asRepair = { verdict: 'repair', reasons, authorized_identity: null, approval_request_id: null };
+      const events = decided({ ...asRepair, repair }).map((e) => (e === tool ? withDryRun : e));
+      expect(broken(events)).toEqual([['DECISION_NOT_DERIVED', 'decisions']]);
+      const honest = { ...repair, arguments: { amount: 5, currency: 'EUR' } };
+      expect(
+        broken(decided({ ...asRepair, repair: honest }).map((e) => (e === tool ? withDryRun : e))),
+      ).toEqual([]);
+    });
+
+    it("leave an external engine's decision to its writer rule: it is not re-derived", () => {
+      const external = { source: 'opa', decided_by: 'policy:opa', verdict: 'allow', reasons: satisfied };
+      expect(broken(decided(external))).toEqual([]);
+    });
   });
 
   it('report an execution without the approval being used for it (EXECUTION_NOT_AUTHORIZED)', () => {

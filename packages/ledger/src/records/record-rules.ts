@@ -9,6 +9,7 @@ import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { getTableName } from 'drizzle-orm';
 import type { KeyAuthorityRule } from '../keys/key-history';
 import { approvalBoundsBreak } from '../policy/approval-validity';
+import { type DerivedDecision, decisionBreak, deriveDecision, isBuiltInDecision } from './built-in-decisions';
 import { RECORD_TABLE_OF } from './codec';
 import { proposalPayloadHolds } from './payload-hash';
 import type {
@@ -19,6 +20,7 @@ import type {
   ExecutionClaimRecord,
   ObservationRecord,
   ProposalRecord,
+  ToolRecord,
   VerificationRecord,
 } from './types';
 import { declaredNames, isAuditedParty, recordProof } from './verification-status';
@@ -33,6 +35,8 @@ export type RecordRule =
   | 'REFERENCE_MISSING'
   | 'ACTOR_MISMATCH'
   | 'DECISION_EXISTS'
+  /** A built-in decision that is not what the built-in policy (`evaluatePolicy`) gives its proposal. */
+  | 'DECISION_NOT_DERIVED'
   | 'IDENTITY_MISMATCH'
   | 'APPROVAL_PAYLOAD_MISMATCH'
   /** A proposal's `payload_hash` is not the hash of the payload it shows (`proposalPayloadHash`). */
@@ -76,6 +80,8 @@ interface ProposalState {
   toolName: string;
   declared: string[];
   decision?: { verdict: DecisionRecord['verdict']; authorized: string | null };
+  /** Until it is decided: what the built-in policy decides for it (see `deriveDecision`). */
+  derived?: DerivedDecision;
   /** Ids of the approval uses recorded for this proposal. */
   uses: string[];
   observation?: { id: string; executedBy: string };
@@ -89,12 +95,15 @@ interface ProposalState {
  * the server enforces when it writes one: nobody approves their own request, one decision
  * per proposal, an execution only under an allow or an approval used for it, by the
  * authorized identity, a single-use approval used once, a verification status derived from
- * its checks, supersession only by someone other than the audited party. The chain proves
+ * its checks, supersession only by someone other than the audited party, and every decision
+ * of the built-in policy the one its `evaluatePolicy` gives the proposal under the tool
+ * registered then (an external engine's decisions are not re-derived). The chain proves
  * the events were not changed; this proves they could have been written by the server: a
  * database role that can insert well-formed events and rows (the runtime role can) gets no
  * further than a failure here.
  *
- * Memory: a few strings per proposal, approval request and resolution of the log.
+ * Memory: a few strings per proposal, approval request and resolution of the log, and the
+ * latest registration of each tool.
  */
 export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
   const proposals = new Map<string, ProposalState>();
@@ -121,6 +130,9 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
     }
   >();
   const useProposal = new Map<string, string>();
+  /** The latest version of each tool, by server and name: what `latestTool` reads at this point. */
+  const tools = new Map<string, ToolRecord>();
+  const toolKey = (serverId: string, toolName: string) => `${serverId}\u0000${toolName}`;
 
   const report = (event: StoredEvent, rule: RecordRule, message: string) =>
     fail(recordRuleFailure(event, rule, message));
@@ -161,6 +173,7 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
   };
 
   const rules: {
+    tool(event: StoredEvent, r: ToolRecord): void;
     proposal(event: StoredEvent, r: ProposalRecord): void;
     decision(event: StoredEvent, r: DecisionRecord): void;
     approval_request(event: StoredEvent, r: ApprovalRequestRecord): void;
@@ -170,9 +183,16 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
     observation(event: StoredEvent, r: ObservationRecord): void;
     verification(event: StoredEvent, r: VerificationRecord): void;
   } = {
+    tool(_event, r: ToolRecord) {
+      const key = toolKey(r.server_id, r.tool_name);
+      const current = tools.get(key);
+      if (typeof r.version === 'number' && (current === undefined || r.version > current.version)) {
+        tools.set(key, r);
+      }
+    },
     proposal(event, r: ProposalRecord) {
       actorIs(event, r.requester, 'requester');
-      const shown = shownProposal(event, r);
+      const shown = shownRecord(event, r, 'arguments');
       if (shown !== null && !proposalPayloadHolds(shown)) {
         report(
           event,
@@ -186,6 +206,11 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
         serverId: r.server_id,
         toolName: r.tool_name,
         declared: declaredNames(r),
+        derived: deriveDecision(
+          shown ?? r,
+          shown !== null,
+          tools.get(toolKey(r.server_id, r.tool_name)) ?? null,
+        ),
         uses: [],
         verifications: new Map(),
       });
@@ -204,6 +229,13 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
           `a ${r.verdict} decision authorizes ${r.authorized_identity ?? 'nobody'}`,
         );
       }
+      if (!proposal.decision && proposal.derived && isBuiltInDecision(r)) {
+        const repair = r.repair === null ? null : shownRecord(event, r, 'repair')?.repair;
+        const toolNow = tools.get(toolKey(proposal.serverId, proposal.toolName))?.id ?? null;
+        const broken = decisionBreak(proposal.derived, r, repair, toolNow);
+        if (broken !== null) report(event, 'DECISION_NOT_DERIVED', broken);
+      }
+      proposal.derived = undefined;
       proposal.decision ??= { verdict: r.verdict, authorized: r.authorized_identity };
     },
     approval_request(event, r: ApprovalRequestRecord) {
@@ -431,14 +463,19 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
 export type RecordRuleCheck = ReturnType<typeof createRecordRuleCheck>;
 
 /**
- * A proposal as its requester sent it: under `member-fields/1` its arguments opened from the
- * event's field content. Null when that cannot be known: an argument erased (an erased
- * proposal never runs), content not fetched, or an opening that does not hash to its field
- * hash (the chain check reports that one as `FIELD_MISMATCH`).
+ * A record as its writer sent it: under `member-fields/1` its `member` (a proposal's
+ * arguments, a decision's repair) opened from the event's field content. Null when that
+ * cannot be known: a key erased (an erased proposal never runs), content not fetched, or an
+ * opening that does not hash to its field hash (the chain check reports that one as
+ * `FIELD_MISMATCH`).
  */
-function shownProposal(event: StoredEvent, r: ProposalRecord): ProposalRecord | null {
-  if (committedMemberOf(event.commitment) !== 'arguments') return r;
-  const hashes = r.arguments as Record<string, unknown>;
+function shownRecord<R extends object, M extends keyof R & string>(
+  event: StoredEvent,
+  r: R,
+  member: M,
+): R | null {
+  if (committedMemberOf(event.commitment) !== member) return r;
+  const hashes = r[member] as Record<string, unknown>;
   if (event.fields === undefined || typeof hashes !== 'object' || hashes === null) return null;
   const opened: Record<string, unknown> = {};
   for (const [name, hash] of Object.entries(hashes)) {
@@ -451,7 +488,7 @@ function shownProposal(event: StoredEvent, r: ProposalRecord): ProposalRecord | 
       configurable: true,
     });
   }
-  return { ...r, arguments: opened as ProposalRecord['arguments'] };
+  return { ...r, [member]: opened };
 }
 
 /**
