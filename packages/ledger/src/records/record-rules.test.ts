@@ -366,6 +366,44 @@ describe('the record rules over the chain', () => {
     ]);
   });
 
+  it('report a check read from the tool itself counted as independent (INDEPENDENCE_NOT_ASSESSED)', () => {
+    const verification = of('verification');
+    const tool = String(payloadOf(of('proposal')).server_id);
+    // The status its checks give, as stored: only the independence of the source is forged.
+    const fromTheTool = forged(verification, {
+      checks: [{ name: 'refund.recorded', status: 'pass', source: tool }],
+      status: 'passed',
+    });
+    expect(broken(replaced(verification, fromTheTool))).toEqual([
+      ['INDEPENDENCE_NOT_ASSESSED', 'verifications'],
+    ]);
+    // As the server records it: not independent, the verifier's verdict kept aside.
+    const assessed = forged(verification, {
+      checks: [
+        {
+          name: 'refund.recorded',
+          status: 'inconclusive',
+          source: tool,
+          reason: 'NOT_INDEPENDENT',
+          reported: 'pass',
+        },
+      ],
+      status: 'inconclusive',
+    });
+    expect(broken(replaced(verification, assessed))).not.toContainEqual([
+      'INDEPENDENCE_NOT_ASSESSED',
+      'verifications',
+    ]);
+  });
+
+  it('report an observation of another server or tool than its proposal (OBSERVATION_SCOPE_MISMATCH)', () => {
+    const observation = of('observation');
+    expect(broken(replaced(observation, forged(observation, { server_id: 'elsewhere' })))).toContainEqual([
+      'OBSERVATION_SCOPE_MISMATCH',
+      'observations',
+    ]);
+  });
+
   it('report a status its checks do not give (STATUS_NOT_DERIVED)', () => {
     const verification = of('verification');
     expect(broken(replaced(verification, forged(verification, { status: 'passed' })))).toEqual([

@@ -1,11 +1,13 @@
 import {
   type ChainFailure,
+  canonicalJson,
   committedMemberOf,
   fieldHashOf,
   type StoredEvent,
   sameIdentity,
 } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
+import { assessIndependence } from '@vouch/verifier-sdk';
 import { getTableName } from 'drizzle-orm';
 import type { KeyAuthorityRule } from '../keys/key-history';
 import { approvalBoundsBreak } from '../policy/approval-validity';
@@ -56,6 +58,14 @@ export type RecordRule =
   /** An `unknown` observation by the claim sweeper that no lapsed claim accounts for. */
   | 'EXECUTION_CLAIM_LAPSED'
   | 'STATUS_NOT_DERIVED'
+  /**
+   * A verification's check counted as independent that reads from the tool itself or its
+   * result's channel (or lacks a `readsWrittenSystem` mark the server sets): not as the server
+   * assesses it (`assessIndependence`).
+   */
+  | 'INDEPENDENCE_NOT_ASSESSED'
+  /** An observation of a proposal that names another server or tool than the proposal's. */
+  | 'OBSERVATION_SCOPE_MISMATCH'
   | 'SUPERSESSION_FORBIDDEN'
   | 'SUPERSESSION_INVALID'
   // The rules of a redaction (`event.redacted`), checked by check-redaction-rules.ts.
@@ -84,7 +94,7 @@ interface ProposalState {
   derived?: DerivedDecision;
   /** Ids of the approval uses recorded for this proposal. */
   uses: string[];
-  observation?: { id: string; executedBy: string };
+  observation?: { id: string; executedBy: string; resultSource: string | null };
   claim?: { id: string; deadline: string };
   /** Verification ids of its observation, with whether each was definitive and who superseded it. */
   verifications: Map<string, { definitive: boolean; supersededBy?: string }>;
@@ -382,7 +392,18 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
       } else {
         mayExecute(event, { ...proposal, id: r.proposal_id }, r.approval_use_id, r.executed_by);
       }
-      proposal.observation ??= { id: r.id, executedBy: r.executed_by };
+      if (r.server_id !== proposal.serverId || r.tool_name !== proposal.toolName) {
+        report(
+          event,
+          'OBSERVATION_SCOPE_MISMATCH',
+          `observes ${r.server_id}/${r.tool_name}, but proposal ${r.proposal_id} is for ${proposal.serverId}/${proposal.toolName}`,
+        );
+      }
+      proposal.observation ??= {
+        id: r.id,
+        executedBy: r.executed_by,
+        resultSource: r.result_source ?? null,
+      };
     },
     verification(event, r: VerificationRecord) {
       actorIs(event, r.verifier, 'verifier');
@@ -395,6 +416,21 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
           `verifies observation ${r.observation_id}, which is not proposal ${r.proposal_id}'s`,
         );
         return;
+      }
+      // As `recordVerification` assessed each check: the tool and its result's channel are
+      // not an independent source; a system its registration says it writes to is, marked.
+      const independence = {
+        writer: [proposal.serverId, proposal.observation.resultSource],
+        writes: tools.get(toolKey(proposal.serverId, proposal.toolName))?.writes ?? [],
+      };
+      for (const check of r.checks) {
+        if (canonicalJson(assessIndependence(check, independence)) !== canonicalJson(check)) {
+          report(
+            event,
+            'INDEPENDENCE_NOT_ASSESSED',
+            `check ${String(check.name)} (source ${String(check.source)}) is not counted as the server counts a reading from ${independence.writer.filter((w) => w !== null).join(' or ')}`,
+          );
+        }
       }
       const proof = recordProof(r, proposal.declared);
       if (proof.status !== r.status) {
