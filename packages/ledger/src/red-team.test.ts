@@ -327,6 +327,71 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
     });
   });
 
+  describe("the runtime role appends a verification that counts the tool's own reading as a pass", () => {
+    const selfVouched = async () => {
+      const { log, agent } = await setup();
+      const { proposal } = await records.propose(
+        agent,
+        refund('k1', { postconditions: [{ name: 'refund.recorded' }] }),
+      );
+      const { observation } = await records.observe(agent, {
+        proposal_id: proposal.id,
+        outcome: 'succeeded',
+      });
+      // Every field as the server writes it, by a verifier key holder, but the check's source
+      // is the tool's own server, counted as a pass.
+      const id = 'ver_forged';
+      await forge(log, (tx, now) => {
+        tx.write('verification', 'service:checker', {
+          id,
+          observation_id: observation.id,
+          proposal_id: proposal.id,
+          checks: [{ name: 'refund.recorded', status: 'pass', source: proposal.server_id }],
+          status: 'passed',
+          verifier: 'service:checker',
+          verified_at: now,
+          undeclared: [],
+        });
+      });
+      return { log, proposal, observation, id };
+    };
+
+    it('the story refuses to derive "verified" from it, and raises the integrity alarm', async () => {
+      const { log, proposal } = await selfVouched();
+      const before = alarmsOf('RECORD_RULE_VIOLATION').length;
+      expect(await outcomeOf(records.story(log, proposal.id))).toBe('INDEPENDENCE_NOT_ASSESSED');
+      expect(await outcomeOf(records.listProposals(log))).toBe('INDEPENDENCE_NOT_ASSESSED');
+      expect(alarmsOf('RECORD_RULE_VIOLATION').slice(before)).toEqual([
+        expect.objectContaining({ log, table: 'verifications' }),
+      ]);
+    });
+
+    it('a new verification is refused rather than derived beside it', async () => {
+      const { log, observation } = await selfVouched();
+      const verifier: RecordContext = { log, caller: { identity: 'service:checker' } };
+      expect(
+        await outcomeOf(
+          records.recordVerification(verifier, {
+            observation_id: observation.id,
+            checks: [{ name: 'refund.recorded', status: 'fail', source: 'billing-ledger' }],
+          }),
+        ),
+      ).toBe('INDEPENDENCE_NOT_ASSESSED');
+    });
+
+    it('a verification reports it at its seq (INDEPENDENCE_NOT_ASSESSED)', async () => {
+      const { log, id } = await selfVouched();
+      expect((await verify(log)).failures).toEqual([
+        expect.objectContaining({
+          code: 'RECORD_RULE_VIOLATION',
+          rule: 'INDEPENDENCE_NOT_ASSESSED',
+          table: 'verifications',
+          seq: await seqOf(log, id),
+        }),
+      ]);
+    });
+  });
+
   describe('the table owner deletes the evidence of a refused execution', () => {
     it('the story refuses an edited refusal row', async () => {
       const { log, agent } = await setup();

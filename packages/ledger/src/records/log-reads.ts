@@ -19,11 +19,13 @@ import { batchedReads, openedRecords, type RecordReads } from './record-reads';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
+  ObservationRecord,
   ProposalRecord,
   RefusedExecutionRecord,
   ToolRecord,
   VerificationRecord,
 } from './types';
+import { requireAssessedChecks } from './verification-status';
 
 /**
  * Every read the records operations make, within one log, through one database handle (a
@@ -72,6 +74,12 @@ export interface LogReads extends RecordReads {
   }): Promise<Array<{ seq: number; verification: VerificationRecord }>>;
   /** The events of these entities, in chain order. */
   eventsOf(entities: readonly string[]): Promise<StoredEvent[]>;
+  /** Refuse verifications whose checks the server would not have counted (see `requireAssessedChecks`). */
+  requireAssessedChecks(
+    proposal: ProposalRecord,
+    observation: ObservationRecord | null,
+    verifications: readonly VerificationRecord[],
+  ): void;
   /** Refuse a proposal whose payload is not what its hash names (see `requireProposalPayload`). */
   requireProposalPayload(proposal: ProposalRecord): void;
   /** Raise the integrity alarm for a record of `table` that breaks a rule the server writes under. */
@@ -116,6 +124,8 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
     listVerifications: (options) => listVerificationRecords(db, log, alarm, options),
     eventsOf: (entities) => readEventsOfEntities(db, log, entities),
     requireProposalPayload: (proposal) => requireProposalPayload(alarm, log, proposal),
+    requireAssessedChecks: (proposal, observation, verifications) =>
+      requireAssessedChecks(alarm, log, proposal, observation, verifications),
     raiseRuleViolation: (table, message) =>
       alarm.raise({ code: 'RECORD_RULE_VIOLATION', log, table, message }),
   };

@@ -7,7 +7,6 @@ import {
   sameIdentity,
 } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
-import { assessIndependence } from '@vouch/verifier-sdk';
 import { getTableName } from 'drizzle-orm';
 import type { KeyAuthorityRule } from '../keys/key-history';
 import { approvalBoundsBreak } from '../policy/approval-validity';
@@ -25,7 +24,13 @@ import type {
   ToolRecord,
   VerificationRecord,
 } from './types';
-import { declaredNames, isAuditedParty, recordProof } from './verification-status';
+import {
+  declaredNames,
+  independenceOf,
+  isAuditedParty,
+  recordProof,
+  unassessedCheck,
+} from './verification-status';
 
 /**
  * The rules of docs/design.md ("Invariants") that a record must have obeyed when it was
@@ -417,20 +422,22 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
         );
         return;
       }
-      // As `recordVerification` assessed each check: the tool and its result's channel are
-      // not an independent source; a system its registration says it writes to is, marked.
-      const independence = {
-        writer: [proposal.serverId, proposal.observation.resultSource],
-        writes: tools.get(toolKey(proposal.serverId, proposal.toolName))?.writes ?? [],
-      };
-      for (const check of r.checks) {
-        if (canonicalJson(assessIndependence(check, independence)) !== canonicalJson(check)) {
-          report(
-            event,
-            'INDEPENDENCE_NOT_ASSESSED',
-            `check ${String(check.name)} (source ${String(check.source)}) is not counted as the server counts a reading from ${independence.writer.filter((w) => w !== null).join(' or ')}`,
-          );
-        }
+      // As `recordVerification` assessed each check, with the registration in force then.
+      const unassessed = unassessedCheck(
+        r.checks,
+        independenceOf(
+          { server_id: proposal.serverId },
+          { result_source: proposal.observation.resultSource ?? undefined },
+          tools.get(toolKey(proposal.serverId, proposal.toolName))?.writes,
+        ),
+        'whole',
+      );
+      if (unassessed !== null) {
+        report(
+          event,
+          'INDEPENDENCE_NOT_ASSESSED',
+          `check ${String(unassessed.name)} (source ${String(unassessed.source)}) is not counted as the server counts it`,
+        );
       }
       const proof = recordProof(r, proposal.declared);
       if (proof.status !== r.status) {

@@ -53,6 +53,7 @@ export async function story(
     : null;
   const approval = request ? await approvalView(reads, request, runtime.wallNow()) : null;
   const verification = verificationList.at(-1) ?? null;
+  reads.requireAssessedChecks(proposal, observation, verificationList);
   const verificationStatus = effectiveVerification({
     proposal,
     observation,

@@ -1,7 +1,14 @@
-import { canonicalIdentity } from '@vouch/audit';
+import { canonicalIdentity, canonicalJson } from '@vouch/audit';
 import type { EffectiveVerification, PostconditionVerdict, VerificationStatusReason } from '@vouch/records';
-import { combinePostconditions, type DeclaredStatus, deriveDeclaredStatus } from '@vouch/verifier-sdk';
+import {
+  assessIndependence,
+  combinePostconditions,
+  type DeclaredStatus,
+  deriveDeclaredStatus,
+  type WriterOptions,
+} from '@vouch/verifier-sdk';
 import { LedgerError } from '../errors';
+import type { IntegrityAlarm } from '../integrity-alarm';
 import { addSeconds } from '../policy/approval-validity';
 import type {
   Caller,
@@ -217,5 +224,69 @@ export function assertSupersession(input: {
         },
       );
     }
+  }
+}
+
+/**
+ * Who a proposal's checks must be independent of, as `recordVerification` assesses them: the
+ * tool's server and the channel its result came from (`result_source`); `writes`, the systems
+ * the tool's registration in force says it writes to.
+ */
+export function independenceOf(
+  proposal: Pick<ProposalRecord, 'server_id'>,
+  observation: Pick<ObservationRecord, 'result_source'>,
+  writes: readonly string[] | undefined,
+): WriterOptions {
+  return { writer: [proposal.server_id, observation.result_source ?? null], writes: writes ?? [] };
+}
+
+/**
+ * The first check of `checks` that is not what the server's assessment makes of it (see
+ * `assessIndependence`, idempotent on what the server stored), or null. `compare`: `whole`,
+ * the check as stored (what `verifyChain` judges, with the registration in force then);
+ * `status`, only whether it counts (what the server judges later, when the tool's `writes`
+ * may have changed since: they only mark a check, never change its status).
+ */
+export function unassessedCheck(
+  checks: readonly VerificationCheck[],
+  independence: WriterOptions,
+  compare: 'whole' | 'status',
+): VerificationCheck | null {
+  for (const check of checks) {
+    const assessed = assessIndependence(check, independence);
+    const differs =
+      compare === 'status'
+        ? assessed.status !== check.status
+        : canonicalJson(assessed) !== canonicalJson(check);
+    if (differs) return check;
+  }
+  return null;
+}
+
+/**
+ * Refuse to derive a status from a verification whose checks count a source the server would
+ * not have counted (the tool itself, its result's channel, no source): the server assesses
+ * every check before it writes it, so such a record was appended by someone else, and the
+ * status a reviewer reads must not rest on it. Raises `alarm` before it throws.
+ *
+ * @throws LedgerError `INDEPENDENCE_NOT_ASSESSED`.
+ */
+export function requireAssessedChecks(
+  alarm: IntegrityAlarm,
+  log: string,
+  proposal: Pick<ProposalRecord, 'id' | 'server_id'>,
+  observation: Pick<ObservationRecord, 'id' | 'result_source'> | null,
+  verifications: readonly VerificationRecord[],
+): void {
+  if (observation === null) return;
+  const independence = independenceOf(proposal, observation, undefined);
+  for (const verification of verifications) {
+    const check = unassessedCheck(verification.checks, independence, 'status');
+    if (check === null) continue;
+    const message = `verification ${verification.id} in log ${log} counts check ${String(check.name)} from ${String(check.source)}, which the server does not count as independent of proposal ${proposal.id}'s tool: the server never wrote it and derives no status from it; run \`vouch verify\``;
+    alarm.raise({ code: 'RECORD_RULE_VIOLATION', log, table: 'verifications', message });
+    throw new LedgerError('INDEPENDENCE_NOT_ASSESSED', message, {
+      details: { verification_id: verification.id, check: check.name ?? null },
+    });
   }
 }
