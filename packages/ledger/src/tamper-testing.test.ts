@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from './database';
 import { readEvents } from './event-store';
 import { createLedger, type Ledger } from './ledger';
+import { refund, refundTool } from './records/__fixtures__/refund';
+import { createRecords } from './records/create-records';
 import { verifyBothWays } from './tamper-testing';
 import { ledgerRowCounts, rewriteLog, tamper, testBackends } from './testing';
 
@@ -62,6 +64,28 @@ describe.each(testBackends())('the tamper helpers on $name', ({ open }) => {
         expect(new Set(report.failures.map((f) => f.code))).toEqual(
           new Set([...(regressions.length > 0 ? ['TIME_REGRESSION'] : []), 'MERKLE_MISMATCH']),
         );
+      });
+    });
+
+    describe('when the log holds events that commit to their fields', () => {
+      it('rewrites from the edited event on, leaving the committed events before it as stored', async () => {
+        const log = `helpers-${++logNo}`;
+        const records = createRecords(ledger);
+        await records.registerTool({ log, caller: { identity: 'user:ops' } }, refundTool());
+        const agent = {
+          log,
+          caller: { identity: 'agent:billing', scopes: ['payments:write'], environments: ['prod'] },
+        };
+        await records.propose(agent, refund('k1'));
+        await ledger.append({ log, kind: 'note', entity: 'last', actor: 'user:alice', payload: {} });
+        const before = await eventsOf(log);
+        expect(before.some((e) => e.commitment)).toBe(true);
+        const last = before.at(-1)!;
+        const rewritten = await rewriteLog(database, log, (events) =>
+          events.map((e) => (e.seq === last.seq ? { ...e, payload: '{"rewritten":true}' } : e)),
+        );
+        expect(rewritten.map((e) => e.seq)).toEqual([last.seq]);
+        expect((await eventsOf(log)).slice(0, -1)).toEqual(before.slice(0, -1));
       });
     });
 

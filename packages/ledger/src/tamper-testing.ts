@@ -37,8 +37,11 @@ export async function tamper(database: Database, ...statements: SQL[]): Promise<
   });
 }
 
-/** What an owner may set freely in an event; `log`, `seq` and every hash are recomputed from it. */
-export type EventContent = Pick<StoredEvent, 'kind' | 'entity' | 'actor' | 'at' | 'payload'>;
+/**
+ * What an owner may set freely in an event; `log`, `seq` and every hash are recomputed from
+ * it. `commitment` (kept from the stored event when the edit spreads it) is hashed as stored.
+ */
+export type EventContent = Pick<StoredEvent, 'kind' | 'entity' | 'actor' | 'at' | 'payload' | 'commitment'>;
 
 /**
  * Replace the events of `log` by `edit(events)`, renumbered from 1 and rehashed by the rules
@@ -77,6 +80,7 @@ export async function rewriteLog(
         seq: i + 1,
         payload_hash: payloadHashOf(content.payload),
         prev_hash: rewritten[i - 1]?.hash ?? GENESIS_PREV_HASH,
+        ...(content.commitment ? { commitment: content.commitment } : {}),
       };
       rewritten.push({ ...header, hash: eventHashOf(header) });
     }
