@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -213,6 +214,31 @@ describe.each(testBackends())('the webhook dispatcher on $name', ({ open }) => {
       // The alarm went out as a notification itself, with the MAC that proves this server wrote it.
       await runUntil(() => received().some((b) => b.subject === 'WEBHOOK_MISMATCH'));
       expect(received().filter((b) => b.subject === 'WEBHOOK_MISMATCH').length).toBeGreaterThan(0);
+    });
+  });
+
+  describe('when a row takes a delivery id before the dispatcher writes it (a pre-emption)', () => {
+    it('raises the alarm at once, not when the row comes due', async () => {
+      const event = await failedVerification('ver_preempted');
+      // Every process derives the same id, so anyone who reads the event can compute it.
+      const id = `whd_${createHash('sha256')
+        .update(['ops', 'default', event.seq, 'verification.failed', 'ver_preempted', event.at].join('\n'))
+        .digest('hex')
+        .slice(0, 32)}`;
+      const now = new Date().toISOString();
+      await database.rows(sql`
+        insert into webhook_deliveries (id, target, event, log_id, seq, subject, body, created_at, due_at)
+        values (${id}, 'ops', 'verification.failed', 'default', ${event.seq}, 'ver_preempted', '{}', ${now},
+                '9999-12-31T00:00:00.000Z')`);
+      await dispatcher.runOnce();
+      expect(webhookAlarms('webhook_deliveries').filter((a) => a.seq === event.seq)).toEqual([
+        expect.objectContaining({
+          message: expect.stringContaining(
+            `${id} (verification.failed of event ${event.seq}) was already stored`,
+          ),
+        }),
+      ]);
+      expect(received().filter((b) => b.subject === 'ver_preempted')).toEqual([]);
     });
   });
 

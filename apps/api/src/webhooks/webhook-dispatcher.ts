@@ -244,12 +244,24 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   const deriveNew = async () => {
     await checkCursors();
     for (const events of await store.readAfterCursors({ kinds: SOURCE_KINDS, limit: READ_LIMIT })) {
-      await store.advance({
+      const deliveries = events.flatMap(derive);
+      const preempted = await store.advance({
         log: events[0]!.log,
         throughSeq: events.at(-1)!.seq,
-        deliveries: events.flatMap(derive),
+        deliveries,
         now: iso(now()),
       });
+      // Its id was taken by a row with other content, written before this one could be: the
+      // real delivery cannot be written, and the row in its place is refused when it comes due.
+      for (const id of preempted) {
+        const delivery = deliveries.find((d) => d.id === id)!;
+        raise(
+          'webhook_deliveries',
+          delivery.log,
+          delivery.seq ?? undefined,
+          `webhook delivery ${id} (${delivery.event} of event ${delivery.seq}) was already stored with other content: the real one is not sent`,
+        );
+      }
     }
   };
 

@@ -105,15 +105,21 @@ export interface WebhookStore {
     seq: number;
     kinds: readonly string[];
   }): Promise<WebhookSourceEvent | null>;
-  /** Write the deliveries derived from a log's events and move its cursor, in one transaction. */
+  /**
+   * Write the deliveries derived from a log's events and move its cursor, in one transaction.
+   * Resolves with the ids of deliveries a row already held with other content (see `insert`).
+   */
   advance(options: {
     log: string;
     throughSeq: number;
     deliveries: readonly NewWebhookDelivery[];
     now: string;
-  }): Promise<void>;
-  /** Write deliveries with no ledger event behind them (an integrity alarm). */
-  insert(deliveries: readonly NewWebhookDelivery[], now: string): Promise<void>;
+  }): Promise<string[]>;
+  /**
+   * Write deliveries with no ledger event behind them (an integrity alarm). Resolves with the
+   * ids a row already held with other content: written first by someone who is not a dispatcher.
+   */
+  insert(deliveries: readonly NewWebhookDelivery[], now: string): Promise<string[]>;
   /**
    * Claim the next attempt of up to `limit` deliveries that are due: never sent, due again
    * after a retry, or claimed by a process whose lease ran out. A lease ending after
@@ -147,8 +153,18 @@ export interface WebhookStore {
 export function createWebhookStore(database: Database): WebhookStore {
   const rows = <T>(query: SQL, executor?: Db) => database.rows<T>(query, executor);
 
-  const insertDeliveries = async (deliveries: readonly NewWebhookDelivery[], now: string, executor?: Db) => {
-    if (deliveries.length === 0) return;
+  /**
+   * Write deliveries; resolves with the ids of those a row already held with other content.
+   * The id is derived from target and source, so a second process deriving the same delivery
+   * writes nothing and finds the same content; a row with that id and anything else in it was
+   * written first by someone who is not a dispatcher (to keep the real one out).
+   */
+  const insertDeliveries = async (
+    deliveries: readonly NewWebhookDelivery[],
+    now: string,
+    executor?: Db,
+  ): Promise<string[]> => {
+    if (deliveries.length === 0) return [];
     const values = sql.join(
       deliveries.map(
         (d) =>
@@ -156,12 +172,44 @@ export function createWebhookStore(database: Database): WebhookStore {
       ),
       sql`, `,
     );
-    // The id is derived from target and source: a second process deriving the same delivery writes nothing.
-    await rows(
+    const written = await rows<{ id: string }>(
       sql`insert into webhook_deliveries (id, target, event, log_id, seq, subject, body, created_at, due_at)
-          values ${values} on conflict (id) do nothing`,
+          values ${values} on conflict (id) do nothing returning id`,
       executor,
     );
+    const inserted = new Set(written.map((row) => row.id));
+    const kept = deliveries.filter((d) => !inserted.has(d.id));
+    if (kept.length === 0) return [];
+    const stored = await rows<{
+      id: string;
+      target: string;
+      event: string;
+      log_id: string;
+      seq: string | number | null;
+      subject: string;
+      body: string;
+      due_at: string;
+    }>(
+      sql`select id, target, event, log_id, seq, subject, body, due_at from webhook_deliveries
+          where id = any(${sql.param(kept.map((d) => d.id))}::text[])`,
+      executor,
+    );
+    const byId = new Map(stored.map((row) => [row.id, row]));
+    return kept
+      .filter((d) => {
+        const row = byId.get(d.id);
+        return (
+          row === undefined ||
+          row.target !== d.target ||
+          row.event !== d.event ||
+          row.log_id !== d.log ||
+          (row.seq === null ? null : Number(row.seq)) !== d.seq ||
+          row.subject !== d.subject ||
+          row.body !== d.body ||
+          row.due_at !== d.dueAt
+        );
+      })
+      .map((d) => d.id);
   };
 
   return {
@@ -256,12 +304,13 @@ export function createWebhookStore(database: Database): WebhookStore {
     },
 
     async advance({ log, throughSeq, deliveries, now }) {
-      await database.db.transaction(async (tx) => {
-        await insertDeliveries(deliveries, now, tx);
+      return database.db.transaction(async (tx) => {
+        const conflicting = await insertDeliveries(deliveries, now, tx);
         await rows(
           sql`insert into webhook_cursors (log_id, seq, read_at) values (${log}, ${throughSeq}, ${now}) on conflict do nothing`,
           tx,
         );
+        return conflicting;
       });
     },
 
