@@ -108,6 +108,16 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
   const seqOf = async (log: string, entity: string) =>
     (await ledger.events(log, { after: 0, limit: 1000 })).find((e) => e.entity === entity)!.seq;
   const alarmsOf = (code: string) => ledger.integrityAlarm.alarms().filter((a) => a.code === code);
+  /** A fresh log with a refund proposed (one declared postcondition) and observed, not yet verified. */
+  const observedRefund = async () => {
+    const { log, agent } = await setup();
+    const { proposal } = await records.propose(
+      agent,
+      refund('k1', { postconditions: [{ name: 'refund.recorded' }] }),
+    );
+    const { observation } = await records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
+    return { log, proposal, observation };
+  };
 
   describe('the table owner deletes the revocation row of a revoked key', () => {
     const keyHash = 'ab'.repeat(32);
@@ -279,16 +289,8 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
 
   describe('the table owner flips a failed verification to passed', () => {
     const failedThenFlipped = async () => {
-      const { log, agent } = await setup();
+      const { log, proposal, observation } = await observedRefund();
       const verifier: RecordContext = { log, caller: { identity: 'service:checker' } };
-      const { proposal } = await records.propose(
-        agent,
-        refund('k1', { postconditions: [{ name: 'refund.recorded' }] }),
-      );
-      const { observation } = await records.observe(agent, {
-        proposal_id: proposal.id,
-        outcome: 'succeeded',
-      });
       const { verification } = await records.recordVerification(verifier, {
         observation_id: observation.id,
         checks: [{ name: 'refund.recorded', status: 'fail', source: 'billing-ledger' }],
@@ -329,15 +331,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
 
   describe("the runtime role appends a verification that counts the tool's own reading as a pass", () => {
     const selfVouched = async () => {
-      const { log, agent } = await setup();
-      const { proposal } = await records.propose(
-        agent,
-        refund('k1', { postconditions: [{ name: 'refund.recorded' }] }),
-      );
-      const { observation } = await records.observe(agent, {
-        proposal_id: proposal.id,
-        outcome: 'succeeded',
-      });
+      const { log, proposal, observation } = await observedRefund();
       // Every field as the server writes it, by a verifier key holder, but the check's source
       // is the tool's own server, counted as a pass.
       const id = 'ver_forged';
