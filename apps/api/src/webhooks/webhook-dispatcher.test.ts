@@ -217,6 +217,34 @@ describe.each(testBackends())('the webhook dispatcher on $name', ({ open }) => {
     });
   });
 
+  describe('when the public URL changed between writing a delivery and sending it', () => {
+    it('sends it with the body derived now, its link on the new URL, and raises nothing', async () => {
+      // Derived a day "early" by this process, so it is written but not yet due.
+      offset = -86_400_000;
+      const event = await failedVerification('ver_moved');
+      await dispatcher.runOnce();
+      offset = 0;
+      expect((await deliveries()).filter((d) => d.subject === 'ver_moved')).toEqual([
+        expect.objectContaining({ status: 'pending' }),
+      ]);
+      const otherAlarm = createIntegrityAlarm();
+      const moved = { ...config, publicUrl: 'https://vouch.moved.example' };
+      const other = createWebhookDispatcher({ database, config: moved, logger, integrityAlarm: otherAlarm });
+      try {
+        await runUntil(() => received().some((b) => b.subject === 'ver_moved'), other);
+        expect(received().filter((b) => b.subject === 'ver_moved')).toEqual([
+          expect.objectContaining({
+            seq: event.seq,
+            link: expect.stringMatching(/^https:\/\/vouch\.moved\.example\//),
+          }),
+        ]);
+        expect(otherAlarm.raised).toBe(false);
+      } finally {
+        await other.close();
+      }
+    });
+  });
+
   describe('when a row takes a delivery id before the dispatcher writes it (a pre-emption)', () => {
     it('raises the alarm at once, not when the row comes due', async () => {
       const event = await failedVerification('ver_preempted');

@@ -219,26 +219,33 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   };
 
   /**
-   * Why `delivery` is not what this server would send, or null when it is: an event's
-   * delivery must be exactly what its source event (log, seq) derives under this
-   * configuration, an alarm's must carry the MAC only a configured server can compute.
+   * The body to sign for `delivery`, or why there is none. An event's delivery is sent with
+   * the body its source event (log, seq) derives now, never the stored one: the row only has
+   * to name a delivery that event derives (its id, target, event and subject), so a row
+   * written behind the dispatcher's back cannot choose what is signed, and a change of
+   * configuration (the public URL in a link) is no false alarm. An alarm has no source event:
+   * its stored body is sent only under the MAC a configured server computes over it.
    */
-  const underivable = async (delivery: ClaimedWebhookDelivery): Promise<string | null> => {
+  const provenBody = async (
+    delivery: ClaimedWebhookDelivery,
+  ): Promise<{ body: string; reason?: never } | { reason: string }> => {
     const target = targets.get(delivery.target) as WebhookTarget;
     if (delivery.seq === null) {
-      if (delivery.event !== 'integrity.alarm') return 'it names no source event';
-      return isAlarmDelivery(target, delivery) ? null : 'its id is not the MAC a configured server writes';
+      if (delivery.event !== 'integrity.alarm') return { reason: 'it names no source event' };
+      return isAlarmDelivery(target, delivery)
+        ? { body: delivery.body }
+        : { reason: 'its id is not the MAC a configured server writes' };
     }
     const event = await store.sourceEvent({ log: delivery.log, seq: delivery.seq, kinds: SOURCE_KINDS });
-    if (event === null) return 'its source event does not exist';
+    if (event === null) return { reason: 'its source event does not exist' };
     const derived = derive(event).find((d) => d.id === delivery.id);
-    if (derived === undefined) return 'its source event derives no delivery with its id';
-    const differs = (['target', 'event', 'subject', 'body', 'dueAt'] as const).filter(
+    if (derived === undefined) return { reason: 'its source event derives no delivery with its id' };
+    const differs = (['target', 'event', 'subject'] as const).filter(
       (field) => derived[field] !== delivery[field],
     );
     return differs.length === 0
-      ? null
-      : `its ${differs.join(', ')} differ from what its source event derives`;
+      ? { body: derived.body }
+      : { reason: `its ${differs.join(', ')} differ from what its source event derives` };
   };
 
   const deriveNew = async () => {
@@ -266,11 +273,11 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   };
 
   /** A reminder that needs no request: its approval was answered or has expired. */
-  const mootReason = async (delivery: ClaimedWebhookDelivery): Promise<string | null> => {
+  const mootReason = async (delivery: ClaimedWebhookDelivery, body: string): Promise<string | null> => {
     if (delivery.event !== 'approval.expiring') return null;
     if (await store.approvalAnswered(delivery.log, delivery.subject)) return 'APPROVAL_ANSWERED';
     const expires = Date.parse(
-      String((JSON.parse(delivery.body) as { data?: { expires_at?: unknown } }).data?.expires_at),
+      String((JSON.parse(body) as { data?: { expires_at?: unknown } }).data?.expires_at),
     );
     return Number.isFinite(expires) && now() >= expires ? 'APPROVAL_EXPIRED' : null;
   };
@@ -326,8 +333,9 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     }
     // Checked before anything is signed: a row inserted behind the dispatcher's back must not
     // make it sign and send what the chain does not say.
-    const reason = await underivable(delivery);
-    if (reason !== null) {
+    const proven = await provenBody(delivery);
+    if (proven.reason !== undefined) {
+      const reason = proven.reason;
       await unsent('failed', 'DELIVERY_NOT_DERIVED');
       raise(
         'webhook_deliveries',
@@ -338,7 +346,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
       logger.error('webhook delivery refused', { ...fields, code: 'DELIVERY_NOT_DERIVED', reason });
       return;
     }
-    const moot = await mootReason(delivery);
+    const moot = await mootReason(delivery, proven.body);
     if (moot !== null) {
       await unsent('cancelled', moot);
       logger.info('webhook cancelled', { ...fields, code: moot });
@@ -347,7 +355,7 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     const target = targets.get(delivery.target) as WebhookTarget;
     const sent = await sendWebhook({
       target,
-      body: delivery.body,
+      body: proven.body,
       deliveryId: delivery.id,
       event: delivery.event,
       timeoutMs: config.timeoutMs,

@@ -156,8 +156,9 @@ export function createWebhookStore(database: Database): WebhookStore {
   /**
    * Write deliveries; resolves with the ids of those a row already held with other content.
    * The id is derived from target and source, so a second process deriving the same delivery
-   * writes nothing and finds the same content; a row with that id and anything else in it was
-   * written first by someone who is not a dispatcher (to keep the real one out).
+   * writes nothing and finds the same source, subject and due time (the body may differ: its
+   * links follow each process's public URL, and it is derived again when sent); a row with
+   * that id and anything else in them was written first by someone who is not a dispatcher.
    */
   const insertDeliveries = async (
     deliveries: readonly NewWebhookDelivery[],
@@ -205,7 +206,6 @@ export function createWebhookStore(database: Database): WebhookStore {
           row.log_id !== d.log ||
           (row.seq === null ? null : Number(row.seq)) !== d.seq ||
           row.subject !== d.subject ||
-          row.body !== d.body ||
           row.due_at !== d.dueAt
         );
       })
