@@ -33,7 +33,7 @@ export const webhookAttemptSchema = z.object({
   status_code: z.number().int().nullable(),
   error_code: z.string().nullable().meta({
     description:
-      '`HTTP_STATUS`, `TIMEOUT`, `NETWORK`, `TARGET_FORBIDDEN` (the SSRF policy refused the address), `TARGET_UNRESOLVED`, `DELIVERY_NOT_DERIVED` (the row is not what its source derives: never signed or sent, integrity alarm `WEBHOOK_MISMATCH`); for a cancelled one `APPROVAL_ANSWERED`, `APPROVAL_EXPIRED` or `TARGET_REMOVED`',
+      '`HTTP_STATUS`, `TIMEOUT`, `NETWORK`, `TARGET_FORBIDDEN` (the SSRF policy refused the address), `TARGET_UNRESOLVED`, `DELIVERY_NOT_DERIVED` (the row is not what its source derives: never signed or sent, integrity alarm `WEBHOOK_MISMATCH`); for a cancelled one `APPROVAL_ANSWERED`, `APPROVAL_EXPIRED`, `TARGET_REMOVED` or `EVENT_UNSUBSCRIBED`',
   }),
   duration_ms: z.number().int().nullable(),
   next_attempt_at: z.string().nullable(),

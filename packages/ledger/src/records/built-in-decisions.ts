@@ -61,7 +61,7 @@ export function deriveDecision(
       verdict: derived.verdict,
       toolId: derived.tool_id,
       core: coreDigest(derived),
-      repair: shown ? digest(derived.repair) : undefined,
+      repair: shown ? repairDigest(derived.repair) : undefined,
     };
   } catch {
     return { verdict: null, toolId: tool?.id ?? null, core: '', repair: undefined };
@@ -94,7 +94,7 @@ export function decisionBreak(
   if (coreDigest(recorded) !== expected.core) {
     return `its reasons, executor, tool or repair are not the ones the built-in policy gives proposal ${proposal} under ${tool}`;
   }
-  if (repair !== undefined && expected.repair !== undefined && digest(repair) !== expected.repair) {
+  if (repair !== undefined && expected.repair !== undefined && repairDigest(repair) !== expected.repair) {
     return `its repair is not the one the built-in policy gives proposal ${proposal} under ${tool}`;
   }
   return null;
@@ -137,4 +137,11 @@ function coreDigest(
 
 function digest(value: unknown): string {
   return sha256Hex(canonicalJson(value));
+}
+
+/** A repair's digest without the wording of its message (as reasons are compared). */
+function repairDigest(repair: unknown): string {
+  if (typeof repair !== 'object' || repair === null || Array.isArray(repair)) return digest(repair);
+  const { message: _, ...rest } = repair as { message?: unknown };
+  return digest(rest);
 }

@@ -60,7 +60,12 @@ export const recordKeys = {
   /**
    * Verifications of one observation go one after another: each reads the ones before it
    * (what it supersedes, and the proposal's status it answers with). Those of different
-   * observations run side by side.
+   * observations run side by side. A verification reads the tool's registration (its
+   * `writes` mark checks that read a system the tool writes to), so it runs after a
+   * registration of the same batch, as its event's place in the chain says it did.
    */
-  verify: (observationId: string): ConflictKeys => ({ writes: [key('verifications', observationId)] }),
+  verify: (observationId: string): ConflictKeys => ({
+    reads: [TOOLS],
+    writes: [key('verifications', observationId)],
+  }),
 };

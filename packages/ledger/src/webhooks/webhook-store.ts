@@ -206,7 +206,8 @@ export function createWebhookStore(database: Database): WebhookStore {
           row.log_id !== d.log ||
           (row.seq === null ? null : Number(row.seq)) !== d.seq ||
           row.subject !== d.subject ||
-          row.due_at !== d.dueAt
+          // A reminder's due time follows each process's `expiringLeadSeconds`.
+          (d.event !== 'approval.expiring' && row.due_at !== d.dueAt)
         );
       })
       .map((d) => d.id);
