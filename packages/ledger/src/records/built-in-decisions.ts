@@ -122,13 +122,7 @@ function coreDigest(
   return digest({
     verdict: d.verdict,
     // Codes and details, not the wording: rewording a message must not unprove old decisions.
-    reasons: Array.isArray(d.reasons)
-      ? d.reasons.map((reason) => {
-          if (typeof reason !== 'object' || reason === null) return reason;
-          const { message: _, ...rest } = reason as { message?: unknown };
-          return rest;
-        })
-      : d.reasons,
+    reasons: Array.isArray(d.reasons) ? d.reasons.map(withoutMessage) : d.reasons,
     authorized_identity: d.authorized_identity,
     tool_id: d.tool_id,
     repair: d.repair !== null,
@@ -141,7 +135,12 @@ function digest(value: unknown): string {
 
 /** A repair's digest without the wording of its message (as reasons are compared). */
 function repairDigest(repair: unknown): string {
-  if (typeof repair !== 'object' || repair === null || Array.isArray(repair)) return digest(repair);
-  const { message: _, ...rest } = repair as { message?: unknown };
-  return digest(rest);
+  return digest(withoutMessage(repair));
+}
+
+/** A reason or repair without its `message`: what the policy decided, not how it says it. */
+function withoutMessage(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const { message: _, ...rest } = value as { message?: unknown };
+  return rest;
 }

@@ -1,6 +1,5 @@
 import {
   type ChainFailure,
-  canonicalJson,
   committedMemberOf,
   fieldHashOf,
   type StoredEvent,

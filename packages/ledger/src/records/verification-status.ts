@@ -236,7 +236,7 @@ export function independenceOf(
   proposal: Pick<ProposalRecord, 'server_id'>,
   observation: Pick<ObservationRecord, 'result_source'>,
   writes: readonly string[] | undefined,
-): WriterOptions {
+): WriterOptions & { writer: Array<string | null>; writes: readonly string[] } {
   return { writer: [proposal.server_id, observation.result_source ?? null], writes: writes ?? [] };
 }
 

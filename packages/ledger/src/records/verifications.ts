@@ -10,6 +10,7 @@ import {
   assertSupersession,
   type EffectiveVerification,
   effectiveVerification,
+  independenceOf,
   isAuditedParty,
   toVerificationRecord,
 } from './verification-status';
@@ -70,11 +71,11 @@ export async function recordVerification(
     // reads a system the tool writes to counts, marked `readsWrittenSystem`.
     const selfReported =
       !options.checksRunByServer && isAuditedParty(ctx.caller.identity, proposal, observation);
-    const writer = [observation.server_id, observation.result_source];
-    const writerOf = (check: { source?: unknown }) => ({
-      writer: selfReported && typeof check.source === 'string' ? [...writer, check.source] : writer,
-      writes: tool?.writes ?? [],
-    });
+    const independence = independenceOf(proposal, observation, tool?.writes);
+    const writerOf = (check: { source?: unknown }) =>
+      selfReported && typeof check.source === 'string'
+        ? { ...independence, writer: [...independence.writer, check.source] }
+        : independence;
     const now = tx.time();
     const verification = toVerificationRecord({
       id: newId('ver'),
