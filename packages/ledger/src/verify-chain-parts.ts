@@ -23,9 +23,9 @@ export interface VerifyInParts {
   /** Events per part, a power of two (default 16,384). */
   events?: number;
   /**
-   * Worker threads, each with its own database connection (default: 2 with three cores or
-   * more, else 0). 0 verifies the parts one after the other on this thread, through the
-   * caller's connection (the only way on PGlite).
+   * Worker threads, each with its own database connection (default: 2 on Postgres with two
+   * cores or more, else 0). 0 verifies the parts one after the other on this thread, through
+   * the caller's connection (the only way on PGlite).
    */
   threads?: number;
   /** Logs of fewer parts than this are verified event by event (default 4). */
@@ -68,13 +68,15 @@ const partWorkers = new WorkerPool<PartWorkerTask, EventRangeResult | null>(
 let runs = 0;
 
 /**
- * Two worker threads with three cores or more; on fewer, the parts run on this thread. On two
- * cores the database server (on the same machine, as it then usually is) needs the other
- * one: measured on two vCPUs, two workers drove Postgres's CPU per event from 5.4 to 9.2 µs
- * and verified fewer events per second than the parts on this thread (BENCHMARKS.md).
+ * Two worker threads when there are two cores or more and the database can be reached from
+ * a worker (Postgres); else the parts run on this thread (PGlite lives in this thread's
+ * memory). Measured on two vCPUs with Postgres on the same machine (BENCHMARKS.md, 2026-12-02
+ * 23:10 UTC), two workers verified 20–50% more events per second than the parts on this
+ * thread at every page size, for about 10% more Postgres CPU per event.
  */
-function defaultThreads(): number {
-  return availableParallelism() > 2 ? 2 : 0;
+function defaultThreads(database: Database): number {
+  const reachable = database.driver.kind === 'postgres' && database.driver.reopen !== undefined;
+  return reachable && availableParallelism() >= 2 ? 2 : 0;
 }
 
 /** Where parts run: worker threads with their own connections, this thread, or nowhere (null). */
@@ -122,7 +124,7 @@ export async function verifyInParts(
   ) {
     throw new RangeError('parts.events must be a power of two from 2 to 2^40');
   }
-  const threads = plan.threads ?? defaultThreads();
+  const threads = plan.threads ?? defaultThreads(database);
   if (!Number.isSafeInteger(threads) || threads < 0) {
     throw new RangeError('parts.threads must be a whole number, 0 or more');
   }
