@@ -86,7 +86,8 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
       // The job's row says who asked, and proves nothing: the runtime role can insert one in
       // any name. Recorded only if that identity may record a verification now, by the
       // system log's key events (as `verifyChain` will judge the record).
-      const refusal = await records.verificationWriterRefusal(job.log, job.requestedBy);
+      const writer = await records.verificationWriter(job.log, job.requestedBy);
+      const { refusal } = writer;
       if (refusal) {
         logger.warn('verification job refused: its requester may not record a verification', {
           job: job.id,
@@ -118,7 +119,18 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
       if (signal.aborted) return;
       state.recording = true;
       const recorded = await records.recordVerification(
-        { log: job.log, caller: { identity: job.requestedBy, scopes: [], environments: null } },
+        {
+          log: job.log,
+          caller: {
+            identity: job.requestedBy,
+            scopes: [],
+            environments: null,
+            // Its key was issued by a server whose clock runs ahead of this one's: recorded no earlier.
+            ...(writer.refusal === null && writer.keyIssuedAt !== undefined
+              ? { keyIssuedAt: writer.keyIssuedAt }
+              : {}),
+          },
+        },
         { ...job.body, observation_id: observation.id, checks: outcome.checks },
         { checksRunByServer: true },
       );

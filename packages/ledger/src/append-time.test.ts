@@ -13,6 +13,21 @@ describe('batchTime', () => {
     expect(batchTime(new Date('2026-01-01T00:00:01.000Z'), head)).toBe(head);
     expect(batchTime(new Date('2026-01-01T00:00:01.000Z'), null)).toBe('2026-01-01T00:00:01.000Z');
   });
+
+  it("is never earlier than the latest of its writers' key times, up to the tolerance ahead of the clock", () => {
+    const clock = new Date('2026-01-01T00:00:00.000Z');
+    const head = '2026-01-01T00:00:02.000Z';
+    expect(batchTime(clock, head, ['2026-01-01T00:00:05.000Z', '2026-01-01T00:00:03.000Z'])).toBe(
+      '2026-01-01T00:00:05.000Z',
+    );
+    // A key time behind the head (or the clock) changes nothing.
+    expect(batchTime(clock, head, ['2026-01-01T00:00:01.000Z'])).toBe(head);
+    const edge = new Date(clock.getTime() + HEAD_AHEAD_TOLERANCE_MS).toISOString();
+    expect(batchTime(clock, null, [edge])).toBe(edge);
+    // Further ahead than honest clocks differ: not followed (the key rules then report the record).
+    const beyond = new Date(clock.getTime() + HEAD_AHEAD_TOLERANCE_MS + 1).toISOString();
+    expect(batchTime(clock, null, [beyond, 'not a time'])).toBe(clock.toISOString());
+  });
 });
 
 describe.each(testBackends())('an append whose clock is behind the head, on $name', ({ open }) => {

@@ -6,21 +6,31 @@ export interface AppendHead extends ChainHead {
   at: string | null;
 }
 
+/** How far a head's time may be ahead of this process's clock: more than honest clocks differ by. */
+export const HEAD_AHEAD_TOLERANCE_MS = 5 * 60_000;
+
 /**
  * The time a batch appended after `head` is recorded at: the clock's, but never earlier than
  * the head's, so a log's times never go back, even when the host's clock steps back or
- * another process's clock lags this one's (each batch reads the head under the log's lock).
+ * another process's clock lags this one's (each batch reads the head under the log's lock);
+ * and never earlier than any of `notBefore`, the times its writers' keys were issued (within
+ * `HEAD_AHEAD_TOLERANCE_MS` of the clock), so a key is live at every record it writes.
  * Verification reports an event earlier than the one before it as `TIME_REGRESSION`, and the
  * key rules judge every event at the latest time seen before it in its log.
  */
-export function batchTime(clock: Date, headAt: string | null): string {
+export function batchTime(clock: Date, headAt: string | null, notBefore: readonly string[] = []): string {
   const head = headAt === null ? Number.NaN : Date.parse(headAt);
-  const now = clock.getTime();
-  return new Date(Number.isNaN(head) || now >= head ? now : head).toISOString();
+  let time = clock.getTime();
+  if (!Number.isNaN(head) && head > time) time = head;
+  // The items' floors (`BatchOptions.notBefore`): a key issued by a server whose clock is
+  // ahead of this one's. One further ahead than honest clocks differ is not followed.
+  const limit = clock.getTime() + HEAD_AHEAD_TOLERANCE_MS;
+  for (const text of notBefore) {
+    const floor = Date.parse(text);
+    if (floor > time && floor <= limit) time = floor;
+  }
+  return new Date(time).toISOString();
 }
-
-/** How far a head's time may be ahead of this process's clock: more than honest clocks differ by. */
-export const HEAD_AHEAD_TOLERANCE_MS = 5 * 60_000;
 
 /**
  * The finding when the head of `log` is recorded further ahead of `clock` than honest clocks

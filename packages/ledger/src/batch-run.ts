@@ -25,8 +25,14 @@ export type Pending =
       /** Canonicalized and hashed before the batch takes the lock: it depends on the input alone. */
       staged: StagedEvent;
     } & Settle)
-  | ({ type: 'work'; work: (tx: LedgerTransaction) => Promise<unknown> } & Settle)
-  | ({ type: 'staged'; keys: ConflictKeys; work: (tx: StagingTransaction) => Promise<unknown> } & Settle);
+  | ({ type: 'work'; work: (tx: LedgerTransaction) => Promise<unknown>; notBefore?: string } & Settle)
+  | ({
+      type: 'staged';
+      keys: ConflictKeys;
+      work: (tx: StagingTransaction) => Promise<unknown>;
+      /** See `BatchOptions.notBefore`. */
+      notBefore?: string;
+    } & Settle);
 
 /** An event validated, canonicalized and hashed, waiting for its seq; with the record row that will point at it. */
 export interface StagedEvent {

@@ -307,7 +307,9 @@ export class GroupCommit {
     const items = take();
     // Under the lock, on the head read under it: no batch of any process is recorded earlier.
     const at = clock();
-    const now = batchTime(at, head.at);
+    const floors: string[] = [];
+    for (const item of items) if (item.type !== 'event' && item.notBefore) floors.push(item.notBefore);
+    const now = batchTime(at, head.at, floors);
     const ahead = this.timeAheadReported.has(log) ? null : headTimeAhead(at, head, log);
     if (ahead) {
       this.timeAheadReported.add(log);

@@ -64,6 +64,7 @@ export {
 export { type LoadedKeyHistory, loadKeyHistory } from './keys/load-key-history';
 export type {
   AppendHook,
+  BatchOptions,
   EventLink,
   Ledger,
   LedgerOptions,

@@ -98,6 +98,18 @@ export interface LedgerOptions {
   onBatch?: BatchListener;
 }
 
+/** What a unit of work asks of the batch it runs in. */
+export interface BatchOptions {
+  /**
+   * Record the batch no earlier than this (ISO 8601): the time the writer's API key was issued
+   * (`Caller.keyIssuedAt`). The key rules judge a record at its event's time, and the key at
+   * its `api_key.created` event's, which another server's clock may have put ahead of this
+   * one's; a time more than `HEAD_AHEAD_TOLERANCE_MS` ahead of this server's clock is not
+   * followed (the key rules then report the record, and a clock is wrong).
+   */
+  notBefore?: string;
+}
+
 /** The append-only, hash-chained ledger over one database. */
 export interface Ledger {
   readonly database: Database;
@@ -110,7 +122,7 @@ export interface Ledger {
    * savepoint: if it throws, only its own writes roll back and the promise rejects. For
    * work that writes through `db` directly; record writes use {@link transactConcurrently}.
    */
-  transact<T>(log: string, work: (tx: LedgerTransaction) => Promise<T>): Promise<T>;
+  transact<T>(log: string, work: (tx: LedgerTransaction) => Promise<T>, options?: BatchOptions): Promise<T>;
   /**
    * Run `work` in the log's next batch, beside the other work of that batch whose keys do
    * not collide with `keys` (see {@link ConflictKeys}): the reads of a whole wave of work go
@@ -122,6 +134,7 @@ export interface Ledger {
     log: string,
     keys: ConflictKeys,
     work: (tx: StagingTransaction) => Promise<T>,
+    options?: BatchOptions,
   ): Promise<T>;
   head(log: string): Promise<ChainHead | null>;
   events(log: string, page?: { after?: number; limit?: number }): Promise<StoredEvent[]>;
@@ -188,19 +201,20 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
         input.log,
         { type: 'event', input, staged: stageEvent(input, limits), ...settle },
       ]),
-    transact: <T>(log: string, work: (tx: LedgerTransaction) => Promise<T>) =>
+    transact: <T>(log: string, work: (tx: LedgerTransaction) => Promise<T>, options: BatchOptions = {}) =>
       queued<T>('ledger.transact', log, (settle) => {
         assertLogId(log);
-        return [log, { type: 'work', work, ...settle }];
+        return [log, { type: 'work', work, ...notBeforeOf(options), ...settle }];
       }),
     transactConcurrently: <T>(
       log: string,
       keys: ConflictKeys,
       work: (tx: StagingTransaction) => Promise<T>,
+      options: BatchOptions = {},
     ) =>
       queued<T>('ledger.transact_concurrently', log, (settle) => {
         assertLogId(log);
-        return [log, { type: 'staged', keys, work, ...settle }];
+        return [log, { type: 'staged', keys, work, ...notBeforeOf(options), ...settle }];
       }),
     head: (log) => readHead(database, log),
     events: (log, page = {}) =>
@@ -209,4 +223,9 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
     verifyChain: (opts) => verifyChain(database, opts),
     close: () => commits.close(),
   };
+}
+
+/** `options.notBefore` as an item's member, absent when not given. */
+function notBeforeOf(options: BatchOptions): { notBefore?: string } {
+  return options.notBefore === undefined ? {} : { notBefore: options.notBefore };
 }

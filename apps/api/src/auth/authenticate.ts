@@ -64,6 +64,7 @@ export function authenticate(
       scopes: key.scopes,
       environments: key.environments,
       logs: key.logs,
+      keyIssuedAt: key.createdAt,
     });
     await next();
   };

@@ -16,4 +16,6 @@ export interface Principal {
   environments: readonly string[] | null;
   /** Logs this key may read or write; `null` means any. */
   logs: readonly string[] | null;
+  /** When the key was issued (its `api_key.created` event's time): see `Caller.keyIssuedAt`. */
+  keyIssuedAt: string;
 }

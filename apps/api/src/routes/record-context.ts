@@ -18,7 +18,12 @@ export function recordContext(c: Context<AppEnv>, log: string): RecordContext {
   const principal = c.get('principal');
   return {
     log,
-    caller: { identity: principal.identity, scopes: principal.scopes, environments: principal.environments },
+    caller: {
+      identity: principal.identity,
+      scopes: principal.scopes,
+      environments: principal.environments,
+      keyIssuedAt: principal.keyIssuedAt,
+    },
   };
 }
 

@@ -1,10 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createRecords, createVerificationJobStore } from '@vouch/ledger';
+import { createLedger, createRecords, createVerificationJobStore, OPERATOR_ACTOR } from '@vouch/ledger';
 import { createVerifierRegistry, type MeasurementPolicy } from '@vouch/verifier-sdk';
 import { createGuardedFetch, httpJsonVerifier } from '@vouch/verifiers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type VouchApp } from '../app';
+import { createKeyStore } from '../auth/key-store';
 import { createHarness, type Harness } from '../testing/app-harness';
 import { createVerificationQueue, type VerificationQueue } from '../verification-queue';
 
@@ -270,6 +271,47 @@ describe('POST /v1/observations/{id}/verify with a measurement policy', () => {
         [forged[0]!.id, 'WRITER_ROLE_FORBIDDEN'],
         [forged[1]!.id, 'WRITER_ROLE_FORBIDDEN'],
       ]);
+    });
+
+    it("runs a job whose requester's key a server with a clock ahead issued, recorded no earlier than the key", async () => {
+      // Another server, its clock a minute ahead, issues the verifier's key; this one runs the job
+      // before its own clock reaches the key's time.
+      const ahead = createLedger(h.database, { now: () => new Date(Date.now() + 60_000) });
+      const issued = await createKeyStore(ahead).create({
+        identity: 'service:late-checker',
+        roles: ['verifier'],
+        createdBy: OPERATOR_ACTOR,
+      });
+      await ahead.close();
+      const app = appWith(h, { interval: '10ms', count: 1, consecutiveSuccessLimit: 1, failureLimit: -1 });
+      const { proposalId, observationId } = await refunded(app);
+      const store = createVerificationJobStore(h.database);
+      await store.enqueue({
+        log: 'default',
+        id: `vjob_${'e'.repeat(32)}`,
+        observationId,
+        proposalId,
+        requestedBy: 'service:late-checker',
+        body: {},
+        requestedAt: new Date().toISOString(),
+      });
+      let queue: VerificationQueue | undefined;
+      appWith(h, { interval: '10ms', count: 1, consecutiveSuccessLimit: 1, failureLimit: -1 }, (host) => {
+        queue = queueOn(h)(host);
+        return queue;
+      });
+      expect(await queue!.resume()).toBe(1);
+      await queue!.idle();
+      await queue!.close();
+      const after = await story(app, proposalId);
+      expect(after.verifications).toMatchObject([{ verifier: 'service:late-checker' }]);
+      const events = await h.ledger.events('default', { limit: 10_000 });
+      const recorded = events.find((event) => event.entity === after.verifications[0].id)!;
+      expect(Date.parse(recorded.at)).toBeGreaterThanOrEqual(Date.parse(issued.key.createdAt));
+      const verified = await h.json('GET', '/v1/logs/default/verify', auditor);
+      expect(
+        verified.body.failures.filter((failure: Json) => failure.actor === 'service:late-checker'),
+      ).toEqual([]);
     });
 
     it('runs a job once when two servers resume it together, and never while another holds it', async () => {

@@ -163,7 +163,7 @@ function resolve(
   requestId: string,
   resolution: Answer,
 ): Promise<ApprovalView> {
-  return runtime.run(ctx.log, recordKeys.resolveApproval(), async (tx) => {
+  return runtime.run(ctx, recordKeys.resolveApproval(), async (tx) => {
     const now = tx.time();
     const request = await tx.reads.requestById(requestId);
     if (!request) throw notFound('approval request', requestId);

@@ -1,5 +1,6 @@
 import { type ChainFailure, type StoredEvent, sameIdentity } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
+import { HEAD_AHEAD_TOLERANCE_MS } from '../append-time';
 import type { Database, Db } from '../database';
 import type { KeyHistory, KeyWindow } from '../keys/key-history';
 import { type LoadedKeyHistory, loadKeyHistory } from '../keys/load-key-history';
@@ -208,22 +209,50 @@ export type RecordWriterCheck = ReturnType<typeof createRecordWriterCheck>;
 /** The roles whose live key may record a verification: the verify route's, judged here and by the queue. */
 export const VERIFICATION_WRITERS: readonly string[] = ['verifier', 'gateway'];
 
+/** Whether an identity may record a verification now (see {@link verificationWriter}). */
+export type VerificationWriter =
+  | { refusal: { rule: RecordWriterRule; why: string } }
+  | {
+      refusal: null;
+      /** Record it no earlier than this: the key it may record with was issued after `at`. */
+      keyIssuedAt?: string;
+    };
+
 /**
- * Why `identity` could not record a verification in `log` at `at`, judged as `verifyChain`
- * will judge the record it would write (the `system` log's key events, not the key rows), or
- * null when it could, or when no key was ever issued (a ledger used as a library). For work
- * done in an identity's name after the request that authenticated it, such as a queued
- * verification job, whose row says who asked but proves nothing.
+ * Whether `identity` could record a verification in `log` at `at`, judged as `verifyChain`
+ * will judge the record it would write (the `system` log's key events, not the key rows); it
+ * may when no key was ever issued (a ledger used as a library). For work done in an
+ * identity's name after the request that authenticated it, such as a queued verification
+ * job, whose row says who asked but proves nothing.
+ *
+ * A key issued after `at` by a server whose clock runs ahead of this one (by no more than
+ * `HEAD_AHEAD_TOLERANCE_MS`) counts: the answer then carries its `keyIssuedAt`, for the
+ * record to be written no earlier (`Caller.keyIssuedAt`).
  */
-export async function verificationWriterRefusal(
+export async function verificationWriter(
   db: Db,
   log: string,
   identity: string,
   at: string,
-): Promise<{ rule: RecordWriterRule; why: string } | null> {
+): Promise<VerificationWriter> {
   const { history, keysIssued } = await loadKeyHistory(db);
-  if (!keysIssued) return null;
-  return writerViolation(history, { actor: identity, at }, log, { roles: VERIFICATION_WRITERS });
+  if (!keysIssued) return { refusal: null };
+  const requirement = { roles: VERIFICATION_WRITERS };
+  const refusal = writerViolation(history, { actor: identity, at }, log, requirement);
+  if (refusal === null) return { refusal: null };
+  const now = Date.parse(at);
+  const issuedAhead = history
+    .keysOf(identity)
+    .map((key) => key.createdAt)
+    .filter((created) => created > now && created <= now + HEAD_AHEAD_TOLERANCE_MS)
+    .sort((a, b) => a - b);
+  for (const created of issuedAhead) {
+    const keyIssuedAt = new Date(created).toISOString();
+    if (writerViolation(history, { actor: identity, at: keyIssuedAt }, log, requirement) === null) {
+      return { refusal: null, keyIssuedAt };
+    }
+  }
+  return { refusal };
 }
 
 /** Why `event`'s actor could not have written it under `requirement`, or null when it could. */

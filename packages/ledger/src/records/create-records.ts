@@ -1,6 +1,6 @@
 import type { Ledger } from '../ledger';
 import { type ApprovalView, approve, deny, getApproval, listApprovals } from './approvals';
-import { type RecordWriterRule, verificationWriterRefusal } from './check-record-writers';
+import { type VerificationWriter, verificationWriter } from './check-record-writers';
 import { type Authorization, authorize, getObservation, observe, sweepLapsedClaims } from './executions';
 import { DEFAULT_MAX_INPUT_BYTES } from './inputs';
 import { decide, type ProposalResult, propose } from './proposals';
@@ -119,14 +119,11 @@ export interface Records {
     options?: RecordVerificationOptions,
   ): Promise<RecordedVerification>;
   /**
-   * Why `identity` may not record a verification in `log` now (see
-   * `verificationWriterRefusal`), or null: for a verification recorded in its name later than
-   * the request that authenticated it (a queued job).
+   * Whether `identity` may record a verification in `log` now, and no earlier than when (see
+   * `verificationWriter`): for a verification recorded in its name later than the request
+   * that authenticated it (a queued job).
    */
-  verificationWriterRefusal(
-    log: string,
-    identity: string,
-  ): Promise<{ rule: RecordWriterRule; why: string } | null>;
+  verificationWriter(log: string, identity: string): Promise<VerificationWriter>;
   /** The proposal, its decision, approval, observation, verifications, outcome and events. */
   story(log: string, proposalId: string): Promise<ProposalStory>;
   /** Proposals in chain order, filtered by stored columns and by derived stage and outcome. */
@@ -193,8 +190,8 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     observe: (ctx, body) => observe(runtime, ctx, body),
     sweepLapsedClaims: (opts = {}) => sweepLapsedClaims(runtime, opts),
     recordVerification: (ctx, body, opts = {}) => recordVerification(runtime, ctx, body, opts),
-    verificationWriterRefusal: (log, identity) =>
-      verificationWriterRefusal(ledger.database.db, log, identity, runtime.wallNow()),
+    verificationWriter: (log, identity) =>
+      verificationWriter(ledger.database.db, log, identity, runtime.wallNow()),
     story: (log, proposalId) => story(runtime, log, proposalId),
     listProposals: (log, opts = {}) => listProposals(runtime, log, opts),
     listVerifications: (log, opts = {}) => listVerifications(runtime, log, opts),

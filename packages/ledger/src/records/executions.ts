@@ -63,7 +63,7 @@ export async function authorize(
     what: 'authorization',
     maxBytes: runtime.settings.maxInputBytes,
   });
-  const checked = await runtime.run(ctx.log, recordKeys.execute(input.proposal_id), async (tx) => {
+  const checked = await runtime.run(ctx, recordKeys.execute(input.proposal_id), async (tx) => {
     const now = tx.time();
     const proposal = await mustGetProposal(tx.reads, input.proposal_id);
     tx.reads.requireProposalPayload(proposal);
@@ -148,7 +148,7 @@ export async function sweepLapsedClaims(
   });
   const swept = await Promise.all(
     lapsed.map(({ log, proposalId }) =>
-      runtime.run(log, recordKeys.execute(proposalId), async (tx) => {
+      runtime.run({ log }, recordKeys.execute(proposalId), async (tx) => {
         const now = tx.time();
         const [proposal, claim, observed] = await Promise.all([
           tx.reads.proposalById(proposalId),
@@ -194,7 +194,7 @@ export async function observe(
     what: 'observation',
     maxBytes: runtime.settings.maxInputBytes,
   });
-  const outcome = await runtime.run(ctx.log, recordKeys.execute(input.proposal_id), async (tx) => {
+  const outcome = await runtime.run(ctx, recordKeys.execute(input.proposal_id), async (tx) => {
     const now = tx.time();
     const proposal = await mustGetProposal(tx.reads, input.proposal_id);
     // The attempt is evidence (a gateway that executed anyway, a stolen key, a second

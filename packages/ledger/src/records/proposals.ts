@@ -32,7 +32,7 @@ export async function propose(
   const payload = proposalPayloadOf(input);
   const payloadHash = proposalPayloadHash(payload);
   const caller = ctx.caller;
-  return runtime.run(ctx.log, recordKeys.propose(input.idempotency_key), async (tx) => {
+  return runtime.run(ctx, recordKeys.propose(input.idempotency_key), async (tx) => {
     const now = tx.time();
     const existing = await tx.reads.proposalByKey(input.idempotency_key);
     if (existing) {
@@ -99,7 +99,7 @@ export async function decide(
     what: 'decision',
     maxBytes: runtime.settings.maxInputBytes,
   });
-  return runtime.run(ctx.log, recordKeys.decide(input.proposal_id), async (tx) => {
+  return runtime.run(ctx, recordKeys.decide(input.proposal_id), async (tx) => {
     const now = tx.time();
     const proposal = await mustGetProposal(tx.reads, input.proposal_id);
     tx.reads.requireProposalPayload(proposal);

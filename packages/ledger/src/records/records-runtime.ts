@@ -4,7 +4,7 @@ import type { Ledger } from '../ledger';
 import { type LogReads, logReads } from './log-reads';
 import { lapsedClaims, undecidedProposals } from './queries';
 import { type RecordTransaction, recordTransaction } from './record-transaction';
-import type { ProposalRecord } from './types';
+import type { Caller, ProposalRecord } from './types';
 
 /** The settings of a records service, with their defaults applied (see `RecordsOptions`). */
 export interface RecordsSettings {
@@ -21,9 +21,14 @@ export interface RecordsRuntime {
   readonly settings: RecordsSettings;
   /**
    * Run `work` in the log's next ledger batch (`transactConcurrently`), beside the other
-   * operations whose keys (`record-keys.ts`) do not collide with `keys`.
+   * operations whose keys (`record-keys.ts`) do not collide with `keys`; recorded no earlier
+   * than the caller's key was issued (`Caller.keyIssuedAt`).
    */
-  run<T>(log: string, keys: ConflictKeys, work: (tx: RecordTransaction) => Promise<T>): Promise<T>;
+  run<T>(
+    at: { log: string; caller?: Caller },
+    keys: ConflictKeys,
+    work: (tx: RecordTransaction) => Promise<T>,
+  ): Promise<T>;
   /** Reads outside any batch, on the database (read-only routes). */
   reads(log: string): LogReads;
   /** The current time, for reads outside a batch. */
@@ -51,9 +56,12 @@ export function recordsRuntime(
   const alarm = ledger.integrityAlarm;
   return {
     settings,
-    run: (log, keys, work) =>
-      ledger.transactConcurrently(log, keys, (tx) =>
-        work(recordTransaction(tx, logReads(tx.db, tx.log, alarm), clock)),
+    run: ({ log, caller }, keys, work) =>
+      ledger.transactConcurrently(
+        log,
+        keys,
+        (tx) => work(recordTransaction(tx, logReads(tx.db, tx.log, alarm), clock)),
+        caller?.keyIssuedAt === undefined ? {} : { notBefore: caller.keyIssuedAt },
       ),
     reads: (log) => logReads(ledger.database.db, log, alarm),
     wallNow: () => (clock ?? (() => new Date()))().toISOString(),

@@ -17,7 +17,7 @@ export async function registerTool(
     maxBytes: runtime.settings.maxInputBytes,
   });
   const { replaces_version, ...fields } = input;
-  return runtime.run(ctx.log, recordKeys.registerTool(), async (tx) => {
+  return runtime.run(ctx, recordKeys.registerTool(), async (tx) => {
     const current = await tx.reads.latestTool(fields.server_id, fields.tool_name);
     if (current) {
       if (sameRegistration(current, fields)) return { tool: current, replayed: true };

@@ -61,4 +61,10 @@ export interface Caller {
   scopes?: readonly string[];
   /** The environments the key may act in; `null` or absent: any. */
   environments?: readonly string[] | null;
+  /**
+   * When the caller's key was issued (its `api_key.created` event's time): what it writes is
+   * recorded no earlier (`BatchOptions.notBefore`), so the key rules find the key live at
+   * every record it wrote, even when this server's clock lags the one that issued the key.
+   */
+  keyIssuedAt?: string;
 }

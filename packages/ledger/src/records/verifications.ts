@@ -56,7 +56,7 @@ export async function recordVerification(
     maxBytes: runtime.settings.maxInputBytes,
   });
   const settleSeconds = runtime.settings.unknownOutcomeSettleSeconds;
-  return runtime.run(ctx.log, recordKeys.verify(input.observation_id), async (tx) => {
+  return runtime.run(ctx, recordKeys.verify(input.observation_id), async (tx) => {
     const observation = await tx.reads.observationById(input.observation_id);
     if (!observation) throw notFound('observation', input.observation_id);
     const [proposal, earlier] = await Promise.all([
