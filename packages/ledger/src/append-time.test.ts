@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchTime, HEAD_AHEAD_TOLERANCE_MS } from './append-time';
+import { batchTime, HEAD_AHEAD_TOLERANCE_MS, KEY_TIME_AHEAD_MS } from './append-time';
 import type { Database } from './database';
 import { createIntegrityAlarm } from './integrity-alarm';
 import { createLedger } from './ledger';
@@ -22,10 +22,10 @@ describe('batchTime', () => {
     );
     // A key time behind the head (or the clock) changes nothing.
     expect(batchTime(clock, head, ['2026-01-01T00:00:01.000Z'])).toBe(head);
-    const edge = new Date(clock.getTime() + HEAD_AHEAD_TOLERANCE_MS).toISOString();
+    const edge = new Date(clock.getTime() + KEY_TIME_AHEAD_MS).toISOString();
     expect(batchTime(clock, null, [edge])).toBe(edge);
     // Further ahead than honest clocks differ: not followed (the key rules then report the record).
-    const beyond = new Date(clock.getTime() + HEAD_AHEAD_TOLERANCE_MS + 1).toISOString();
+    const beyond = new Date(clock.getTime() + KEY_TIME_AHEAD_MS + 1).toISOString();
     expect(batchTime(clock, null, [beyond, 'not a time'])).toBe(clock.toISOString());
   });
 });

@@ -10,11 +10,19 @@ export interface AppendHead extends ChainHead {
 export const HEAD_AHEAD_TOLERANCE_MS = 5 * 60_000;
 
 /**
+ * How far ahead of this process's clock a writer's key time is followed (`batchTime`'s
+ * `notBefore`): more than honest clocks differ by, and well short of
+ * `HEAD_AHEAD_TOLERANCE_MS`, so the time it lends a log never makes a server whose clock lags
+ * a little more raise `TIME_AHEAD`.
+ */
+export const KEY_TIME_AHEAD_MS = 60_000;
+
+/**
  * The time a batch appended after `head` is recorded at: the clock's, but never earlier than
  * the head's, so a log's times never go back, even when the host's clock steps back or
  * another process's clock lags this one's (each batch reads the head under the log's lock);
  * and never earlier than any of `notBefore`, the times its writers' keys were issued (within
- * `HEAD_AHEAD_TOLERANCE_MS` of the clock), so a key is live at every record it writes.
+ * `KEY_TIME_AHEAD_MS` of the clock), so a key is live at every record it writes.
  * Verification reports an event earlier than the one before it as `TIME_REGRESSION`, and the
  * key rules judge every event at the latest time seen before it in its log.
  */
@@ -24,7 +32,7 @@ export function batchTime(clock: Date, headAt: string | null, notBefore: readonl
   if (!Number.isNaN(head) && head > time) time = head;
   // The items' floors (`BatchOptions.notBefore`): a key issued by a server whose clock is
   // ahead of this one's. One further ahead than honest clocks differ is not followed.
-  const limit = clock.getTime() + HEAD_AHEAD_TOLERANCE_MS;
+  const limit = clock.getTime() + KEY_TIME_AHEAD_MS;
   for (const text of notBefore) {
     const floor = Date.parse(text);
     if (floor > time && floor <= limit) time = floor;

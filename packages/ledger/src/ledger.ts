@@ -104,7 +104,7 @@ export interface BatchOptions {
    * Record the batch no earlier than this (ISO 8601): the time the writer's API key was issued
    * (`Caller.keyIssuedAt`). The key rules judge a record at its event's time, and the key at
    * its `api_key.created` event's, which another server's clock may have put ahead of this
-   * one's; a time more than `HEAD_AHEAD_TOLERANCE_MS` ahead of this server's clock is not
+   * one's; a time more than `KEY_TIME_AHEAD_MS` (a minute) ahead of this server's clock is not
    * followed (the key rules then report the record, and a clock is wrong).
    */
   notBefore?: string;

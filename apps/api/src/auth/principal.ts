@@ -16,6 +16,9 @@ export interface Principal {
   environments: readonly string[] | null;
   /** Logs this key may read or write; `null` means any. */
   logs: readonly string[] | null;
-  /** When the key was issued (its `api_key.created` event's time): see `Caller.keyIssuedAt`. */
-  keyIssuedAt: string;
+  /**
+   * When the key was issued (its `api_key.created` event's time): see `Caller.keyIssuedAt`.
+   * Absent for a principal built without a key row: then nothing is floored.
+   */
+  keyIssuedAt?: string;
 }

@@ -22,7 +22,7 @@ export function recordContext(c: Context<AppEnv>, log: string): RecordContext {
       identity: principal.identity,
       scopes: principal.scopes,
       environments: principal.environments,
-      keyIssuedAt: principal.keyIssuedAt,
+      ...(principal.keyIssuedAt === undefined ? {} : { keyIssuedAt: principal.keyIssuedAt }),
     },
   };
 }

@@ -44,7 +44,7 @@ export function registerRedactionRoutes(app: VouchApp, deps: { ledger: Ledger })
       fields: body.fields,
       reason: body.reason,
       actor: principal.identity,
-      keyIssuedAt: principal.keyIssuedAt,
+      ...(principal.keyIssuedAt === undefined ? {} : { keyIssuedAt: principal.keyIssuedAt }),
     });
     return c.json({ log, target: result.target, fields: result.fields, event: result.event }, 201);
   });

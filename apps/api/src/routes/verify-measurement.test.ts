@@ -274,9 +274,9 @@ describe('POST /v1/observations/{id}/verify with a measurement policy', () => {
     });
 
     it("runs a job whose requester's key a server with a clock ahead issued, recorded no earlier than the key", async () => {
-      // Another server, its clock a minute ahead, issues the verifier's key; this one runs the job
+      // Another server, its clock half a minute ahead, issues the verifier's key; this one runs the job
       // before its own clock reaches the key's time.
-      const ahead = createLedger(h.database, { now: () => new Date(Date.now() + 60_000) });
+      const ahead = createLedger(h.database, { now: () => new Date(Date.now() + 30_000) });
       const issued = await createKeyStore(ahead).create({
         identity: 'service:late-checker',
         roles: ['verifier'],

@@ -1,6 +1,6 @@
 import { type ChainFailure, type StoredEvent, sameIdentity } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
-import { HEAD_AHEAD_TOLERANCE_MS } from '../append-time';
+import { KEY_TIME_AHEAD_MS } from '../append-time';
 import type { Database, Db } from '../database';
 import type { KeyHistory, KeyWindow } from '../keys/key-history';
 import { type LoadedKeyHistory, loadKeyHistory } from '../keys/load-key-history';
@@ -226,7 +226,7 @@ export type VerificationWriter =
  * job, whose row says who asked but proves nothing.
  *
  * A key issued after `at` by a server whose clock runs ahead of this one (by no more than
- * `HEAD_AHEAD_TOLERANCE_MS`) counts: the answer then carries its `keyIssuedAt`, for the
+ * `KEY_TIME_AHEAD_MS`) counts: the answer then carries its `keyIssuedAt`, for the
  * record to be written no earlier (`Caller.keyIssuedAt`).
  */
 export async function verificationWriter(
@@ -244,7 +244,7 @@ export async function verificationWriter(
   const issuedAhead = history
     .keysOf(identity)
     .map((key) => key.createdAt)
-    .filter((created) => created > now && created <= now + HEAD_AHEAD_TOLERANCE_MS)
+    .filter((created) => created > now && created <= now + KEY_TIME_AHEAD_MS)
     .sort((a, b) => a - b);
   for (const created of issuedAhead) {
     const keyIssuedAt = new Date(created).toISOString();
