@@ -87,8 +87,8 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
       // any name. Recorded only if that identity may record a verification now, by the
       // system log's key events (as `verifyChain` will judge the record).
       const writer = await records.verificationWriter(job.log, job.requestedBy);
-      const { refusal } = writer;
-      if (refusal) {
+      if (writer.refusal) {
+        const { refusal } = writer;
         logger.warn('verification job refused: its requester may not record a verification', {
           job: job.id,
           log: job.log,
@@ -126,9 +126,7 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
             scopes: [],
             environments: null,
             // Its key was issued by a server whose clock runs ahead of this one's: recorded no earlier.
-            ...(writer.refusal === null && writer.keyIssuedAt !== undefined
-              ? { keyIssuedAt: writer.keyIssuedAt }
-              : {}),
+            ...(writer.keyIssuedAt === undefined ? {} : { keyIssuedAt: writer.keyIssuedAt }),
           },
         },
         { ...job.body, observation_id: observation.id, checks: outcome.checks },

@@ -225,6 +225,11 @@ export function createLedger(database: Database, options: LedgerOptions = {}): L
   };
 }
 
+/** The batch options of work written for a caller whose key was issued at `keyIssuedAt` (if known). */
+export function keyTimeFloor(keyIssuedAt: string | undefined): BatchOptions {
+  return keyIssuedAt === undefined ? {} : { notBefore: keyIssuedAt };
+}
+
 /** `options.notBefore` as an item's member, absent when not given. */
 function notBeforeOf(options: BatchOptions): { notBefore?: string } {
   return options.notBefore === undefined ? {} : { notBefore: options.notBefore };

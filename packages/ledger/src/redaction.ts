@@ -12,7 +12,7 @@ import type { Database } from './database';
 import { LedgerError } from './errors';
 import { deleteFieldRows, fieldRows } from './event-fields';
 import type { AppendInput } from './event-input';
-import type { Ledger } from './ledger';
+import { keyTimeFloor, type Ledger, type LedgerTransaction } from './ledger';
 import { auditEvents, eventFields } from './schema/core';
 
 /** A field-committed event to append: `payload` must be an object; each member is a field. */
@@ -88,87 +88,80 @@ const MAX_REASON = 500;
  */
 export async function redactFields(ledger: Ledger, input: RedactionInput): Promise<RedactionResult> {
   const fields = checkRedactionInput(input);
-  return ledger.transact(
-    input.log,
-    async (tx) => {
-      const [target] = await tx.db
-        .select({
-          hash: auditEvents.hash,
-          payload: auditEvents.payload,
-          commitment: auditEvents.commitment,
-          actor: auditEvents.actor,
-        })
-        .from(auditEvents)
-        .where(and(eq(auditEvents.logId, input.log), eq(auditEvents.seq, input.seq)));
-      if (target === undefined) {
-        throw new LedgerError('EVENT_NOT_FOUND', `log ${input.log} has no event ${input.seq}`, {
-          details: { log: input.log, seq: input.seq },
-        });
-      }
-      if (sameIdentity(input.actor, target.actor)) {
-        throw new LedgerError(
-          'SELF_REDACTION',
-          `event ${input.seq} was written by ${target.actor}, who may not erase it: ask another redactor`,
-          { details: { seq: input.seq } },
-        );
-      }
-      const hashes = committedFieldHashes(target.commitment, target.payload);
-      if (hashes === null) {
-        throw new LedgerError(
-          'EVENT_NOT_REDACTABLE',
-          `event ${input.seq} commits to its whole payload, so no single field of it can be erased`,
-          { details: { seq: input.seq } },
-        );
-      }
-      const unknown = fields.filter((name) => !Object.hasOwn(hashes, name));
-      if (unknown.length > 0) {
-        throw new LedgerError('FIELD_NOT_FOUND', `event ${input.seq} has no field ${unknown.join(', ')}`, {
-          details: { seq: input.seq, fields: unknown },
-        });
-      }
-      const present = new Set(
-        (
-          await tx.db
-            .select({ name: eventFields.name })
-            .from(eventFields)
-            .where(and(eq(eventFields.logId, input.log), eq(eventFields.seq, input.seq)))
-        ).map((row) => row.name),
-      );
-      const gone = fields.filter((name) => !present.has(name));
-      if (gone.length > 0) {
-        throw new LedgerError(
-          'FIELD_ALREADY_REDACTED',
-          `field ${gone.join(', ')} of event ${input.seq} is already erased`,
-          { details: { seq: input.seq, fields: gone } },
-        );
-      }
-      const payload: RedactionPayload = {
-        target: { seq: input.seq, hash: target.hash },
-        fields,
-        reason: input.reason,
-      };
-      const event = await tx.append({
-        kind: REDACTION_KIND,
-        entity: `event/${input.seq}`,
-        actor: input.actor,
-        payload,
+  const erase = async (tx: LedgerTransaction): Promise<RedactionResult> => {
+    const [target] = await tx.db
+      .select({
+        hash: auditEvents.hash,
+        payload: auditEvents.payload,
+        commitment: auditEvents.commitment,
+        actor: auditEvents.actor,
+      })
+      .from(auditEvents)
+      .where(and(eq(auditEvents.logId, input.log), eq(auditEvents.seq, input.seq)));
+    if (target === undefined) {
+      throw new LedgerError('EVENT_NOT_FOUND', `log ${input.log} has no event ${input.seq}`, {
+        details: { log: input.log, seq: input.seq },
       });
-      // The event above is what the table's trigger looks for before it lets a row go.
-      const deleted = await deleteFieldRows(tx.db, input.log, input.seq, fields);
-      if (deleted !== fields.length) {
-        // Another transaction erased one first: roll back rather than record a half redaction.
-        throw new LedgerError(
-          'FIELD_ALREADY_REDACTED',
-          `a field of event ${input.seq} was erased meanwhile`,
-          {
-            details: { seq: input.seq, fields },
-          },
-        );
-      }
-      return { event, target: payload.target, fields };
-    },
-    input.keyIssuedAt === undefined ? {} : { notBefore: input.keyIssuedAt },
-  );
+    }
+    if (sameIdentity(input.actor, target.actor)) {
+      throw new LedgerError(
+        'SELF_REDACTION',
+        `event ${input.seq} was written by ${target.actor}, who may not erase it: ask another redactor`,
+        { details: { seq: input.seq } },
+      );
+    }
+    const hashes = committedFieldHashes(target.commitment, target.payload);
+    if (hashes === null) {
+      throw new LedgerError(
+        'EVENT_NOT_REDACTABLE',
+        `event ${input.seq} commits to its whole payload, so no single field of it can be erased`,
+        { details: { seq: input.seq } },
+      );
+    }
+    const unknown = fields.filter((name) => !Object.hasOwn(hashes, name));
+    if (unknown.length > 0) {
+      throw new LedgerError('FIELD_NOT_FOUND', `event ${input.seq} has no field ${unknown.join(', ')}`, {
+        details: { seq: input.seq, fields: unknown },
+      });
+    }
+    const present = new Set(
+      (
+        await tx.db
+          .select({ name: eventFields.name })
+          .from(eventFields)
+          .where(and(eq(eventFields.logId, input.log), eq(eventFields.seq, input.seq)))
+      ).map((row) => row.name),
+    );
+    const gone = fields.filter((name) => !present.has(name));
+    if (gone.length > 0) {
+      throw new LedgerError(
+        'FIELD_ALREADY_REDACTED',
+        `field ${gone.join(', ')} of event ${input.seq} is already erased`,
+        { details: { seq: input.seq, fields: gone } },
+      );
+    }
+    const payload: RedactionPayload = {
+      target: { seq: input.seq, hash: target.hash },
+      fields,
+      reason: input.reason,
+    };
+    const event = await tx.append({
+      kind: REDACTION_KIND,
+      entity: `event/${input.seq}`,
+      actor: input.actor,
+      payload,
+    });
+    // The event above is what the table's trigger looks for before it lets a row go.
+    const deleted = await deleteFieldRows(tx.db, input.log, input.seq, fields);
+    if (deleted !== fields.length) {
+      // Another transaction erased one first: roll back rather than record a half redaction.
+      throw new LedgerError('FIELD_ALREADY_REDACTED', `a field of event ${input.seq} was erased meanwhile`, {
+        details: { seq: input.seq, fields },
+      });
+    }
+    return { event, target: payload.target, fields };
+  };
+  return ledger.transact(input.log, erase, keyTimeFloor(input.keyIssuedAt));
 }
 
 /** The sorted field names, once the input is one a redaction can be made of. */

@@ -71,7 +71,7 @@ let runs = 0;
  * Two worker threads when there are two cores or more and the database can be reached from
  * a worker (Postgres); else the parts run on this thread (PGlite lives in this thread's
  * memory). Measured on two vCPUs with Postgres on the same machine (BENCHMARKS.md, 2026-12-02
- * 23:10 UTC), two workers verified 20–50% more events per second than the parts on this
+ * 22:45–23:40 UTC), two workers verified 10–50% more events per second than the parts on this
  * thread at every page size, for about 10% more Postgres CPU per event.
  */
 function defaultThreads(database: Database): number {

@@ -1,6 +1,6 @@
 import type { ConflictKeys } from '../batch-plan';
 import { LedgerError } from '../errors';
-import type { Ledger } from '../ledger';
+import { keyTimeFloor, type Ledger } from '../ledger';
 import { type LogReads, logReads } from './log-reads';
 import { lapsedClaims, undecidedProposals } from './queries';
 import { type RecordTransaction, recordTransaction } from './record-transaction';
@@ -61,7 +61,7 @@ export function recordsRuntime(
         log,
         keys,
         (tx) => work(recordTransaction(tx, logReads(tx.db, tx.log, alarm), clock)),
-        caller?.keyIssuedAt === undefined ? {} : { notBefore: caller.keyIssuedAt },
+        keyTimeFloor(caller?.keyIssuedAt),
       ),
     reads: (log) => logReads(ledger.database.db, log, alarm),
     wallNow: () => (clock ?? (() => new Date()))().toISOString(),
