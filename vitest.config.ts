@@ -16,6 +16,7 @@ export default defineConfig({
       'apps/*/src/**/*.test.ts',
       'test/**/*.test.ts',
       'docs/**/*.test.ts',
+      'bench/src/**/*.test.ts',
     ],
     setupFiles: ['./vitest.setup.ts'],
     // Bundles the `vouch` CLI once for the run; the end-to-end helpers spawn that build.

@@ -24,21 +24,27 @@ export interface Figure {
   /** Whether a bigger value is better (throughput) or a smaller one (latency, memory). */
   better: 'higher' | 'lower';
   target?: Target;
-  /** Whether the target holds, when there is one. */
+  /** Whether the whole target holds, when there is one: every part of it. */
   holds?: boolean;
+  /** Each part of the target on its own: the figure can reach its rate and miss its ratio. */
+  verdict?: { value?: boolean; ratio?: boolean };
   extra?: Record<string, unknown>;
   /** The machine's 1-minute load average when the scenario's step ended (`os.loadavg`). */
   load?: number;
 }
 
-export function figure(input: Omit<Figure, 'ratio' | 'holds'>): Figure {
+export function figure(input: Omit<Figure, 'ratio' | 'holds' | 'verdict'>): Figure {
   const ratio = input.value / input.baseline.value;
   const result: Figure = { ...input, ratio };
   if (input.target) {
     const { ratio: r, value: v } = input.target;
     const ok = (actual: number, bound: number) =>
       input.better === 'higher' ? actual >= bound : actual <= bound;
-    result.holds = (r === undefined || ok(ratio, r)) && (v === undefined || ok(input.value, v));
+    const verdict: NonNullable<Figure['verdict']> = {};
+    if (v !== undefined) verdict.value = ok(input.value, v);
+    if (r !== undefined) verdict.ratio = ok(ratio, r);
+    result.verdict = verdict;
+    result.holds = verdict.value !== false && verdict.ratio !== false;
   }
   return result;
 }
@@ -56,10 +62,12 @@ function fmt(value: number): string {
 function targetText(f: Figure): string {
   if (!f.target) return '';
   const cmp = f.better === 'higher' ? '≥' : '<';
+  const said = (holds: boolean | undefined) => (holds ? 'holds' : 'MISSED');
   const parts: string[] = [];
-  if (f.target.value !== undefined) parts.push(`${cmp} ${fmt(f.target.value)} ${f.unit}`);
-  if (f.target.ratio !== undefined) parts.push(`ratio ${cmp} ${f.target.ratio}`);
-  return `${parts.join(', ')}: ${f.holds ? 'holds' : 'MISSED'}`;
+  if (f.target.value !== undefined)
+    parts.push(`${cmp} ${fmt(f.target.value)} ${f.unit}: ${said(f.verdict?.value)}`);
+  if (f.target.ratio !== undefined) parts.push(`ratio ${cmp} ${f.target.ratio}: ${said(f.verdict?.ratio)}`);
+  return parts.join('; ');
 }
 
 /** A plain-text table, one figure per line, grouped by scenario and backend. */

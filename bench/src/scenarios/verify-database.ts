@@ -128,7 +128,12 @@ export async function verifyDatabase(
           value: bestVerify,
           baseline: { name: 'plain keyset read', value: bestRead },
           better: 'higher',
-          ...(backend === 'postgres' ? { target: { value: 150_000, ratio: 0.8 } } : {}),
+          // The rate is issue #12's: verifying must stay at or above 150k events/s with every
+          // check on, where the 300 B figure stood when the issue was filed. The 2 KB figure
+          // never did (87k/s then): its plain read alone is 158–183k/s. The ratio is for both.
+          ...(backend === 'postgres'
+            ? { target: bytes === 300 ? { value: 150_000, ratio: 0.8 } : { ratio: 0.8 } }
+            : {}),
           extra: {
             events: count,
             payloadBytes: bytes,
