@@ -290,6 +290,29 @@ describe.each(testBackends())('verifyChain in parts, on $name', ({ name, open })
       expect(await connections()).toBe(before);
     });
 
+    it('runs the parts on this thread when a worker cannot connect', async () => {
+      const { log, size } = await intactLog();
+      if (database.driver.kind !== 'postgres') throw new Error('a Postgres test');
+      // Nothing listens on port 1: each worker's connection is refused.
+      const refused: Database = {
+        ...database,
+        driver: { ...database.driver, reopen: () => 'postgres://postgres@127.0.0.1:1/refused' },
+      };
+      const outcome = await verifyInParts(
+        refused,
+        { events: 4, threads: 2, minParts: 1 },
+        {
+          log,
+          pageSize: 3,
+          checkpointKeys: checkpointKeys(log),
+          forwardKinds: KINDS,
+          feed: async () => {},
+        },
+      );
+      expect(outcome?.checked).toBe(size);
+      expect(outcome).toEqual((await inParts(log)).outcome);
+    });
+
     it('leaves a rewritten log to the event-by-event run', async () => {
       const { log } = await intactLog();
       await rewriteEvent(database, { log, seq: 6, payload: '{"i":42}' });

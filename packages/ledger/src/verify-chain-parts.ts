@@ -25,7 +25,7 @@ export interface VerifyInParts {
   /**
    * Worker threads, each with its own database connection (default: 2 on Postgres with two
    * cores or more, else 0). 0 verifies the parts one after the other on this thread, through
-   * the caller's connection (the only way on PGlite).
+   * the caller's connection (the only way on PGlite). So do workers that cannot connect.
    */
   threads?: number;
   /** Logs of fewer parts than this are verified event by event (default 4). */
@@ -79,9 +79,14 @@ function defaultThreads(database: Database): number {
   return reachable && availableParallelism() >= 2 ? 2 : 0;
 }
 
+/** Parts one after the other on this thread, through the caller's connection. */
+function thisThread(database: Database): PartRunner {
+  return { run: (part) => verifyEventRange(database, part), end: async () => {} };
+}
+
 /** Where parts run: worker threads with their own connections, this thread, or nowhere (null). */
 function partRunner(database: Database, threads: number): PartRunner | null {
-  if (threads === 0) return { run: (part) => verifyEventRange(database, part), end: async () => {} };
+  if (threads === 0) return thisThread(database);
   const url = database.driver.kind === 'postgres' ? database.driver.reopen?.() : undefined;
   if (url === undefined) return null;
   partWorkers.grow(threads);
@@ -104,10 +109,13 @@ function partRunner(database: Database, threads: number): PartRunner | null {
  * redactions across parts. The events of `forwardKinds` come back for the checks that read
  * payloads (`feed`).
  *
- * Returns null when the log is too small to split, when the database cannot be reached from
- * a worker, or on the first sign that it is not intact: `verifyChain` then verifies it
- * event by event, whose report (every failure, with its seq) is the one that counts. So
- * this path only ever speeds up the verdict "intact"; it never writes a failure report.
+ * Parts run on this thread instead when the database cannot be reached from a worker (PGlite,
+ * a pool without a URL to reopen, a worker that fails to connect or dies).
+ *
+ * Returns null when the log is too small to split, when the caller's own connection fails,
+ * or on the first sign that it is not intact: `verifyChain` then verifies it event by event,
+ * whose report (every failure, with its seq) is the one that counts. So this path only ever
+ * speeds up the verdict "intact"; it never writes a failure report.
  */
 export async function verifyInParts(
   database: Database,
@@ -131,16 +139,30 @@ export async function verifyInParts(
   const { log, signal } = context;
   const head = await readHead(database, log);
   if (head === null || head.seq < (plan.minParts ?? DEFAULT_MIN_PARTS) * partEvents) return null;
+  const join = async (runner: PartRunner, threads: number) => {
+    try {
+      return await joinParts(database, runner, { partEvents, threads, head }, context);
+    } finally {
+      await runner.end();
+    }
+  };
   const runner = partRunner(database, threads);
-  if (runner === null) return null;
+  if (runner !== null) {
+    try {
+      return await join(runner, threads);
+    } catch {
+      signal?.throwIfAborted();
+      // The caller's own connection failed: the event-by-event run reports why.
+      if (threads === 0) return null;
+      // A worker that could not connect (a connection limit, a pooler that refuses it) or
+      // died: the parts still run here, through the caller's connection.
+    }
+  }
   try {
-    return await joinParts(database, runner, { partEvents, threads, head }, context);
+    return await join(thisThread(database), 0);
   } catch {
     signal?.throwIfAborted();
-    // A worker that could not connect or died: the event-by-event run still can.
     return null;
-  } finally {
-    await runner.end();
   }
 }
 
