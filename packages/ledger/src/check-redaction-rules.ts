@@ -12,7 +12,7 @@ import type { Database, Db } from './database';
 import { type KeyHistory, OPERATOR_ACTOR, timeText } from './keys/key-history';
 import { loadKeyHistory } from './keys/load-key-history';
 import type { RecordRule } from './records/record-rules';
-import { auditEvents } from './schema/core';
+import { auditEvents, eventFields } from './schema/core';
 
 export { OPERATOR_ACTOR };
 
@@ -115,6 +115,7 @@ async function* redactionFailures(
   state.keys ??= (await loadKeyHistory(db)).history;
   const { keys, erased } = state;
   const targets = await targetsOf(db, log, page);
+  const content = await contentOf(db, log, [...targets.keys()]);
   for (const event of page) {
     const fail = (rule: RedactionRule, message: string, target?: number): ChainFailure => ({
       seq: event.seq,
@@ -152,6 +153,20 @@ async function* redactionFailures(
     const unknown = redaction.fields.filter((name) => !Object.hasOwn(hashes, name));
     if (unknown.length > 0) {
       yield fail('FIELD_NOT_FOUND', `event ${targetSeq} has no field ${unknown.join(', ')}`, targetSeq);
+    }
+    // Read after the stream, so a redaction committed while it ran has deleted its rows by
+    // now (in its own transaction): content named by a redaction the stream saw is back.
+    const restored = redaction.fields.filter(
+      (name) => Object.hasOwn(hashes, name) && content.get(targetSeq)?.has(name) === true,
+    );
+    if (restored.length > 0) {
+      yield {
+        seq: targetSeq,
+        code: 'REDACTION_REVERSED',
+        table: 'event_fields',
+        fields: restored,
+        message: `field ${restored.join(', ')} of event ${targetSeq} has content again, after ${REDACTION_KIND} ${event.seq} erased it: the erased data was put back`,
+      };
     }
     const done = erased.get(targetSeq) ?? new Set<string>();
     const again = redaction.fields.filter((name) => done.has(name));
@@ -230,6 +245,22 @@ function authorityOf(
     };
   }
   return null;
+}
+
+/** The names of the fields with content in `event_fields`, by seq, of the events `seqs` (one query). */
+async function contentOf(db: Db, log: string, seqs: readonly number[]): Promise<Map<number, Set<string>>> {
+  const present = new Map<number, Set<string>>();
+  if (seqs.length === 0) return present;
+  const rows = await db
+    .select({ seq: eventFields.seq, name: eventFields.name })
+    .from(eventFields)
+    .where(and(eq(eventFields.logId, log), anyOf(eventFields.seq, seqs, 'bigint')));
+  for (const { seq, name } of rows) {
+    const names = present.get(Number(seq)) ?? new Set<string>();
+    names.add(name);
+    present.set(Number(seq), names);
+  }
+  return present;
 }
 
 /** The events a page of redactions names, by seq (one query). */

@@ -267,6 +267,43 @@ describe.each(testBackends())('redactFields on $name', ({ open }) => {
       ]);
     });
 
+    /** The `event_fields` row of `name`, as someone reading it before the erasure saved it. */
+    const savedRow = async (log: string, seq: number, name: string) => {
+      const [row] = await database.rows<{ salt: string; value: string }>(
+        sql`select salt, value from event_fields where log_id = ${log} and seq = ${seq} and name = ${name}`,
+      );
+      return sql`insert into event_fields (log_id, seq, name, salt, value)
+        values (${log}, ${seq}, ${name}, ${row!.salt}, ${row!.value})`;
+    };
+
+    it('refuses putting erased content back, a row saved before the erasure (VC001)', async () => {
+      const { log, customer } = await freshLog();
+      const putBack = await savedRow(log, customer.seq, 'email');
+      await redact(log, customer.seq, ['email']);
+      const error = await database.rows(putBack).catch((e: unknown) => e);
+      expect(sqlStateOf(error)).toBe('VC001');
+      expect(await countRowsMentioning(EMAIL, log)).toBe(0);
+    });
+
+    it('reports erased content put back behind the ledger as REDACTION_REVERSED, and refuses to erase it again', async () => {
+      const { log, customer } = await freshLog();
+      const putBack = await savedRow(log, customer.seq, 'email');
+      const { event } = await redact(log, customer.seq, ['email']);
+      await tamper(database, putBack);
+      const report = await verifyBothWays(database, { log, checkpointKeys: checkpointKeys(log) });
+      expect(report.ok).toBe(false);
+      expect(report.failures).toMatchObject([
+        { seq: customer.seq, code: 'REDACTION_REVERSED', table: 'event_fields', fields: ['email'] },
+      ]);
+      expect(report.failures[0]!.message).toContain(`event.redacted ${event.seq}`);
+      // A second redaction would make its honest author the one verification blames.
+      const before = await ledger.head(log);
+      const again = await redact(log, customer.seq, ['email']).catch((e: unknown) => e);
+      expect(isLedgerError(again) && again.code).toBe('FIELD_ALREADY_REDACTED');
+      expect(isLedgerError(again) && again.message).toContain('REDACTION_REVERSED');
+      expect(await ledger.head(log)).toEqual(before);
+    });
+
     it('reports an edited value of a redacted event as FIELD_MISMATCH', async () => {
       const { log, customer } = await freshLog();
       await redact(log, customer.seq, ['email']);

@@ -2,12 +2,13 @@ import {
   commitFields,
   committedFieldHashes,
   FIELDS_COMMITMENT,
+  parseRedaction,
   REDACTION_KIND,
   type RedactionPayload,
   type StoredEvent,
   sameIdentity,
 } from '@vouch/audit';
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, gt, sql } from 'drizzle-orm';
 import type { Database } from './database';
 import { LedgerError } from './errors';
 import { deleteFieldRows, fieldRows } from './event-fields';
@@ -132,6 +133,17 @@ export async function redactFields(ledger: Ledger, input: RedactionInput): Promi
           .where(and(eq(eventFields.logId, input.log), eq(eventFields.seq, input.seq)))
       ).map((row) => row.name),
     );
+    // Content back under an earlier redaction: someone put it back. A second redaction would
+    // only make its honest author the one that verification blames.
+    const named = await namedByRedactions(tx, input.log, input.seq);
+    const back = fields.filter((name) => present.has(name) && named.has(name));
+    if (back.length > 0) {
+      throw new LedgerError(
+        'FIELD_ALREADY_REDACTED',
+        `field ${back.join(', ')} of event ${input.seq} was erased by an earlier redaction and has content again: someone put it back, and \`vouch verify\` reports it (REDACTION_REVERSED)`,
+        { details: { seq: input.seq, fields: back } },
+      );
+    }
     const gone = fields.filter((name) => !present.has(name));
     if (gone.length > 0) {
       throw new LedgerError(
@@ -162,6 +174,27 @@ export async function redactFields(ledger: Ledger, input: RedactionInput): Promi
     return { event, target: payload.target, fields };
   };
   return ledger.transact(input.log, erase, keyTimeFloor(input.keyIssuedAt));
+}
+
+/** The fields the log's redaction events after event `seq` name as erased from it. */
+async function namedByRedactions(tx: LedgerTransaction, log: string, seq: number): Promise<Set<string>> {
+  const rows = await tx.db
+    .select({ payload: auditEvents.payload })
+    .from(auditEvents)
+    .where(
+      and(
+        eq(auditEvents.logId, log),
+        eq(auditEvents.entityId, `event/${seq}`),
+        eq(auditEvents.kind, REDACTION_KIND),
+        gt(auditEvents.seq, seq),
+      ),
+    );
+  const named = new Set<string>();
+  for (const row of rows) {
+    const redaction = parseRedaction(row.payload);
+    if (redaction?.target.seq === seq) for (const name of redaction.fields) named.add(name);
+  }
+  return named;
 }
 
 /** The sorted field names, once the input is one a redaction can be made of. */

@@ -56,6 +56,7 @@ export const CHAIN_FAILURE_CODES = [
   'FIELD_MISMATCH',
   'COMMITMENT_INVALID',
   'REDACTION_UNAUTHORIZED',
+  'REDACTION_REVERSED',
 ] as const;
 
 /** One break the chain verification found. */
@@ -94,10 +95,9 @@ export const chainFailureSchema = z.looseObject({
   reason: z.string().optional().meta({
     description: 'CHECKPOINT_SIGNATURE_INVALID: SIGNATURE_INVALID, NO_TRUSTED_SIGNATURE or ORIGIN_MISMATCH',
   }),
-  fields: z
-    .array(z.string())
-    .optional()
-    .meta({ description: 'FIELD_MISMATCH, REDACTION_UNAUTHORIZED: the fields concerned' }),
+  fields: z.array(z.string()).optional().meta({
+    description: 'FIELD_MISMATCH, REDACTION_UNAUTHORIZED, REDACTION_REVERSED: the fields concerned',
+  }),
 });
 export type ChainFailure = z.output<typeof chainFailureSchema>;
 

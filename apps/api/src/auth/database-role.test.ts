@@ -131,6 +131,10 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
       });
       // Straight DELETEs, as a compromised service would send them: the trigger refuses.
       expect(await asRuntime(`delete from event_fields where log_id = '${log}'`)).toBe('VC001');
+      // The email's row, as the service can read it before the erasure.
+      const [saved] = await owner.rows<{ salt: string; value: string }>(
+        sql`select salt, value from event_fields where log_id = ${log} and name = 'email'`,
+      );
       await redactFields(ledger, {
         log,
         seq: event.seq,
@@ -144,6 +148,9 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
       expect(left.map((row) => row.name)).toEqual(['channel']);
       // The redaction names email only: channel still cannot go.
       expect(await asRuntime(`delete from event_fields where log_id = '${log}'`)).toBe('VC001');
+      // Nor can the erased email come back: an erased field stays erased.
+      const putBack = `insert into event_fields (log_id, seq, name, salt, value) values ('${log}', ${event.seq}, 'email', '${saved!.salt}', '${saved!.value.replaceAll("'", "''")}')`;
+      expect(await asRuntime(putBack)).toBe('VC001');
       // The role can append a redaction event in anyone's name, and the trigger then lets the
       // row go; verification lists the erasure and names it for what it is: no redactor key
       // stood behind it (a key is an event of the system log, and issuing one shows there).
