@@ -219,6 +219,30 @@ describe('createApp', () => {
     });
   });
 
+  describe('when the arguments hold an own "__proto__" key', () => {
+    it('records, hashes and shows them as sent', async () => {
+      const body = JSON.stringify({
+        idempotency_key: 'k-proto',
+        action: 'refund.issue',
+        server_id: 'billing',
+        tool_name: 'refund.issue',
+        target: { kind: 'order', id: 'A-2', env: 'staging' },
+        arguments: { amount: 1 },
+        side_effect: 'compensatable',
+      }).replace('{"amount":1}', '{"amount":1,"__proto__":{"amount":5000}}');
+      const response = await h.call('POST', '/v1/proposals', { key: gateway, body });
+      expect(response.status).toBe(201);
+      const text = await response.text();
+      const { proposal } = JSON.parse(text) as { proposal: { id: string; arguments: object } };
+      // Not dropped: the tool that receives the body sees the key, so the approver must too.
+      expect(Object.getOwnPropertyDescriptor(proposal.arguments, '__proto__')?.value).toEqual({
+        amount: 5000,
+      });
+      const shown = await (await h.call('GET', `/v1/proposals/${proposal.id}`, { key: gateway })).text();
+      expect(shown).toContain('"arguments":{"__proto__":{"amount":5000},"amount":1}');
+    });
+  });
+
   describe('when the body is good', () => {
     it('accepts it with a charset parameter', async () => {
       const response = await h.call('POST', '/v1/keys', {

@@ -23,11 +23,18 @@ export const jsonValueSchema = z.unknown().meta({ description: 'Any JSON value' 
   JsonValue,
   JsonValue
 >;
-/** Any JSON object. */
-export const jsonObjectSchema = z.record(z.string(), z.unknown()) as unknown as z.ZodType<
-  JsonObject,
-  JsonObject
->;
+/**
+ * Any JSON object, passed through as parsed. Not `z.record`: that rebuilds the object by
+ * assignment, and assigning an own `"__proto__"` key (which `JSON.parse` creates) sets the
+ * copy's prototype instead, so the key would vanish from what is hashed and shown while the
+ * caller's tool still receives it.
+ */
+export const jsonObjectSchema = z
+  .unknown()
+  .refine((value) => typeof value === 'object' && value !== null && !Array.isArray(value), {
+    message: 'must be a JSON object',
+  })
+  .meta({ type: 'object', additionalProperties: {} }) as unknown as z.ZodType<JsonObject, JsonObject>;
 
 // Identifiers land in plain text columns and in messages: no control characters (Postgres
 // text refuses NUL), bounded length.

@@ -1,4 +1,4 @@
-import { reasonEffectSchema, verdictSchema } from '@vouch/records';
+import { jsonObjectSchema, reasonEffectSchema, verdictSchema } from '@vouch/records';
 import { z } from 'zod';
 
 /** An engine's decision, as the decision route's body has it (less the proposal and source). */
@@ -33,13 +33,13 @@ const answerSchema = z.object({
           code: z.string(),
           effect: reasonEffectSchema.optional(),
           message: z.string(),
-          details: z.record(z.string(), z.unknown()).optional(),
+          details: jsonObjectSchema.optional(),
         }),
       )
       .min(1)
       .max(64)
       .optional(),
-    repair: z.record(z.string(), z.unknown()).nullable().optional(),
+    repair: jsonObjectSchema.nullable().optional(),
     authorized_identity: z.string().nullable().optional(),
   }),
 });
