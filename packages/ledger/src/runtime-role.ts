@@ -12,7 +12,16 @@ export interface RoleStatus {
   superuser: boolean;
   /** Ledger tables this role owns (or owns through membership): it could disable their triggers. */
   ownedTables: string[];
+  /**
+   * The ledger's schemas (`public`, `drizzle`) this role owns, directly or through membership:
+   * the owner of a schema may drop its tables and create them again without triggers. A
+   * database's owner owns `public` this way on Postgres 15 (through `pg_database_owner`).
+   */
+  ownedSchemas: string[];
 }
+
+/** The schemas whose owner could drop and recreate the ledger's tables or its migration journal. */
+const LEDGER_SCHEMAS = ['public', 'drizzle'];
 
 /**
  * The current role, whether it is a superuser, and which tables of the `public` schema it
@@ -28,10 +37,15 @@ export async function roleStatus(database: Database): Promise<RoleStatus> {
     where n.nspname = 'public' and c.relkind in ('r', 'p')
       and pg_has_role(current_user, c.relowner, 'MEMBER')
     order by 1`);
+  const schemas = await database.rows<{ name: string }>(sql`
+    select nspname as name from pg_namespace
+    where nspname = any(${sql.param(LEDGER_SCHEMAS)}::text[]) and pg_has_role(current_user, nspowner, 'MEMBER')
+    order by 1`);
   return {
     role: who?.role ?? 'unknown',
     superuser: who?.superuser ?? false,
     ownedTables: owned.map((row) => row.name),
+    ownedSchemas: schemas.map((row) => row.name),
   };
 }
 
@@ -95,12 +109,15 @@ export async function checkRuntimeRole(
   const [target] = await database.rows<{ superuser: boolean; owns: boolean }>(sql`
     select r.rolsuper as superuser,
            exists (select 1 from pg_class c join pg_namespace n on n.oid = c.relnamespace
-                   where n.nspname = 'public' and pg_has_role(r.oid, c.relowner, 'MEMBER')) as owns
+                   where n.nspname = 'public' and pg_has_role(r.oid, c.relowner, 'MEMBER'))
+           or exists (select 1 from pg_namespace n
+                   where n.nspname = any(${sql.param(LEDGER_SCHEMAS)}::text[])
+                     and pg_has_role(r.oid, n.nspowner, 'MEMBER')) as owns
     from pg_roles r where r.rolname = ${role}`);
   if (target?.superuser || target?.owns) {
     throw new LedgerError(
       'VALIDATION_FAILED',
-      `role ${role} is a superuser or owns ledger tables: it cannot be the runtime role`,
+      `role ${role} is a superuser or owns ledger tables or their schema (the owner of the database owns schema public): it cannot be the runtime role`,
     );
   }
   const exists = target !== undefined;

@@ -84,7 +84,7 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
     );
     const asApp = await openDatabase({ url: runtimeUrl });
     try {
-      expect(await roleStatus(asApp)).toEqual({ role, superuser: false, ownedTables: [] });
+      expect(await roleStatus(asApp)).toEqual({ role, superuser: false, ownedTables: [], ownedSchemas: [] });
     } finally {
       await asApp.close();
     }
@@ -381,6 +381,56 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
       );
     });
 
+    it('refuses a role that owns no table but owns the database, and so schema public', async () => {
+      // The helper's setup gone wrong: the database made with the service's role as its owner.
+      // On Postgres 15 that role owns public (through pg_database_owner), and a schema's owner
+      // may drop the ledger's tables and create them again without their triggers.
+      const dbOwner = `vouch_dbo_${randomBytes(4).toString('hex')}`;
+      const name = `vouch_dbo_${randomBytes(4).toString('hex')}`;
+      const rolePassword = randomBytes(18).toString('base64url');
+      const admin = postgres(serverUrl!, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`create role ${dbOwner} login password '${rolePassword}'`);
+      await admin.unsafe(`create database ${name} owner ${dbOwner}`);
+      const url = new URL(serverUrl!);
+      url.pathname = `/${name}`;
+      const migrator = await openDatabase({ url: url.toString() });
+      url.username = dbOwner;
+      url.password = rolePassword;
+      let asApp: Database | undefined;
+      try {
+        await migrate(migrator);
+        await expect(grantRuntimeRole(migrator, { role: dbOwner })).rejects.toMatchObject({
+          code: 'VALIDATION_FAILED',
+          message: expect.stringContaining('schema'),
+        });
+        // Granted by hand what the runtime role holds, as a setup that skipped the check would.
+        for (const grant of [
+          `grant usage on schema drizzle to ${dbOwner}`,
+          `grant select on drizzle.__drizzle_migrations to ${dbOwner}`,
+          `grant select, insert on all tables in schema public to ${dbOwner}`,
+        ]) {
+          await migrator.rows(sql.raw(grant));
+        }
+        asApp = await openDatabase({ url: url.toString() });
+        expect(await roleStatus(asApp)).toEqual({
+          role: dbOwner,
+          superuser: false,
+          ownedTables: [],
+          ownedSchemas: ['public'],
+        });
+        await expect(prepareDatabase(asApp, {}, createMemoryLogger())).rejects.toMatchObject({
+          name: 'ConfigError',
+          message: expect.stringContaining('owns schema public'),
+        });
+      } finally {
+        await asApp?.close();
+        await migrator.close();
+        await admin.unsafe(`drop database if exists ${name} with (force)`);
+        await admin.unsafe(`drop role if exists ${dbOwner}`);
+        await admin.end({ timeout: 5 });
+      }
+    });
+
     it('refuses a schema that is not current, naming vouch migrate', async () => {
       const created = await createTestDatabase(serverUrl!);
       const empty = await openDatabase({ url: created.url });
@@ -441,7 +491,12 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
       asApp.password = password;
       const app = await openDatabase({ url: asApp.toString() });
       try {
-        expect(await roleStatus(app)).toMatchObject({ role: cliRole, superuser: false, ownedTables: [] });
+        expect(await roleStatus(app)).toMatchObject({
+          role: cliRole,
+          superuser: false,
+          ownedTables: [],
+          ownedSchemas: [],
+        });
       } finally {
         await app.close();
       }

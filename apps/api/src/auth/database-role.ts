@@ -21,8 +21,12 @@ export async function prepareDatabase(
   if (config.migrate) await migrate(database);
   await assertMigrationsCurrent(database);
   const status = await roleStatus(database);
-  if (!status.superuser && status.ownedTables.length === 0) return;
-  const what = status.superuser ? 'is a superuser' : `owns ${status.ownedTables.join(', ')}`;
+  if (!status.superuser && status.ownedTables.length === 0 && status.ownedSchemas.length === 0) return;
+  const what = status.superuser
+    ? 'is a superuser'
+    : status.ownedTables.length > 0
+      ? `owns ${status.ownedTables.join(', ')}`
+      : `owns schema ${status.ownedSchemas.join(', ')} (the owner of the database owns public), so it can drop the ledger's tables and create them again without their triggers`;
   if (!config.allowOwnerRole) {
     throw new ConfigError(
       `database role ${status.role} ${what}: it could disable the triggers that keep the ledger append-only. Connect as the runtime role (\`vouch migrate --runtime-role vouch_app\` creates it), or accept this with --allow-owner-role / VOUCH_ALLOW_OWNER_ROLE=1`,
@@ -32,6 +36,7 @@ export async function prepareDatabase(
     role: status.role,
     superuser: status.superuser,
     owned_tables: status.ownedTables.length,
+    owned_schemas: status.ownedSchemas,
     accepted_by: config.allowOwnerRoleBy ?? 'VOUCH_ALLOW_OWNER_ROLE',
   });
 }
