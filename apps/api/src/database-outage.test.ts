@@ -116,7 +116,11 @@ describe.skipIf(!url)('the API while Postgres is unreachable', () => {
     it('reports not ready on /readyz, and alive on /healthz', async () => {
       const ready = await h.call('GET', '/readyz');
       expect(ready.status).toBe(503);
-      expect(await ready.json()).toMatchObject({ status: 'not_ready', database: { ok: false } });
+      expect(await ready.json()).toMatchObject({
+        status: 'not_ready',
+        code: 'DATABASE_UNAVAILABLE',
+        database: { ok: false },
+      });
       expect((await h.call('GET', '/healthz')).status).toBe(200);
     });
 

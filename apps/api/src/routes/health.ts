@@ -15,8 +15,12 @@ export interface Readiness {
   migrations: { ok: boolean; expected?: number; applied?: number };
   /** Set while the server shuts down. */
   draining?: boolean;
-  /** `INTEGRITY_ALARM` once the integrity alarm is raised (see `integrity`). */
-  code?: 'INTEGRITY_ALARM';
+  /**
+   * Why not ready, when one thing says it: `INTEGRITY_ALARM` once the integrity alarm is
+   * raised (see `integrity`; it wins), `DATABASE_UNAVAILABLE` when the database does not
+   * answer in time, `MIGRATIONS_PENDING` when its schema is behind this code.
+   */
+  code?: 'INTEGRITY_ALARM' | 'DATABASE_UNAVAILABLE' | 'MIGRATIONS_PENDING';
   /** What the server found its database disagreeing with the chain about; not ready while any. */
   integrity?: { ok: boolean; alarms: RaisedIntegrityAlarm[] };
 }
@@ -35,23 +39,45 @@ export function withIntegrity(report: Readiness, alarm: IntegrityAlarm): Readine
   };
 }
 
-/** Ready when the database answers and every migration this code ships is applied. */
-export async function databaseReadiness(database: Database): Promise<Readiness> {
+/**
+ * How long `/readyz` waits for the database: well within a load balancer's health-check
+ * timeout, so the probe reads a 503 with its code instead of timing out on its own. A
+ * statement's own deadline (`statementTimeoutMs`, 15 s by default) is for requests.
+ */
+export const READINESS_DEADLINE_MS = 3_000;
+
+/** Ready when the database answers within `deadlineMs` and every migration this code ships is applied. */
+export async function databaseReadiness(
+  database: Database,
+  deadlineMs = READINESS_DEADLINE_MS,
+): Promise<Readiness> {
+  const unavailable = (error: string): Readiness => ({
+    ready: false,
+    code: 'DATABASE_UNAVAILABLE',
+    database: { ok: false, kind: database.kind, error },
+    migrations: { ok: false },
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), deadlineMs);
+  });
+  const tooLate = `database did not answer within ${deadlineMs} ms`;
   try {
-    await ping(database);
-  } catch {
+    const answered = await Promise.race([ping(database).then(() => 'answered' as const), late]).catch(
+      () => 'failed' as const,
+    );
+    if (answered !== 'answered') return unavailable(answered === 'late' ? tooLate : 'database unreachable');
+    const status = await Promise.race([migrationStatus(database), late]).catch(() => null);
+    if (status === 'late') return unavailable(tooLate);
+    const ok = status !== null && status.applied >= status.expected;
     return {
-      ready: false,
-      database: { ok: false, kind: database.kind, error: 'database unreachable' },
-      migrations: { ok: false },
+      ready: ok,
+      ...(ok ? {} : { code: 'MIGRATIONS_PENDING' as const }),
+      database: { ok: true, kind: database.kind },
+      migrations: status === null ? { ok } : { ok, expected: status.expected, applied: status.applied },
     };
-  }
-  try {
-    const { expected, applied } = await migrationStatus(database);
-    const ok = applied >= expected;
-    return { ready: ok, database: { ok: true, kind: database.kind }, migrations: { ok, expected, applied } };
-  } catch {
-    return { ready: false, database: { ok: true, kind: database.kind }, migrations: { ok: false } };
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -59,10 +85,10 @@ const HealthSchema = z.object({ status: z.literal('ok') }).openapi('Health');
 const ReadinessSchema = z
   .object({
     status: z.enum(['ready', 'not_ready']),
-    code: z
-      .literal('INTEGRITY_ALARM')
-      .optional()
-      .openapi({ description: 'Set when the integrity alarm is raised: see `integrity.alarms`.' }),
+    code: z.enum(['INTEGRITY_ALARM', 'DATABASE_UNAVAILABLE', 'MIGRATIONS_PENDING']).optional().openapi({
+      description:
+        'Why not ready: INTEGRITY_ALARM once the integrity alarm is raised (see `integrity.alarms`; it wins), DATABASE_UNAVAILABLE when the database does not answer within 3 s, MIGRATIONS_PENDING when its schema is behind this code.',
+    }),
     database: z.object({ ok: z.boolean(), kind: z.string().optional(), error: z.string().optional() }),
     migrations: z.object({
       ok: z.boolean(),
