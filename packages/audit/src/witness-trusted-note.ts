@@ -7,6 +7,14 @@ export interface NextTrustedNote {
   note: string | null;
   /** Why the trusted note was kept although the log grew (it carries cosignatures the new one lacks). */
   kept?: string;
+  /**
+   * With `kept`: the newer note, to check the log from next time and keep beside the trusted
+   * one. A witness that checked from the kept note forever would stop advancing, and a
+   * served note needs only one signature line added (by anyone: a line no key of yours
+   * verifies proves nothing) to make it keep one: from then on it would not see a
+   * truncation back to the kept size, or a rewrite after it.
+   */
+  ahead?: string;
 }
 
 /**
@@ -19,8 +27,8 @@ export interface NextTrustedNote {
  * server serves its checkpoints signed by the log alone, so replacing the file with what it
  * serves would throw that evidence away:
  * - same checkpoint text (same size and root): keep every signature line of both notes;
- * - a grown log whose note lacks a cosigner of the trusted one: keep the trusted note
- *   (the check still recomputes everything from it); say so in `kept`.
+ * - a grown log whose note lacks a cosigner of the trusted one: keep the trusted note, say
+ *   so in `kept`, and hand back the newer one as `ahead`, to check from next time.
  */
 export function nextTrustedNote(options: {
   trusted: string | null;
@@ -50,7 +58,8 @@ export function nextTrustedNote(options: {
   const names = [...new Set(missing.map((s) => s.keyName))].join(', ');
   return {
     note: null,
-    kept: `kept the trusted checkpoint: it carries cosignatures by ${names} that the server's newer checkpoint lacks`,
+    kept: `kept the trusted checkpoint: it carries cosignatures by ${names} that the server's newer checkpoint lacks; the newer one is kept beside it and checked from next time`,
+    ahead: served,
   };
 }
 

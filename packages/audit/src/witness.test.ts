@@ -422,6 +422,28 @@ describe('witnessBundle', () => {
       'TRUNCATED',
     );
   });
+
+  describe('with a newer checkpoint kept beside the trusted one (ahead)', () => {
+    it('checks from the newer one: back at the trusted size is TRUNCATED', async () => {
+      const trusted = checkpointOf(log, 4);
+      const ahead = checkpointOf(log, 6);
+      expect((await witnessBundle(bundle(log.slice(0, 4)), { verifiers, trusted })).report.status).toBe(
+        'CONSISTENT',
+      );
+      const { report } = await witnessBundle(bundle(log.slice(0, 4)), { verifiers, trusted, ahead });
+      expect([report.status, report.trusted?.tree_size]).toEqual(['TRUNCATED', 6]);
+    });
+
+    it('ignores one no larger than the trusted one, and refuses one that does not open', async () => {
+      const trusted = checkpointOf(log, 5);
+      const stale = await witnessBundle(bundle(log), { verifiers, trusted, ahead: checkpointOf(log, 3) });
+      expect([stale.report.status, stale.report.trusted?.tree_size]).toEqual(['CONSISTENT', 5]);
+      const forged = checkpointOf(log, 6).replace(/\n— .*\n$/, '\n— audit.example/v AAAA\n');
+      await expect(witnessBundle(bundle(log), { verifiers, trusted, ahead: forged })).rejects.toMatchObject({
+        code: 'TRUSTED_CHECKPOINT_INVALID',
+      });
+    });
+  });
 });
 
 describe('nextTrustedNote', () => {
@@ -459,6 +481,8 @@ describe('nextTrustedNote', () => {
       const next = nextTrustedNote({ trusted: cosigned(checkpointOf(log)), served: grown, verifiers });
       expect(next.note).toBeNull();
       expect(next.kept).toContain('witness.example/w1');
+      // The newer note, for the witness to check from next time rather than stop advancing.
+      expect(next.ahead).toBe(grown);
     });
 
     it('takes the newer note when the trusted one carries only the log signature, even after a key rotation', () => {

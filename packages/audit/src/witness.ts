@@ -86,6 +86,12 @@ export interface WitnessOutcome {
   note: string | null;
   /** When the check came out consistent: the newer checkpoint's note as served (what a witness cosigns). */
   checkpoint?: string;
+  /**
+   * When `note` is null because the trusted note was kept for its cosignatures although the
+   * log grew: the newer note, to keep beside it and pass as `ahead` next time, so the witness
+   * still advances (see `nextTrustedNote`).
+   */
+  ahead?: string;
 }
 
 interface WitnessCommonOptions {
@@ -103,6 +109,14 @@ interface WitnessCommonOptions {
    * it, or the verdict is `NOT_WITNESSED` and nothing is saved.
    */
   witnesses?: { keys: readonly (CosignatureVerifier | string)[]; threshold: number };
+  /**
+   * A newer checkpoint an earlier run kept beside a trusted note it would not replace
+   * (`WitnessOutcome.ahead`): the log is checked from it, the newest the witness has seen,
+   * while the trusted note still decides what is saved. Used when it opens under `verifiers`
+   * for the trusted origin and is larger; a note that does not open is
+   * `TRUSTED_CHECKPOINT_INVALID`.
+   */
+  ahead?: string | null;
 }
 
 /** Options of `witnessLog`: the trusted note, or none at first use (then `log` is required). */
@@ -152,7 +166,10 @@ export interface WitnessBundleOptions extends WitnessCommonOptions {
  */
 export async function witnessLog(options: WitnessLogOptions): Promise<WitnessOutcome> {
   const { verifiers } = options;
-  const trusted = options.trusted === null ? null : openTrusted(options.trusted, verifiers);
+  const trusted = checkFrom(
+    options,
+    options.trusted === null ? null : openTrusted(options.trusted, verifiers),
+  );
   const log = options.log ?? logOfOrigin(trusted!.origin);
   const server = connect({
     url: options.url,
@@ -260,6 +277,7 @@ export async function witnessLog(options: WitnessLogOptions): Promise<WitnessOut
         ...(next.kept ? { kept: next.kept } : {}),
       },
       note: next.note,
+      ...(next.ahead ? { ahead: next.ahead } : {}),
     },
     served,
     options,
@@ -329,7 +347,10 @@ export async function witnessBundle(
   lines: AsyncIterable<string> | Iterable<string>,
   options: WitnessBundleOptions,
 ): Promise<WitnessOutcome> {
-  const trusted = options.trusted === null ? null : openTrusted(options.trusted, options.verifiers);
+  const trusted = checkFrom(
+    options,
+    options.trusted === null ? null : openTrusted(options.trusted, options.verifiers),
+  );
   let served: string | undefined;
   const bundle = await verifyBundle(
     (async function* () {
@@ -357,7 +378,11 @@ export async function witnessBundle(
   if (!report.ok || served === undefined) return { report, note: null };
   const next = nextTrustedNote({ trusted: options.trusted, served, verifiers: options.verifiers });
   return requireWitnesses(
-    { report: { ...report, ...(next.kept ? { kept: next.kept } : {}) }, note: next.note },
+    {
+      report: { ...report, ...(next.kept ? { kept: next.kept } : {}) },
+      note: next.note,
+      ...(next.ahead ? { ahead: next.ahead } : {}),
+    },
     served,
     options,
   );
@@ -378,6 +403,22 @@ function openTrusted(note: string, verifiers: readonly (NoteVerifier | string)[]
     );
   }
   return opened.checkpoint;
+}
+
+/** The checkpoint to check the log from: the trusted one, or the newer one kept beside it (`ahead`). */
+function checkFrom(
+  options: WitnessCommonOptions,
+  trusted: Required<Checkpoint> | null,
+): Required<Checkpoint> | null {
+  if (trusted === null || !options.ahead) return trusted;
+  const opened = openCheckpoint(options.ahead, { verifiers: options.verifiers, origin: trusted.origin });
+  if (!opened.ok) {
+    throw new AuditError(
+      'TRUSTED_CHECKPOINT_INVALID',
+      `the newer checkpoint kept beside the trusted one does not open (${opened.code}: ${opened.message})`,
+    );
+  }
+  return opened.checkpoint.treeSize > trusted.treeSize ? opened.checkpoint : trusted;
 }
 
 function replayOptions(options: WitnessCommonOptions, trusted: Checkpoint | null) {

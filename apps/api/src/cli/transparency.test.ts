@@ -324,8 +324,19 @@ describe('vouch verify --since against a server', () => {
    * histories: their events hash another log id, so none of them extends the real one.
    */
   let serving = 'orders';
-  const fetchFromApp: typeof fetch = (input, init) =>
-    Promise.resolve(app.request(String(input).replace('/v1/logs/orders/', `/v1/logs/${serving}/`), init));
+  /** What the server does to the checkpoint note it serves, when it lies about it. */
+  let rewriteCheckpoint: ((note: string) => string) | null = null;
+  const fetchFromApp: typeof fetch = async (input, init) => {
+    const response = await app.request(
+      String(input).replace('/v1/logs/orders/', `/v1/logs/${serving}/`),
+      init,
+    );
+    if (rewriteCheckpoint === null || !String(input).endsWith('/checkpoint') || !response.ok) return response;
+    return new Response(rewriteCheckpoint(await response.text()), {
+      status: response.status,
+      headers: response.headers,
+    });
+  };
 
   async function history(log: string, payloads: number[]): Promise<void> {
     const ledger = createLedger(database, { afterAppend: [merkleAppendHook] });
@@ -487,6 +498,52 @@ describe('vouch verify --since against a server', () => {
       const { code, report } = await since(file);
       expect([code, report.status, report.saved]).toEqual([0, 'CONSISTENT', null]);
       expect(readFileSync(file, 'utf8')).toBe(cosigned);
+    });
+
+    it('still advances past it, so a line anyone can add does not blind the witness to a truncation', async () => {
+      serving = 'orders';
+      const file = join(root, 'frozen.checkpoint');
+      const { report: first } = await since(file, ['--init', '--log', 'orders']);
+      const size = first.latest.tree_size as number;
+      const signedBefore = readFileSync(file, 'utf8');
+      // The server serves the same checkpoint with one line more, by a "witness" whose key is
+      // the server's own choice: the witness merges it, as it merges real cosignatures.
+      const text = signedBefore.slice(0, signedBefore.lastIndexOf('\n\n') + 1);
+      const line = signNote(text, [parseSignerKey(generateNoteKeys('evil.example/w').signerKey)]);
+      rewriteCheckpoint = (note) => note + line.slice(line.lastIndexOf('\n\n') + 2);
+      try {
+        expect((await since(file)).report).toMatchObject({ status: 'CONSISTENT', saved: file });
+      } finally {
+        rewriteCheckpoint = null;
+      }
+      const withLine = readFileSync(file, 'utf8');
+      expect(withLine).toContain('evil.example/w');
+      // The log grows: the file keeps its lines, and the newer checkpoint goes beside it.
+      await history('orders', [100, 101]);
+      const grown = await since(file);
+      expect([grown.code, grown.report.status, grown.report.saved]).toEqual([
+        0,
+        'CONSISTENT',
+        `${file}.ahead`,
+      ]);
+      expect(grown.report.kept).toContain('evil.example/w');
+      expect(readFileSync(file, 'utf8')).toBe(withLine);
+      expect(readFileSync(`${file}.ahead`, 'utf8')).toContain(`\n${size + 2}\n`);
+      // Cut back to the size in the file: the witness checks from the newer one, and says so.
+      rewriteCheckpoint = () => signedBefore;
+      try {
+        const cut = await since(file);
+        expect([cut.code, cut.report.status, cut.report.trusted.tree_size]).toEqual([
+          1,
+          'TRUNCATED',
+          size + 2,
+        ]);
+      } finally {
+        rewriteCheckpoint = null;
+      }
+      // The honest log again: consistent from the newer one, and nothing moves.
+      const again = await since(file);
+      expect([again.code, again.report.status, again.report.saved]).toEqual([0, 'CONSISTENT', null]);
     });
   });
 

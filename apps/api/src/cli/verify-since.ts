@@ -60,9 +60,12 @@ from a running server (--url, with an auditor API key) or from an exported bundl
 every event hash, chain link and the Merkle root at your size and at the new one: the
 server's claims prove nothing by themselves. Only then is CHECKPOINT_FILE replaced
 (atomically: write, fsync, rename); a file that carries other witnesses' cosignatures is
-never replaced by one that lacks them. With --witness, the newer checkpoint must also carry
-valid cosignatures (c2sp.org/tlog-cosignature) by --threshold of those witnesses, or it
-is refused and not saved: a checkpoint no witness saw may be a view shown only to you.`,
+never replaced by one that lacks them: the newer checkpoint is then saved beside it, as
+CHECKPOINT_FILE.ahead, and the next run checks the log from that one, so the witness keeps
+advancing whatever signature lines the server adds or leaves out. With --witness, the
+newer checkpoint must also carry valid cosignatures (c2sp.org/tlog-cosignature) by
+--threshold of those witnesses, or it is refused and not saved: a checkpoint no witness
+saw may be a view shown only to you.`,
   options: SINCE_OPTIONS,
   footer: `Exit 0: CONSISTENT (the log only grew). Exit 1: evidence of a rewrite or a server that
 withholds what it must serve: TRUNCATED, FORKED, BROKEN, WITHHELD, PROOF_INVALID, or a
@@ -100,9 +103,16 @@ async function witness(values: OptionValues<typeof SINCE_OPTIONS>, io: CliIo): P
     throw new CliError('give exactly one of --url URL (a running server) or --bundle FILE');
   }
   const trusted = await readTrusted(file, values.init === true);
+  const aheadPath = aheadFile(file);
+  const ahead = trusted !== null && existsSync(aheadPath) ? await readFile(aheadPath, 'utf8') : null;
   const label = values.url === undefined ? `verifying ${values.bundle}` : 'checking the served events';
   const progress = bundleProgress(io, label);
-  const common = { verifiers, onProgress: progress.onProgress, ...(witnesses ? { witnesses } : {}) };
+  const common = {
+    verifiers,
+    onProgress: progress.onProgress,
+    ahead,
+    ...(witnesses ? { witnesses } : {}),
+  };
   let outcome: WitnessOutcome;
   if (values.url !== undefined) {
     const apiKey = values.key ?? io.env.VOUCH_API_KEY?.trim();
@@ -123,8 +133,22 @@ async function witness(values: OptionValues<typeof SINCE_OPTIONS>, io: CliIo): P
   if (outcome.report.ok && outcome.note !== null) {
     await saveAtomically(file, outcome.note);
     saved = file;
+    if (ahead !== null) await rm(aheadPath, { force: true });
+  } else if (outcome.report.ok && outcome.ahead !== undefined && outcome.ahead !== ahead) {
+    // The cosigned checkpoint stays in FILE; the newer one goes beside it, and the next run
+    // checks the log from there.
+    await saveAtomically(aheadPath, outcome.ahead);
+    saved = aheadPath;
   }
   return { ...outcome.report, saved };
+}
+
+/**
+ * Where a witness keeps the newest checkpoint it verified while CHECKPOINT_FILE keeps an
+ * older one for its cosignatures (`WitnessOutcome.ahead`).
+ */
+export function aheadFile(file: string): string {
+  return `${file}.ahead`;
 }
 
 async function readTrusted(file: string, init: boolean): Promise<string | null> {
