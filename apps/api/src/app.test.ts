@@ -240,6 +240,10 @@ describe('createApp', () => {
       });
       const shown = await (await h.call('GET', `/v1/proposals/${proposal.id}`, { key: gateway })).text();
       expect(shown).toContain('"arguments":{"__proto__":{"amount":5000},"amount":1}');
+      // Its content is a field of its own, read back for verification like any other.
+      const auditor = await h.keyFor('user:audrey', ['auditor']);
+      const verified = await h.call('GET', '/v1/logs/default/verify', { key: auditor });
+      expect(await verified.json()).toMatchObject({ ok: true, failures: [] });
     });
   });
 

@@ -77,8 +77,15 @@ function redactValue(value: unknown, ancestors: Set<object>): unknown {
   try {
     if (Array.isArray(value)) return value.map((item) => redactValue(item, ancestors));
     const redacted: Record<string, unknown> = {};
-    for (const [key, member] of Object.entries(value))
-      redacted[key] = QUERY_PARAMETER_KEYS.has(key) ? '[redacted]' : redactValue(member, ancestors);
+    for (const [key, member] of Object.entries(value)) {
+      // Defined, not assigned: a key named "__proto__" would otherwise set the prototype.
+      Object.defineProperty(redacted, key, {
+        value: QUERY_PARAMETER_KEYS.has(key) ? '[redacted]' : redactValue(member, ancestors),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
     return redacted;
   } finally {
     ancestors.delete(value);

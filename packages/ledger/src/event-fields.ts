@@ -35,7 +35,15 @@ export async function attachFields(
     const fields = bySeq.get(row.seq)?.fields;
     // A row is JSON text the ledger wrote; an edited one that no longer parses is content
     // that cannot be the committed value, which verification reports as FIELD_MISMATCH.
-    if (fields) fields[row.name] = { salt: row.salt, value: parseOrText(row.value) };
+    // Defined, not assigned: a field named "__proto__" would otherwise set the prototype.
+    if (fields) {
+      Object.defineProperty(fields, row.name, {
+        value: { salt: row.salt, value: parseOrText(row.value) },
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
   }
   return events;
 }
