@@ -9,7 +9,14 @@ import { refund, refundTool } from './records/__fixtures__/refund';
 import { createRecords, type Records } from './records/create-records';
 import { editCheckpoint, editMerkleNode, rewriteEvent, tamper, testBackends } from './testing';
 import { verifyChain } from './verify-chain';
-import { type PartsOutcome, type VerifyInParts, verifyInParts } from './verify-chain-parts';
+import {
+  type PartRunner,
+  type PartsOutcome,
+  runParts,
+  type VerifyInParts,
+  verifyInParts,
+} from './verify-chain-parts';
+import { verifyEventRange } from './verify-part';
 
 const PREFIX = 'vouch.test/parts';
 const logKey = generateNoteKeys(PREFIX);
@@ -140,6 +147,50 @@ describe.each(testBackends())('verifyChain in parts, on $name', ({ name, open })
         parts: ON_THIS_THREAD,
       });
       expect(report).toEqual(await sequential(log));
+    });
+
+    describe('when the workers fail', () => {
+      /** The parts through `runner`, with what was fed to the caller's checks. */
+      async function onRunner(log: string, runner: PartRunner) {
+        const fed: StoredEvent[] = [];
+        const head = (await ledger.head(log))!;
+        const outcome = await runParts(
+          database,
+          { partEvents: 4, threads: 2, head },
+          {
+            log,
+            pageSize: 3,
+            checkpointKeys: checkpointKeys(log),
+            forwardKinds: KINDS,
+            feed: async (events) => {
+              fed.push(...events);
+            },
+          },
+          runner,
+        );
+        return { outcome, fed };
+      }
+      const dies = (from: number): PartRunner => ({
+        run: (part) =>
+          part.after < from ? verifyEventRange(database, part) : Promise.reject(new Error('the worker died')),
+        end: async () => {},
+      });
+
+      it('runs the parts again on this thread when nothing was fed yet', async () => {
+        const { log } = await intactLog();
+        const { outcome, fed } = await onRunner(log, dies(0));
+        const parts = await inParts(log);
+        expect(outcome).toEqual(parts.outcome);
+        expect(fed).toEqual(parts.fed);
+      });
+
+      it('leaves the log to the event-by-event run once events were fed, feeding none twice', async () => {
+        const { log } = await intactLog();
+        // Parts 0 and 1 (seqs 1–8, the proposals and their decisions) are fed; part 2 fails.
+        const { outcome, fed } = await onRunner(log, dies(8));
+        expect(outcome).toBeNull();
+        expect(fed.map((event) => event.kind)).toEqual(['proposal', 'decision', 'proposal', 'decision']);
+      });
     });
 
     it('is left to the event-by-event run when it has fewer than minParts parts', async () => {

@@ -56,7 +56,8 @@ export interface PartsContext {
   signal?: AbortSignal;
 }
 
-interface PartRunner {
+/** Where parts are verified: worker threads, or this thread. */
+export interface PartRunner {
   run(part: EventRangeTask): Promise<EventRangeResult>;
   end(): Promise<void>;
 }
@@ -80,7 +81,7 @@ function defaultThreads(database: Database): number {
 }
 
 /** Parts one after the other on this thread, through the caller's connection. */
-function thisThread(database: Database): PartRunner {
+export function thisThread(database: Database): PartRunner {
   return { run: (part) => verifyEventRange(database, part), end: async () => {} };
 }
 
@@ -136,24 +137,55 @@ export async function verifyInParts(
   if (!Number.isSafeInteger(threads) || threads < 0) {
     throw new RangeError('parts.threads must be a whole number, 0 or more');
   }
-  const { log, signal } = context;
-  const head = await readHead(database, log);
+  const head = await readHead(database, context.log);
   if (head === null || head.seq < (plan.minParts ?? DEFAULT_MIN_PARTS) * partEvents) return null;
+  return runParts(database, { partEvents, threads, head }, context, partRunner(database, threads));
+}
+
+/** How a log is cut into parts, and on how many threads they run. */
+export interface PartsShape {
+  partEvents: number;
+  threads: number;
+  /** The head read before the parts start: they verify up to it. */
+  head: ChainHead;
+}
+
+/**
+ * {@link verifyInParts} once the log is known to be large enough, on `workers` (null when
+ * no worker can reach the database); exported for tests, which hand it a runner that fails.
+ * A failure of the workers before anything was fed runs the parts again on this thread.
+ * After, the events fed already sit in the caller's checks, and feeding them again would
+ * report an intact log's records twice: the event-by-event run, with fresh checks, takes over.
+ */
+export async function runParts(
+  database: Database,
+  shape: PartsShape,
+  context: PartsContext,
+  workers: PartRunner | null,
+): Promise<PartsOutcome | null> {
+  let fed = false;
+  const watched: PartsContext = {
+    ...context,
+    feed: (events) => {
+      fed = true;
+      return context.feed(events);
+    },
+  };
   const join = async (runner: PartRunner, threads: number) => {
     try {
-      return await joinParts(database, runner, { partEvents, threads, head }, context);
+      return await joinParts(database, runner, { ...shape, threads }, watched);
     } finally {
       await runner.end();
     }
   };
-  const runner = partRunner(database, threads);
-  if (runner !== null) {
+  if (workers !== null) {
     try {
-      return await join(runner, threads);
+      return await join(workers, shape.threads);
     } catch {
-      signal?.throwIfAborted();
-      // The caller's own connection failed: the event-by-event run reports why.
-      if (threads === 0) return null;
+      context.signal?.throwIfAborted();
+      // The caller's own connection failed (no workers), or the caller's checks hold events
+      // already: the event-by-event run reports why, or starts over.
+      if (shape.threads === 0 || fed) return null;
       // A worker that could not connect (a connection limit, a pooler that refuses it) or
       // died: the parts still run here, through the caller's connection.
     }
@@ -161,7 +193,7 @@ export async function verifyInParts(
   try {
     return await join(thisThread(database), 0);
   } catch {
-    signal?.throwIfAborted();
+    context.signal?.throwIfAborted();
     return null;
   }
 }
@@ -169,7 +201,7 @@ export async function verifyInParts(
 async function joinParts(
   database: Database,
   runner: PartRunner,
-  { partEvents, threads, head }: { partEvents: number; threads: number; head: ChainHead },
+  { partEvents, threads, head }: PartsShape,
   context: PartsContext,
 ): Promise<PartsOutcome | null> {
   const { log, signal } = context;
