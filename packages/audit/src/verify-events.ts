@@ -22,8 +22,8 @@ export type ChainFailureCode =
   | 'COMMITMENT_INVALID'
   /** A field of an event was erased, and no later `event.redacted` event of the log names it: erased behind the ledger's back. */
   | 'REDACTION_UNAUTHORIZED'
-  /** A field an `event.redacted` event erased has content again (database verification): the erased data was put back. */
-  | 'REDACTION_REVERSED'
+  /** A field an `event.redacted` event erased still has content (database verification): it was never deleted, or was put back. */
+  | 'REDACTION_NOT_APPLIED'
   /** `prev_hash` is not the hash of the event before: a row was inserted, replaced or reordered. */
   | 'PREV_HASH_MISMATCH'
   /** The event's `at` is earlier than the event before's, or is no time: it was not written by the server, which never goes back. */

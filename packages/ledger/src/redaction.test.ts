@@ -285,7 +285,7 @@ describe.each(testBackends())('redactFields on $name', ({ open }) => {
       expect(await countRowsMentioning(EMAIL, log)).toBe(0);
     });
 
-    it('reports erased content put back behind the ledger as REDACTION_REVERSED, and refuses to erase it again', async () => {
+    it('reports erased content put back behind the ledger as REDACTION_NOT_APPLIED, and refuses to erase it again', async () => {
       const { log, customer } = await freshLog();
       const putBack = await savedRow(log, customer.seq, 'email');
       const { event } = await redact(log, customer.seq, ['email']);
@@ -293,15 +293,49 @@ describe.each(testBackends())('redactFields on $name', ({ open }) => {
       const report = await verifyBothWays(database, { log, checkpointKeys: checkpointKeys(log) });
       expect(report.ok).toBe(false);
       expect(report.failures).toMatchObject([
-        { seq: customer.seq, code: 'REDACTION_REVERSED', table: 'event_fields', fields: ['email'] },
+        { seq: customer.seq, code: 'REDACTION_NOT_APPLIED', table: 'event_fields', fields: ['email'] },
       ]);
       expect(report.failures[0]!.message).toContain(`event.redacted ${event.seq}`);
-      // A second redaction would make its honest author the one verification blames.
-      const before = await ledger.head(log);
-      const again = await redact(log, customer.seq, ['email']).catch((e: unknown) => e);
-      expect(isLedgerError(again) && again.code).toBe('FIELD_ALREADY_REDACTED');
-      expect(isLedgerError(again) && again.message).toContain('REDACTION_REVERSED');
-      expect(await ledger.head(log)).toEqual(before);
+      // A second redaction would make its author the one verification blames; the server
+      // refuses it and raises its integrity alarm (its own ledger here: the alarm stays up).
+      const own = createLedger(database);
+      try {
+        const before = await own.head(log);
+        const again = await redactFields(own, {
+          log,
+          seq: customer.seq,
+          fields: ['email'],
+          reason: 'GDPR request 42',
+          actor: 'admin:dpo',
+        }).catch((e: unknown) => e);
+        expect(isLedgerError(again) && again.code).toBe('FIELD_ALREADY_REDACTED');
+        expect(isLedgerError(again) && again.message).toContain('REDACTION_NOT_APPLIED');
+        expect(await own.head(log)).toEqual(before);
+        expect(own.integrityAlarm.alarms()).toMatchObject([
+          { code: 'RECORD_MISMATCH', log, seq: customer.seq, table: 'event_fields' },
+        ]);
+      } finally {
+        await own.close();
+      }
+    });
+
+    it('still erases a field that a redaction event naming another hash of its event names', async () => {
+      const { log, customer } = await freshLog();
+      // Appended in someone's name with a hash that is not the event's: it authorizes nothing
+      // (verification: EVENT_NOT_FOUND), and so stands in no one's way.
+      await ledger.append({
+        log,
+        kind: 'event.redacted',
+        entity: `event/${customer.seq}`,
+        actor: 'admin:dpo',
+        payload: {
+          fields: ['email'],
+          reason: 'ticket 7',
+          target: { hash: 'ab'.repeat(32), seq: customer.seq },
+        },
+      });
+      await redact(log, customer.seq, ['email']);
+      expect(await countRowsMentioning(EMAIL, log)).toBe(0);
     });
 
     it('reports an edited value of a redacted event as FIELD_MISMATCH', async () => {

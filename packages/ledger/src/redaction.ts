@@ -133,15 +133,26 @@ export async function redactFields(ledger: Ledger, input: RedactionInput): Promi
           .where(and(eq(eventFields.logId, input.log), eq(eventFields.seq, input.seq)))
       ).map((row) => row.name),
     );
-    // Content back under an earlier redaction: someone put it back. A second redaction would
-    // only make its honest author the one that verification blames.
-    const named = await namedByRedactions(tx, input.log, input.seq);
-    const back = fields.filter((name) => present.has(name) && named.has(name));
-    if (back.length > 0) {
+    // Content under an earlier redaction of this very event: it was never deleted (a
+    // redaction event appended by someone else) or was put back. The database no longer
+    // agrees with the chain, which is the integrity alarm's to tell; and a second redaction
+    // would only make its author the one verification blames (FIELD_ALREADY_REDACTED).
+    const named = await namedByRedactions(tx, input.log, { seq: input.seq, hash: target.hash });
+    const kept = fields.filter((name) => present.has(name) && named.has(name));
+    if (kept.length > 0) {
+      const by = named.get(kept[0]!)!;
+      const message = `field ${kept.join(', ')} of event ${input.seq} still has content, though ${REDACTION_KIND} ${by} erased it: it was never deleted, or was put back`;
+      ledger.integrityAlarm.raise({
+        code: 'RECORD_MISMATCH',
+        log: input.log,
+        seq: input.seq,
+        table: 'event_fields',
+        message,
+      });
       throw new LedgerError(
         'FIELD_ALREADY_REDACTED',
-        `field ${back.join(', ')} of event ${input.seq} was erased by an earlier redaction and has content again: someone put it back, and \`vouch verify\` reports it (REDACTION_REVERSED)`,
-        { details: { seq: input.seq, fields: back } },
+        `${message}. \`vouch verify\` reports it (REDACTION_NOT_APPLIED); the role that owns the tables may delete the row, which the database allows under that redaction`,
+        { details: { seq: input.seq, fields: kept, by } },
       );
     }
     const gone = fields.filter((name) => !present.has(name));
@@ -176,23 +187,32 @@ export async function redactFields(ledger: Ledger, input: RedactionInput): Promi
   return ledger.transact(input.log, erase, keyTimeFloor(input.keyIssuedAt));
 }
 
-/** The fields the log's redaction events after event `seq` name as erased from it. */
-async function namedByRedactions(tx: LedgerTransaction, log: string, seq: number): Promise<Set<string>> {
+/**
+ * The fields the log's redaction events after `target` name as erased from it (its seq and
+ * hash, as the database's guard and verification match them), each with the first such event.
+ */
+async function namedByRedactions(
+  tx: LedgerTransaction,
+  log: string,
+  target: { seq: number; hash: string },
+): Promise<Map<string, number>> {
   const rows = await tx.db
-    .select({ payload: auditEvents.payload })
+    .select({ seq: auditEvents.seq, payload: auditEvents.payload })
     .from(auditEvents)
     .where(
       and(
         eq(auditEvents.logId, log),
-        eq(auditEvents.entityId, `event/${seq}`),
+        eq(auditEvents.entityId, `event/${target.seq}`),
         eq(auditEvents.kind, REDACTION_KIND),
-        gt(auditEvents.seq, seq),
+        gt(auditEvents.seq, target.seq),
       ),
-    );
-  const named = new Set<string>();
+    )
+    .orderBy(auditEvents.seq);
+  const named = new Map<string, number>();
   for (const row of rows) {
     const redaction = parseRedaction(row.payload);
-    if (redaction?.target.seq === seq) for (const name of redaction.fields) named.add(name);
+    if (redaction?.target.seq !== target.seq || redaction.target.hash !== target.hash) continue;
+    for (const name of redaction.fields) if (!named.has(name)) named.set(name, Number(row.seq));
   }
   return named;
 }

@@ -56,7 +56,7 @@ export const CHAIN_FAILURE_CODES = [
   'FIELD_MISMATCH',
   'COMMITMENT_INVALID',
   'REDACTION_UNAUTHORIZED',
-  'REDACTION_REVERSED',
+  'REDACTION_NOT_APPLIED',
 ] as const;
 
 /** One break the chain verification found. */
@@ -96,7 +96,7 @@ export const chainFailureSchema = z.looseObject({
     description: 'CHECKPOINT_SIGNATURE_INVALID: SIGNATURE_INVALID, NO_TRUSTED_SIGNATURE or ORIGIN_MISMATCH',
   }),
   fields: z.array(z.string()).optional().meta({
-    description: 'FIELD_MISMATCH, REDACTION_UNAUTHORIZED, REDACTION_REVERSED: the fields concerned',
+    description: 'FIELD_MISMATCH, REDACTION_UNAUTHORIZED, REDACTION_NOT_APPLIED: the fields concerned',
   }),
 });
 export type ChainFailure = z.output<typeof chainFailureSchema>;
