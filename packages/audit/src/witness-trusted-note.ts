@@ -1,4 +1,5 @@
 import { openCheckpoint } from './checkpoint';
+import { type CosignatureVerifier, verifyCosignatures } from './cosignature';
 import type { NoteVerifier } from './note-keys';
 
 /** What a witness keeps once a check came out consistent. */
@@ -34,8 +35,13 @@ export function nextTrustedNote(options: {
   trusted: string | null;
   served: string;
   verifiers: readonly (NoteVerifier | string)[];
+  /**
+   * The witnesses the auditor trusts (`vouch verify --witness`): then only their valid
+   * cosignatures are worth keeping a note for, and a line by anyone else is not.
+   */
+  witnesses?: readonly (CosignatureVerifier | string)[];
 }): NextTrustedNote {
-  const { trusted, served, verifiers } = options;
+  const { trusted, served, verifiers, witnesses } = options;
   if (trusted === null) return { note: served };
   if (trusted === served) return { note: null };
   const old = splitNote(trusted);
@@ -51,9 +57,12 @@ export function nextTrustedNote(options: {
   const openedNext = openCheckpoint(served, { verifiers });
   if (!openedOld.ok || !openedNext.ok) return { note: null };
   const signers = [...openedNext.verifiedBy, ...openedNext.unverified];
-  const missing = openedOld.unverified.filter(
-    (cosigner) => !signers.some((s) => s.keyName === cosigner.keyName && s.keyId === cosigner.keyId),
-  );
+  const same = (a: { keyName: string; keyId: number }) => (b: { keyName: string; keyId: number }) =>
+    a.keyName === b.keyName && a.keyId === b.keyId;
+  const missing =
+    witnesses && witnesses.length > 0
+      ? validCosigners(trusted, witnesses).filter((c) => !validCosigners(served, witnesses).some(same(c)))
+      : openedOld.unverified.filter((c) => !signers.some(same(c)));
   if (missing.length === 0) return { note: served };
   const names = [...new Set(missing.map((s) => s.keyName))].join(', ');
   return {
@@ -61,6 +70,17 @@ export function nextTrustedNote(options: {
     kept: `kept the trusted checkpoint: it carries cosignatures by ${names} that the server's newer checkpoint lacks; the newer one is kept beside it and checked from next time`,
     ahead: served,
   };
+}
+
+/** The cosigners among `witnesses` whose cosignature on `note` verifies. */
+function validCosigners(
+  note: string,
+  witnesses: readonly (CosignatureVerifier | string)[],
+): Array<{ keyName: string; keyId: number }> {
+  return verifyCosignatures(note, { witnesses, threshold: 1 }).cosignedBy.map((c) => ({
+    keyName: c.name,
+    keyId: c.keyId,
+  }));
 }
 
 /** The signed text and the signature lines (each with its newline) of a note that opened. */

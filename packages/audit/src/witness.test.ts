@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeBundle } from './bundle-format';
 import { canonicalJson } from './canonical-json';
 import { signCheckpoint } from './checkpoint';
+import { generateCosignerKeys, parseCosignerSignerKey } from './cosignature';
 import { isAuditError } from './errors';
 import { eventHashOf, GENESIS_PREV_HASH, payloadHashOf, type StoredEvent } from './event-hash';
 import { eventLeafHash } from './merkle-hash';
@@ -434,6 +435,13 @@ describe('witnessBundle', () => {
       expect([report.status, report.trusted?.tree_size]).toEqual(['TRUNCATED', 6]);
     });
 
+    it('reports FORKED for one of the trusted size with another root: the log signed both', async () => {
+      const trusted = checkpointOf(log, 5);
+      const other = checkpointOf(rewritten(log, 2), 5);
+      const { report, note } = await witnessBundle(bundle(log), { verifiers, trusted, ahead: other });
+      expect([report.ok, report.status, note]).toEqual([false, 'FORKED', null]);
+    });
+
     it('ignores one no larger than the trusted one, and refuses one that does not open', async () => {
       const trusted = checkpointOf(log, 5);
       const stale = await witnessBundle(bundle(log), { verifiers, trusted, ahead: checkpointOf(log, 3) });
@@ -483,6 +491,28 @@ describe('nextTrustedNote', () => {
       expect(next.kept).toContain('witness.example/w1');
       // The newer note, for the witness to check from next time rather than stop advancing.
       expect(next.ahead).toBe(grown);
+    });
+
+    describe('with the witnesses the auditor trusts', () => {
+      const w1 = generateCosignerKeys('witness.example/w1');
+      const cosignedBy = (note: string, keys: { signerKey: string }) =>
+        note + parseCosignerSignerKey(keys.signerKey).cosign(note, 1_764_547_200);
+
+      it('keeps the trusted note for a valid cosignature of one of them', () => {
+        const trusted = cosignedBy(checkpointOf(log), w1);
+        const next = nextTrustedNote({ trusted, served: grown, verifiers, witnesses: [w1.verifierKey] });
+        expect([next.note, next.ahead]).toEqual([null, grown]);
+      });
+
+      it('takes the newer note over one whose extra lines none of them made', () => {
+        const stranger = generateCosignerKeys('evil.example/w');
+        const trusted = cosigned(cosignedBy(checkpointOf(log), stranger));
+        expect(nextTrustedNote({ trusted, served: grown, verifiers, witnesses: [w1.verifierKey] })).toEqual({
+          note: grown,
+        });
+        // Without the list, any line might be a witness's: kept, and the newer one handed back.
+        expect(nextTrustedNote({ trusted, served: grown, verifiers }).ahead).toBe(grown);
+      });
     });
 
     it('takes the newer note when the trusted one carries only the log signature, even after a key rotation', () => {

@@ -166,10 +166,8 @@ export interface WitnessBundleOptions extends WitnessCommonOptions {
  */
 export async function witnessLog(options: WitnessLogOptions): Promise<WitnessOutcome> {
   const { verifiers } = options;
-  const trusted = checkFrom(
-    options,
-    options.trusted === null ? null : openTrusted(options.trusted, verifiers),
-  );
+  const start = checkFrom(options, options.trusted === null ? null : openTrusted(options.trusted, verifiers));
+  const trusted = start.from;
   const log = options.log ?? logOfOrigin(trusted!.origin);
   const server = connect({
     url: options.url,
@@ -195,6 +193,7 @@ export async function witnessLog(options: WitnessLogOptions): Promise<WitnessOut
     report: { ...base, ...extra, ok: status === 'CONSISTENT', status, message },
     note: null,
   });
+  if (start.forked) return verdict('FORKED', start.forked);
   const withheld = (answer: Withheld, extra: Partial<WitnessReport> = {}) =>
     verdict('WITHHELD', `the server withholds ${answer.what} of log ${log} (${answer.reason})`, extra);
 
@@ -265,7 +264,12 @@ export async function witnessLog(options: WitnessLogOptions): Promise<WitnessOut
       );
     }
   }
-  const next = nextTrustedNote({ trusted: options.trusted, served, verifiers });
+  const next = nextTrustedNote({
+    trusted: options.trusted,
+    served,
+    verifiers,
+    ...(options.witnesses ? { witnesses: options.witnesses.keys } : {}),
+  });
   return requireWitnesses(
     {
       report: {
@@ -347,10 +351,26 @@ export async function witnessBundle(
   lines: AsyncIterable<string> | Iterable<string>,
   options: WitnessBundleOptions,
 ): Promise<WitnessOutcome> {
-  const trusted = checkFrom(
+  const start = checkFrom(
     options,
     options.trusted === null ? null : openTrusted(options.trusted, options.verifiers),
   );
+  const trusted = start.from;
+  if (start.forked) {
+    return {
+      report: {
+        ok: false,
+        status: 'FORKED',
+        message: start.forked,
+        log: logOfOrigin(trusted!.origin),
+        trusted: view(trusted!),
+        latest: null,
+        checked: 0,
+        failures: [],
+      },
+      note: null,
+    };
+  }
   let served: string | undefined;
   const bundle = await verifyBundle(
     (async function* () {
@@ -376,7 +396,12 @@ export async function witnessBundle(
     ...omitted(bundle),
   };
   if (!report.ok || served === undefined) return { report, note: null };
-  const next = nextTrustedNote({ trusted: options.trusted, served, verifiers: options.verifiers });
+  const next = nextTrustedNote({
+    trusted: options.trusted,
+    served,
+    verifiers: options.verifiers,
+    ...(options.witnesses ? { witnesses: options.witnesses.keys } : {}),
+  });
   return requireWitnesses(
     {
       report: { ...report, ...(next.kept ? { kept: next.kept } : {}) },
@@ -405,12 +430,16 @@ function openTrusted(note: string, verifiers: readonly (NoteVerifier | string)[]
   return opened.checkpoint;
 }
 
-/** The checkpoint to check the log from: the trusted one, or the newer one kept beside it (`ahead`). */
+/**
+ * The checkpoint to check the log from: the trusted one, or the newer one kept beside it
+ * (`ahead`); and, when the two have one size and two roots, why that alone is a fork: the
+ * log signed both.
+ */
 function checkFrom(
   options: WitnessCommonOptions,
   trusted: Required<Checkpoint> | null,
-): Required<Checkpoint> | null {
-  if (trusted === null || !options.ahead) return trusted;
+): { from: Required<Checkpoint> | null; forked?: string } {
+  if (trusted === null || !options.ahead) return { from: trusted };
   const opened = openCheckpoint(options.ahead, { verifiers: options.verifiers, origin: trusted.origin });
   if (!opened.ok) {
     throw new AuditError(
@@ -418,7 +447,14 @@ function checkFrom(
       `the newer checkpoint kept beside the trusted one does not open (${opened.code}: ${opened.message})`,
     );
   }
-  return opened.checkpoint.treeSize > trusted.treeSize ? opened.checkpoint : trusted;
+  const ahead = opened.checkpoint;
+  if (ahead.treeSize === trusted.treeSize && !bytesEqual(ahead.rootHash, trusted.rootHash)) {
+    return {
+      from: trusted,
+      forked: `the log signed two checkpoints of ${trusted.treeSize} events with different roots: the trusted one and the newer one kept beside it`,
+    };
+  }
+  return { from: ahead.treeSize > trusted.treeSize ? ahead : trusted };
 }
 
 function replayOptions(options: WitnessCommonOptions, trusted: Checkpoint | null) {

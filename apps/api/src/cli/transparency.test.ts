@@ -538,12 +538,24 @@ describe('vouch verify --since against a server', () => {
           'TRUNCATED',
           size + 2,
         ]);
+        expect(cut.report.checked_from).toBe(`${file}.ahead`);
       } finally {
         rewriteCheckpoint = null;
       }
       // The honest log again: consistent from the newer one, and nothing moves.
       const again = await since(file);
       expect([again.code, again.report.status, again.report.saved]).toEqual([0, 'CONSISTENT', null]);
+      // Starting over needs both files gone: a left .ahead would be checked from.
+      rmSync(file);
+      const restart = await since(file, ['--init', '--log', 'orders']);
+      expect(restart.code).toBe(2);
+      expect(restart.err).toContain(`${file}.ahead is left from an earlier witness`);
+      // An .ahead no trusted key signed is refused by name, not checked from.
+      writeFileSync(file, withLine);
+      writeFileSync(`${file}.ahead`, signedBefore.replace(/\n— .*\n$/, '\n— audit.example/v AAAA\n'));
+      const unsigned = await since(file);
+      expect(unsigned.code).toBe(2);
+      expect(unsigned.err).toContain(`${file}.ahead is not a checkpoint signed by a key you trust`);
     });
   });
 

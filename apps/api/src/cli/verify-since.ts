@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { isAuditError } from '@vouch/audit';
+import { isAuditError, openCheckpoint } from '@vouch/audit';
 import { type WitnessOutcome, type WitnessReport, witnessBundle, witnessLog } from '@vouch/audit/witness';
 import { defineCommand, type OptionSpecs, type OptionValues } from './command';
 import { explainFailure } from './errors';
@@ -16,8 +16,11 @@ import {
 } from './verify-bundle';
 import { parseWitnessRequirement, THRESHOLD_OPTION, WITNESS_OPTION } from './witness-threshold';
 
-/** The report `verify --since` prints (`--json`): the witness's, plus where it was saved. */
-export type SinceReport = WitnessReport & { saved: string | null };
+/**
+ * The report `verify --since` prints (`--json`): the witness's, plus where it was saved, and
+ * the file it checked from when that was CHECKPOINT_FILE.ahead (`trusted` is then that one).
+ */
+export type SinceReport = WitnessReport & { saved: string | null; checked_from?: string };
 
 const SINCE_OPTIONS = {
   since: {
@@ -104,7 +107,17 @@ async function witness(values: OptionValues<typeof SINCE_OPTIONS>, io: CliIo): P
   }
   const trusted = await readTrusted(file, values.init === true);
   const aheadPath = aheadFile(file);
+  if (trusted === null && existsSync(aheadPath)) {
+    throw new CliError(
+      `${aheadPath} is left from an earlier witness of ${file}: remove it too, then run --init again`,
+    );
+  }
   const ahead = trusted !== null && existsSync(aheadPath) ? await readFile(aheadPath, 'utf8') : null;
+  if (ahead !== null && !openCheckpoint(ahead, { verifiers }).ok) {
+    throw new CliError(
+      `${aheadPath} is not a checkpoint signed by a key you trust: remove it to check the log from ${file} again`,
+    );
+  }
   const label = values.url === undefined ? `verifying ${values.bundle}` : 'checking the served events';
   const progress = bundleProgress(io, label);
   const common = {
@@ -140,7 +153,7 @@ async function witness(values: OptionValues<typeof SINCE_OPTIONS>, io: CliIo): P
     await saveAtomically(aheadPath, outcome.ahead);
     saved = aheadPath;
   }
-  return { ...outcome.report, saved };
+  return { ...outcome.report, saved, ...(ahead !== null ? { checked_from: aheadPath } : {}) };
 }
 
 /**
@@ -196,8 +209,12 @@ export async function saveAtomically(file: string, text: string): Promise<void> 
 function describe(report: SinceReport): string {
   const count = (n: number) => n.toLocaleString('en-US');
   const lines = [`log ${report.log}: ${report.status} — ${report.message}`];
-  if (report.trusted)
-    lines.push(`  trusted: ${count(report.trusted.tree_size)} events, root ${report.trusted.root_hash}`);
+  if (report.trusted) {
+    const from = report.checked_from ? ` (${report.checked_from})` : '';
+    lines.push(
+      `  trusted: ${count(report.trusted.tree_size)} events, root ${report.trusted.root_hash}${from}`,
+    );
+  }
   if (report.latest)
     lines.push(`  latest:  ${count(report.latest.tree_size)} events, root ${report.latest.root_hash}`);
   lines.push(`  checked: ${count(report.checked)} events recomputed from what was served`);
