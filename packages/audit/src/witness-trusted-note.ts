@@ -67,7 +67,7 @@ export function nextTrustedNote(options: {
   const names = [...new Set(missing.map((s) => s.keyName))].join(', ');
   return {
     note: null,
-    kept: `kept the trusted checkpoint: it carries cosignatures by ${names} that the server's newer checkpoint lacks; the newer one is kept beside it and checked from next time`,
+    kept: `kept the trusted checkpoint: it carries cosignatures by ${names} that the server's newer checkpoint lacks; the log is checked from the newer one next time`,
     ahead: served,
   };
 }

@@ -193,6 +193,18 @@ describe.each(testBackends())('verifyChain against edits beside the chain, on $n
       );
     });
 
+    it('a stored Merkle node of 64 characters that are not all hex digits is MERKLE_MISMATCH', async () => {
+      // Right length, so only the check that the block is hex (not its size) can refuse it.
+      const { log } = await recordLog();
+      await expectCaught(
+        log,
+        [
+          sql`update merkle_nodes set hash = overlay(hash placing 'zz' from 31 for 2) where log_id = ${log} and level = 1 and idx = 0`,
+        ],
+        'MERKLE_MISMATCH@merkle_nodes',
+      );
+    });
+
     it('a checkpoint copied to another size is CHECKPOINT_MISMATCH', async () => {
       const { log, size } = await recordLog();
       await expectCaught(

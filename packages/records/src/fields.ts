@@ -31,9 +31,13 @@ export const jsonValueSchema = z.unknown().meta({ description: 'Any JSON value' 
  */
 export const jsonObjectSchema = z
   .unknown()
-  .refine((value) => typeof value === 'object' && value !== null && !Array.isArray(value), {
-    message: 'must be a JSON object',
-  })
+  .refine(
+    (value) =>
+      typeof value === 'object' &&
+      value !== null &&
+      (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null),
+    { message: 'must be a JSON object' },
+  )
   .meta({ type: 'object', additionalProperties: {} }) as unknown as z.ZodType<JsonObject, JsonObject>;
 
 // Identifiers land in plain text columns and in messages: no control characters (Postgres

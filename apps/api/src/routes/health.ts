@@ -69,12 +69,13 @@ export async function databaseReadiness(
     if (answered !== 'answered') return unavailable(answered === 'late' ? tooLate : 'database unreachable');
     const status = await Promise.race([migrationStatus(database), late]).catch(() => null);
     if (status === 'late') return unavailable(tooLate);
-    const ok = status !== null && status.applied >= status.expected;
+    if (status === null) return unavailable('the migration journal could not be read');
+    const ok = status.applied >= status.expected;
     return {
       ready: ok,
       ...(ok ? {} : { code: 'MIGRATIONS_PENDING' as const }),
       database: { ok: true, kind: database.kind },
-      migrations: status === null ? { ok } : { ok, expected: status.expected, applied: status.applied },
+      migrations: { ok, expected: status.expected, applied: status.applied },
     };
   } finally {
     clearTimeout(timer);
