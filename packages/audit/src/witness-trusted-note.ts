@@ -28,8 +28,10 @@ export interface NextTrustedNote {
  * server serves its checkpoints signed by the log alone, so replacing the file with what it
  * serves would throw that evidence away:
  * - same checkpoint text (same size and root): keep every signature line of both notes;
- * - a grown log whose note lacks a cosigner of the trusted one: keep the trusted note, say
- *   so in `kept`, and hand back the newer one as `ahead`, to check from next time.
+ * - a grown log whose note lacks a cosigner of the trusted one (with `witnesses`: a valid
+ *   cosignature by one of them; without, any line the log did not make, since no line can
+ *   then be told from a forgery): keep the trusted note, say so in `kept`, and hand back
+ *   the newer one as `ahead`, to check from next time.
  */
 export function nextTrustedNote(options: {
   trusted: string | null;
@@ -56,18 +58,20 @@ export function nextTrustedNote(options: {
   const openedOld = openCheckpoint(trusted, { verifiers });
   const openedNext = openCheckpoint(served, { verifiers });
   if (!openedOld.ok || !openedNext.ok) return { note: null };
-  const signers = [...openedNext.verifiedBy, ...openedNext.unverified];
   const same = (a: { keyName: string; keyId: number }) => (b: { keyName: string; keyId: number }) =>
     a.keyName === b.keyName && a.keyId === b.keyId;
+  // Without the witnesses' keys no line can be told from another: one that names a cosigner
+  // of the trusted note and carries anything at all would pass for it. So every line the
+  // log did not make keeps the trusted note; `ahead` keeps the witness advancing all the same.
   const missing =
     witnesses && witnesses.length > 0
       ? validCosigners(trusted, witnesses).filter((c) => !validCosigners(served, witnesses).some(same(c)))
-      : openedOld.unverified.filter((c) => !signers.some(same(c)));
+      : openedOld.unverified;
   if (missing.length === 0) return { note: served };
   const names = [...new Set(missing.map((s) => s.keyName))].join(', ');
   return {
     note: null,
-    kept: `kept the trusted checkpoint: it carries cosignatures by ${names} that the server's newer checkpoint lacks; the log is checked from the newer one next time`,
+    kept: `kept the trusted checkpoint for its cosignatures by ${names}, which ${witnesses && witnesses.length > 0 ? "the server's newer checkpoint lacks" : 'no witness key given can check on the newer one'}; the log is checked from the newer one next time`,
     ahead: served,
   };
 }

@@ -414,6 +414,14 @@ describe('witnessBundle', () => {
     expect([report.status, report.latest?.tree_size, note]).toEqual(['CONSISTENT', 6, checkpointOf(log)]);
   });
 
+  it('keeps the checkpoint of a checkpoint line spelled with spaces, as the bundle parser reads it', async () => {
+    const spaced: string[] = [];
+    for await (const line of bundle(log)) spaced.push(line.replace(/^\{"checkpoint":/, '{ "checkpoint": '));
+    expect(spaced.at(-1)).toMatch(/^\{ "checkpoint": /);
+    const { report, note } = await witnessBundle(spaced, { verifiers, trusted: checkpointOf(log, 3) });
+    expect([report.status, note]).toEqual(['CONSISTENT', checkpointOf(log)]);
+  });
+
   it('reports FORKED for a re-signed rewrite, and TRUNCATED for a shorter bundle', async () => {
     const trusted = checkpointOf(log, 5);
     expect((await witnessBundle(bundle(rewritten(log, 2)), { verifiers, trusted })).report.status).toBe(
@@ -491,6 +499,14 @@ describe('nextTrustedNote', () => {
       expect(next.kept).toContain('witness.example/w1');
       // The newer note, for the witness to check from next time rather than stop advancing.
       expect(next.ahead).toBe(grown);
+    });
+
+    it('keeps a cosigned note without witness keys even when the newer one names the same cosigner', () => {
+      // Any bytes can follow a cosigner's name and key id: without its key, the line proves
+      // nothing, and taking the newer note would throw a real cosignature away for it.
+      const trusted = cosigned(checkpointOf(log));
+      const served = cosigned(grown);
+      expect(nextTrustedNote({ trusted, served, verifiers })).toMatchObject({ note: null, ahead: served });
     });
 
     describe('with the witnesses the auditor trusts', () => {

@@ -376,7 +376,8 @@ export async function witnessBundle(
     (async function* () {
       for await (const line of lines) {
         // Keep the checkpoint line's note: it is the state to save when all is well.
-        if (line.startsWith('{"checkpoint":')) served = checkpointOfLine(line) ?? served;
+        // Any spelling the bundle parser reads as the checkpoint line (whitespace included).
+        if (line.includes('"checkpoint"')) served = checkpointOfLine(line) ?? served;
         yield line;
       }
     })(),
@@ -550,10 +551,12 @@ function servedLine(failure: BundleFailure, line: number): BundleFailure {
   return { ...failure, line, message: failure.message.replace(/^line \d+/, `line ${line}`) };
 }
 
+/** The note of a checkpoint line: an object whose one member is `checkpoint`, as the bundle parser reads it. */
 function checkpointOfLine(line: string): string | undefined {
   try {
     const value = JSON.parse(line) as { checkpoint?: unknown };
-    return typeof value.checkpoint === 'string' ? value.checkpoint : undefined;
+    const only = typeof value === 'object' && value !== null && Object.keys(value).length === 1;
+    return only && typeof value.checkpoint === 'string' ? value.checkpoint : undefined;
   } catch {
     // verifyBundle reports the malformed line.
     return undefined;
