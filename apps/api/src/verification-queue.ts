@@ -56,6 +56,9 @@ export interface VerificationQueueOptions {
   leaseMs?: number;
 }
 
+/** How many leases ahead a claim may end before it counts as written by no queue. */
+const LONGEST_LEASES = 10;
+
 /**
  * The verification queue. A job runs the configured verifiers on one observation (with their
  * measurement policies: this is why it runs in the background) and records the outcome as a
@@ -72,8 +75,11 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
   let sweeper: NodeJS.Timeout | undefined;
 
   const lease = (ms: number) => {
-    const at = now();
-    return { holder, now: at.toISOString(), until: new Date(at.getTime() + ms).toISOString() };
+    const at = now().getTime();
+    const iso = (time: number) => new Date(time).toISOString();
+    // A queue renews its claim every third of its lease: one ending ten leases ahead (five
+    // minutes by default, well past clock skew between servers) was written by no queue.
+    return { holder, now: iso(at), until: iso(at + ms), longest: iso(at + LONGEST_LEASES * leaseMs) };
   };
 
   /** `state.recording`: the readings are done and the result is being written; the lease no longer matters. */
@@ -193,7 +199,14 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
 
   const resume = async () => {
     let started = 0;
-    for (const job of await store.pending()) if (await claimAndStart(job)) started++;
+    for (const job of await store.pending()) {
+      try {
+        if (await claimAndStart(job)) started++;
+      } catch (error) {
+        // One job that cannot be claimed (its lease rows are not a queue's) holds up no other.
+        logger.warn('verification job could not be claimed', { job: job.id, log: job.log, error });
+      }
+    }
     return started;
   };
 

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createLedger, createRecords, createVerificationJobStore, OPERATOR_ACTOR } from '@vouch/ledger';
 import { createVerifierRegistry, type MeasurementPolicy } from '@vouch/verifier-sdk';
 import { createGuardedFetch, httpJsonVerifier } from '@vouch/verifiers';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, type VouchApp } from '../app';
 import { createKeyStore } from '../auth/key-store';
@@ -312,6 +313,74 @@ describe('POST /v1/observations/{id}/verify with a measurement policy', () => {
       expect(
         verified.body.failures.filter((failure: Json) => failure.actor === 'service:late-checker'),
       ).toEqual([]);
+    });
+
+    describe('when lease rows were inserted to hold jobs (the runtime role may insert them)', () => {
+      const fast: MeasurementPolicy = {
+        interval: '10ms',
+        count: 1,
+        consecutiveSuccessLimit: 1,
+        failureLimit: -1,
+      };
+      const job = (id: string, observationId: string, proposalId: string, requestedAt: string) => ({
+        log: 'default',
+        id,
+        observationId,
+        proposalId,
+        requestedBy: 'agent:gw',
+        body: {},
+        requestedAt,
+      });
+      const runQueue = async () => {
+        let queue: VerificationQueue | undefined;
+        appWith(h, fast, (host) => {
+          queue = queueOn(h)(host);
+          return queue;
+        });
+        const started = await queue!.resume();
+        await queue!.idle();
+        await queue!.close();
+        return started;
+      };
+
+      it('takes over a job whose lease ends further ahead than any queue writes', async () => {
+        const app = appWith(h, fast);
+        const { proposalId, observationId } = await refunded(app);
+        const store = createVerificationJobStore(h.database);
+        const id = `vjob_${'f'.repeat(32)}`;
+        await store.enqueue(job(id, observationId, proposalId, new Date().toISOString()));
+        const now = new Date().toISOString();
+        expect(
+          await store.claim('default', id, { holder: 'nobody', now, until: '9999-12-31T00:00:00.000Z' }),
+        ).toBe(true);
+        expect(await runQueue()).toBe(1);
+        expect(await story(app, proposalId)).toMatchObject({ verifying: false, verifications: [{}] });
+      });
+
+      it('claims the other jobs when one cannot be claimed at all', async () => {
+        const app = appWith(h, fast);
+        const first = await refunded(app);
+        const second = await refunded(app);
+        const store = createVerificationJobStore(h.database);
+        const stuck = `vjob_${'0'.repeat(31)}1`;
+        const good = `vjob_${'0'.repeat(31)}2`;
+        const early = new Date(Date.now() - 60_000).toISOString();
+        await store.enqueue(job(stuck, first.observationId, first.proposalId, early));
+        await store.enqueue(job(good, second.observationId, second.proposalId, new Date().toISOString()));
+        // The last term an integer column holds: no next term can be written for this job.
+        await h.database.rows(
+          sql`insert into verification_job_leases (log_id, job_id, term, holder, lease_until)
+              values ('default', ${stuck}, 2147483647, 'nobody', ${early})`,
+        );
+        const warned = h.logger.lines.length;
+        expect(await runQueue()).toBe(1);
+        expect(await story(app, second.proposalId)).toMatchObject({ verifying: false, verifications: [{}] });
+        expect(await story(app, first.proposalId)).toMatchObject({ verifying: true });
+        expect(h.logger.lines.slice(warned).map((line) => [line.msg, line.job])).toContainEqual([
+          'verification job could not be claimed',
+          stuck,
+        ]);
+      });
     });
 
     it('runs a job once when two servers resume it together, and never while another holds it', async () => {

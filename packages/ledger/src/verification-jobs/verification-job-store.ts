@@ -32,6 +32,12 @@ export interface VerificationJobLease {
   now: string;
   /** When the claim runs out unless renewed; `now` (or earlier) releases the job. */
   until: string;
+  /**
+   * The furthest end of a lease any queue writes. A latest term ending after it is one no
+   * queue wrote (a row inserted to hold the job for good): the job is claimed as if nobody
+   * held it. Default: no bound.
+   */
+  longest?: string;
 }
 
 /** Reads and writes of the verification queue. */
@@ -101,7 +107,12 @@ export function createVerificationJobStore(database: Database): VerificationJobS
             order by l.term desc limit 1`,
       );
       if (latest?.done) return false;
-      if (latest && latest.holder !== lease.holder && latest.lease_until > lease.now) return false;
+      const held =
+        latest !== undefined &&
+        latest.holder !== lease.holder &&
+        latest.lease_until > lease.now &&
+        (lease.longest === undefined || latest.lease_until <= lease.longest);
+      if (held) return false;
       // The primary key is the claim: of two processes adding term n, one wins.
       const won = await database.rows<{ term: number }>(
         sql`insert into verification_job_leases (log_id, job_id, term, holder, lease_until)
