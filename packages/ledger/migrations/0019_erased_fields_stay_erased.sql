@@ -5,11 +5,22 @@
 -- the event count, as in vouch_event_fields_guard, so an event appended beforehand in a
 -- future event's name blocks nothing. Once per statement, over the rows it inserted: the
 -- ledger writes a wave's field rows in one statement, and a check per row cost twice as much.
+--
+-- The lookup must see every redaction committed before the row went in. At read committed it
+-- does: the check runs after the insert, which waited for a redaction deleting the same row,
+-- with a snapshot of its own. A repeatable read or serializable transaction would look from
+-- a snapshot taken before the redaction, and put the row back unseen: field content is only
+-- ever written at read committed (as the ledger writes it), or not at all.
 CREATE OR REPLACE FUNCTION vouch_erased_fields_guard() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
   kept record;
 BEGIN
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'vouch: INSERT on event_fields is refused at isolation level %: field content is written at read committed, where the check against erased fields sees every redaction', current_setting('transaction_isolation')
+      USING ERRCODE = 'VC001',
+            HINT = 'Field content is written only with its event, by the ledger.';
+  END IF;
   SELECT i.seq, i.name INTO kept
     FROM inserted i
     JOIN audit_events redaction

@@ -135,21 +135,29 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
       const [saved] = await owner.rows<{ salt: string; value: string }>(
         sql`select salt, value from event_fields where log_id = ${log} and name = 'email'`,
       );
-      await redactFields(ledger, {
-        log,
-        seq: event.seq,
-        fields: ['email'],
-        reason: 'ticket 1',
-        actor: 'user:dpo',
-      });
+      const putBack = `insert into event_fields (log_id, seq, name, salt, value) values ('${log}', ${event.seq}, 'email', '${saved!.salt}', '${saved!.value.replaceAll("'", "''")}')`;
+      // The service holds a snapshot from before the erasure (repeatable read) and puts the
+      // row back from it once the erasure committed: refused outright.
+      await expect(
+        runtime.begin('isolation level repeatable read', async (tx) => {
+          await tx.unsafe(`select 1 from event_fields where log_id = '${log}'`);
+          await redactFields(ledger, {
+            log,
+            seq: event.seq,
+            fields: ['email'],
+            reason: 'ticket 1',
+            actor: 'user:dpo',
+          });
+          await tx.unsafe(putBack);
+        }),
+      ).rejects.toMatchObject({ code: 'VC001' });
       const left = await owner.rows<{ name: string }>(
         sql`select name from event_fields where log_id = ${log} order by name`,
       );
       expect(left.map((row) => row.name)).toEqual(['channel']);
       // The redaction names email only: channel still cannot go.
       expect(await asRuntime(`delete from event_fields where log_id = '${log}'`)).toBe('VC001');
-      // Nor can the erased email come back: an erased field stays erased.
-      const putBack = `insert into event_fields (log_id, seq, name, salt, value) values ('${log}', ${event.seq}, 'email', '${saved!.salt}', '${saved!.value.replaceAll("'", "''")}')`;
+      // Nor at read committed: an erased field stays erased.
       expect(await asRuntime(putBack)).toBe('VC001');
       // The role can append a redaction event in anyone's name, and the trigger then lets the
       // row go; verification lists the erasure and names it for what it is: no redactor key
