@@ -29,9 +29,9 @@ export interface NextTrustedNote {
  * serves would throw that evidence away:
  * - same checkpoint text (same size and root): keep every signature line of both notes;
  * - a grown log whose note lacks a cosigner of the trusted one (with `witnesses`: a valid
- *   cosignature by one of them; without, any line the log did not make, since no line can
- *   then be told from a forgery): keep the trusted note, say so in `kept`, and hand back
- *   the newer one as `ahead`, to check from next time.
+ *   cosignature by one of them; without, a line under the name and key id of one): keep the
+ *   trusted note, say so in `kept`, and hand back the newer one as `ahead`, to check from
+ *   next time.
  */
 export function nextTrustedNote(options: {
   trusted: string | null;
@@ -60,18 +60,19 @@ export function nextTrustedNote(options: {
   if (!openedOld.ok || !openedNext.ok) return { note: null };
   const same = (a: { keyName: string; keyId: number }) => (b: { keyName: string; keyId: number }) =>
     a.keyName === b.keyName && a.keyId === b.keyId;
-  // Without the witnesses' keys no line can be told from another: one that names a cosigner
-  // of the trusted note and carries anything at all would pass for it. So every line the
-  // log did not make keeps the trusted note; `ahead` keeps the witness advancing all the same.
+  // Without the witnesses' keys a cosigner is known by the name and key id its line carries
+  // (a log key the auditor did not pass signs both notes, and counts as present): a served
+  // line under the same name and id passes for it, whatever its bytes. `witnesses` checks them.
+  const signers = [...openedNext.verifiedBy, ...openedNext.unverified];
   const missing =
     witnesses && witnesses.length > 0
       ? validCosigners(trusted, witnesses).filter((c) => !validCosigners(served, witnesses).some(same(c)))
-      : openedOld.unverified;
+      : openedOld.unverified.filter((c) => !signers.some(same(c)));
   if (missing.length === 0) return { note: served };
   const names = [...new Set(missing.map((s) => s.keyName))].join(', ');
   return {
     note: null,
-    kept: `kept the trusted checkpoint for its cosignatures by ${names}, which ${witnesses && witnesses.length > 0 ? "the server's newer checkpoint lacks" : 'no witness key given can check on the newer one'}; the log is checked from the newer one next time`,
+    kept: `kept the trusted checkpoint for its cosignatures by ${names}, which the server's newer checkpoint lacks; the log is checked from the newer one next time`,
     ahead: served,
   };
 }

@@ -501,14 +501,6 @@ describe('nextTrustedNote', () => {
       expect(next.ahead).toBe(grown);
     });
 
-    it('keeps a cosigned note without witness keys even when the newer one names the same cosigner', () => {
-      // Any bytes can follow a cosigner's name and key id: without its key, the line proves
-      // nothing, and taking the newer note would throw a real cosignature away for it.
-      const trusted = cosigned(checkpointOf(log));
-      const served = cosigned(grown);
-      expect(nextTrustedNote({ trusted, served, verifiers })).toMatchObject({ note: null, ahead: served });
-    });
-
     describe('with the witnesses the auditor trusts', () => {
       const w1 = generateCosignerKeys('witness.example/w1');
       const cosignedBy = (note: string, keys: { signerKey: string }) =>
