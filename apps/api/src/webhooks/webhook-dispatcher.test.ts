@@ -11,7 +11,7 @@ import {
   type IntegrityAlarm,
   type Ledger,
 } from '@vouch/ledger';
-import { testBackends } from '@vouch/ledger/testing';
+import { appendRecordedAt, tamper, testBackends } from '@vouch/ledger/testing';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryLogger } from '../logger';
@@ -315,6 +315,49 @@ describe.each(testBackends())('the webhook dispatcher on $name', ({ open }) => {
       expect(webhookAlarms('webhook_cursors')).toEqual([
         expect.objectContaining({ log: 'default', seq: 2 ** 53 }),
       ]);
+    });
+  });
+
+  describe('when events no server wrote are in the logs it reads (a poisoned source)', () => {
+    it('derives nothing from them, raises the alarm for each, and still delivers the rest', async () => {
+      const at = new Date(Date.now() + offset).toISOString();
+      // As the runtime role can append them: a payload that is no object, a time that is no time.
+      const nullPayload = await appendRecordedAt(database, {
+        log: 'x-poison-a',
+        kind: 'verification',
+        entity: 'ver_poison',
+        actor: 'user:verifier',
+        at,
+        payload: null,
+      });
+      const noTime = await appendRecordedAt(database, {
+        log: 'x-poison-b',
+        kind: 'approval_request',
+        entity: 'apr_poison',
+        actor: 'agent:gw',
+        at: 'not a time',
+        payload: { expires_at: at },
+      });
+      // As an owner can edit one: a payload changed in place, its hash left as it was.
+      const edited = await failedVerification('ver_edited_in_place');
+      await tamper(
+        database,
+        sql`update audit_events set payload = replace(payload, 'prop_ver_edited_in_place', 'prop_other')
+            where log_id = 'default' and seq = ${edited.seq}`,
+      );
+      const next = await failedVerification('ver_after_poison');
+      await runUntil(() => received().some((b) => b.subject === 'ver_after_poison'));
+      expect(received().filter((b) => b.subject === 'ver_after_poison')).toEqual([
+        expect.objectContaining({ type: 'verification.failed', seq: next.seq }),
+      ]);
+      expect(received().some((b) => b.subject === 'ver_edited_in_place')).toBe(false);
+      expect(webhookAlarms('audit_events').map((a) => [a.log, a.seq])).toEqual(
+        expect.arrayContaining([
+          ['x-poison-a', nullPayload.seq],
+          ['x-poison-b', noTime.seq],
+          ['default', edited.seq],
+        ]),
+      );
     });
   });
 

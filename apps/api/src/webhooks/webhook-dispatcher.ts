@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { payloadHashOf } from '@vouch/audit';
 import {
   type ClaimedWebhookDelivery,
   createWebhookStore,
@@ -142,11 +143,24 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
         dueAt,
       }));
 
+  /**
+   * The deliveries `event` derives. Throws for an event no server wrote as it reads: a
+   * payload that does not hash to the event's `payload_hash` (edited in place), one that is
+   * not a JSON object, a time that does not parse.
+   */
   const derive = (event: WebhookSourceEvent, everyTarget = false): NewWebhookDelivery[] => {
     const forTargets = (notice: Omit<WebhookNotice, 'id'>, dueAt: string) =>
       deliveriesFor(notice, dueAt, everyTarget);
     if (event.payload === null) return [];
+    if (payloadHashOf(event.payload) !== event.payloadHash) {
+      throw new Error('its payload does not hash to its payload_hash');
+    }
     const data = JSON.parse(event.payload) as Record<string, unknown>;
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+      throw new Error('its payload is not a JSON object');
+    }
+    if (Number.isNaN(Date.parse(event.at)))
+      throw new Error(`its time ${JSON.stringify(event.at)} is no time`);
     const notice = (kind: WebhookEvent, subject: string, path: string) => ({
       event: kind,
       log: event.log,
@@ -245,7 +259,13 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     }
     const event = await store.sourceEvent({ log: delivery.log, seq: delivery.seq, kinds: SOURCE_KINDS });
     if (event === null) return { reason: 'its source event does not exist' };
-    const derived = derive(event, true).find((d) => d.id === delivery.id);
+    let all: NewWebhookDelivery[];
+    try {
+      all = derive(event, true);
+    } catch (error) {
+      return { reason: `its source event cannot be read: ${(error as Error).message}` };
+    }
+    const derived = all.find((d) => d.id === delivery.id);
     if (derived === undefined) return { reason: 'its source event derives no delivery with its id' };
     const differs = (['target', 'event', 'subject'] as const).filter(
       (field) => derived[field] !== delivery[field],
@@ -258,7 +278,20 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
   const deriveNew = async () => {
     await checkCursors();
     for (const events of await store.readAfterCursors({ kinds: SOURCE_KINDS, limit: READ_LIMIT })) {
-      const deliveries = events.flatMap((event) => derive(event));
+      // An event no server wrote derives nothing, and holds up no other: the alarm says so.
+      const deliveries = events.flatMap((event) => {
+        try {
+          return derive(event);
+        } catch (error) {
+          raise(
+            'audit_events',
+            event.log,
+            event.seq,
+            `event ${event.seq} of log ${event.log} (${event.kind}) derives no notification: ${(error as Error).message}`,
+          );
+          return [];
+        }
+      });
       const preempted = await store.advance({
         log: events[0]!.log,
         throughSeq: events.at(-1)!.seq,

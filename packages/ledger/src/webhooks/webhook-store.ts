@@ -20,6 +20,8 @@ export interface WebhookSourceEvent {
   at: string;
   /** The canonical JSON payload, for an event of a kind asked for; null otherwise. */
   payload: string | null;
+  /** The event's `payload_hash`: a payload that does not hash to it is none the chain holds. */
+  payloadHash: string;
 }
 
 /** A delivery to write: derived from an event (or an alarm), for one target. */
@@ -246,8 +248,10 @@ export function createWebhookStore(database: Database): WebhookStore {
           entity_id: string;
           recorded_at: string;
           payload: string | null;
+          payload_hash: string;
         }>(sql`
-          select seq, kind, entity_id, recorded_at, case when kind = any(${kindList}) then payload end as payload
+          select seq, kind, entity_id, recorded_at, case when kind = any(${kindList}) then payload end as payload,
+                 payload_hash
           from audit_events
           where log_id = ${log}
             and seq > coalesce((
@@ -265,6 +269,7 @@ export function createWebhookStore(database: Database): WebhookStore {
             entity: e.entity_id,
             at: e.recorded_at,
             payload: e.payload,
+            payloadHash: e.payload_hash,
           })),
         );
       }
@@ -289,9 +294,10 @@ export function createWebhookStore(database: Database): WebhookStore {
         entity_id: string;
         recorded_at: string;
         payload: string | null;
+        payload_hash: string;
       }>(sql`
         select kind, entity_id, recorded_at,
-               case when kind = any(${sql.param([...kinds])}::text[]) then payload end as payload
+               case when kind = any(${sql.param([...kinds])}::text[]) then payload end as payload, payload_hash
         from audit_events where log_id = ${log} and seq = ${seq}`);
       if (!event) return null;
       return {
@@ -301,6 +307,7 @@ export function createWebhookStore(database: Database): WebhookStore {
         entity: event.entity_id,
         at: event.recorded_at,
         payload: event.payload,
+        payloadHash: event.payload_hash,
       };
     },
 
