@@ -11,6 +11,7 @@ import { editCheckpoint, editMerkleNode, rewriteEvent, tamper, testBackends } fr
 import { verifyChain } from './verify-chain';
 import {
   type PartRunner,
+  type PartsContext,
   type PartsOutcome,
   runParts,
   type VerifyInParts,
@@ -69,17 +70,22 @@ describe.each(testBackends())('verifyChain in parts, on $name', ({ name, open })
     return { log, size };
   }
 
+  /** What the parts of `log` need from their caller, with the events fed kept in `fed`. */
+  const partsContext = (log: string, fed: StoredEvent[]): PartsContext => ({
+    log,
+    pageSize: 3,
+    checkpointKeys: checkpointKeys(log),
+    forwardKinds: KINDS,
+    feed: async (events) => {
+      fed.push(...events);
+    },
+  });
+
   async function inParts(log: string, plan: VerifyInParts = ON_THIS_THREAD) {
     const fed: StoredEvent[] = [];
     const progress: number[] = [];
     const outcome = await verifyInParts(database, plan, {
-      log,
-      pageSize: 3,
-      checkpointKeys: checkpointKeys(log),
-      forwardKinds: KINDS,
-      feed: async (events) => {
-        fed.push(...events);
-      },
+      ...partsContext(log, fed),
       onProgress: (checked) => progress.push(checked),
     });
     return { outcome, fed, progress };
@@ -157,15 +163,7 @@ describe.each(testBackends())('verifyChain in parts, on $name', ({ name, open })
         const outcome = await runParts(
           database,
           { partEvents: 4, threads: 2, head },
-          {
-            log,
-            pageSize: 3,
-            checkpointKeys: checkpointKeys(log),
-            forwardKinds: KINDS,
-            feed: async (events) => {
-              fed.push(...events);
-            },
-          },
+          partsContext(log, fed),
           runner,
         );
         return { outcome, fed };
