@@ -17,10 +17,11 @@ import { MERKLE_HASH_SIZE } from './merkle-hash';
 // so the same code runs in Node, a browser or a test that answers from `app.request`.
 //
 // Every answer is classified once, here:
-// - 404: the server withholds something it must serve. That is a verdict (the caller
-//   returns `WITHHELD`), never "try again later": a cron job that reads a transient
-//   failure as harmless would otherwise never raise the alarm. The one exception is the
-//   caller's to make: at first use nothing was promised yet (see `witnessLog`).
+// - 404, 410 and 451 (gone, unavailable for legal reasons): the server withholds something
+//   it must serve. That is a verdict (the caller returns `WITHHELD`), never "try again
+//   later": a cron job that reads a transient failure as harmless would otherwise never
+//   raise the alarm. The one exception is the caller's to make: at first use nothing was
+//   promised yet (see `witnessLog`).
 // - no answer, 5xx, 429 (once the transport's retries ran out): `AuditError`
 //   `SERVER_UNREACHABLE` (nothing concluded).
 // - 400, 401, 403 and other refusals: `AuditError` `SERVER_REFUSED` (fix the key or the
@@ -99,6 +100,9 @@ interface Answer {
   deadline: Deadline;
 }
 
+/** Answers that say the server will not serve it: not found, gone, unavailable for legal reasons. */
+const WITHHELD_STATUSES = new Set([404, 410, 451]);
+
 async function request(
   server: Connection,
   path: string,
@@ -133,7 +137,7 @@ async function request(
   const answer: ErrorAnswer = envelope
     ? { code: envelope.code, reason: `${envelope.code}: ${envelope.message ?? `HTTP ${response.status}`}` }
     : { code: null, reason: `HTTP ${response.status}` };
-  if (response.status === 404) return withheldAnswer(what, answer);
+  if (WITHHELD_STATUSES.has(response.status)) return withheldAnswer(what, answer);
   const code = response.status >= 500 || response.status === 429 ? 'SERVER_UNREACHABLE' : 'SERVER_REFUSED';
   throw new AuditError(code, `the server did not answer ${what} of log ${server.log} (${answer.reason})`);
 }

@@ -294,6 +294,14 @@ describe('witnessLog', () => {
         expect(report.message).toContain('NOT_FOUND');
       },
     );
+
+    it.each([410, 451])('reports WITHHELD when the checkpoint or the export answers %s', async (status) => {
+      // Gone, or unavailable for legal reasons: the server says it will not serve what it signed.
+      for (const route of ['checkpoint', 'export'] as const) {
+        const { report } = await witness(serve({ events: log, status: { [route]: status } }), trustedAt4);
+        expect([report.ok, report.status]).toEqual([false, 'WITHHELD']);
+      }
+    });
   });
 
   describe('when the newer checkpoint is not acceptable', () => {
