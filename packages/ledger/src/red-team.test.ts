@@ -410,7 +410,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
     // the invariants of docs/design.md over those payloads in chain order
     // (records/record-rules.ts): whoever holds the runtime role's credentials (INSERT only, no
     // trigger touched) can append the event and row the records service would have refused,
-    // here a self-approval, and the server may even act on it, but verification says so.
+    // here a self-approval: the server refuses to act on it, and verification says so.
     it('a verification reports an approval resolved by its own requester', async () => {
       const { log, agent } = await setup({ side_effect: 'irreversible' });
       const { proposal, approval } = await records.propose(agent, refund('k1'));
@@ -442,8 +442,12 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
             ),
           );
       });
-      // The server acts on it: the proposal runs under an approval nobody else gave.
-      expect(await outcomeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe('SUCCEEDED');
+      // Nobody approves their own request: the server will not run the proposal under it, and
+      // raises its integrity alarm.
+      expect(await outcomeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe('SELF_APPROVAL');
+      expect(ledger.integrityAlarm.alarms()).toContainEqual(
+        expect.objectContaining({ code: 'RECORD_RULE_VIOLATION', table: 'approval_resolutions' }),
+      );
       const report = await verify(log);
       expect(report.ok).toBe(false);
       expect(report.failures).toEqual([

@@ -78,7 +78,8 @@ export type ApprovalRefusalCode =
   | 'APPROVAL_CONSUMED'
   | 'APPROVAL_PAYLOAD_MISMATCH'
   | 'APPROVAL_SCOPE_MISMATCH'
-  | 'APPROVAL_BOUNDS_VIOLATED';
+  | 'APPROVAL_BOUNDS_VIOLATED'
+  | 'SELF_APPROVAL';
 
 /** Whether an approval authorizes executing one proposal now, and why not. */
 export type ApprovalCheck =
@@ -121,7 +122,14 @@ export function checkApproval(input: {
         )
       : refuse('EXECUTION_NOT_AUTHORIZED', `approval request ${request.id} has not been answered`);
   }
-  // Bounds the server never writes (an open-ended or stretched window): no approval at all.
+  // An answer the server never writes is no answer at all: one by the requester itself
+  // (nobody approves their own request), or beyond the bounds (an open-ended or stretched window).
+  if (sameIdentity(resolution.resolver, request.requester)) {
+    return refuse(
+      'SELF_APPROVAL',
+      `approval request ${request.id} was answered by its own requester ${resolution.resolver}`,
+    );
+  }
   const broken = approvalBoundsBreak(request, resolution);
   if (broken !== null) {
     return refuse('APPROVAL_BOUNDS_VIOLATED', `the answer to approval request ${request.id} ${broken}`);
@@ -170,6 +178,7 @@ export function isReusableRequest(input: {
   if (resolution === null) return !isPast(request.expires_at, now);
   return (
     resolution.resolution === 'approved' &&
+    !sameIdentity(resolution.resolver, request.requester) &&
     approvalBoundsBreak(request, resolution) === null &&
     (resolution.validity === 'window' || !used) &&
     resolution.valid_until !== null &&

@@ -326,7 +326,7 @@ async function checkExecution(
   ]);
   const verdict = checkApproval({ request, resolution, uses, proposal, now });
   if (!verdict.ok) {
-    if (verdict.code === 'APPROVAL_BOUNDS_VIOLATED')
+    if (verdict.code === 'APPROVAL_BOUNDS_VIOLATED' || verdict.code === 'SELF_APPROVAL')
       tx.reads.raiseRuleViolation('approval_resolutions', verdict.message);
     return refuse(verdict.code, verdict.message);
   }
