@@ -218,12 +218,18 @@ export async function fetchEventLines(
 ): Promise<AsyncGenerator<string> | Withheld> {
   const answer = await request(server, '/export', undefined, 'application/jsonl', 'its events');
   if (isWithheld(answer)) return answer;
-  // The headers came in time; the events stream for as long as they take.
+  // The headers came in time; the events stream for as long as they take, as long as they
+  // move: a body that stalls for the request time limit is no answer.
   answer.deadline.stop();
-  return eventLines(answer.response, limit, server.transport.baseUrl);
+  return eventLines(answer.response, limit, server.transport.baseUrl, server.transport.timeoutMs);
 }
 
-async function* eventLines(response: HttpResponse, limit: number, base: string): AsyncGenerator<string> {
+async function* eventLines(
+  response: HttpResponse,
+  limit: number,
+  base: string,
+  idleMs: number,
+): AsyncGenerator<string> {
   const reader = response.body?.getReader();
   if (reader === undefined) return;
   // Invalid UTF-8 becomes U+FFFD, which cannot hash to what the ledger hashed: the chain
@@ -234,14 +240,30 @@ async function* eventLines(response: HttpResponse, limit: number, base: string):
   try {
     while (yielded < limit) {
       let chunk: { done: boolean; value?: Uint8Array };
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const stalled = new Promise<'stalled'>((resolve) => {
+        timer = setTimeout(() => resolve('stalled'), idleMs);
+      });
       try {
-        chunk = await reader.read();
+        const read = reader.read();
+        const first = await Promise.race([read, stalled]);
+        if (first === 'stalled') {
+          read.catch(() => {});
+          throw new AuditError(
+            'SERVER_UNREACHABLE',
+            `the events from ${base} stalled after ${yielded}: nothing came for ${idleMs} ms`,
+          );
+        }
+        chunk = first;
       } catch (error) {
+        if (error instanceof AuditError) throw error;
         throw new AuditError(
           'SERVER_UNREACHABLE',
           `the events from ${base} broke off after ${yielded}: ${(error as Error).message}`,
           { cause: error },
         );
+      } finally {
+        clearTimeout(timer);
       }
       pending += chunk.done ? decoder.decode() : decoder.decode(chunk.value, { stream: true });
       let newline = pending.indexOf('\n');

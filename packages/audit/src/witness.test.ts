@@ -63,6 +63,8 @@ interface FakeServer {
   chunkBytes?: number;
   /** Fail the export body after this many chunks. */
   breakAfterChunks?: number;
+  /** Send nothing more of the export body after this many chunks, and never end it. */
+  stallAfterChunks?: number;
   /** Raw lines to serve instead of the events. */
   lines?: string[];
 }
@@ -112,6 +114,9 @@ function serve(server: FakeServer): Served {
             if (server.breakAfterChunks !== undefined && pulled >= server.breakAfterChunks) {
               controller.error(new Error('connection reset'));
               return;
+            }
+            if (server.stallAfterChunks !== undefined && pulled >= server.stallAfterChunks) {
+              return new Promise<void>(() => {});
             }
             const chunk = chunks[pulled++];
             if (chunk === undefined) controller.close();
@@ -363,6 +368,11 @@ describe('witnessLog', () => {
       expect(await rejection(witness(serve({ events: log, breakAfterChunks: 5 }), trustedAt4))).toBe(
         'SERVER_UNREACHABLE',
       );
+    });
+
+    it('throws SERVER_UNREACHABLE when the events stop coming for timeoutMs, and does not hang', async () => {
+      const outcome = witness(serve({ events: log, stallAfterChunks: 3 }), trustedAt4, { timeoutMs: 200 });
+      expect(await rejection(outcome)).toBe('SERVER_UNREACHABLE');
     });
 
     it('throws SERVER_UNREACHABLE when the server does not answer within timeoutMs', async () => {
