@@ -329,6 +329,44 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
     });
   });
 
+  describe("the runtime role appends a verification in the audited party's name that supersedes a failure", () => {
+    // Every hash right, and a gateway may write verifications; but the audited party may ask
+    // for verification, never replace one (SUPERSESSION_FORBIDDEN when it asks the server).
+    const overturned = async () => {
+      const { log, proposal, observation } = await observedRefund();
+      const checker: RecordContext = { log, caller: { identity: 'service:checker' } };
+      const { verification: failed } = await records.recordVerification(checker, {
+        observation_id: observation.id,
+        checks: [{ name: 'refund.recorded', status: 'fail', source: 'billing-ledger' }],
+      });
+      await forge(log, (tx, now) => {
+        tx.write('verification', proposal.requester, {
+          id: 'ver_overturn',
+          observation_id: observation.id,
+          proposal_id: proposal.id,
+          checks: [{ name: 'refund.recorded', status: 'pass', source: 'billing-ledger' }],
+          status: 'passed',
+          verifier: proposal.requester,
+          verified_at: now,
+          undeclared: [],
+          supersedes: [failed.id],
+          reason: 'rechecked',
+        });
+      });
+      return { log, proposal };
+    };
+
+    it('the story and the list refuse to derive "verified" from it, and raise the integrity alarm', async () => {
+      const { log, proposal } = await overturned();
+      const before = alarmsOf('RECORD_RULE_VIOLATION').length;
+      expect(await outcomeOf(records.story(log, proposal.id))).toBe('SUPERSESSION_INVALID');
+      expect(await outcomeOf(records.listProposals(log))).toBe('SUPERSESSION_INVALID');
+      expect(alarmsOf('RECORD_RULE_VIOLATION').slice(before)).toContainEqual(
+        expect.objectContaining({ log, table: 'verifications' }),
+      );
+    });
+  });
+
   describe("the runtime role appends a verification that counts the tool's own reading as a pass", () => {
     const selfVouched = async () => {
       const { log, proposal, observation } = await observedRefund();

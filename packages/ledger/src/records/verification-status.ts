@@ -7,7 +7,7 @@ import {
   deriveDeclaredStatus,
   type WriterOptions,
 } from '@vouch/verifier-sdk';
-import { LedgerError } from '../errors';
+import { isLedgerError, LedgerError } from '../errors';
 import type { IntegrityAlarm } from '../integrity-alarm';
 import { addSeconds } from '../policy/approval-validity';
 import type {
@@ -274,8 +274,8 @@ export function unassessedCheck(
 export function requireAssessedChecks(
   alarm: IntegrityAlarm,
   log: string,
-  proposal: Pick<ProposalRecord, 'id' | 'server_id'>,
-  observation: Pick<ObservationRecord, 'id' | 'result_source'> | null,
+  proposal: ProposalRecord,
+  observation: ObservationRecord | null,
   verifications: readonly VerificationRecord[],
 ): void {
   if (observation === null) return;
@@ -288,5 +288,27 @@ export function requireAssessedChecks(
     throw new LedgerError('INDEPENDENCE_NOT_ASSESSED', message, {
       details: { verification_id: verification.id, check: check.name ?? null },
     });
+  }
+  // A record's `supersedes` decides which records count: each must be one the server would
+  // have let its writer make (`assertSupersession`, over the records before it in chain order).
+  for (let i = 0; i < verifications.length; i++) {
+    const next = verifications[i]!;
+    if ((next.supersedes ?? []).length === 0) continue;
+    try {
+      assertSupersession({
+        caller: { identity: next.verifier },
+        proposal,
+        observation,
+        earlier: verifications.slice(0, i),
+        next,
+      });
+    } catch (error) {
+      if (!isLedgerError(error)) throw error;
+      const message = `verification ${next.id} in log ${log} supersedes as the server never lets it (${error.code}: ${error.message}): the server never wrote it and derives no status from it; run \`vouch verify\``;
+      alarm.raise({ code: 'RECORD_RULE_VIOLATION', log, table: 'verifications', message });
+      throw new LedgerError('SUPERSESSION_INVALID', message, {
+        details: { verification_id: next.id, rule: error.code },
+      });
+    }
   }
 }
