@@ -239,24 +239,15 @@ async function* eventLines(
   let pending = '';
   try {
     while (yielded < limit) {
-      let chunk: { done: boolean; value?: Uint8Array };
       let timer: ReturnType<typeof setTimeout> | undefined;
       const stalled = new Promise<'stalled'>((resolve) => {
         timer = setTimeout(() => resolve('stalled'), idleMs);
       });
+      const read = reader.read();
+      let chunk: { done: boolean; value?: Uint8Array } | 'stalled';
       try {
-        const read = reader.read();
-        const first = await Promise.race([read, stalled]);
-        if (first === 'stalled') {
-          read.catch(() => {});
-          throw new AuditError(
-            'SERVER_UNREACHABLE',
-            `the events from ${base} stalled after ${yielded}: nothing came for ${idleMs} ms`,
-          );
-        }
-        chunk = first;
+        chunk = await Promise.race([read, stalled]);
       } catch (error) {
-        if (error instanceof AuditError) throw error;
         throw new AuditError(
           'SERVER_UNREACHABLE',
           `the events from ${base} broke off after ${yielded}: ${(error as Error).message}`,
@@ -264,6 +255,13 @@ async function* eventLines(
         );
       } finally {
         clearTimeout(timer);
+      }
+      if (chunk === 'stalled') {
+        read.catch(() => {});
+        throw new AuditError(
+          'SERVER_UNREACHABLE',
+          `the events from ${base} stalled after ${yielded}: nothing came for ${idleMs} ms`,
+        );
       }
       pending += chunk.done ? decoder.decode() : decoder.decode(chunk.value, { stream: true });
       let newline = pending.indexOf('\n');

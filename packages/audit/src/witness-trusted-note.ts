@@ -58,16 +58,14 @@ export function nextTrustedNote(options: {
   const openedOld = openCheckpoint(trusted, { verifiers });
   const openedNext = openCheckpoint(served, { verifiers });
   if (!openedOld.ok || !openedNext.ok) return { note: null };
-  const same = (a: { keyName: string; keyId: number }) => (b: { keyName: string; keyId: number }) =>
-    a.keyName === b.keyName && a.keyId === b.keyId;
   // Without the witnesses' keys a cosigner is known by the name and key id its line carries
   // (a log key the auditor did not pass signs both notes, and counts as present): a served
   // line under the same name and id passes for it, whatever its bytes. `witnesses` checks them.
-  const signers = [...openedNext.verifiedBy, ...openedNext.unverified];
-  const missing =
+  const [kept, present] =
     witnesses && witnesses.length > 0
-      ? validCosigners(trusted, witnesses).filter((c) => !validCosigners(served, witnesses).some(same(c)))
-      : openedOld.unverified.filter((c) => !signers.some(same(c)));
+      ? [validCosigners(trusted, witnesses), validCosigners(served, witnesses)]
+      : [openedOld.unverified, [...openedNext.verifiedBy, ...openedNext.unverified]];
+  const missing = kept.filter((c) => !present.some((p) => p.keyName === c.keyName && p.keyId === c.keyId));
   if (missing.length === 0) return { note: served };
   const names = [...new Set(missing.map((s) => s.keyName))].join(', ');
   return {
