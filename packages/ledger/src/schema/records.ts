@@ -68,6 +68,13 @@ export const tools = pgTable(
     source: text('source').notNull(),
     /** JSON array; null when the registration declared none (the field is then absent from the record). */
     writes: text('writes'),
+    /**
+     * JSON array of the postconditions the operator requires of every call (name, params bound
+     * to the proposal, verifiers allowed to prove it); null when none (absent from the record).
+     */
+    postconditions: text('postconditions'),
+    /** `block` or `warn`: what an unproven precondition does at authorize; null means `block` (absent). */
+    unprovenPreconditions: text('unproven_preconditions'),
     registeredBy: text('registered_by').notNull(),
     registeredAt: text('registered_at').notNull(),
   },
@@ -107,7 +114,8 @@ export const proposals = pgTable(
   (t) => [
     primaryKey({ name: 'proposals_pk', columns: [t.logId, t.id] }),
     unique('proposals_event').on(t.logId, t.eventSeq),
-    unique('proposals_idempotency_key').on(t.logId, t.idempotencyKey),
+    // Idempotency keys are the requester's own: another requester's key is not taken by this one.
+    unique('proposals_requester_idempotency_key').on(t.logId, t.requester, t.idempotencyKey),
     eventLink('proposals', t),
     check('proposals_side_effect', inList(t.sideEffect, SIDE_EFFECTS)),
     check('proposals_payload_hash_length', sql`octet_length(${t.payloadHash}) = 64`),
@@ -243,6 +251,8 @@ export const executionClaims = pgTable(
     claimedBy: text('claimed_by').notNull(),
     claimedAt: text('claimed_at').notNull(),
     deadline: text('deadline').notNull(),
+    /** JSON: the precondition checks run at authorize and the status derived from them; null when none ran (absent). */
+    preconditions: text('preconditions'),
   },
   (t) => [
     primaryKey({ name: 'execution_claims_pk', columns: [t.logId, t.id] }),
