@@ -49,8 +49,21 @@ export const targetSchema = z.object({
 });
 export type Target = z.output<typeof targetSchema>;
 
+/**
+ * Who required a condition: `registry`, the tool's registration (the operator); absent, the
+ * agent that proposed. Only the server sets it, so an approver can tell the two apart.
+ */
+export const conditionOriginSchema = z.enum(['registry']);
+
 /** A named condition on the world with parameters, checked by a verifier. */
-export const conditionSchema = z.object({ name: z.string(), params: jsonObjectSchema.optional() });
+export const conditionSchema = z.object({
+  name: z.string(),
+  params: jsonObjectSchema.optional(),
+  /** `registry`: required by the tool's registration; absent: declared by the agent. */
+  origin: conditionOriginSchema.optional(),
+  /** The verifiers the operator lets prove it (configured names or identities); absent: any. */
+  verifiers: z.array(z.string()).optional(),
+});
 export type Condition = z.output<typeof conditionSchema>;
 
 /** A tool in the registry of one log. A new registration of the same tool is a new version. */

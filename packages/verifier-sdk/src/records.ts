@@ -18,6 +18,10 @@ export interface Target {
 export interface Postcondition {
   readonly name: string;
   readonly params?: JsonObject;
+  /** `registry`: the operator's tool registration requires it; absent: the agent declared it. */
+  readonly origin?: 'registry';
+  /** The verifiers the operator lets prove it; absent: any. */
+  readonly verifiers?: readonly string[];
 }
 
 /** A precondition has the same shape; it runs in the `pre` phase, before execution. */

@@ -56,6 +56,8 @@ export const toolCodec = {
     maxApprovalWindowSeconds: r.max_approval_window_seconds,
     source: r.source,
     writes: r.writes === undefined ? null : json(r.writes),
+    postconditions: null,
+    unprovenPreconditions: null,
     registeredBy: r.registered_by,
     registeredAt: r.registered_at,
   }),
@@ -239,6 +241,7 @@ export const executionClaimCodec = {
     claimedBy: r.claimed_by,
     claimedAt: r.claimed_at,
     deadline: r.deadline,
+    preconditions: null,
   }),
   toRecord: (row: Row<typeof executionClaims>): ExecutionClaimRecord => ({
     id: row.id,
