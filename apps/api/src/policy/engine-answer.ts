@@ -1,5 +1,7 @@
 import { jsonObjectSchema, reasonEffectSchema, verdictSchema } from '@vouch/records';
 import { z } from 'zod';
+import { isApiError } from '../errors';
+import { parseJsonBody } from '../http/parse-json';
 
 /** An engine's decision, as the decision route's body has it (less the proposal and source). */
 export interface EngineAnswer {
@@ -15,6 +17,9 @@ export interface EngineAnswer {
 }
 
 const reasonText = z.string().min(1).max(4096);
+
+/** How deep an answer may nest: a decision's `repair` and reason `details` are small objects. */
+const ANSWER_MAX_DEPTH = 32;
 
 /**
  * OPA's data API answer (`{"result": …}`); `result` is what the policy's rule evaluates to.
@@ -55,9 +60,11 @@ export function readEngineAnswer(
 ): { ok: true; answer: EngineAnswer } | { ok: false; message: string } {
   let json: unknown;
   try {
-    json = JSON.parse(text);
-  } catch {
-    return { ok: false, message: 'the answer is not JSON' };
+    // The decision is recorded and hashed: read it as strictly as a request body. Above all,
+    // `{"decision":"deny","decision":"allow"}` is refused, not read as the last key's allow.
+    json = parseJsonBody(text, { maxDepth: ANSWER_MAX_DEPTH });
+  } catch (error) {
+    return { ok: false, message: unreadableAnswer(error) };
   }
   const parsed = answerSchema.safeParse(json);
   if (!parsed.success) {
@@ -99,4 +106,23 @@ export function readEngineAnswer(
         : { authorized_identity: result.authorized_identity }),
     },
   };
+}
+
+/** Why the answer's text was refused before it was read, in words that quote no value of it. */
+function unreadableAnswer(error: unknown): string {
+  if (!isApiError(error)) return 'the answer is not JSON that can be recorded (a lone surrogate)';
+  switch (error.code) {
+    case 'DUPLICATE_KEY': {
+      const { key } = error.details as { key: string };
+      return `the key ${JSON.stringify(key)} appears twice in one object: which of the two is the answer is ambiguous`;
+    }
+    case 'NESTING_TOO_DEEP':
+      return `the answer nests deeper than ${ANSWER_MAX_DEPTH} levels`;
+    case 'NUMBER_NOT_EXACT':
+      return 'the answer holds a number that cannot be recorded exactly';
+    case 'NUL_CHARACTER':
+      return 'the answer holds U+0000, which cannot be recorded';
+    default:
+      return 'the answer is not JSON';
+  }
 }

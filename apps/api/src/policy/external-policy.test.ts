@@ -268,6 +268,14 @@ describe.each(testBackends())('an external policy engine the server asks, on $na
     ['an unknown decision', { result: { decision: 'maybe' } }, 'result.decision'],
     ['a repair without the repair', { result: { decision: 'repair' } }, 'repair'],
     ['a reason that is not text', { result: { decision: 'deny', reason: 42 } }, 'result.reason'],
+    // JSON.parse keeps the last of two keys, another reader the first: which was the engine's answer?
+    ['a decision given twice', '{"result":{"decision":"deny","decision":"allow"}}', 'twice'],
+    ['a result given twice', '{"result":{"decision":"deny"},"result":{"decision":"allow"}}', 'twice'],
+    [
+      'a reason code given twice',
+      '{"result":{"decision":"allow","reasons":[{"code":"A","message":"m","code":"B"}]}}',
+      'twice',
+    ],
   ])('never records a malformed answer (%s): the proposal waits', async (_name, body, why) => {
     engine.reply = () => ({ body });
     const proposed = await propose();
