@@ -125,6 +125,7 @@ export function createApp(options: AppOptions): VouchApp {
   const keys = options.keys ?? createKeyStore(options.ledger);
   const records = options.records ?? createRecords(options.ledger);
   const verification = options.verification ?? emptyVerificationHost();
+  const metrics = options.metrics ?? createMetrics({ database: options.ledger.database });
   const verificationQueue =
     options.verificationQueue ??
     createVerificationQueue({
@@ -132,8 +133,8 @@ export function createApp(options: AppOptions): VouchApp {
       host: verification,
       store: createVerificationJobStore(options.ledger.database),
       logger,
+      metrics,
     });
-  const metrics = options.metrics ?? createMetrics({ database: options.ledger.database });
   const draining = options.draining ?? (() => false);
   const reads = options.reads ?? primaryReads({ ledger: options.ledger, records });
   const baseReadiness = options.readiness ?? (() => databaseReadiness(options.ledger.database));

@@ -77,6 +77,11 @@ export interface ServeConfig {
   executionClaimSeconds: number;
   /** How often `serve` sweeps lapsed claims (`VOUCH_CLAIM_SWEEP_INTERVAL_MS`, default 5000; 0: never). */
   claimSweepIntervalMs: number;
+  /**
+   * How often `serve` looks for `unknown` outcomes that settled unverified and queues their
+   * verification (`VOUCH_SETTLE_SWEEP_INTERVAL_MS`, default 5000; 0: never).
+   */
+  settleSweepIntervalMs: number;
   /** Which setting accepted the owner role, for the log line that says so. */
   allowOwnerRoleBy?: 'VOUCH_ALLOW_OWNER_ROLE' | '--allow-owner-role';
   /** Postgres only: apply migrations before serving (`VOUCH_MIGRATE=1`, `--migrate`); needs the owner role. */
@@ -149,6 +154,7 @@ export function serveConfig(env: NodeJS.ProcessEnv, cwd: string): ServeConfig {
     unknownOutcomeSettleSeconds: integer(env, 'VOUCH_UNKNOWN_OUTCOME_SETTLE_SECONDS', 900, 0, 30 * 86_400),
     executionClaimSeconds: integer(env, 'VOUCH_EXECUTION_CLAIM_SECONDS', 600, 1, 86_400),
     claimSweepIntervalMs: integer(env, 'VOUCH_CLAIM_SWEEP_INTERVAL_MS', 5_000, 0, 3_600_000),
+    settleSweepIntervalMs: integer(env, 'VOUCH_SETTLE_SWEEP_INTERVAL_MS', 5_000, 0, 3_600_000),
     verifierConfig: configFile,
     transparency: transparencyConfig(env),
     ...(webhooks ? { webhooks } : {}),

@@ -9,6 +9,7 @@ import {
   type Ledger,
 } from '@vouch/ledger';
 import { createApp } from './app';
+import { startSettleSweeper } from './application/settle-unknown-outcomes';
 import { prepareDatabase } from './auth/database-role';
 import { createKeyStore } from './auth/key-store';
 import { startClaimSweeper } from './claim-sweeper';
@@ -145,11 +146,14 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const policyEngine = engine ? createExternalDecider({ engine, records, logger, metrics }) : undefined;
     if (engine) await checkPolicyEngineKey(database, engine.identity, logger);
     // Background verifications (`Prefer: respond-async`): written before they run, resumed below.
+    const verificationJobs = createVerificationJobStore(database);
     const verificationQueue = createVerificationQueue({
       records,
       host: verification,
-      store: createVerificationJobStore(database),
+      store: verificationJobs,
       logger,
+      metrics,
+      settleSeconds: config.unknownOutcomeSettleSeconds,
     });
     const app = createApp({
       ledger,
@@ -211,6 +215,14 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
 
     // A gateway that stopped between authorize and observe leaves a claim: recorded `unknown` once it lapses.
     const sweeper = startClaimSweeper({ records, intervalMs: config.claimSweepIntervalMs, logger });
+    // An `unknown` outcome that settled with nobody verifying it since: verified by the server.
+    const settleSweeper = startSettleSweeper({
+      store: verificationJobs,
+      queue: verificationQueue,
+      settleSeconds: config.unknownOutcomeSettleSeconds,
+      intervalMs: config.settleSweepIntervalMs,
+      logger,
+    });
     // Proposals the engine did not answer (it was down, or this server stopped first): asked again.
     const policyRetry =
       policyEngine && engine
@@ -246,6 +258,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           if ('closeIdleConnections' in server) server.closeIdleConnections();
         });
         await sweeper.close();
+        await settleSweeper.close();
         await policyRetry?.close();
         // Running measurements stop; their jobs stay queued for the next start.
         await verificationQueue.close();

@@ -1,15 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
+  type Caller,
   isLedgerError,
   type ObservationRecord,
-  type ProposalRecord,
   type Records,
   type VerificationJob,
   type VerificationJobStore,
 } from '@vouch/ledger';
+import {
+  isSettlementJob,
+  SETTLE_VERIFIER_CALLER,
+  settlementDue,
+} from './application/settle-unknown-outcomes';
+import { verifyObservation } from './application/verify-observation';
 import type { Logger } from './logger';
-import { runPhase, type VerificationHost } from './verification';
+import type { Metrics } from './metrics/metrics';
+import type { VerificationHost } from './verification';
 
 /** Runs verifications in the background, durably: a job is written before it runs and resumed after a restart. */
 export interface VerificationQueue {
@@ -17,7 +24,6 @@ export interface VerificationQueue {
   enqueue(request: {
     log: string;
     observation: ObservationRecord;
-    proposal: ProposalRecord;
     requestedBy: string;
     body: Record<string, unknown>;
   }): Promise<VerificationJob>;
@@ -48,7 +54,14 @@ export interface VerificationQueueOptions {
   host: VerificationHost;
   store: VerificationJobStore;
   logger: Logger;
+  /** Where the verifications the jobs record are counted, as the synchronous route counts them. */
+  metrics?: Pick<Metrics, 'countVerification'>;
   now?: () => Date;
+  /**
+   * The records' `unknownOutcomeSettleSeconds` (default 900): a settle job runs only once its
+   * observation has settled.
+   */
+  settleSeconds?: number;
   /**
    * How long a claim on a job lasts unless renewed (default 30 s). A running job renews it every
    * third of that; a process that stops releases its jobs; one that dies holds them this long.
@@ -66,8 +79,14 @@ const LONGEST_LEASES = 10;
  * would have done synchronously.
  */
 export function createVerificationQueue(options: VerificationQueueOptions): VerificationQueue {
-  const { records, host, store, logger } = options;
+  const { records, store, logger } = options;
+  const services = {
+    records,
+    host: options.host,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+  };
   const now = options.now ?? (() => new Date());
+  const settleSeconds = options.settleSeconds ?? 900;
   const leaseMs = options.leaseMs ?? 30_000;
   const holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const controller = new AbortController();
@@ -82,6 +101,11 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
     return { holder, now: iso(at), until: iso(at + ms), longest: iso(at + LONGEST_LEASES * leaseMs) };
   };
 
+  const finish = (
+    job: VerificationJob,
+    result: { verificationId: string | null; errorCode: string | null },
+  ) => store.finish(job.log, job.id, { ...result, finishedAt: now().toISOString() });
+
   /** `state.recording`: the readings are done and the result is being written; the lease no longer matters. */
   const run = async (
     job: VerificationJob,
@@ -89,73 +113,69 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
     state: { recording: boolean },
   ): Promise<void> => {
     try {
-      // The job's row says who asked, and proves nothing: the runtime role can insert one in
-      // any name. Recorded only if that identity may record a verification now, by the
-      // system log's key events (as `verifyChain` will judge the record).
-      const writer = await records.verificationWriter(job.log, job.requestedBy);
-      if (writer.refusal) {
-        const { refusal } = writer;
+      const observation = await records.getObservation(job.log, job.observationId);
+      const writer = await writerOf(job, observation);
+      if ('wait' in writer) {
+        // A settle job before its observation settled: left pending for a later sweep.
+        await store.claim(job.log, job.id, lease(0));
+        return;
+      }
+      if ('refusal' in writer) {
         logger.warn('verification job refused: its requester may not record a verification', {
           job: job.id,
           log: job.log,
-          code: refusal.rule,
+          code: writer.refusal,
         });
-        await store.finish(job.log, job.id, {
-          verificationId: null,
-          errorCode: refusal.rule,
-          finishedAt: now().toISOString(),
-        });
+        await finish(job, { verificationId: null, errorCode: writer.refusal });
         return;
       }
-      const [observation, proposal] = await Promise.all([
-        records.getObservation(job.log, job.observationId),
-        records.getProposal(job.log, job.proposalId),
-      ]);
-      const tool = (await records.listTools(job.log)).find(
-        (t) => t.server_id === proposal.server_id && t.tool_name === proposal.tool_name,
-      );
-      const outcome = await runPhase(host, {
-        phase: 'post',
-        proposal,
+      const recorded = await verifyObservation(services, {
+        ctx: { log: job.log, caller: writer.caller },
         observation,
-        writes: tool?.writes ?? [],
+        body: writer.body,
         signal,
-      });
-      // Shutting down, or the lease was lost: leave the job to whoever holds it next.
-      if (signal.aborted) return;
-      state.recording = true;
-      const recorded = await records.recordVerification(
-        {
-          log: job.log,
-          caller: {
-            identity: job.requestedBy,
-            scopes: [],
-            environments: null,
-            // Its key was issued by a server whose clock runs ahead of this one's: recorded no earlier.
-            ...(writer.keyIssuedAt === undefined ? {} : { keyIssuedAt: writer.keyIssuedAt }),
-          },
+        beforeRecording: () => {
+          // Shutting down, or the lease was lost: leave the job to whoever holds it next.
+          if (signal.aborted) throw signal.reason;
+          state.recording = true;
         },
-        { ...job.body, observation_id: observation.id, checks: outcome.checks },
-        { checksRunByServer: true },
-      );
-      await store.finish(job.log, job.id, {
-        verificationId: recorded.verification.id,
-        errorCode: null,
-        finishedAt: now().toISOString(),
       });
+      await finish(job, { verificationId: recorded.verification.id, errorCode: null });
     } catch (error) {
       if (signal.aborted) return;
       const code = isLedgerError(error) ? error.code : 'VERIFICATION_JOB_FAILED';
       logger.warn('verification job failed', { job: job.id, log: job.log, code });
       // A refusal (e.g. a supersession the ledger does not allow) will not change on a retry.
-      if (isLedgerError(error)) {
-        await store.finish(job.log, job.id, {
-          verificationId: null,
-          errorCode: code,
-          finishedAt: now().toISOString(),
-        });
-      }
+      if (isLedgerError(error)) await finish(job, { verificationId: null, errorCode: code });
     }
+  };
+
+  /**
+   * Who records a job's verification, judged from the records, never from the job's row: the
+   * runtime role can insert a row in any name. A settle job is the server's own (see
+   * `settle-unknown-outcomes.ts`); any other is recorded only if its requester may record a
+   * verification now, by the system log's key events (as `verifyChain` will judge the record).
+   */
+  const writerOf = async (
+    job: VerificationJob,
+    observation: ObservationRecord,
+  ): Promise<{ caller: Caller; body: Record<string, unknown> } | { refusal: string } | { wait: true }> => {
+    if (isSettlementJob(job)) {
+      const due = settlementDue(observation, settleSeconds, now());
+      if (due === 'not_unknown') return { refusal: 'SETTLEMENT_NOT_UNKNOWN' };
+      if (due === 'not_yet') return { wait: true };
+      return { caller: SETTLE_VERIFIER_CALLER, body: {} };
+    }
+    const writer = await records.verificationWriter(job.log, job.requestedBy);
+    if (writer.refusal) return { refusal: writer.refusal.rule };
+    const caller: Caller = {
+      identity: job.requestedBy,
+      scopes: [],
+      environments: null,
+      // Its key was issued by a server whose clock runs ahead of this one's: recorded no earlier.
+      ...(writer.keyIssuedAt === undefined ? {} : { keyIssuedAt: writer.keyIssuedAt }),
+    };
+    return { caller, body: job.body };
   };
 
   /** Run a job this process has just claimed, renewing the claim while it runs. */
@@ -216,7 +236,7 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
         log: request.log,
         id: `vjob_${randomUUID().replaceAll('-', '')}`,
         observationId: request.observation.id,
-        proposalId: request.proposal.id,
+        proposalId: request.observation.proposal_id,
         requestedBy: request.requestedBy,
         body: request.body,
         requestedAt: now().toISOString(),

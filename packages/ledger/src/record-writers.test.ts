@@ -82,6 +82,31 @@ describe.each(testBackends())('who may write each record, on $name', ({ open }) 
     return events.filter((e) => e.kind === kind).at(-1)!.seq;
   };
 
+  it('passes the settle verifier on an unknown outcome, and names it on any other (WRITER_ROLE_FORBIDDEN)', async () => {
+    const log = await setup();
+    const settler: RecordContext = { log, caller: { identity: 'vouch:settle-verifier' } };
+    const executed = async (key: string, outcome: 'unknown' | 'succeeded') => {
+      const { proposal, approval } = await records.propose(as(log, 'agent:billing'), refund(key));
+      await records.approve(as(log, 'user:alice'), { request_id: approval!.id });
+      await records.authorize(as(log, 'agent:billing'), { proposal_id: proposal.id });
+      return (await records.observe(as(log, 'agent:billing'), { proposal_id: proposal.id, outcome }))
+        .observation;
+    };
+    const unknown = await executed('settle-1', 'unknown');
+    await records.recordVerification(
+      settler,
+      { observation_id: unknown.id, checks: [] },
+      { checksRunByServer: true },
+    );
+    expect((await verify(log)).failures).toEqual([]);
+    // No key holds the server's own identity: the runtime role appending in its name is named.
+    const succeeded = await executed('settle-2', 'succeeded');
+    await records.recordVerification(settler, { observation_id: succeeded.id, checks: [] });
+    expect(writers(await verify(log))).toEqual([
+      ['WRITER_ROLE_FORBIDDEN', 'verifications', 'vouch:settle-verifier'],
+    ]);
+  });
+
   it('passes what the server writes for its key holders, and says the writers were checked', async () => {
     const log = await setup();
     const { proposal, approval } = await records.propose(as(log, 'agent:billing'), refund('k1'));

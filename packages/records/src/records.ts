@@ -225,6 +225,13 @@ export type ApprovalUseRecord = z.output<typeof approvalUseRecordSchema>;
 export const CLAIM_SWEEPER_IDENTITY = 'vouch:claim-sweeper';
 
 /**
+ * The identity the server records its own verification of an `unknown` outcome under once the
+ * outcome has settled and nobody verified it since (`verifier`): nobody asked, the server
+ * ran its configured verifiers. Like {@link CLAIM_SWEEPER_IDENTITY}, no API key can act as it.
+ */
+export const SETTLE_VERIFIER_IDENTITY = 'vouch:settle-verifier';
+
+/**
  * Written by `authorize`: who is about to execute the proposal, under which decision and
  * approval use, and until when an observation is expected. A claim with no observation after
  * its deadline is swept into an observation with outcome `unknown` by

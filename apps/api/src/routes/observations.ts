@@ -1,10 +1,9 @@
 import { createRoute, type z } from '@hono/zod-openapi';
-import type { ObservationRecord, RecordedVerification, Records } from '@vouch/ledger';
-import type { Context } from 'hono';
+import type { RecordedVerification, Records } from '@vouch/ledger';
 import type { VouchApp } from '../app';
+import { observeAndVerify, verifyObservation } from '../application/verify-observation';
 import { assertRole, mayActIn, requireRole } from '../auth/authorize';
 import { asStepRefusal } from '../error-response';
-import type { AppEnv } from '../http/app-env';
 import { jsonBody } from '../http/json-body';
 import type { Metrics } from '../metrics/metrics';
 import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
@@ -21,7 +20,7 @@ import {
   VerificationListQuerySchema,
   VerificationPageSchema,
 } from '../schemas/records';
-import { assertMaySupersede, runPhase, type VerificationHost } from '../verification';
+import { assertMaySupersede, type VerificationHost } from '../verification';
 import type { VerificationQueue } from '../verification-queue';
 import { ACCESS, rolesNote } from './access';
 import { definedOnly, logOf, rawBody, recordContext } from './record-context';
@@ -57,7 +56,7 @@ const observe = createRoute({
 });
 
 const SEMANTICS =
-  'What must be proven is what the proposal declared: a check proves only the postcondition it answers, undeclared names are reported in `undeclared` and never counted, and a declared postcondition without a check is unproven. The record’s `status`: any declared postcondition failed → `failed`; all passed → `passed`; otherwise `inconclusive`. The proposal’s `verification_status` counts every record not superseded, so a later inconclusive record never replaces a definitive result; a `failed` becomes `passed` only through a re-verification that names the records it `supersedes` with a `reason`. While an observation’s outcome is `unknown` and has not settled, every record is held at `inconclusive` (`held: OUTCOME_UNKNOWN`).';
+  'What must be proven is what the proposal declared: a check proves only the postcondition it answers, undeclared names are reported in `undeclared` and never counted, and a declared postcondition without a check is unproven. The record’s `status`: any declared postcondition failed → `failed`; all passed → `passed`; otherwise `inconclusive`. The proposal’s `verification_status` counts every record not superseded, so a later inconclusive record never replaces a definitive result; a `failed` becomes `passed` only through a re-verification that names the records it `supersedes` with a `reason`. While an observation’s outcome is `unknown` and has not settled, every record is held at `inconclusive` (`held: OUTCOME_UNKNOWN`); once it has settled with no record counted, the server runs its verifiers on it by itself and records them as `vouch:settle-verifier`.';
 
 const supersessionErrors = {
   403: errorResponseSpec(
@@ -137,53 +136,32 @@ export function registerObservationRoutes(
   deps: { records: Records; verification: VerificationHost; metrics: Metrics; queue: VerificationQueue },
 ): void {
   const { records, metrics } = deps;
-
-  /** Run the verifiers on an observation and record their checks: the `verify` route, and `observe?verify=true`. */
-  async function verifyObservation(
-    c: Context<AppEnv>,
-    log: string,
-    observation: ObservationRecord,
-    body: Record<string, unknown>,
-  ): Promise<RecordedVerification> {
-    const proposal = await records.getProposal(log, observation.proposal_id);
-    const tool = (await records.listTools(log)).find(
-      (t) => t.server_id === proposal.server_id && t.tool_name === proposal.tool_name,
-    );
-    const outcome = await runPhase(deps.verification, {
-      phase: 'post',
-      proposal,
-      observation,
-      writes: tool?.writes ?? [],
-      signal: c.req.raw.signal,
-    });
-    const recorded = await records.recordVerification(
-      recordContext(c, log),
-      { ...body, observation_id: observation.id, checks: outcome.checks },
-      { checksRunByServer: true },
-    );
-    metrics.countVerification(recorded.verification.status);
-    return recorded;
-  }
+  const services = { records, host: deps.verification, metrics };
 
   app.openapi(observe, async (c) => {
     const log = logOf(c);
     const verify = c.req.valid('query').verify === 'true';
     // Refused before anything is written: a key asking for what it could not ask for on its own.
     if (verify) assertRole(c.get('principal'), ACCESS.runVerifiers);
-    const { observation, replayed } = await records.observe(recordContext(c, log), rawBody(c));
+    const done = await observeAndVerify(services, {
+      ctx: recordContext(c, log),
+      body: rawBody(c),
+      verify,
+      signal: c.req.raw.signal,
+    });
+    const { observation, replayed } = done;
     const status = replayed ? 200 : 201;
     if (!verify) return c.json({ observation, replayed }, status);
-    let verification = null;
-    let refused = null;
-    // A replayed observation may have been verified before: the caller reads its story.
-    if (!replayed) {
-      try {
-        verification = asResponse(await verifyObservation(c, log, observation, {}));
-      } catch (error) {
-        refused = asStepRefusal(error, c);
-      }
-    }
-    return c.json({ observation, replayed, verification, verification_refused: refused }, status);
+    return c.json(
+      {
+        observation,
+        replayed,
+        verification: done.verification && asResponse(done.verification),
+        verification_refused:
+          done.verificationError === null ? null : asStepRefusal(done.verificationError, c),
+      },
+      status,
+    );
   });
 
   app.openapi(verify, async (c) => {
@@ -194,11 +172,9 @@ export function registerObservationRoutes(
     if (body.supersedes !== undefined) assertMaySupersede(c.get('principal'));
     const observation = await records.getObservation(log, id);
     if (/\brespond-async\b/i.test(c.req.header('prefer') ?? '')) {
-      const proposal = await records.getProposal(log, observation.proposal_id);
       const job = await deps.queue.enqueue({
         log,
         observation,
-        proposal,
         requestedBy: c.get('principal').identity,
         body,
       });
@@ -218,7 +194,13 @@ export function registerObservationRoutes(
       );
     }
 
-    return c.json(asResponse(await verifyObservation(c, log, observation, body)), 201);
+    const recorded = await verifyObservation(services, {
+      ctx: recordContext(c, log),
+      observation,
+      body,
+      signal: c.req.raw.signal,
+    });
+    return c.json(asResponse(recorded), 201);
   });
 
   app.openapi(listVerifications, async (c) => {

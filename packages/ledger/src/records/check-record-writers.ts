@@ -1,5 +1,5 @@
 import { type ChainFailure, type StoredEvent, sameIdentity } from '@vouch/audit';
-import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
+import { CLAIM_SWEEPER_IDENTITY, SETTLE_VERIFIER_IDENTITY } from '@vouch/records';
 import { KEY_TIME_AHEAD_MS } from '../append-time';
 import type { Database, Db } from '../database';
 import type { KeyHistory, KeyWindow } from '../keys/key-history';
@@ -50,7 +50,9 @@ const text = (value: unknown): string | null => (typeof value === 'string' ? val
  * - `approval_resolution`: `approver`, in the request's environment;
  * - `observation`, `execution_refused`: `gateway`; an observation by the claim sweeper
  *   (`vouch:claim-sweeper`), which the server writes as itself, passes;
- * - `verification`: `verifier`, or `gateway` (a gateway may run the server's verifiers).
+ * - `verification`: `verifier`, or `gateway` (a gateway may run the server's verifiers); one
+ *   by the settle verifier (`vouch:settle-verifier`), which the server writes as itself, passes
+ *   when it verifies an `unknown` observation and supersedes nothing.
  *
  * Each break is a `RECORD_RULE_VIOLATION` at the event's seq with the record's table, id and
  * `actor`. A version gap is checked always; the rest only when the `system` log holds at
@@ -74,6 +76,8 @@ export function createRecordWriterCheck(
   const proposals = new Map<string, { environment: string | null; requester: string }>();
   const requestEnvironments = new Map<string, string | null>();
   const toolVersions = new Map<string, number>();
+  /** Observations with outcome `unknown`: the only ones the settle verifier verifies. */
+  const unknownObservations = new Set<string>();
 
   const judge = (history: KeyHistory | null, event: StoredEvent, record: Json) => {
     const report = (rule: RecordWriterRule, why: string) =>
@@ -164,6 +168,7 @@ export function createRecordWriterCheck(
         inProposal(['gateway']);
         return;
       case 'observation':
+        if (record.outcome === 'unknown') unknownObservations.add(text(record.id) ?? event.entity);
         if (sameIdentity(event.actor, CLAIM_SWEEPER_IDENTITY)) return;
         holds({ roles: ['gateway'] });
         return;
@@ -171,6 +176,16 @@ export function createRecordWriterCheck(
         holds({ roles: ['gateway'] });
         return;
       case 'verification':
+        if (sameIdentity(event.actor, SETTLE_VERIFIER_IDENTITY)) {
+          // The server's own identity holds no key: what it may write is fixed instead.
+          const observation = text(record.observation_id) ?? '';
+          if (history !== null && !unknownObservations.has(observation)) {
+            report('WRITER_ROLE_FORBIDDEN', `verifies ${observation}, which is not an unknown outcome`);
+          } else if (history !== null && Array.isArray(record.supersedes)) {
+            report('WRITER_ROLE_FORBIDDEN', 'supersedes a verification: the settle verifier only adds one');
+          }
+          return;
+        }
         holds({ roles: VERIFICATION_WRITERS });
         return;
     }

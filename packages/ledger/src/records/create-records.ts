@@ -13,7 +13,7 @@ import {
   type ProposalListFilter,
   type ProposalSummary,
 } from './record-lists';
-import { mustGetProposal, recordsRuntime } from './records-runtime';
+import { mustGetProposal, notFound, recordsRuntime } from './records-runtime';
 import { type ProposalStory, story } from './story';
 import { registerTool } from './tool-registry';
 import type {
@@ -88,6 +88,13 @@ export interface Records {
     after?: { log: string; seq: number };
   }): Promise<Array<{ log: string; seq: number; proposalId: string }>>;
   getProposal(log: string, id: string): Promise<ProposalRecord>;
+  /** A proposal's decision; NOT_FOUND while it has none. */
+  getDecision(log: string, proposalId: string): Promise<DecisionRecord>;
+  /**
+   * One tool registration by id, e.g. the one a decision read (`decision.tool_id`), whatever
+   * was registered since; NOT_FOUND when the log has none with that id.
+   */
+  getTool(log: string, id: string): Promise<ToolRecord>;
   /** One observation by id; NOT_FOUND when the log has none with that id. */
   getObservation(log: string, id: string): Promise<ObservationRecord>;
   getApproval(log: string, requestId: string): Promise<ApprovalView>;
@@ -181,6 +188,16 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
         ...(opts.after === undefined ? {} : { after: opts.after }),
       }),
     getProposal: async (log, proposalId) => mustGetProposal(runtime.reads(log), proposalId),
+    getDecision: async (log, proposalId) => {
+      const decision = await runtime.reads(log).decisionOf(proposalId);
+      if (!decision) throw notFound('decision of proposal', proposalId);
+      return decision;
+    },
+    getTool: async (log, toolId) => {
+      const tool = await runtime.reads(log).toolById(toolId);
+      if (!tool) throw notFound('tool', toolId);
+      return tool;
+    },
     getObservation: (log, observationId) => getObservation(runtime, log, observationId),
     getApproval: (log, requestId) => getApproval(runtime, log, requestId),
     listApprovals: (log, opts = {}) => listApprovals(runtime, log, opts),

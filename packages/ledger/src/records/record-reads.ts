@@ -50,6 +50,8 @@ export interface RecordReads {
   proposalByKey(idempotencyKey: string): Promise<ProposalRecord | null>;
   decisionOf(proposalId: string): Promise<DecisionRecord | null>;
   latestTool(serverId: string, toolName: string): Promise<ToolRecord | null>;
+  /** One registration of a tool, by its id (what a decision cites as `tool_id`). */
+  toolById(id: string): Promise<ToolRecord | null>;
   requestById(id: string): Promise<ApprovalRequestRecord | null>;
   resolutionOf(requestId: string): Promise<ApprovalResolutionRecord | null>;
   usesOf(requestId: string): Promise<ApprovalUseRecord[]>;
@@ -269,6 +271,7 @@ function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordR
   const observationsByProposal = by(observations, 'proposalId', observationCodec.toRecord);
   const observationsById = by(observations, 'id', observationCodec.toRecord);
   const claimsByProposal = by(executionClaims, 'proposalId', executionClaimCodec.toRecord);
+  const toolsById = by(tools, 'id', toolCodec.toRecord);
   const toolKey = (serverId: string, toolName: string) => JSON.stringify([serverId, toolName]);
   const checkTool = checker(tools, toolCodec.toRecord);
   const latestTools = recordsLoader(
@@ -326,6 +329,7 @@ function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordR
     proposalByKey: (key) => opened('proposal', proposalsByKey.load(key)),
     decisionOf: (proposalId) => opened('decision', decisionsByProposal.load(proposalId)),
     latestTool: (serverId, toolName) => one(latestTools.load(toolKey(serverId, toolName))),
+    toolById: (id) => one(toolsById.load(id)),
     requestById: (id) => one(requestsById.load(id)),
     resolutionOf: (requestId) => one(resolutionsByRequest.load(requestId)),
     usesOf: (requestId) => usesByRequest.load(requestId),

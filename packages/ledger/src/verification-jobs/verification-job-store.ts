@@ -42,7 +42,8 @@ export interface VerificationJobLease {
 
 /** Reads and writes of the verification queue. */
 export interface VerificationJobStore {
-  enqueue(job: VerificationJob): Promise<void>;
+  /** Write the job; false when the log already has a job with its id (it is left as it is). */
+  enqueue(job: VerificationJob): Promise<boolean>;
   /**
    * Take the next term of a job's lease. Succeeds when nobody holds it (no term yet, or the
    * latest term ran out by `now`) or `holder` holds it already (a renewal, or a release when
@@ -55,6 +56,18 @@ export interface VerificationJobStore {
   pending(): Promise<VerificationJob[]>;
   /** The jobs of one proposal without a result: the story shows it `verifying` meanwhile. */
   pendingOf(log: string, proposalId: string): Promise<VerificationJob[]>;
+  /**
+   * Observations with outcome `unknown` observed at or before `observedBy` (settled, for the
+   * caller's settle time) that no verification counts for yet (every one recorded is held, or
+   * there is none) and that have no job of `requestedBy`, in every log, oldest first, at most
+   * `limit`: what the settle sweep queues. Reads the record tables unchecked, so it only
+   * narrows the search: the job reads its observation checked before it runs.
+   */
+  settledUnknowns(options: {
+    observedBy: string;
+    requestedBy: string;
+    limit: number;
+  }): Promise<Array<{ log: string; observationId: string; proposalId: string }>>;
 }
 
 interface JobRow {
@@ -87,11 +100,15 @@ const toJob = (r: JobRow): VerificationJob => ({
 export function createVerificationJobStore(database: Database): VerificationJobStore {
   return {
     async enqueue(job) {
-      await database.rows(
+      // A job id chosen by its subject (one settle job per observation) is written once,
+      // whatever the number of processes writing it: the primary key decides.
+      const written = await database.rows<{ id: string }>(
         sql`insert into verification_jobs (log_id, id, observation_id, proposal_id, requested_by, body, requested_at)
             values (${job.log}, ${job.id}, ${job.observationId}, ${job.proposalId}, ${job.requestedBy},
-                    ${JSON.stringify(job.body)}, ${job.requestedAt})`,
+                    ${JSON.stringify(job.body)}, ${job.requestedAt})
+            on conflict (log_id, id) do nothing returning id`,
       );
+      return written.length === 1;
     },
     async claim(log, jobId, lease) {
       const [latest] = await database.rows<{
@@ -147,6 +164,21 @@ export function createVerificationJobStore(database: Database): VerificationJobS
             order by j.requested_at, j.id`,
       );
       return rows.map(toJob);
+    },
+    async settledUnknowns({ observedBy, requestedBy, limit }) {
+      // ISO 8601 UTC text (toISOString) orders as time does.
+      const rows = await database.rows<{ log_id: string; id: string; proposal_id: string }>(
+        sql`select o.log_id, o.id, o.proposal_id
+            from observations o
+            where o.outcome = 'unknown' and o.observed_at <= ${observedBy}
+              and not exists (select 1 from verifications v
+                              where v.log_id = o.log_id and v.observation_id = o.id and v.held is null)
+              and not exists (select 1 from verification_jobs j
+                              where j.log_id = o.log_id and j.observation_id = o.id and j.requested_by = ${requestedBy})
+            order by o.observed_at, o.log_id, o.id
+            limit ${limit}`,
+      );
+      return rows.map((r) => ({ log: r.log_id, observationId: r.id, proposalId: r.proposal_id }));
     },
   };
 }
