@@ -1,7 +1,7 @@
 // An `unknown` outcome (the call timed out: the tool may still act) holds every verification at
 // inconclusive until it settles. Once it has, the server verifies it by itself, as a durable
 // job: the outcome settles without anyone asking, once, whatever the restarts and processes.
-// A real `vouch serve` with a 4 s settle time, an http-json verifier reading an independent
+// A real `vouch serve` with a 6 s settle time, an http-json verifier reading an independent
 // source, on each backend.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -17,7 +17,7 @@ type Json = Record<string, any>;
 
 /** The identity the server records its own settle verification under (`SETTLE_VERIFIER_IDENTITY`). */
 const SETTLE_VERIFIER = 'vouch:settle-verifier';
-const SETTLE_SECONDS = 4;
+const SETTLE_SECONDS = 6;
 const SERVER_ENV = {
   VOUCH_UNKNOWN_OUTCOME_SETTLE_SECONDS: String(SETTLE_SECONDS),
   VOUCH_SETTLE_SWEEP_INTERVAL_MS: '200',
