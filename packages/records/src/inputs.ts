@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { hashSchema, identifierInput, jsonObjectSchema, jsonValueSchema, nameInput, textInput } from './fields';
+import {
+  hashSchema,
+  identifierInput,
+  jsonObjectSchema,
+  jsonValueSchema,
+  nameInput,
+  textInput,
+} from './fields';
 import {
   approvalValiditySchema,
   checkStatusSchema,

@@ -6,9 +6,9 @@ import { decisionInputSchema, parseInput, proposalInputSchema } from './inputs';
 import { proposalPayloadHash, proposalPayloadOf } from './payload-hash';
 import type { RecordContext } from './record-context';
 import { recordKeys } from './record-keys';
-import { applyRequiredPostconditions, mergePostconditions } from './required-postconditions';
 import { newId } from './record-transaction';
 import { mustGetProposal, type RecordsRuntime } from './records-runtime';
+import { applyRequiredPostconditions, mergePostconditions } from './required-postconditions';
 import type { ApprovalRequestRecord, DecisionRecord, ProposalPayload, ProposalRecord } from './types';
 
 /** What `propose` returns; `replayed` when the idempotency key had already been used with this payload. */
@@ -40,9 +40,13 @@ export async function propose(
       // The stored proposal must show the payload its hash names, or its approval is another's.
       tx.reads.requireProposalPayload(existing);
       if (!sameProposal(existing, declared)) {
-        throw new LedgerError('IDEMPOTENCY_CONFLICT', `idempotency key ${key} was used for another proposal`, {
-          details: { proposal_id: existing.id },
-        });
+        throw new LedgerError(
+          'IDEMPOTENCY_CONFLICT',
+          `idempotency key ${key} was used for another proposal`,
+          {
+            details: { proposal_id: existing.id },
+          },
+        );
       }
       const decision = await tx.reads.decisionOf(existing.id);
       const approval = decision?.approval_request_id

@@ -34,7 +34,13 @@ function bindingContext(payload: ProposalPayload): JsonObject {
 const celEnvironment = BINDING_FIELDS.reduce(
   (env, field) => env.registerVariable(field, 'dyn'),
   new Environment({
-    limits: { maxAstNodes: 2000, maxDepth: 50, maxListElements: 200, maxMapEntries: 200, maxCallArguments: 16 },
+    limits: {
+      maxAstNodes: 2000,
+      maxDepth: 50,
+      maxListElements: 200,
+      maxMapEntries: 200,
+      maxCallArguments: 16,
+    },
   }),
 );
 
@@ -102,7 +108,10 @@ export function bindRequiredPostconditions(
  * postcondition identical to a required one (same name, same params as canonical JSON) is
  * merged into it, not listed twice; one with other params is another postcondition and kept.
  */
-export function mergePostconditions(agent: readonly Condition[], required: readonly Condition[]): Condition[] {
+export function mergePostconditions(
+  agent: readonly Condition[],
+  required: readonly Condition[],
+): Condition[] {
   const identity = (c: Condition) => canonicalJson([c.name, c.params ?? {}]);
   const requiredIds = new Set(required.map(identity));
   return [...required, ...agent.filter((c) => !requiredIds.has(identity(c)))];
@@ -122,7 +131,10 @@ export function applyRequiredPostconditions(
   if (required.length === 0) return payload;
   return {
     ...payload,
-    postconditions: mergePostconditions(payload.postconditions, bindRequiredPostconditions(required, payload)),
+    postconditions: mergePostconditions(
+      payload.postconditions,
+      bindRequiredPostconditions(required, payload),
+    ),
   };
 }
 
@@ -157,7 +169,8 @@ function bindParam(binding: ParamBinding, context: JsonObject): JsonValue {
       throw new Unbound('CEL_ERROR', `CEL ${binding.cel}: ${firstLine((error as Error).message)}`);
     }
     const value = celToJson(result);
-    if (value === undefined) throw new Unbound('NOT_JSON', `CEL ${binding.cel} gives a value JSON cannot carry`);
+    if (value === undefined)
+      throw new Unbound('NOT_JSON', `CEL ${binding.cel} gives a value JSON cannot carry`);
     try {
       canonicalJson(value);
     } catch (error) {

@@ -5,8 +5,8 @@ import { parseInput, toolInputSchema } from './inputs';
 import type { RecordContext } from './record-context';
 import { recordKeys } from './record-keys';
 import { newId } from './record-transaction';
-import { celBindingProblem } from './required-postconditions';
 import type { RecordsRuntime } from './records-runtime';
+import { celBindingProblem } from './required-postconditions';
 import type { ToolRecord } from './types';
 
 /** Register a tool, or a new version of it; identical re-registration and discovery of a known tool replay. */
