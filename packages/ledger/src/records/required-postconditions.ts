@@ -34,6 +34,8 @@ function bindingContext(payload: ProposalPayload): JsonObject {
 const celEnvironment = BINDING_FIELDS.reduce(
   (env, field) => env.registerVariable(field, 'dyn'),
   new Environment({
+    // A param is JSON, where a map's values and a list's items may be of different types.
+    homogeneousAggregateLiterals: false,
     limits: {
       maxAstNodes: 2000,
       maxDepth: 50,
