@@ -326,6 +326,19 @@ describe.each(testBackends())('required postconditions on $name', ({ open }) => 
     });
   });
 
+  describe('when a gateway registers a tool it discovered', () => {
+    it('refuses postconditions from it (403 ROLE_FORBIDDEN): what must be proven is the operator’s', async () => {
+      const q = `?log=refunds-${++logNo}`;
+      const body = { server_id: 'pay', tool_name: 'refund', source: 'discovery' };
+      const refused = await call('POST', `/v1/tools${q}`, k.gw, {
+        ...body,
+        postconditions: [{ name: 'nothing' }],
+      });
+      expect(refused).toMatchObject({ status: 403, body: { error: { code: 'ROLE_FORBIDDEN' } } });
+      expect((await call('POST', `/v1/tools${q}`, k.gw, body)).status).toBe(201);
+    });
+  });
+
   describe('when a registration changes', () => {
     it('replays the same registration and refuses other postconditions without replaces_version', async () => {
       const { q, tool } = await freshLog();
