@@ -1,3 +1,4 @@
+import { createVouchClient } from '@vouch/client';
 import { createRecords } from '@vouch/ledger';
 import { testBackends } from '@vouch/ledger/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -377,6 +378,35 @@ describe.each(testBackends())('required postconditions on $name', ({ open }) => 
       });
       const next = await call('POST', `/v1/proposals${q}`, k.gw, refund());
       expect(next.body.proposal.postconditions).toEqual([{ name: 'refund.settled', origin: 'registry' }]);
+    });
+  });
+
+  describe('when a gateway executes through @vouch/client', () => {
+    it('accepts the required postconditions the server added, authorizes the recorded payload and runs once', async () => {
+      const { q } = await freshLog();
+      const log = q.slice('?log='.length);
+      const client = createVouchClient({
+        baseUrl: 'http://vouch.test',
+        apiKey: k.gw,
+        log,
+        fetch: ((url: string, init: RequestInit) => h.app.request(url, init)) as unknown as typeof fetch,
+      });
+      let calls = 0;
+      const { idempotency_key: _, ...action } = refund({ postconditions: [{ name: 'email.sent' }] });
+      const result = await client.execute(
+        action as Parameters<typeof client.execute>[0],
+        async () => {
+          calls++;
+          return { refund_id: 'rf_1' };
+        },
+        { verify: false },
+      );
+      expect(result.status).toBe('executed');
+      expect(calls).toBe(1);
+      expect(result.proposal.postconditions.map((c) => [c.name, c.origin])).toEqual([
+        ['refund.recorded', 'registry'],
+        ['email.sent', undefined],
+      ]);
     });
   });
 
