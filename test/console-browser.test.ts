@@ -32,6 +32,7 @@ const refund = {
   arguments: { order_id: 'A-119', amount: 4200, currency: 'EUR', reason: 'damaged in transit' },
   side_effect: 'compensatable' as const,
   impact: { amount: 4200, currency: 'EUR' },
+  postconditions: [{ name: 'customer.notified' }],
 };
 
 describe.each(backends)('the web console in Chromium on $name', (backend) => {
@@ -96,6 +97,9 @@ describe.each(backends)('the web console in Chromium on $name', (backend) => {
         required_scopes: ['billing:write'],
         allowed_environments: ['staging', 'production'],
         approval_required: true,
+        postconditions: [
+          { name: 'refund.recorded', params: { order_id: { pointer: '/arguments/order_id' } } },
+        ],
       },
     });
     expect(tool.status).toBe(201);
@@ -143,6 +147,14 @@ describe.each(backends)('the web console in Chromium on $name', (backend) => {
       expect(text).toContain('agent:billing-bot');
       expect(text).toContain('damaged in transit');
       expect(await card.getByTestId('expiry').textContent()).toMatch(/expires in \d+h/);
+      // Which postconditions the operator requires and which the agent added, told apart.
+      const required = card.locator('[data-testid="postcondition"][data-origin="registry"]');
+      expect(await required.textContent()).toContain('refund.recorded');
+      expect(await required.textContent()).toContain('required by the tool registration');
+      expect(await required.textContent()).toContain('A-119');
+      const added = card.locator('[data-testid="postcondition"][data-origin="agent"]');
+      expect(await added.textContent()).toContain('customer.notified');
+      expect(await added.textContent()).toContain('added by the agent');
       if (screenshots) await page.screenshot({ path: join(screenshots, 'inbox.png'), fullPage: true });
       await card.getByLabel('Comment').fill('ok to refund: photo of the damage attached to A-119');
       await card.getByRole('button', { name: 'Approve' }).click();

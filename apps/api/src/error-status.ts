@@ -75,6 +75,9 @@ export const STATUS_BY_CODE = {
   INTEGRITY_ALARM: 503,
   // @vouch/ledger: records and invariants
   VALIDATION_FAILED: 400,
+  IDENTIFIER_INVALID: 400,
+  // The proposal is well-formed but does not fit what its tool's registration requires of it.
+  POSTCONDITION_BINDING_FAILED: 422,
   NOT_FOUND: 404,
   LOG_NOT_FOUND: 404,
   TOOL_NOT_REGISTERED: 422,

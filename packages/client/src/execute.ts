@@ -18,7 +18,12 @@ import { type ApprovalState, approvalStateOf } from './approval-state';
 import type { VouchClient } from './client';
 import { abortedError, delay } from './delay';
 import { isVouchClientError, stepRefusalError, VouchClientError } from './errors';
-import { deriveIdempotencyKey, payloadHashOf, proposalPayloadOf } from './idempotency-key';
+import {
+  deriveIdempotencyKey,
+  payloadHashOf,
+  proposalPayloadOf,
+  withRequiredPostconditions,
+} from './idempotency-key';
 
 /** The action to execute: a proposal body whose idempotency key may be left to the client. */
 export type ExecuteAction = Omit<ProposeBody, 'idempotency_key'> & { idempotency_key?: string };
@@ -254,17 +259,23 @@ async function executeOnce<T>(
   };
   const call = signal ? { signal } : {};
 
-  const expectedHash = payloadHashOf(payload);
+  const sentHash = payloadHashOf(payload);
   // The fast path: an allowed new proposal is authorized in the same request, bound to the
   // hash computed here, so a call needs no separate `authorize`.
   const created = await client.proposals.create(
     { ...payload, idempotency_key: key },
-    { ...call, authorize: expectedHash },
+    { ...call, authorize: sentHash },
   );
   const proposal = created.proposal;
-  // The server hashes what it stored; if that is not what we sent, what an approver sees
-  // and what we would run are different things. Stop before anything runs. (The server
-  // authorizes only the hash sent, so a mismatch leaves no execution claim behind.)
+  // The server hashes what it stored: what we sent, plus the postconditions the tool's
+  // registration requires (marked `origin: registry`, shown so to the approver). Anything
+  // else means what an approver sees and what we would run are different things. Stop before
+  // anything runs. (The server authorizes only the hash sent, so a mismatch leaves no
+  // execution claim behind.)
+  const expectedHash = payloadHashOf(withRequiredPostconditions(payload, proposal));
+  // With required postconditions added, the fast path was bound to a hash the server did
+  // not record: it claimed nothing, and `authorize` below is asked with the recorded hash.
+  const fastPath = expectedHash === sentHash;
   if (proposal.payload_hash !== expectedHash) {
     throw new VouchClientError(
       'PAYLOAD_HASH_MISMATCH',
@@ -355,11 +366,11 @@ async function executeOnce<T>(
   }
 
   // The fast path authorized (or refused) already, in the proposal's own request.
-  if (created.authorization_refused) {
+  if (fastPath && created.authorization_refused) {
     const error = stepRefusalError(created.authorization_refused);
     return refusedAtAuthorize(client, { base, decision, approval, options, error });
   }
-  if (created.authorization) {
+  if (fastPath && created.authorization) {
     journal.add(key);
     return invokeAndRecord(client, { base, decision, approval, invoke, options, expectedHash });
   }

@@ -32,6 +32,26 @@ export function proposalPayloadOf(action: {
 }
 
 /**
+ * The payload the server records for `sent`: the same, with the postconditions the tool's
+ * registration requires (those `recorded` marks `origin: registry`) first, and an identical
+ * one of `sent` (same name, same params as canonical JSON) merged into them, as the server does.
+ * Hashing it tells whether the server added anything but what its registry requires.
+ */
+export function withRequiredPostconditions(
+  sent: ProposalPayload,
+  recorded: Pick<ProposalPayload, 'postconditions'>,
+): ProposalPayload {
+  const required = recorded.postconditions.filter((c) => c.origin === 'registry');
+  if (required.length === 0) return sent;
+  const identity = (c: { name: string; params?: unknown }) => canonicalOrThrow([c.name, c.params ?? {}]);
+  const requiredIds = new Set(required.map(identity));
+  return {
+    ...sent,
+    postconditions: [...required, ...sent.postconditions.filter((c) => !requiredIds.has(identity(c)))],
+  };
+}
+
+/**
  * `SHA-256(canonical(payload))` in lowercase hex (RFC 8785 canonical JSON), computed on the
  * client so it can check that the server recorded the payload it was sent.
  */

@@ -54,6 +54,10 @@ export const LEDGER_ERROR_CODES = [
   'INTEGRITY_ALARM',
   // records and invariants
   'VALIDATION_FAILED',
+  // a name an approver reads is not a plain identifier (details.path)
+  'IDENTIFIER_INVALID',
+  // a tool's required postcondition cannot be bound to the proposal's payload (details.postcondition, param)
+  'POSTCONDITION_BINDING_FAILED',
   'NOT_FOUND',
   'LOG_NOT_FOUND',
   'TOOL_NOT_REGISTERED',

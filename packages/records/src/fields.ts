@@ -49,6 +49,26 @@ export const nameInput = z
   .max(256)
   .refine((s) => !/\p{Cc}/u.test(s), 'must not contain control characters');
 
+/**
+ * The grammar of a name an approver reads as a label: a postcondition's or precondition's name,
+ * a tool's name, a server id, an action, a target kind. Printable ASCII letters, digits and
+ * `_ . : / -`, starting with a letter, digit or `_`, at most 256 characters. It admits every
+ * MCP tool name (`[A-Za-z0-9_.-]`) and method (`resources/read`).
+ */
+export const IDENTIFIER_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,255}$/;
+
+/** The `params.code` of a zod issue raised by {@link identifierInput}: the ledger answers it with its own code. */
+export const IDENTIFIER_ISSUE = 'IDENTIFIER_INVALID';
+
+// A name shown to an approver must look like what it is compared as: no zero-width or
+// look-alike characters (`refund.recorded\u200b` shows as `refund.recorded` and is another
+// name), so anything outside plain ASCII is refused, not normalized.
+/** A name an approver reads ({@link IDENTIFIER_PATTERN}), as a request may carry it. */
+export const identifierInput = z.string().refine((s) => IDENTIFIER_PATTERN.test(s), {
+  message: 'must be a plain identifier: ASCII letters, digits and _ . : / - (at most 256), no spaces',
+  params: { code: IDENTIFIER_ISSUE },
+});
+
 // Free text may span lines but not hold NUL, which a Postgres text column refuses.
 /** Free text as a request may carry it. */
 export const textInput = z

@@ -1,9 +1,17 @@
 import { z } from 'zod';
-import { hashSchema, jsonObjectSchema, jsonValueSchema, nameInput, textInput } from './fields';
+import {
+  hashSchema,
+  identifierInput,
+  jsonObjectSchema,
+  jsonValueSchema,
+  nameInput,
+  textInput,
+} from './fields';
 import {
   approvalValiditySchema,
   checkStatusSchema,
   observationOutcomeSchema,
+  type ParamBinding,
   reasonEffectSchema,
   repairKindSchema,
   sideEffectClassSchema,
@@ -18,16 +26,20 @@ import {
  * payload hash.
  */
 
-const condition = z.strictObject({ name: nameInput, params: jsonObjectSchema.optional() });
+// `origin` and `verifiers` are the server's to set (from the tool registration): a condition
+// that sends them is refused as an unknown key, so an agent cannot pass its own off as required.
+const condition = z.strictObject({ name: identifierInput, params: jsonObjectSchema.optional() });
 
 /** The body of `propose`; the requester comes from the caller's key, never from here. */
 export const proposalInputSchema = z.strictObject({
+  // The key and the target's id and environment are matched, never shown as labels: any
+  // text without control characters (a target id may be a URI or a file path).
   idempotency_key: nameInput,
-  action: nameInput,
-  server_id: nameInput,
-  tool_name: nameInput,
+  action: identifierInput,
+  server_id: identifierInput,
+  tool_name: identifierInput,
   target: z.strictObject({
-    kind: nameInput,
+    kind: identifierInput,
     id: nameInput.nullable().default(null),
     env: nameInput.nullable().default(null),
   }),
@@ -40,15 +52,50 @@ export const proposalInputSchema = z.strictObject({
 /** What a gateway posts to propose an action. */
 export type ProposalInput = z.input<typeof proposalInputSchema>;
 
+/** An RFC 6901 JSON pointer: empty, or `/`-separated tokens where `~` is only `~0` or `~1`. */
+const jsonPointer = z
+  .string()
+  .max(1024)
+  .regex(/^(\/([^~/]|~[01])*)*$/, 'must be a JSON pointer (RFC 6901), e.g. /arguments/order_id');
+
+const paramBindingInput = z.union([
+  z.strictObject({ pointer: jsonPointer }),
+  z.strictObject({ cel: z.string().min(1).max(4096) }),
+  z.strictObject({ value: jsonValueSchema }),
+]);
+
+// Checked value by value over the object as parsed (not `z.record`, which would rebuild it and
+// lose an own `__proto__` key: see `jsonObjectSchema`).
+const paramBindingsInput = jsonObjectSchema.superRefine((params, ctx) => {
+  const entries = Object.entries(params);
+  if (entries.length > 64) ctx.addIssue({ code: 'custom', message: 'at most 64 params' });
+  for (const [key, binding] of entries) {
+    if (!paramBindingInput.safeParse(binding).success) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [key],
+        message: 'must be {"pointer": "/…"}, {"cel": "…"} or {"value": …}',
+      });
+    }
+  }
+}) as unknown as z.ZodType<Record<string, ParamBinding>, Record<string, ParamBinding>>;
+
+/** One postcondition a tool registration requires: its name, its params' bindings, who may prove it. */
+const requiredPostconditionInput = z.strictObject({
+  name: identifierInput,
+  params: paramBindingsInput.optional(),
+  verifiers: z.array(nameInput).min(1).max(16).optional(),
+});
+
 /** The body of `registerTool`. A side-effect class left out means `irreversible`. */
 export const toolInputSchema = z.strictObject({
-  server_id: nameInput,
-  tool_name: nameInput,
+  server_id: identifierInput,
+  tool_name: identifierInput,
   side_effect: sideEffectClassSchema.default('irreversible'),
   required_scopes: z.array(nameInput).max(64).default([]),
   allowed_environments: z.array(nameInput).max(64).nullable().default(null),
-  dry_run_tool: nameInput.nullable().default(null),
-  compensation_tool: nameInput.nullable().default(null),
+  dry_run_tool: identifierInput.nullable().default(null),
+  compensation_tool: identifierInput.nullable().default(null),
   approval_required: z.boolean().default(false),
   requires_target_id: z.boolean().default(true),
   max_approval_window_seconds: z.number().int().positive().nullable().default(null),
@@ -58,6 +105,11 @@ export const toolInputSchema = z.strictObject({
    * them is allowed (that is where the truth lives) and marked `readsWrittenSystem`.
    */
   writes: z.array(nameInput).max(64).optional(),
+  /**
+   * What every call of the tool must prove: each is added to the proposal's postconditions at
+   * propose, with its params bound to the proposal's payload, whatever the proposal declares.
+   */
+  postconditions: z.array(requiredPostconditionInput).max(64).optional(),
   /** To change a manual registration, name the version being replaced (`TOOL_EXISTS` otherwise). */
   replaces_version: z.number().int().positive().optional(),
 });

@@ -66,6 +66,29 @@ export const conditionSchema = z.object({
 });
 export type Condition = z.output<typeof conditionSchema>;
 
+/**
+ * How a required postcondition's param gets its value from the proposal's payload (its action,
+ * server, tool, target, arguments, side effect and impact): `pointer`, an RFC 6901 JSON pointer
+ * (`/arguments/order_id`); `cel`, a CEL expression over those fields (`arguments.amount * 100.0`);
+ * `value`, a literal.
+ */
+export const paramBindingSchema = z.union([
+  z.object({ pointer: z.string() }),
+  z.object({ cel: z.string() }),
+  z.object({ value: jsonValueSchema }),
+]);
+export type ParamBinding = z.output<typeof paramBindingSchema>;
+
+/** A postcondition the operator requires of every call of a tool, bound to each proposal's payload. */
+export const requiredPostconditionSchema = z.object({
+  name: z.string(),
+  /** Each param's binding; the proposal carries the values they give. */
+  params: z.record(z.string(), paramBindingSchema).optional(),
+  /** The verifiers the operator lets prove it (configured names or identities); absent: any. */
+  verifiers: z.array(z.string()).optional(),
+});
+export type RequiredPostcondition = z.output<typeof requiredPostconditionSchema>;
+
 /** A tool in the registry of one log. A new registration of the same tool is a new version. */
 export const toolRecordSchema = z.object({
   id: z.string(),
@@ -87,6 +110,8 @@ export const toolRecordSchema = z.object({
   source: toolSourceSchema,
   /** The named systems the tool writes to; absent when the registration declared none (and before migration 0011). */
   writes: z.array(z.string()).optional(),
+  /** What every call must prove, added to each proposal at propose; absent when none (and before migration 0020). */
+  postconditions: z.array(requiredPostconditionSchema).optional(),
   registered_by: z.string(),
   registered_at: timeSchema,
 });

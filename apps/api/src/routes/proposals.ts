@@ -43,7 +43,7 @@ const propose = createRoute({
   path: '/v1/proposals',
   tags: ['proposals'],
   summary: 'Propose an action',
-  description: `A proposal is not a decision. With the built-in policy the answer carries the decision (201). With an external policy engine the server asks (\`server.policy.decisionUrl\`), the answer carries the engine's decision (201); when the engine is down, slow or answers nonsense, or when no URL is configured and the engine posts its decisions, the proposal waits (202: never an allow by default) and the server asks again in the background. The same idempotency key with the same payload replays the stored result (200, \`replayed: true\`) and never re-executes; with another payload it is \`IDEMPOTENCY_CONFLICT\`. A key limited to environments cannot propose outside them. The fast path: with \`?authorize=<payload hash>\` an allowed new proposal is also authorized in the same request (\`authorization\`), exactly as \`POST /v1/proposals/{id}/authorize\` would; a refusal comes back as \`authorization_refused\` beside the recorded proposal, and any other decision leaves \`authorization\` null. The key then needs the roles of both routes. ${rolesNote(ACCESS.propose)}`,
+  description: `A proposal is not a decision. With the built-in policy the answer carries the decision (201). With an external policy engine the server asks (\`server.policy.decisionUrl\`), the answer carries the engine's decision (201); when the engine is down, slow or answers nonsense, or when no URL is configured and the engine posts its decisions, the proposal waits (202: never an allow by default) and the server asks again in the background. The postconditions the tool's registration requires are added to the payload whatever the proposal declares (\`origin: registry\`; an identical one the proposal declared is merged into it); one whose params cannot be bound to this payload refuses the proposal (422 \`POSTCONDITION_BINDING_FAILED\`, nothing written). A condition may not carry \`origin\` or \`verifiers\`; names (action, server, tool, target kind, conditions) are plain identifiers (400 \`IDENTIFIER_INVALID\`). An idempotency key is its requester's own: the same key with the same payload replays the stored result (200, \`replayed: true\`) and never re-executes; with another payload it is \`IDEMPOTENCY_CONFLICT\`; another requester's use of the same key is another proposal. A key limited to environments cannot propose outside them. The fast path: with \`?authorize=<payload hash>\` an allowed new proposal is also authorized in the same request (\`authorization\`), exactly as \`POST /v1/proposals/{id}/authorize\` would; a refusal comes back as \`authorization_refused\` beside the recorded proposal, and any other decision leaves \`authorization\` null. The key then needs the roles of both routes. ${rolesNote(ACCESS.propose)}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.propose), jsonBody({ required: true })] as const,
   request: { query: ProposeQuerySchema, body: { required: true, content: json(ProposalInputSchema) } },
@@ -56,7 +56,12 @@ const propose = createRoute({
       description: 'Replayed: this idempotency key was used with this payload',
       content: json(ProposalResultSchema),
     },
-    409: errorResponseSpec('The idempotency key was used for another payload (`IDEMPOTENCY_CONFLICT`)'),
+    409: errorResponseSpec(
+      'The requester used the idempotency key for another payload (`IDEMPOTENCY_CONFLICT`)',
+    ),
+    422: errorResponseSpec(
+      "A postcondition the tool's registration requires cannot be bound to this payload (`POSTCONDITION_BINDING_FAILED`: `details.postcondition`, `param`, `reason`)",
+    ),
   },
 });
 

@@ -20,7 +20,7 @@ const registerTool = createRoute({
   path: '/v1/tools',
   tags: ['tools'],
   summary: 'Register a tool, or a new version of it',
-  description: `An unregistered tool is never allowed. A side-effect class left out means \`irreversible\`; discovery is not authorization: a \`gateway\` key may register only what it discovered (\`source: discovery\`, irreversible), and a discovery never overrides an operator's registration. ${rolesNote(ACCESS.registerTool)}`,
+  description: `An unregistered tool is never allowed. A side-effect class left out means \`irreversible\`; discovery is not authorization: a \`gateway\` key may register only what it discovered (\`source: discovery\`, irreversible, no \`postconditions\`), and a discovery never overrides an operator's registration. \`postconditions\` lists what every call must prove: each is added to every proposal of the tool at propose (marked \`origin: registry\`, with \`verifiers\` when restricted), its \`params\` bound to the proposal's payload by a JSON pointer (\`{"pointer": "/arguments/order_id"}\`), a CEL expression (\`{"cel": "arguments.amount * 100.0"}\`) or a literal (\`{"value": "EUR"}\`); a CEL expression that does not parse is \`VALIDATION_FAILED\`. Names (\`server_id\`, \`tool_name\`, postcondition names) are plain identifiers (\`IDENTIFIER_INVALID\`). ${rolesNote(ACCESS.registerTool)}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.registerTool), jsonBody({ required: true })] as const,
   request: {
@@ -67,12 +67,17 @@ export function registerToolRoutes(app: VouchApp, deps: { records: Records }): v
     const principal = c.get('principal');
     if (!hasRole(principal, 'admin')) {
       // Discovery is not authorization: what a gateway saw on a tool server is recorded as
-      // discovered and irreversible; only an operator declares a tool safer than that.
+      // discovered and irreversible; only an operator declares a tool safer than that. What
+      // every call must prove is the operator's too: the audited party sets none of it.
       const body = c.req.valid('json');
-      if (body.source !== 'discovery' || (body.side_effect ?? 'irreversible') !== 'irreversible') {
+      if (
+        body.source !== 'discovery' ||
+        (body.side_effect ?? 'irreversible') !== 'irreversible' ||
+        body.postconditions !== undefined
+      ) {
         throw new ApiError(
           'ROLE_FORBIDDEN',
-          'a gateway key may only register discovered tools (source: discovery, side_effect irreversible or left out)',
+          'a gateway key may only register discovered tools (source: discovery, side_effect irreversible or left out, no postconditions)',
           { details: { required: ['admin'], held: principal.roles } },
         );
       }

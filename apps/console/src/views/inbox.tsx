@@ -7,6 +7,36 @@ import type { ApprovalDetail, ApprovalPage, Me } from '../types';
 import { Badge, ErrorBox, Field, Json, Redacted, toneOf } from '../ui';
 import { useListKeys } from './list-keys';
 
+/**
+ * What a verifier must prove after the call, each marked with who requires it: the tool's
+ * registration (the operator; the agent cannot drop it) or the agent (an addition).
+ */
+function Postconditions({ conditions }: { conditions: ApprovalDetail['payload']['postconditions'] }) {
+  return (
+    <div class="postconditions" data-testid="postconditions">
+      <h3>Must be proven after the call</h3>
+      {conditions.length === 0 ? (
+        <p class="muted">Nothing: no verifier will be asked to prove anything about this call.</p>
+      ) : (
+        <ul>
+          {conditions.map((c, i) => (
+            <li key={i} data-testid="postcondition" data-origin={c.origin ?? 'agent'}>
+              <code>{c.name}</code>{' '}
+              {c.origin === 'registry' ? (
+                <Badge tone="neutral">required by the tool registration</Badge>
+              ) : (
+                <Badge tone="warn">added by the agent</Badge>
+              )}
+              {c.verifiers ? <span class="muted"> proven only by {c.verifiers.join(', ')}</span> : null}
+              {c.params ? <Json value={c.params} /> : null}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
 /** The most recent approved payload of the same server and tool, to diff against. */
 function lastApprovedFor(pending: ApprovalDetail, history: ApprovalDetail[]): ApprovalDetail | null {
   const same = history.filter(
@@ -183,6 +213,7 @@ function ApprovalCard(props: {
           <a href={`#/proposal/${encodeURIComponent(a.request.proposal_id)}`}>{a.request.proposal_id}</a>
         </Field>
       </dl>
+      <Postconditions conditions={a.payload.postconditions} />
       <div class="payload-grid">
         <div>
           <h3>Exactly what will run</h3>

@@ -107,7 +107,7 @@ async function registerTool(admin: VouchClient, sideEffect: 'read_only' | 'irrev
 
 function actionFor(tool: { server_id: string; tool_name: string }, sideEffect: 'read_only' | 'irreversible') {
   return {
-    action: 'lookup an account',
+    action: 'account.lookup',
     server_id: tool.server_id,
     tool_name: tool.tool_name,
     target: { kind: 'account', id: 'acct_1', env: 'staging' },

@@ -56,7 +56,7 @@ export const toolCodec = {
     maxApprovalWindowSeconds: r.max_approval_window_seconds,
     source: r.source,
     writes: r.writes === undefined ? null : json(r.writes),
-    postconditions: null,
+    postconditions: r.postconditions === undefined ? null : json(r.postconditions),
     unprovenPreconditions: null,
     registeredBy: r.registered_by,
     registeredAt: r.registered_at,
@@ -76,6 +76,9 @@ export const toolCodec = {
     max_approval_window_seconds: row.maxApprovalWindowSeconds,
     source: row.source as ToolRecord['source'],
     ...(row.writes === null ? {} : { writes: parse(row.writes) as string[] }),
+    ...(row.postconditions === null
+      ? {}
+      : { postconditions: parse<NonNullable<ToolRecord['postconditions']>>(row.postconditions) }),
     registered_by: row.registeredBy,
     registered_at: row.registeredAt,
   }),

@@ -212,15 +212,23 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         expect(await counts(log)).toEqual(before);
       });
 
-      it('refuses another payload or another requester with IDEMPOTENCY_CONFLICT, writing nothing', async () => {
-        const { agent, alice, log } = await setup();
+      it('refuses another payload with IDEMPOTENCY_CONFLICT, writing nothing', async () => {
+        const { agent, log } = await setup();
         await records.propose(agent, refund('k1'));
         const before = await counts(log);
         expect(await codeOf(records.propose(agent, refund('k1', { arguments: { amount: 500 } })))).toBe(
           'IDEMPOTENCY_CONFLICT',
         );
-        expect(await codeOf(records.propose(alice, refund('k1')))).toBe('IDEMPOTENCY_CONFLICT');
         expect(await counts(log)).toEqual(before);
+      });
+
+      it('gives another requester its own proposal under the same key (keys are per requester)', async () => {
+        const { agent, alice } = await setup();
+        const first = await records.propose(agent, refund('k1'));
+        const other = await records.propose(alice, refund('k1', { arguments: { amount: 500 } }));
+        expect(other.replayed).toBe(false);
+        expect(other.proposal.id).not.toBe(first.proposal.id);
+        expect(await records.propose(agent, refund('k1'))).toEqual({ ...first, replayed: true });
       });
 
       it('keeps one proposal when 20 arrive at once', async () => {

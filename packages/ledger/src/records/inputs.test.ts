@@ -50,12 +50,34 @@ describe('parseInput', () => {
       ['an unknown side-effect class', { side_effect: 'mostly_harmless' }],
       ['a missing target', { target: undefined }],
       ['an unknown key', { requester: 'agent:admin' }],
-      ['a control character in an id', { server_id: 'pay\nments' }],
+      ['a control character in an idempotency key', { idempotency_key: 'k\n1' }],
       ['arguments that are not an object', { arguments: [1, 2] }],
     ])('refuses %s with VALIDATION_FAILED', (_, over) => {
       const value: Record<string, unknown> = { ...body(), ...over };
       for (const key of Object.keys(value)) if (value[key] === undefined) delete value[key];
       expect(codeOf(() => parse(value))).toBe('VALIDATION_FAILED');
+    });
+
+    it.each([
+      ['a control character in a server id', { server_id: 'pay\nments' }, '/server_id'],
+      [
+        'a zero-width space in a postcondition name',
+        { postconditions: [{ name: 'refund.recorded\u200b' }] },
+        '/postconditions/0/name',
+      ],
+      ['a Cyrillic letter in an action', { action: 'p\u0430y.refund' }, '/action'],
+      ['a space in a target kind', { target: { kind: 'pay ment', id: 'p', env: 'prod' } }, '/target/kind'],
+    ])('refuses %s, a name an approver reads, with IDENTIFIER_INVALID at its path', (_, over, path) => {
+      try {
+        parse({ ...body(), ...over });
+      } catch (error) {
+        expect(isLedgerError(error) && [error.code, error.details?.path]).toEqual([
+          'IDENTIFIER_INVALID',
+          path,
+        ]);
+        return;
+      }
+      expect.unreachable();
     });
 
     it('points at the offending field', () => {

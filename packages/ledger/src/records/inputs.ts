@@ -1,4 +1,5 @@
 import { canonicalJson, isAuditError } from '@vouch/audit';
+import { IDENTIFIER_ISSUE } from '@vouch/records';
 import type { z } from 'zod';
 import { LedgerError } from '../errors';
 
@@ -39,8 +40,9 @@ export {
 export const DEFAULT_MAX_INPUT_BYTES = 256 * 1024;
 
 /**
- * Canonicalize, bound and validate a body. Throws `PAYLOAD_NOT_JSON`, `PAYLOAD_TOO_LARGE` or
- * `VALIDATION_FAILED` (with the issues in `details`), before anything is written.
+ * Canonicalize, bound and validate a body. Throws `PAYLOAD_NOT_JSON`, `PAYLOAD_TOO_LARGE`,
+ * `IDENTIFIER_INVALID` (a name an approver reads is not a plain identifier: its `path` in
+ * `details`) or `VALIDATION_FAILED` (with the issues in `details`), before anything is written.
  */
 export function parseInput<S extends z.ZodType>(
   schema: S,
@@ -71,12 +73,21 @@ export function parseInput<S extends z.ZodType>(
       path: issue.path.map((key) => `/${String(key).replaceAll('~', '~0').replaceAll('/', '~1')}`).join(''),
       code: issue.code,
       message: issue.message,
+      identifier: issue.code === 'custom' && issue.params?.code === IDENTIFIER_ISSUE,
     }));
+    const name = issues.find((issue) => issue.identifier);
+    if (name) {
+      throw new LedgerError(
+        'IDENTIFIER_INVALID',
+        `${options.what} is invalid at ${name.path}: ${name.message}`,
+        { details: { path: name.path, issues: issues.map(({ identifier: _, ...issue }) => issue) } },
+      );
+    }
     throw new LedgerError(
       'VALIDATION_FAILED',
       `${options.what} is invalid at ${issues[0]!.path || 'the root'}: ${issues[0]!.message}`,
       {
-        details: { issues },
+        details: { issues: issues.map(({ identifier: _, ...issue }) => issue) },
       },
     );
   }

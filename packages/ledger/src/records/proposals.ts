@@ -1,4 +1,3 @@
-import { sameIdentity } from '@vouch/audit';
 import { LedgerError } from '../errors';
 import { evaluatePolicy } from '../policy/built-in-policy';
 import { requestApproval } from './approvals';
@@ -9,7 +8,8 @@ import type { RecordContext } from './record-context';
 import { recordKeys } from './record-keys';
 import { newId } from './record-transaction';
 import { mustGetProposal, type RecordsRuntime } from './records-runtime';
-import type { ApprovalRequestRecord, DecisionRecord, ProposalRecord } from './types';
+import { applyRequiredPostconditions, mergePostconditions } from './required-postconditions';
+import type { ApprovalRequestRecord, DecisionRecord, ProposalPayload, ProposalRecord } from './types';
 
 /** What `propose` returns; `replayed` when the idempotency key had already been used with this payload. */
 export interface ProposalResult {
@@ -29,20 +29,23 @@ export async function propose(
     what: 'proposal',
     maxBytes: runtime.settings.maxInputBytes,
   });
-  const payload = proposalPayloadOf(input);
-  const payloadHash = proposalPayloadHash(payload);
+  const declared = proposalPayloadOf(input);
   const caller = ctx.caller;
-  return runtime.run(ctx, recordKeys.propose(input.idempotency_key), async (tx) => {
+  const key = input.idempotency_key;
+  return runtime.run(ctx, recordKeys.propose(caller.identity, key), async (tx) => {
     const now = tx.time();
-    const existing = await tx.reads.proposalByKey(input.idempotency_key);
+    // An idempotency key is its requester's own: another requester's use of it is not this one's.
+    const existing = await tx.reads.proposalByKey(caller.identity, key);
     if (existing) {
       // The stored proposal must show the payload its hash names, or its approval is another's.
       tx.reads.requireProposalPayload(existing);
-      if (existing.payload_hash !== payloadHash || !sameIdentity(existing.requester, caller.identity)) {
+      if (!sameProposal(existing, declared)) {
         throw new LedgerError(
           'IDEMPOTENCY_CONFLICT',
-          `idempotency key ${input.idempotency_key} was used for another proposal`,
-          { details: { proposal_id: existing.id } },
+          `idempotency key ${key} was used for another proposal`,
+          {
+            details: { proposal_id: existing.id },
+          },
         );
       }
       const decision = await tx.reads.decisionOf(existing.id);
@@ -51,21 +54,24 @@ export async function propose(
         : null;
       return { proposal: existing, decision, approval, replayed: true };
     }
+    // The registration the policy reads, read here in every policy mode: what must be proven is
+    // fixed when the proposal is recorded, also when an external engine decides later.
+    const tool = await tx.reads.latestTool(declared.server_id, declared.tool_name);
+    const payload = applyRequiredPostconditions(declared, tool);
     const proposal = tx.write('proposal', caller.identity, {
       id: newId('prop'),
-      idempotency_key: input.idempotency_key,
+      idempotency_key: key,
       requester: caller.identity,
       requester_scopes: [...(caller.scopes ?? [])],
       requester_environments: caller.environments ? [...caller.environments] : null,
       ...payload,
-      payload_hash: payloadHash,
+      payload_hash: proposalPayloadHash(payload),
       proposed_at: now,
     });
     if (runtime.settings.policy === 'external') {
       return { proposal, decision: null, approval: null, replayed: false };
     }
 
-    const tool = await tx.reads.latestTool(proposal.server_id, proposal.tool_name);
     const result = evaluatePolicy({
       proposal,
       tool,
@@ -87,6 +93,17 @@ export async function propose(
     });
     return { proposal, decision, approval, replayed: false };
   });
+}
+
+/**
+ * Whether a replay asks for the stored proposal: the payload the agent sent now, with the
+ * postconditions the registry required when the key was first used (a registration changed
+ * since does not turn a replay into a conflict).
+ */
+function sameProposal(existing: ProposalRecord, declared: ProposalPayload): boolean {
+  const required = existing.postconditions.filter((c) => c.origin === 'registry');
+  const payload = { ...declared, postconditions: mergePostconditions(declared.postconditions, required) };
+  return proposalPayloadHash(payload) === existing.payload_hash;
 }
 
 /** Record an external policy engine's decision; one per proposal (`DECISION_EXISTS`). */

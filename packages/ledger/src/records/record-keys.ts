@@ -1,3 +1,4 @@
+import { canonicalIdentity } from '@vouch/audit';
 import type { ConflictKeys } from '../batch-plan';
 
 /**
@@ -20,10 +21,13 @@ const key = (...parts: string[]) => JSON.stringify(parts);
 export const recordKeys = {
   registerTool: (): ConflictKeys => ({ writes: [TOOLS] }),
 
-  /** A proposal owns its idempotency key: the same key twice is a replay or a conflict. */
-  propose: (idempotencyKey: string): ConflictKeys => ({
+  /**
+   * A proposal owns its requester's idempotency key: the same key twice from one requester is
+   * a replay or a conflict; from two requesters, two proposals.
+   */
+  propose: (requester: string, idempotencyKey: string): ConflictKeys => ({
     reads: [TOOLS, APPROVALS],
-    writes: [key('idempotency', idempotencyKey)],
+    writes: [key('idempotency', canonicalIdentity(requester), idempotencyKey)],
   }),
 
   /**

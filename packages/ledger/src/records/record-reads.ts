@@ -1,3 +1,4 @@
+import { sameIdentity } from '@vouch/audit';
 import DataLoader from 'dataloader';
 import { getTableName, type SQL, sql } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
@@ -47,7 +48,8 @@ import type {
 /** The reads the records operations make, each within one log. */
 export interface RecordReads {
   proposalById(id: string): Promise<ProposalRecord | null>;
-  proposalByKey(idempotencyKey: string): Promise<ProposalRecord | null>;
+  /** The requester's proposal under its idempotency key (keys are each requester's own). */
+  proposalByKey(requester: string, idempotencyKey: string): Promise<ProposalRecord | null>;
   decisionOf(proposalId: string): Promise<DecisionRecord | null>;
   latestTool(serverId: string, toolName: string): Promise<ToolRecord | null>;
   /** One registration of a tool, by its id (what a decision cites as `tool_id`). */
@@ -326,7 +328,11 @@ function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordR
   };
   return {
     proposalById: (id) => opened('proposal', proposalsById.load(id)),
-    proposalByKey: (key) => opened('proposal', proposalsByKey.load(key)),
+    proposalByKey: (requester, key) =>
+      opened(
+        'proposal',
+        proposalsByKey.load(key).then((found) => found.filter((p) => sameIdentity(p.requester, requester))),
+      ),
     decisionOf: (proposalId) => opened('decision', decisionsByProposal.load(proposalId)),
     latestTool: (serverId, toolName) => one(latestTools.load(toolKey(serverId, toolName))),
     toolById: (id) => one(toolsById.load(id)),

@@ -7,7 +7,9 @@ import { createLedger, type Ledger } from '../ledger';
 import { migrate } from '../migrate';
 import { refund, refundTool } from './__fixtures__/refund';
 import { createRecords, type RecordContext } from './create-records';
+import { proposalPayloadHash } from './payload-hash';
 import { createRecordRuleCheck } from './record-rules';
+import type { ProposalRecord } from './types';
 
 // The events of one real, rule-abiding story (a proposal that needed an approval, was
 // approved by someone else, executed once and verified twice, the second superseding the
@@ -436,5 +438,81 @@ describe('the record rules over the chain', () => {
     expect(broken(replaced(decision, forged(decision, { proposal_id: 'prop_none' })))).toEqual(
       expect.arrayContaining([['REFERENCE_MISSING', 'decisions']]),
     );
+  });
+
+  describe('rebind the postconditions a tool registration requires (POSTCONDITIONS_NOT_APPLIED)', () => {
+    let events: StoredEvent[];
+    let proposal: ProposalRecord;
+    beforeAll(async () => {
+      const records = createRecords(ledger);
+      const log = 'rules-required';
+      const ops: RecordContext = { log, caller: { identity: 'user:ops' } };
+      const agent: RecordContext = {
+        log,
+        caller: { identity: 'agent:billing', scopes: ['payments:write'], environments: ['prod'] },
+      };
+      await records.registerTool(
+        ops,
+        refundTool({
+          postconditions: [
+            {
+              name: 'refund.recorded',
+              params: { payment: { pointer: '/target/id' }, cents: { cel: 'arguments.amount * 100.0' } },
+              verifiers: ['billing-ledger'],
+            },
+          ],
+        }),
+      );
+      ({ proposal } = await records.propose(
+        agent,
+        refund('k1', { postconditions: [{ name: 'email.sent' }] }),
+      ));
+      events = await ledger.events(log, { after: 0, limit: 100 });
+    });
+
+    const required = {
+      name: 'refund.recorded',
+      params: { payment: 'pay_1', cents: 500 },
+      origin: 'registry',
+      verifiers: ['billing-ledger'],
+    };
+    /** The proposal event with other postconditions and its payload hash recomputed, as a forger would. */
+    const withPostconditions = (postconditions: unknown[]): StoredEvent[] =>
+      events.map((e) => {
+        if (e.kind !== 'proposal') return e;
+        // The event's arguments may be committed as field hashes: the hash is over the record's own.
+        const hash = proposalPayloadHash({ ...proposal, postconditions } as ProposalRecord);
+        return { ...e, payload: JSON.stringify({ ...payloadOf(e), postconditions, payload_hash: hash }) };
+      });
+
+    it('find nothing in the proposal the server wrote', () => {
+      expect(payloadOf(events.find((e) => e.kind === 'proposal')!).postconditions).toEqual([
+        required,
+        { name: 'email.sent' },
+      ]);
+      expect(broken(events)).toEqual([]);
+    });
+
+    it.each([
+      ['dropped', [{ name: 'email.sent' }]],
+      ['renamed', [{ ...required, name: 'refund.recorded\u200b' }, { name: 'email.sent' }]],
+      [
+        'rebound to another payment',
+        [{ ...required, params: { payment: 'pay_2', cents: 500 } }, { name: 'email.sent' }],
+      ],
+      ['stripped of its verifiers', [{ ...required, verifiers: undefined }, { name: 'email.sent' }]],
+      [
+        'joined by an agent condition passed off as required',
+        [required, { name: 'email.sent', origin: 'registry' }],
+      ],
+      [
+        'doubled by an identical agent condition',
+        [required, { name: 'refund.recorded', params: required.params }],
+      ],
+    ])('reports a required postcondition %s', (_, postconditions) => {
+      expect(broken(withPostconditions(JSON.parse(JSON.stringify(postconditions))))).toEqual([
+        ['POSTCONDITIONS_NOT_APPLIED', 'proposals'],
+      ]);
+    });
   });
 });

@@ -12,6 +12,7 @@ import { approvalBoundsBreak } from '../policy/approval-validity';
 import { type DerivedDecision, decisionBreak, deriveDecision, isBuiltInDecision } from './built-in-decisions';
 import { RECORD_TABLE_OF } from './codec';
 import { proposalPayloadHolds } from './payload-hash';
+import { requiredPostconditionsBreak } from './required-postconditions';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -47,6 +48,11 @@ export type RecordRule =
   | 'APPROVAL_PAYLOAD_MISMATCH'
   /** A proposal's `payload_hash` is not the hash of the payload it shows (`proposalPayloadHash`). */
   | 'PROPOSAL_PAYLOAD_MISMATCH'
+  /**
+   * A proposal's postconditions are not the agent's plus those the tool registration in force
+   * required, bound to its payload (`requiredPostconditionsBreak`).
+   */
+  | 'POSTCONDITIONS_NOT_APPLIED'
   /** An approval answer beyond the bounds the server writes (`approvalBoundsBreak`). */
   | 'APPROVAL_BOUNDS_VIOLATED'
   | 'APPROVAL_RESOLVED'
@@ -214,17 +220,18 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
           `carries payload hash ${r.payload_hash}, which is not the hash of the payload it shows`,
         );
       }
+      const tool = tools.get(toolKey(r.server_id, r.tool_name)) ?? null;
+      // What must be proven is the operator's: rebound from the payload it shows (an erased
+      // argument leaves nothing to bind, and such a proposal never runs).
+      const unapplied = shown === null ? null : requiredPostconditionsBreak(shown, tool);
+      if (unapplied !== null) report(event, 'POSTCONDITIONS_NOT_APPLIED', unapplied);
       proposals.set(r.id, {
         requester: r.requester,
         payloadHash: r.payload_hash,
         serverId: r.server_id,
         toolName: r.tool_name,
         declared: declaredNames(r),
-        derived: deriveDecision(
-          shown ?? r,
-          shown !== null,
-          tools.get(toolKey(r.server_id, r.tool_name)) ?? null,
-        ),
+        derived: deriveDecision(shown ?? r, shown !== null, tool),
         uses: [],
         verifications: new Map(),
       });

@@ -1,9 +1,12 @@
+import { canonicalJson } from '@vouch/audit';
+import type { RequiredPostcondition } from '@vouch/records';
 import { LedgerError } from '../errors';
 import { parseInput, toolInputSchema } from './inputs';
 import type { RecordContext } from './record-context';
 import { recordKeys } from './record-keys';
 import { newId } from './record-transaction';
 import type { RecordsRuntime } from './records-runtime';
+import { celBindingProblem } from './required-postconditions';
 import type { ToolRecord } from './types';
 
 /** Register a tool, or a new version of it; identical re-registration and discovery of a known tool replay. */
@@ -16,7 +19,10 @@ export async function registerTool(
     what: 'tool registration',
     maxBytes: runtime.settings.maxInputBytes,
   });
-  const { replaces_version, ...fields } = input;
+  const { replaces_version, postconditions, ...rest } = input;
+  requireCelBindings(postconditions ?? []);
+  // None required is the field left out, so a registration without it rebuilds as before.
+  const fields = postconditions?.length ? { ...rest, postconditions } : rest;
   return runtime.run(ctx, recordKeys.registerTool(), async (tx) => {
     const current = await tx.reads.latestTool(fields.server_id, fields.tool_name);
     if (current) {
@@ -58,6 +64,21 @@ function sameRegistration(
     current.source === next.source &&
     JSON.stringify(current.required_scopes) === JSON.stringify(next.required_scopes) &&
     JSON.stringify(current.allowed_environments) === JSON.stringify(next.allowed_environments) &&
-    JSON.stringify(current.writes ?? null) === JSON.stringify(next.writes ?? null)
+    JSON.stringify(current.writes ?? null) === JSON.stringify(next.writes ?? null) &&
+    canonicalJson(current.postconditions ?? []) === canonicalJson(next.postconditions ?? [])
   );
+}
+
+/** A CEL binding that does not parse is refused at registration, not at every proposal. */
+function requireCelBindings(postconditions: readonly RequiredPostcondition[]): void {
+  postconditions.forEach((postcondition, i) => {
+    for (const [param, binding] of Object.entries(postcondition.params ?? {})) {
+      const problem = 'cel' in binding ? celBindingProblem(binding.cel) : null;
+      if (problem === null) continue;
+      const path = `/postconditions/${i}/params/${param.replaceAll('~', '~0').replaceAll('/', '~1')}/cel`;
+      throw new LedgerError('VALIDATION_FAILED', `tool registration is invalid at ${path}: ${problem}`, {
+        details: { issues: [{ path, code: 'custom', message: problem }] },
+      });
+    }
+  });
 }
