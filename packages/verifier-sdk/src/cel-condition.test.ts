@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { celCondition } from './cel-condition';
 import { isVerifierError } from './errors';
+import type { JsonValue } from './json';
 import { exampleObservation, exampleProposal } from './testing';
 
 const proposal = exampleProposal({
@@ -118,13 +119,39 @@ describe('celCondition', () => {
       fc.assert(
         fc.property(fc.jsonValue(), fc.jsonValue(), (observed, x) => {
           for (const condition of conditions) {
-            const verdict = condition.evaluate({ observed, params: { x } });
+            const verdict = condition.evaluate({ observed, params: { x: x as JsonValue } });
             if (verdict.status === 'fail') {
               // A fail is only ever a condition that evaluated to false.
               expect(verdict.evidence.condition.value).toBe(false);
             }
             if (verdict.status === 'inconclusive') expect(verdict.reason).toMatch(/^CONDITION_/);
           }
+        }),
+      );
+    });
+
+    it('is inconclusive, never fail, when the key it reads is not there (property)', () => {
+      const condition = celCondition('observed.state == "paid"');
+      const withoutState = fc
+        .jsonValue()
+        .filter((v) => typeof v !== 'object' || v === null || Array.isArray(v) || !('state' in v));
+      fc.assert(
+        fc.property(withoutState, (observed) => {
+          expect(condition.evaluate({ observed })).toMatchObject({
+            status: 'inconclusive',
+            reason: 'CONDITION_ERROR',
+          });
+        }),
+      );
+    });
+
+    it('gives the bool it read as the verdict, and nothing else as one (property)', () => {
+      const condition = celCondition('observed');
+      fc.assert(
+        fc.property(fc.jsonValue(), (observed) => {
+          const verdict = condition.evaluate({ observed });
+          if (typeof observed === 'boolean') expect(verdict.status).toBe(observed ? 'pass' : 'fail');
+          else expect(verdict).toMatchObject({ status: 'inconclusive', reason: 'CONDITION_NOT_BOOLEAN' });
         }),
       );
     });

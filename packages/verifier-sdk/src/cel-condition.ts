@@ -33,7 +33,11 @@ export type CelConditionReason = 'CONDITION_ERROR' | 'CONDITION_NOT_BOOLEAN';
  * with a reason, never `fail`: the expression broke, not the postcondition.
  */
 export type CelConditionVerdict =
-  | { status: 'pass' | 'fail'; message: string; evidence: { condition: { expression: string; value: boolean } } }
+  | {
+      status: 'pass' | 'fail';
+      message: string;
+      evidence: { condition: { expression: string; value: boolean } };
+    }
   | {
       status: 'inconclusive';
       reason: CelConditionReason;
@@ -54,7 +58,13 @@ const environment = CEL_CONDITION_VARIABLES.reduce(
   (env, name) => env.registerVariable(name, 'dyn'),
   new Environment({
     enableOptionalTypes: true,
-    limits: { maxAstNodes: 2000, maxDepth: 50, maxListElements: 200, maxMapEntries: 200, maxCallArguments: 16 },
+    limits: {
+      maxAstNodes: 2000,
+      maxDepth: 50,
+      maxListElements: 200,
+      maxMapEntries: 200,
+      maxCallArguments: 16,
+    },
   }),
 );
 

@@ -4,7 +4,12 @@
 export type { MeasurementAssessment, MeasurementDecision } from './assess-measurements';
 export { assessMeasurements } from './assess-measurements';
 /** CEL conditions for plugin authors: compile once, judge what the verifier read. */
-export type { CelCondition, CelConditionInput, CelConditionReason, CelConditionVerdict } from './cel-condition';
+export type {
+  CelCondition,
+  CelConditionInput,
+  CelConditionReason,
+  CelConditionVerdict,
+} from './cel-condition';
 export { CEL_CONDITION_VARIABLES, celCondition } from './cel-condition';
 export type {
   Check,
