@@ -48,6 +48,13 @@ tests it; \`npm pack\` makes a tarball to install next to vouch.config.json.`,
 /** `vouch verifier …`. */
 export const verifierCommand = defineGroup({
   name: 'vouch verifier',
-  description: 'Write verifier plugins.',
-  commands: [verifierInitCommand],
+  description: 'Write verifier plugins, and try verifiers against live sources.',
+  commands: [
+    verifierInitCommand,
+    {
+      name: 'vouch verifier run',
+      summary: 'run the configured verifiers for one observation, without a server',
+      load: async () => (await import('./verifier-run')).verifierRunCommand,
+    },
+  ],
 });
