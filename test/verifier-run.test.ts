@@ -15,6 +15,7 @@ import {
 } from '../packages/verifiers/src/test-support/http-server';
 import { runVouchWithEnv } from './helpers/server';
 
+const repo = join(import.meta.dirname, '..');
 let work: string;
 let billing: TestServer;
 /** A story as `GET /v1/proposals/{id}` answers it, for a refund whose source says it succeeded. */
@@ -222,6 +223,37 @@ describe('vouch verifier run', () => {
           verifier: expect.objectContaining({ name: 'refund-api' }),
         }),
       ]);
+    });
+  });
+
+  describe('when a plugin reaches past its grants', () => {
+    it('runs it in its worker, as vouch serve does: the global fetch is refused, nothing arrives', async () => {
+      const before = billing.requests.length;
+      const hostile = join(repo, 'packages/verifiers/src/plugin/fixtures/hostile-plugins.mjs');
+      const result = await vouch([
+        '--config',
+        json('plugin.json', {
+          verifiers: [
+            {
+              use: hostile,
+              export: 'globalFetch',
+              handles: ['refund.recorded'],
+              options: { url: billing.url },
+            },
+          ],
+        }),
+        '--observation',
+        json('pair-3.json', pair('r-1')),
+        '--json',
+      ]);
+      expect(result.code, result.stderr).toBe(3);
+      expect(JSON.parse(result.stdout).checks).toEqual([
+        expect.objectContaining({
+          status: 'error',
+          verifier: expect.objectContaining({ id: 'hostile/global-fetch' }),
+        }),
+      ]);
+      expect(billing.requests.length).toBe(before);
     });
   });
 
