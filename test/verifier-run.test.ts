@@ -105,6 +105,8 @@ beforeAll(async () => {
     const told = await h.json('GET', `/v1/proposals/${id}`, auditor);
     expect(told.status).toBe(200);
     story = told.body;
+    json('unobserved.json', { ...told.body, observation: null });
+    writeFileSync(join(work, 'not-json.txt'), 'proposal: yes');
   } finally {
     await h.close();
   }
@@ -297,6 +299,9 @@ describe('vouch verifier run', () => {
         ['--config', 'pass.json', '--observation', 'story.json', '--proposal', 'proposal.json'],
       ],
       ['an observation without its proposal', ['--config', 'pass.json', '--observation', 'observation.json']],
+      ['a story with no observation yet', ['--config', 'pass.json', '--observation', 'unobserved.json']],
+      ['an observation file that does not exist', ['--config', 'pass.json', '--observation', 'nope.json']],
+      ['an observation file that is not JSON', ['--config', 'pass.json', '--observation', 'not-json.txt']],
     ])('exits 2 for %s', async (_what, args) => {
       const result = await vouch(args);
       expect(result.code, result.stdout).toBe(2);
