@@ -2,7 +2,7 @@ import type { FetchGrant } from '@vouch/verifier-sdk';
 
 /** A stand-in for the carrier's API: a `fetch` that answers from a table, with no network. */
 export function fakeCarrier(
-  shipments: Record<string, { state?: string; tracking?: string } | number>,
+  shipments: Record<string, { state?: string; tracking?: string; recipient?: string } | number>,
 ): FetchGrant {
   return async (input, init) => {
     init?.signal?.throwIfAborted();

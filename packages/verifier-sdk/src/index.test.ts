@@ -7,6 +7,7 @@ describe('@vouch/verifier-sdk', () => {
   describe('when imported', () => {
     it('exports exactly these values', () => {
       expect(Object.keys(sdk).sort()).toEqual([
+        'CEL_CONDITION_VARIABLES',
         'DEFAULT_VERIFIER_TIMEOUT_MS',
         'MAX_MEASUREMENT_COUNT',
         'MAX_MEASUREMENT_MS',
@@ -18,6 +19,7 @@ describe('@vouch/verifier-sdk', () => {
         'answeredPostcondition',
         'assessIndependence',
         'assessMeasurements',
+        'celCondition',
         'combinePostconditions',
         'createVerifierRegistry',
         'defineVerifier',

@@ -3,6 +3,14 @@
 /** Measurement policies: read a postcondition more than once, with Argo Rollouts' limits. */
 export type { MeasurementAssessment, MeasurementDecision } from './assess-measurements';
 export { assessMeasurements } from './assess-measurements';
+/** CEL conditions for plugin authors: compile once, judge what the verifier read. */
+export type {
+  CelCondition,
+  CelConditionInput,
+  CelConditionReason,
+  CelConditionVerdict,
+} from './cel-condition';
+export { CEL_CONDITION_VARIABLES, celCondition } from './cel-condition';
 export type {
   Check,
   CheckMeasurement,

@@ -30,6 +30,10 @@ export const EXIT = {
    * rewrite (1) nor a failure to check (2): a log whose witnesses lag behind gives 3 too.
    */
   NOT_WITNESSED: 3,
+  /** `verifier run`: a check failed. */
+  FAILED: 1,
+  /** `verifier run`: no check failed, but not every one passed ("we did not look" is not a pass). */
+  INCONCLUSIVE: 3,
 } as const;
 
 /** A failure the CLI reports as one message and exit code 2. */

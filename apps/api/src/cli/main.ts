@@ -53,7 +53,7 @@ export const vouchCommand = defineGroup({
     },
     {
       name: 'vouch verifier',
-      summary: 'create a verifier plugin package (vouch verifier init DIR)',
+      summary: 'create a verifier plugin package (init), run verifiers once without a server (run)',
       load: async () => (await import('./verifier-init')).verifierCommand,
     },
     {

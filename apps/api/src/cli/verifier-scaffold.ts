@@ -10,12 +10,19 @@ export interface ScaffoldInput {
   packageName: string;
   /** The verifier id, `vendor/name`. */
   id: string;
-  /** The version of @vouch/verifier-sdk to depend on. */
+  /** The version of @vouch/verifier-sdk a host must provide (the peer range). */
   sdkVersion: string;
+  /** Where the author's install takes the SDK from: `file:` a tarball or directory, never the registry. */
+  sdkSpec: string;
 }
 
 /** Relative path → file content. */
-export function verifierScaffold({ packageName, id, sdkVersion }: ScaffoldInput): Record<string, string> {
+export function verifierScaffold({
+  packageName,
+  id,
+  sdkVersion,
+  sdkSpec,
+}: ScaffoldInput): Record<string, string> {
   const postcondition = `${id.split('/')[1]}`.replaceAll('-', '.');
   const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
   return {
@@ -35,7 +42,7 @@ export function verifierScaffold({ packageName, id, sdkVersion }: ScaffoldInput)
       dependencies: { zod: '^4.1.0' },
       devDependencies: {
         '@types/node': '^20.19.0',
-        '@vouch/verifier-sdk': sdkVersion,
+        '@vouch/verifier-sdk': sdkSpec,
         typescript: '^5.9.0',
       },
     }),
@@ -151,9 +158,17 @@ npm test        # builds with tsc, then runs the SDK's VerifierTester under node
 npm pack        # a tarball to install next to vouch.config.json
 \`\`\`
 
+\`@vouch/verifier-sdk\` is not on the public npm registry: \`npm install\` takes it from
+\`${sdkSpec.replace(/^file:/, '')}\` (\`devDependencies\`), the tarball that
+\`node scripts/pack-workspaces.mjs DEST\` packs in a Vouch clone (its docs/install.md). If you move
+the tarball, change that path.
+
 Install the package where \`vouch.config.json\` lives and name it in \`use\` (see
 \`vouch.config.example.json\`): Vouch resolves it from that directory through its \`exports\`.
 Vouch loads plugins as built JavaScript; \`src/\` is compiled to \`dist/\` by \`npm run build\`.
+Try it there against the live source before the server runs it:
+\`npx --no-install vouch verifier run --config vouch.config.json --observation story.json\` runs
+it once for a story (as \`GET /v1/proposals/{id}\` answers it) and prints its checks.
 
 A plugin runs inside the Vouch server with the server's privileges: install only plugins you
 trust, and keep network access to the \`fetch\` the host grants (it is SSRF-guarded).

@@ -22,9 +22,11 @@ export async function buildVerifierSdk(dir: string): Promise<string> {
     exports: Record<string, Record<string, string>>;
   };
   for (const entry of Object.values(manifest.exports)) delete entry['@vouch/source'];
-  await mkdir(path.join(out, 'node_modules'), { recursive: true });
+  await mkdir(path.join(out, 'node_modules/@marcbachmann'), { recursive: true });
   await writeFile(path.join(out, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-  await symlink(path.join(repo, 'node_modules/zod'), path.join(out, 'node_modules/zod'), 'dir');
+  // Its dependencies as an install would resolve them: zod (tests), cel-js (celCondition).
+  for (const dep of ['zod', '@marcbachmann/cel-js'])
+    await symlink(path.join(repo, 'node_modules', dep), path.join(out, 'node_modules', dep), 'dir');
   await promisify(execFile)(
     process.execPath,
     [path.join(repo, 'node_modules/tsup/dist/cli-default.js'), '--out-dir', path.join(out, 'dist')],
