@@ -58,6 +58,12 @@ export const toolInputSchema = z.strictObject({
    * them is allowed (that is where the truth lives) and marked `readsWrittenSystem`.
    */
   writes: z.array(nameInput).max(64).optional(),
+  /**
+   * At authorize, what a precondition no check proved (inconclusive) does: `block` (the
+   * default) refuses the execution, `warn` lets it run with the unproven checks in its claim.
+   * A failed precondition always blocks.
+   */
+  unproven_preconditions: z.enum(['block', 'warn']).optional(),
   /** To change a manual registration, name the version being replaced (`TOOL_EXISTS` otherwise). */
   replaces_version: z.number().int().positive().optional(),
 });

@@ -58,6 +58,7 @@ function sameRegistration(
     current.source === next.source &&
     JSON.stringify(current.required_scopes) === JSON.stringify(next.required_scopes) &&
     JSON.stringify(current.allowed_environments) === JSON.stringify(next.allowed_environments) &&
-    JSON.stringify(current.writes ?? null) === JSON.stringify(next.writes ?? null)
+    JSON.stringify(current.writes ?? null) === JSON.stringify(next.writes ?? null) &&
+    (current.unproven_preconditions ?? 'block') === (next.unproven_preconditions ?? 'block')
   );
 }
