@@ -455,7 +455,9 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
       // As the ledger: every execution is claimed by `authorize` first.
       const claim = claims.get(proposal.id);
       if (!claim) {
-        return error(409, 'EXECUTION_NOT_CLAIMED', 'authorize before executing', { proposal_id: proposal.id });
+        return error(409, 'EXECUTION_NOT_CLAIMED', 'authorize before executing', {
+          proposal_id: proposal.id,
+        });
       }
       const checked = authorize(proposal, input as { payload_hash?: string });
       if (checked instanceof Response) return checked;
