@@ -2,6 +2,7 @@ import { sameIdentity } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { LedgerError, type LedgerErrorCode } from '../errors';
 import { addSeconds, checkApproval, isPast } from '../policy/approval-validity';
+import { approverKeysAt } from './approvals';
 import { builtInDecisionBreak, isBuiltInDecision } from './built-in-decisions';
 import { authorizeInputSchema, observationInputSchema, parseInput } from './inputs';
 import { isObservationReplay } from './observation-replay';
@@ -191,11 +192,7 @@ async function approverKeyRevoked(
   resolution: ApprovalResolutionRecord,
   now: string,
 ): Promise<{ code: LedgerErrorCode; message: string; details: JsonObject } | null> {
-  const revoked = await tx.reads.revokedApproverKeys({
-    identity: resolution.resolver,
-    liveAt: resolution.resolved_at,
-    by: now,
-  });
+  const revoked = await tx.reads.revokedApproverKeys(approverKeysAt(resolution, now));
   const first = revoked[0];
   if (first === undefined) return null;
   return {
