@@ -1,4 +1,4 @@
-import { createVouchClient } from '@vouch/client';
+import { createVouchClient, payloadHashOf, proposalPayloadOf } from '@vouch/client';
 import { testBackends } from '@vouch/ledger/testing';
 import { createVerifierRegistry } from '@vouch/verifier-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -190,6 +190,31 @@ describe.each(testBackends())('every execution is claimed, over HTTP on $name', 
       expect(JSON.parse(event!.payload)).toEqual(authorized.body.claim);
       expect((await story(proposal.id)).claim).toEqual(authorized.body.claim);
       expect(await chainOk()).toBe(true);
+    });
+
+    it('runs them on the fast path too: a blocked ?authorize= is refused beside the proposal and recorded', async () => {
+      n++;
+      const action = {
+        idempotency_key: `claim-${n}`,
+        action: 'pay.lookup',
+        server_id: 'pay',
+        tool_name: 'lookup',
+        target: { kind: 'account', id: 'closed', env: 'production' },
+        arguments: { n },
+        side_effect: 'read_only',
+        preconditions: [{ name: 'account.open' }],
+      };
+      const hash = payloadHashOf(proposalPayloadOf(action as Parameters<typeof proposalPayloadOf>[0]));
+      const proposed = await call('POST', `/v1/proposals?authorize=${hash}`, k.gw, action);
+      expect(proposed).toMatchObject({
+        status: 201,
+        body: { authorization: null, authorization_refused: { status: 412, code: 'PRECONDITION_FAILED' } },
+      });
+      const told = await story(proposed.body.proposal.id);
+      expect(told.claim).toBeNull();
+      expect(told.refusals).toMatchObject([
+        { code: 'PRECONDITION_FAILED', attempted: { preconditions: { status: 'failed' } } },
+      ]);
     });
 
     it('runs nothing and records no checks for a proposal with no preconditions', async () => {
