@@ -232,7 +232,7 @@ function describeRefusal(code: NotAuthorizedResult['code']): string {
     case 'IDENTITY_MISMATCH':
       return "the decision authorized another identity than this gateway's key";
     case 'APPROVER_KEY_REVOKED':
-      return "a key of its approver has been revoked since they approved it";
+      return 'a key of its approver has been revoked since they approved it';
     default:
       return `Vouch refused it (${code})`;
   }
