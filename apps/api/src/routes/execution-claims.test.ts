@@ -373,6 +373,28 @@ describe.each(testBackends())('every execution is claimed, over HTTP on $name', 
       expect(told.observation).toMatchObject({ executed_by: 'agent:gw' });
     });
 
+    it('execute() answers not_authorized APPROVER_KEY_REVOKED and never invokes', async () => {
+      const erin = await h.keyFor('user:erin', ['approver']);
+      const refund = {
+        ...action({}),
+        action: 'pay.refund',
+        tool_name: 'refund',
+        side_effect: 'compensatable' as const,
+      };
+      let invoked = 0;
+      const quick = { verify: false, wait: { timeoutMs: 50, pollIntervalMs: 10 } };
+      const first = await client().execute(refund, async () => ++invoked, quick);
+      expect(first).toMatchObject({ status: 'pending', waitingFor: 'approval' });
+      const requestId = first.status === 'pending' ? first.decision!.approval_request_id : null;
+      expect((await call('POST', `/v1/approvals/${requestId}/approve`, erin, {})).status).toBe(200);
+      const keys = (await call('GET', '/v1/keys', k.admin)).body.keys as Json[];
+      const erinKey = keys.find((key) => key.identity === 'user:erin')!.id;
+      expect((await call('POST', `/v1/keys/${erinKey}/revoke`, k.admin)).status).toBe(200);
+      const again = await client().execute(refund, async () => ++invoked, quick);
+      expect(again).toMatchObject({ status: 'not_authorized', code: 'APPROVER_KEY_REVOKED' });
+      expect(invoked).toBe(0);
+    });
+
     it('execute() answers precondition_failed for an unproven precondition and never invokes', async () => {
       let invoked = 0;
       const result = await client().execute(
