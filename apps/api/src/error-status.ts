@@ -107,6 +107,12 @@ export const STATUS_BY_CODE = {
   OBSERVATION_EXISTS: 409,
   OBSERVATION_CONFLICT: 409,
   EXECUTION_CLAIM_LAPSED: 409,
+  // An observation with no execution claim from `authorize` (the attempt is recorded).
+  EXECUTION_NOT_CLAIMED: 409,
+  // A precondition no check proved, where the tool's registration blocks unproven ones.
+  PRECONDITION_UNPROVEN: 412,
+  // The approval was given while a key of its approver was live that has since been revoked.
+  APPROVER_KEY_REVOKED: 409,
   VERIFICATION_INVALID: 422,
   // A record the server would act on no longer matches the chain (edited in the database):
   // this server cannot be trusted to answer until an operator looks; nothing was written.

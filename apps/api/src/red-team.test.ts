@@ -58,6 +58,7 @@ describe.each(testBackends())('red team: the HTTP API on $name', ({ open }) => {
     });
     expect(proposed.body.decision?.verdict).toBe('allow');
     const proposalId = proposed.body.proposal.id as string;
+    expect((await call('POST', `/v1/proposals/${proposalId}/authorize`, k.gw, {})).status).toBe(200);
     const observed = await call('POST', '/v1/observations', k.gw, {
       proposal_id: proposalId,
       outcome: 'succeeded',
@@ -216,6 +217,9 @@ describe.each(testBackends())('red team: the HTTP API on $name', ({ open }) => {
         arguments: { amount: 7 },
         side_effect: 'compensatable',
       });
+      expect(
+        (await call('POST', `/v1/proposals/${proposed.body.proposal.id}/authorize`, k.gw, {})).status,
+      ).toBe(200);
       const observe = (result: string) =>
         call(
           'POST',

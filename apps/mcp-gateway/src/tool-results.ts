@@ -188,12 +188,15 @@ export function preconditionFailedResult(toolName: string, failed: PreconditionF
     {
       isError: true,
       content: text([
-        `The call to ${toolName} was not run: a precondition does not hold.`,
+        failed.code === 'PRECONDITION_FAILED'
+          ? `The call to ${toolName} was not run: a precondition does not hold.`
+          : `The call to ${toolName} was not run: no check could prove its preconditions.`,
         'Call it again with the same arguments once the precondition holds.',
       ]),
     },
     {
       status: 'precondition_failed',
+      code: failed.code,
       proposal_id: failed.proposal.id,
       preconditions: failed.preconditions,
     },
@@ -228,6 +231,8 @@ function describeRefusal(code: NotAuthorizedResult['code']): string {
       return 'the approval was given to another requester, server or tool';
     case 'IDENTITY_MISMATCH':
       return "the decision authorized another identity than this gateway's key";
+    case 'APPROVER_KEY_REVOKED':
+      return 'a key of its approver has been revoked since they approved it';
     default:
       return `Vouch refused it (${code})`;
   }

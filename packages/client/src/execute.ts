@@ -135,11 +135,18 @@ export type NotAuthorizedCode =
   | 'APPROVAL_CONSUMED'
   | 'APPROVAL_PAYLOAD_MISMATCH'
   | 'APPROVAL_SCOPE_MISMATCH'
+  /** A key of the approver that was live when they approved has been revoked since: ask again. */
+  | 'APPROVER_KEY_REVOKED'
   | 'IDENTITY_MISMATCH';
 
-/** A precondition checked at `authorize` does not hold. Nothing ran and no approval was used. */
+/**
+ * A precondition checked at `authorize` does not hold (`PRECONDITION_FAILED`), or no check
+ * proved it and the tool's registration blocks unproven ones (`PRECONDITION_UNPROVEN`).
+ * Nothing ran and no approval was used; the server recorded the attempt with its checks.
+ */
 export interface PreconditionFailedResult extends ResultBase {
   status: 'precondition_failed';
+  code: 'PRECONDITION_FAILED' | 'PRECONDITION_UNPROVEN';
   decision: DecisionRecord;
   /** The precondition checks as the server reported them (`{ status, checks }`). */
   preconditions: unknown;
@@ -179,6 +186,7 @@ const REFUSALS_AT_AUTHORIZE: ReadonlySet<string> = new Set<NotAuthorizedCode>([
   'APPROVAL_EXPIRED',
   'APPROVAL_CONSUMED',
   'APPROVAL_PAYLOAD_MISMATCH',
+  'APPROVER_KEY_REVOKED',
 ]);
 
 /**
@@ -410,8 +418,9 @@ async function refusedAtAuthorize<T>(
     const story = await client.proposals.get(base.proposal.id, call);
     if (story.observation) return replayResult(client, { base, story, decision, options });
   }
-  if (error.code === 'PRECONDITION_FAILED') {
-    return { ...base, status: 'precondition_failed', decision, preconditions: error.details ?? null };
+  if (error.code === 'PRECONDITION_FAILED' || error.code === 'PRECONDITION_UNPROVEN') {
+    const code = error.code;
+    return { ...base, status: 'precondition_failed', code, decision, preconditions: error.details ?? null };
   }
   if (REFUSALS_AT_AUTHORIZE.has(error.code)) {
     const code = error.code as NotAuthorizedCode;

@@ -115,6 +115,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       agent,
       refund('k1', { postconditions: [{ name: 'refund.recorded' }] }),
     );
+    await records.authorize(agent, { proposal_id: proposal.id });
     const { observation } = await records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
     return { log, proposal, observation };
   };
@@ -191,6 +192,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
     it.fails('the server refuses a second observation of the executed proposal', async () => {
       const { log, agent } = await setup();
       const { proposal } = await records.propose(agent, refund('k1'));
+      await records.authorize(agent, { proposal_id: proposal.id });
       const { observation } = await records.observe(agent, {
         proposal_id: proposal.id,
         outcome: 'failed',
@@ -204,6 +206,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
     it('a verification reports the observation event whose row is gone', async () => {
       const { log, agent } = await setup();
       const { proposal } = await records.propose(agent, refund('k1'));
+      await records.authorize(agent, { proposal_id: proposal.id });
       const { observation } = await records.observe(agent, { proposal_id: proposal.id, outcome: 'failed' });
       await tamper(database, sql`delete from observations where log_id = ${log} and id = ${observation.id}`);
       expect(codes(await verify(log))).toEqual(['RECORD_MISMATCH']);
@@ -214,6 +217,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       const first = await records.propose(agent, refund('k1'));
       await records.propose(agent, refund('k2', { arguments: { amount: 6, currency: 'EUR' } }));
       const last = await records.propose(agent, refund('k3', { arguments: { amount: 7, currency: 'EUR' } }));
+      await records.authorize(agent, { proposal_id: last.proposal.id });
       const { observation } = await records.observe(agent, {
         proposal_id: last.proposal.id,
         outcome: 'failed',

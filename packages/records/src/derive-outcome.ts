@@ -45,6 +45,25 @@ export function deriveOutcome(input: {
   }
 }
 
+/**
+ * The refused executions that belong in a proposal's story: those attempted by the identity
+ * its decision authorized (by its requester while it has none). Another identity's refused
+ * attempt is recorded under that identity, in the chain, and never moves this proposal's
+ * stage or story: a second gateway must not be able to write on someone else's proposal.
+ *
+ * @example
+ * ownRefusals({ requester: 'agent:a' }, { authorized_identity: 'agent:a' }, [{ attempted_by: 'agent:b' }]); // []
+ */
+export function ownRefusals<R extends Pick<RefusedExecutionRecord, 'attempted_by'>>(
+  proposal: Pick<ProposalRecord, 'requester'>,
+  decision: Pick<DecisionRecord, 'authorized_identity'> | null,
+  refusals: readonly R[],
+  same: (a: string, b: string) => boolean = (a, b) => a === b,
+): R[] {
+  const owner = decision?.authorized_identity ?? proposal.requester;
+  return refusals.filter((refusal) => same(refusal.attempted_by, owner));
+}
+
 /** The approval request a decision waits on, with its status at the time of reading. */
 export interface StageApproval {
   status: ApprovalStatus;

@@ -82,6 +82,11 @@ export const LEDGER_ERROR_CODES = [
   'OBSERVATION_EXISTS',
   'OBSERVATION_CONFLICT',
   'EXECUTION_CLAIM_LAPSED',
+  // every execution is claimed (docs/verification.md, "Every execution is claimed")
+  'EXECUTION_NOT_CLAIMED',
+  'PRECONDITION_FAILED',
+  'PRECONDITION_UNPROVEN',
+  'APPROVER_KEY_REVOKED',
   'VERIFICATION_INVALID',
   // integrity: a record row the server was about to act on disagrees with its event
   'RECORD_INTEGRITY_VIOLATION',

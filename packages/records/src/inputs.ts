@@ -110,6 +110,12 @@ export const toolInputSchema = z.strictObject({
    * propose, with its params bound to the proposal's payload, whatever the proposal declares.
    */
   postconditions: z.array(requiredPostconditionInput).max(64).optional(),
+  /**
+   * At authorize, what a precondition no check proved (inconclusive) does: `block` (the
+   * default) refuses the execution, `warn` lets it run with the unproven checks in its claim.
+   * A failed precondition always blocks.
+   */
+  unproven_preconditions: z.enum(['block', 'warn']).optional(),
   /** To change a manual registration, name the version being replaced (`TOOL_EXISTS` otherwise). */
   replaces_version: z.number().int().positive().optional(),
 });

@@ -35,7 +35,7 @@ export const PROPOSAL_STAGES = {
   authorized:
     'Allowed or approved, and no execution recorded yet; the gateway may have claimed it (`authorize`) and be running the tool.',
   execution_refused:
-    'An execution was attempted and refused (see `refusals`): a gateway may have run the tool without authorization. Nothing was recorded as executed; the authorized identity may still run it while the decision allows.',
+    "The identity the decision authorized attempted an execution and was refused (see `refusals`): it may have run the tool without a claim, or a precondition stopped its authorize. Nothing was recorded as executed; it may still run it while the decision allows. Another identity's refused attempt is recorded under that identity and never shows here.",
   executed: 'An observation is recorded: the tool was called. `outcome` says what is known about its result.',
 } as const;
 

@@ -112,6 +112,8 @@ export const toolRecordSchema = z.object({
   writes: z.array(z.string()).optional(),
   /** What every call must prove, added to each proposal at propose; absent when none (and before migration 0020). */
   postconditions: z.array(requiredPostconditionSchema).optional(),
+  /** At authorize, what a precondition no check proved does: `block` (absent) refuses, `warn` lets it through, recorded. */
+  unproven_preconditions: z.enum(['block', 'warn']).optional(),
   registered_by: z.string(),
   registered_at: timeSchema,
 });
@@ -271,6 +273,14 @@ export const executionClaimRecordSchema = z.object({
   claimed_at: timeSchema,
   /** After this time, with no observation, the outcome is recorded as `unknown` and never retried. */
   deadline: timeSchema,
+  /**
+   * The precondition checks the server ran at authorize and the status the ledger derived
+   * from them; absent when the proposal declared none (and on claims written before it ran them).
+   */
+  // A getter: the check schema is declared below, with the verification records.
+  get preconditions() {
+    return preconditionResultSchema.optional();
+  },
 });
 export type ExecutionClaimRecord = z.output<typeof executionClaimRecordSchema>;
 
@@ -324,6 +334,13 @@ export const verificationCheckSchema = z
   // A verifier's own fields (evidence, the postcondition it answers, …) are kept as posted.
   .catchall(jsonValueSchema);
 export type VerificationCheck = z.output<typeof verificationCheckSchema>;
+
+/** The precondition checks run at authorize, and the status the ledger derived from them. */
+export const preconditionResultSchema = z.object({
+  status: verificationStatusSchema,
+  checks: z.array(verificationCheckSchema),
+});
+export type PreconditionResult = z.output<typeof preconditionResultSchema>;
 
 /** What a verifier may conclude; `error` is recorded by the host when it could not get a verdict. */
 export const checkStatusSchema = z.enum(['pass', 'fail', 'inconclusive', 'error']);

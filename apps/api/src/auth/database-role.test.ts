@@ -284,6 +284,8 @@ describe.runIf(serverUrl)('the runtime role on postgres', () => {
       };
       expect(body.decision.verdict).toBe('require_approval');
       expect((await call('POST', `/v1/approvals/${body.approval.id}/approve`, approver)).status).toBe(200);
+      // As the runtime role: authorize reads the approver's keys (a revoked one voids the approval).
+      expect((await call('POST', `/v1/proposals/${body.proposal.id}/authorize`, gateway)).status).toBe(200);
       const observed = await call('POST', '/v1/observations', gateway, {
         proposal_id: body.proposal.id,
         outcome: 'succeeded',

@@ -78,6 +78,8 @@ describe('independence of checks, over HTTP', () => {
       postconditions: postconditions.map((name) => ({ name })),
     });
     expect(proposed.body.decision?.verdict).toBe('allow');
+    const authorized = await call('POST', `/v1/proposals/${proposed.body.proposal.id}/authorize`, gw, {});
+    expect(authorized.status).toBe(200);
     const observed = await call('POST', '/v1/observations', gw, {
       proposal_id: proposed.body.proposal.id,
       outcome: 'succeeded',

@@ -61,6 +61,7 @@ describe.each(testBackends())('the integrity alarm, over HTTP on $name', ({ open
       });
       expect(proposed.body.decision.verdict).toBe('allow');
       const id = proposed.body.proposal.id as string;
+      expect((await call('POST', `/v1/proposals/${id}/authorize`, gw, {})).status).toBe(200);
       const observed = await call('POST', '/v1/observations', gw, { proposal_id: id, outcome: 'failed' });
       expect(observed.status).toBe(201);
       const observation = observed.body.observation.id as string;

@@ -100,6 +100,9 @@ describe('plugin isolation, over HTTP', () => {
       postconditions: [{ name: postcondition }],
     });
     expect(proposed.body.decision?.verdict).toBe('allow');
+    expect((await call('POST', `/v1/proposals/${proposed.body.proposal.id}/authorize`, gw, {})).status).toBe(
+      200,
+    );
     const observed = await call('POST', '/v1/observations', gw, {
       proposal_id: proposed.body.proposal.id,
       outcome: 'succeeded',

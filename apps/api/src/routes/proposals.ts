@@ -3,9 +3,9 @@ import type { ProposalRecord, Records } from '@vouch/ledger';
 import type { Authorization, StepRefusal } from '@vouch/records';
 import type { Context } from 'hono';
 import type { VouchApp } from '../app';
+import { authorizeWithPreconditions } from '../application/authorize-with-preconditions';
 import { assertEnvironment, assertRole, mayActIn, requireRole } from '../auth/authorize';
 import { asStepRefusal } from '../error-response';
-import { ApiError } from '../errors';
 import type { AppEnv } from '../http/app-env';
 import { jsonBody } from '../http/json-body';
 import { OUTCOME_VALUES_TEXT, PROPOSAL_LIFE_DIAGRAM, STAGE_VALUES_TEXT } from '../openapi/proposal-life';
@@ -31,7 +31,7 @@ import {
   ProposeQuerySchema,
   StorySchema,
 } from '../schemas/records';
-import { runPhase, type VerificationHost } from '../verification';
+import type { VerificationHost } from '../verification';
 import type { VerificationQueue } from '../verification-queue';
 import { ACCESS, rolesNote } from './access';
 import { definedOnly, logOf, rawBody, recordContext } from './record-context';
@@ -130,7 +130,7 @@ const authorize = createRoute({
   path: '/v1/proposals/{id}/authorize',
   tags: ['proposals'],
   summary: 'Before executing: check the decision, run the preconditions, claim the approval',
-  description: `Call right before the tool call. Preconditions are checked first (a failed one is \`PRECONDITION_FAILED\` and claims nothing); then the decision and approval are checked and a single-use approval is claimed, so a second executor is refused up front, and an execution claim is recorded with a deadline (\`claim_seconds\`, at most the server’s \`VOUCH_EXECUTION_CLAIM_SECONDS\`, default 600): if no observation arrives by then, the server records the outcome as \`unknown\` and the proposal never runs again. Authorizing again before the deadline answers the same claim; after it, \`EXECUTION_CLAIM_LAPSED\`. ${rolesNote(ACCESS.authorize)}`,
+  description: `Call right before the tool call; every observation needs the claim this records (\`EXECUTION_NOT_CLAIMED\` otherwise). The server's verifiers check the proposal's preconditions, and the checks with the status derived from them are recorded in the claim (\`claim.preconditions\`). A failed precondition is \`PRECONDITION_FAILED\`; one no check proved is \`PRECONDITION_UNPROVEN\` unless the tool's registration says \`unproven_preconditions: warn\`; either way the attempt is recorded as a refused execution carrying the checks, and no approval is used. The decision and approval are checked (an approval given while a key of its approver was live that has since been revoked no longer authorizes: \`APPROVER_KEY_REVOKED\`) and a single-use approval is claimed, so a second executor is refused up front, and an execution claim is recorded with a deadline (\`claim_seconds\`, at most the server’s \`VOUCH_EXECUTION_CLAIM_SECONDS\`, default 600): if no observation arrives by then, the server records the outcome as \`unknown\` and the proposal never runs again. Authorizing again before the deadline answers the same claim; after it, \`EXECUTION_CLAIM_LAPSED\`. ${rolesNote(ACCESS.authorize)}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.authorize), jsonBody({ required: false })] as const,
   request: {
@@ -146,9 +146,11 @@ const authorize = createRoute({
       'Not authorized: `EXECUTION_NOT_AUTHORIZED`, `IDENTITY_MISMATCH`, `APPROVAL_SCOPE_MISMATCH`, or the key’s role',
     ),
     409: errorResponseSpec(
-      '`APPROVAL_EXPIRED`, `APPROVAL_CONSUMED`, `APPROVAL_PAYLOAD_MISMATCH`, `OBSERVATION_EXISTS`, `EXECUTION_CLAIM_LAPSED`',
+      '`APPROVAL_EXPIRED`, `APPROVAL_CONSUMED`, `APPROVAL_PAYLOAD_MISMATCH`, `APPROVER_KEY_REVOKED`, `OBSERVATION_EXISTS`, `EXECUTION_CLAIM_LAPSED`',
     ),
-    412: errorResponseSpec('A precondition check failed (`PRECONDITION_FAILED`); details carry the checks'),
+    412: errorResponseSpec(
+      'A precondition failed (`PRECONDITION_FAILED`) or no check proved it where the tool blocks unproven ones (`PRECONDITION_UNPROVEN`); the attempt is recorded, and details carry `refusal_id`, `status` and `checks`',
+    ),
   },
 });
 
@@ -165,32 +167,21 @@ export function registerProposalRoutes(
 ): void {
   const { records } = deps;
 
-  /**
-   * Check the preconditions, then the decision and approval, and claim the execution: the
-   * `authorize` route, and the second half of `propose?authorize=`.
-   */
-  async function authorizeExecution(
+  /** The `authorize` route, and the second half of `propose?authorize=`. */
+  const authorizeExecution = (
     c: Context<AppEnv>,
     log: string,
     proposal: ProposalRecord,
     body: Record<string, unknown>,
-  ): Promise<Authorization> {
-    let preconditions = null;
-    if (proposal.preconditions.length > 0) {
-      const outcome = await runPhase(deps.verification, { phase: 'pre', proposal, signal: c.req.raw.signal });
-      preconditions = { status: outcome.status, checks: outcome.checks };
-      if (outcome.status === 'failed') {
-        throw new ApiError('PRECONDITION_FAILED', `a precondition of proposal ${proposal.id} does not hold`, {
-          details: preconditions,
-        });
-      }
-    }
-    const authorization = await records.authorize(recordContext(c, log), {
-      ...body,
-      proposal_id: proposal.id,
+  ): Promise<Authorization> =>
+    authorizeWithPreconditions({
+      records,
+      verification: deps.verification,
+      ctx: recordContext(c, log),
+      proposal,
+      body,
+      signal: c.req.raw.signal,
     });
-    return { ...authorization, preconditions };
-  }
 
   app.openapi(propose, async (c) => {
     const log = logOf(c);

@@ -127,13 +127,15 @@ describe('record routes', () => {
       expect((await call('POST', '/v1/observations', k.gw2, observation)).body.error.code).toBe(
         'IDENTITY_MISMATCH',
       );
+      expect((await call('POST', `/v1/proposals/${id}/authorize`, k.gw, {})).status).toBe(200);
       expect((await call('POST', '/v1/observations', k.gw, observation)).status).toBe(201);
       expect(await call('POST', '/v1/observations', k.gw, observation)).toMatchObject({
         status: 200,
         body: { replayed: true },
       });
       const story = await call('GET', `/v1/proposals/${id}`, k.auditor);
-      expect(story.body.refusals).toHaveLength(1);
+      // The other identity's attempt is recorded under it, never in the owner's story.
+      expect(story.body.refusals).toHaveLength(0);
       expect(story.body.outcome).toBe('awaiting_verification');
     });
 
@@ -144,6 +146,9 @@ describe('record routes', () => {
         k.gw,
         proposal('lookup', { postconditions: [{ name: 'lookup.done' }] }),
       );
+      expect(
+        (await call('POST', `/v1/proposals/${proposed.body.proposal.id}/authorize`, k.gw, {})).status,
+      ).toBe(200);
       const { body } = await call('POST', '/v1/observations', k.gw, {
         proposal_id: proposed.body.proposal.id,
         outcome: 'succeeded',

@@ -63,6 +63,8 @@ describe.each(testBackends())('verification routes on $name', ({ open }) => {
       postconditions: postconditions.map((name) => ({ name })),
     });
     expect(proposed.body.decision?.verdict).toBe('allow');
+    const id = proposed.body.proposal.id;
+    expect((await call('POST', `/v1/proposals/${id}/authorize`, k.gw, {})).status).toBe(200);
     const observed = await call('POST', '/v1/observations', k.gw, {
       proposal_id: proposed.body.proposal.id,
       outcome,

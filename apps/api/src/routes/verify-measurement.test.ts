@@ -112,6 +112,8 @@ describe('POST /v1/observations/{id}/verify with a measurement policy', () => {
       postconditions: [{ name: 'refund.recorded' }],
     });
     expect(proposed.body.decision?.verdict).toBe('allow');
+    const claimed = await call(app, 'POST', `/v1/proposals/${proposed.body.proposal.id}/authorize`, gw, {});
+    expect(claimed.status).toBe(200);
     refundsMadeAt.set(refundId, Date.now());
     const observed = await call(app, 'POST', '/v1/observations', gw, {
       proposal_id: proposed.body.proposal.id,

@@ -452,9 +452,16 @@ export function createFakeVouch(options: FakeVouchOptions = {}): FakeVouch {
         });
       }
       const decision = decisions.get(proposal.id)!;
-      const claimed = authorize(proposal, input as { payload_hash?: string });
-      if (claimed instanceof Response) return claimed;
-      const useId = claimed?.id ?? null;
+      // As the ledger: every execution is claimed by `authorize` first.
+      const claim = claims.get(proposal.id);
+      if (!claim) {
+        return error(409, 'EXECUTION_NOT_CLAIMED', 'authorize before executing', {
+          proposal_id: proposal.id,
+        });
+      }
+      const checked = authorize(proposal, input as { payload_hash?: string });
+      if (checked instanceof Response) return checked;
+      const useId = claim.approval_use_id;
       const observation: ObservationRecord = {
         id: id('obs'),
         proposal_id: proposal.id,

@@ -42,6 +42,10 @@ await Promise.all(
         side_effect: 'compensatable',
       });
       say(`proposal ${key} ${proposal.id} ${replayed}`);
+      // Every execution is claimed first; one observed before a crash replays its observation.
+      await records.authorize(agent, { proposal_id: proposal.id }).catch((error: { code?: string }) => {
+        if (error.code !== 'OBSERVATION_EXISTS') throw error;
+      });
       const { observation } = await records.observe(agent, {
         proposal_id: proposal.id,
         outcome: 'succeeded',

@@ -103,6 +103,7 @@ describe.each(testBackends())('identity comparisons in the records on $name', ({
           records.observe(as(log, 'agent:other'), { proposal_id: proposal.id, outcome: 'succeeded' }),
         ),
       ).toBe('IDENTITY_MISMATCH');
+      await records.authorize(as(log, 'AGENT:BILLING-BOT'), { proposal_id: proposal.id });
       expect(
         await codeOf(
           records.observe(as(log, 'AGENT:BILLING-BOT'), { proposal_id: proposal.id, outcome: 'succeeded' }),

@@ -16,6 +16,13 @@ import type {
   ToolRecord,
 } from './types';
 
+/** The keys of an approval's approver to look for a revocation in, between its answer and `now`. */
+export const approverKeysAt = (resolution: ApprovalResolutionRecord, now: string) => ({
+  identity: resolution.resolver,
+  liveAt: resolution.resolved_at,
+  by: now,
+});
+
 /** An approval request with everything an approver must see: the exact payload, target, environment and impact. */
 export interface ApprovalView {
   request: ApprovalRequestRecord;
@@ -41,6 +48,10 @@ export async function requestApproval(
   tx.claim(recordKeys.approvalScope(proposal));
   for (const candidate of await tx.reads.reusableRequests(proposal, now)) {
     if (!isReusableRequest({ ...candidate, proposal, now })) continue;
+    // An approval whose approver's key was revoked since no longer authorizes: ask again.
+    const { resolution } = candidate;
+    if (resolution && (await tx.reads.revokedApproverKeys(approverKeysAt(resolution, now))).length > 0)
+      continue;
     // Shared only if what its approver was shown is this payload: the hash alone can lie.
     const shown = await tx.reads.proposalById(candidate.request.proposal_id);
     if (shown) tx.reads.requireProposalPayload(shown);

@@ -57,7 +57,7 @@ export const toolCodec = {
     source: r.source,
     writes: r.writes === undefined ? null : json(r.writes),
     postconditions: r.postconditions === undefined ? null : json(r.postconditions),
-    unprovenPreconditions: null,
+    unprovenPreconditions: r.unproven_preconditions ?? null,
     registeredBy: r.registered_by,
     registeredAt: r.registered_at,
   }),
@@ -79,6 +79,9 @@ export const toolCodec = {
     ...(row.postconditions === null
       ? {}
       : { postconditions: parse<NonNullable<ToolRecord['postconditions']>>(row.postconditions) }),
+    ...(row.unprovenPreconditions === null
+      ? {}
+      : { unproven_preconditions: row.unprovenPreconditions as ToolRecord['unproven_preconditions'] }),
     registered_by: row.registeredBy,
     registered_at: row.registeredAt,
   }),
@@ -244,7 +247,7 @@ export const executionClaimCodec = {
     claimedBy: r.claimed_by,
     claimedAt: r.claimed_at,
     deadline: r.deadline,
-    preconditions: null,
+    preconditions: r.preconditions === undefined ? null : json(r.preconditions),
   }),
   toRecord: (row: Row<typeof executionClaims>): ExecutionClaimRecord => ({
     id: row.id,
@@ -254,6 +257,9 @@ export const executionClaimCodec = {
     claimed_by: row.claimedBy,
     claimed_at: row.claimedAt,
     deadline: row.deadline,
+    ...(row.preconditions === null
+      ? {}
+      : { preconditions: parse(row.preconditions) as ExecutionClaimRecord['preconditions'] }),
   }),
 };
 

@@ -81,6 +81,17 @@ describe.each(testBackends())('records on $name', ({ open }) => {
     return { log, ops, agent, alice };
   };
 
+  /** What a gateway does to execute: `authorize` (the claim) under what the observation names, then `observe`. */
+  const execute = async (ctx: RecordContext, body: { proposal_id: string } & Record<string, unknown>) => {
+    const { proposal_id, payload_hash, approval_request_id } = body;
+    await records.authorize(ctx, {
+      proposal_id,
+      ...(payload_hash === undefined ? {} : { payload_hash }),
+      ...(approval_request_id === undefined ? {} : { approval_request_id }),
+    });
+    return records.observe(ctx, body);
+  };
+
   const count = async (table: string, log: string) =>
     (
       await database.rows<{ n: number }>(
@@ -411,7 +422,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
       it('keeps outcome, result, transport status and tool error apart', async () => {
         const { agent } = await setup();
         const { proposal } = await records.propose(agent, refund('k1'));
-        const { observation, replayed } = await records.observe(agent, {
+        const { observation, replayed } = await execute(agent, {
           proposal_id: proposal.id,
           outcome: 'failed',
           result: { isError: true, content: [{ type: 'text', text: 'insufficient funds' }] },
@@ -434,7 +445,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
       it('replays the same observation from the same identity and writes nothing', async () => {
         const { agent, log } = await setup();
         const { proposal } = await records.propose(agent, refund('k1'));
-        const first = await records.observe(agent, { proposal_id: proposal.id, outcome: 'unknown' });
+        const first = await execute(agent, { proposal_id: proposal.id, outcome: 'unknown' });
         const before = await counts(log);
         const again = await records.observe(agent, {
           outcome: 'unknown',
@@ -452,7 +463,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
       it('refuses another account of the execution with OBSERVATION_CONFLICT and keeps the attempt', async () => {
         const { agent, log } = await setup();
         const { proposal } = await records.propose(agent, refund('k1'));
-        const first = await records.observe(agent, { proposal_id: proposal.id, outcome: 'unknown' });
+        const first = await execute(agent, { proposal_id: proposal.id, outcome: 'unknown' });
         const attempt = { proposal_id: proposal.id, outcome: 'succeeded' };
         const refused = await records.observe(agent, attempt).catch((error: unknown) => error);
         expect(refused).toMatchObject({
@@ -471,7 +482,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
       it('refuses a claim the observation was not recorded under', async () => {
         const { agent } = await setup();
         const { proposal } = await records.propose(agent, refund('k1'));
-        await records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
+        await execute(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
         const same = { proposal_id: proposal.id, outcome: 'succeeded' };
         expect(
           (await records.observe(agent, { ...same, payload_hash: proposal.payload_hash })).replayed,
@@ -571,7 +582,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
           resolution: { resolver: 'user:alice', validity: 'once' },
         });
         expect(await codeOf(records.deny(alice, { request_id: approval!.id }))).toBe('APPROVAL_RESOLVED');
-        const { observation } = await records.observe(agent, {
+        const { observation } = await execute(agent, {
           proposal_id: proposal.id,
           outcome: 'succeeded',
         });
@@ -585,7 +596,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         await records.approve(alice, { request_id: approval!.id });
         const other = await records.propose(agent, refund('k2', { arguments: { amount: 6 } }));
         const post = { proposal_id: proposal.id, outcome: 'succeeded', approval_request_id: approval!.id };
-        const first = await records.observe(agent, post);
+        const first = await execute(agent, post);
         expect(await records.observe(agent, post)).toEqual({
           observation: first.observation,
           replayed: true,
@@ -682,8 +693,8 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         expect(b.approval?.id).toBe(a.approval?.id);
         await records.approve(alice, { request_id: a.approval!.id, validity: 'once' });
         const results = await Promise.allSettled([
-          records.observe(agent, { proposal_id: a.proposal.id, outcome: 'succeeded' }),
-          records.observe(agent, { proposal_id: b.proposal.id, outcome: 'succeeded' }),
+          execute(agent, { proposal_id: a.proposal.id, outcome: 'succeeded' }),
+          execute(agent, { proposal_id: b.proposal.id, outcome: 'succeeded' }),
         ]);
         expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
         const rejected = results.filter((r) => r.status === 'rejected');
@@ -704,7 +715,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         expect(await codeOf(records.authorize(agent, { proposal_id: b.proposal.id }))).toBe(
           'APPROVAL_CONSUMED',
         );
-        const { observation } = await records.observe(agent, {
+        const { observation } = await execute(agent, {
           proposal_id: a.proposal.id,
           outcome: 'succeeded',
         });
@@ -720,8 +731,8 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         await records.approve(alice, { request_id: a.approval!.id, validity: 'window', window_seconds: 600 });
         const b = await records.propose(agent, refund('k2'));
         expect(b.approval?.id).toBe(a.approval?.id);
-        await records.observe(agent, { proposal_id: a.proposal.id, outcome: 'succeeded' });
-        await records.observe(agent, { proposal_id: b.proposal.id, outcome: 'succeeded' });
+        await execute(agent, { proposal_id: a.proposal.id, outcome: 'succeeded' });
+        await execute(agent, { proposal_id: b.proposal.id, outcome: 'succeeded' });
       });
     });
 
@@ -761,6 +772,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
           // Two accounts of one execution race, one of them posted twice: whichever is
           // recorded first, its twin replays it and the other account is refused.
           const outcomes = ['succeeded', 'succeeded', 'failed'] as const;
+          await records.authorize(agent, { proposal_id: proposal.id });
           const settled = await Promise.allSettled(
             outcomes.map((outcome) => records.observe(agent, { proposal_id: proposal.id, outcome })),
           );
@@ -831,7 +843,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
     ) => {
       const ctx = await setup();
       const { proposal } = await records.propose(ctx.agent, refund('k1', over));
-      const { observation } = await records.observe(ctx.agent, {
+      const { observation } = await execute(ctx.agent, {
         proposal_id: proposal.id,
         outcome,
         transport_status: 200,
@@ -869,6 +881,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         expect(story.events.map((e) => e.kind)).toEqual([
           'proposal',
           'decision',
+          'execution_claim',
           'observation',
           'verification',
         ]);
@@ -1261,7 +1274,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
       ])('refuses %s in the database itself', async (_, statement) => {
         const { agent, log } = await setup();
         const { proposal } = await records.propose(agent, refund('k1'));
-        await records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
+        await execute(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
         await expect(database.rows(statement(log))).rejects.toThrow();
         expect(await count('proposals', log)).toBe(1);
         expect(await count('decisions', log)).toBe(1);
@@ -1292,7 +1305,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
         const { agent, alice, log } = await setup({ side_effect: 'irreversible' });
         const { proposal, approval } = await records.propose(agent, refund('k1'));
         await records.approve(alice, { request_id: approval!.id });
-        const { observation } = await records.observe(agent, {
+        const { observation } = await execute(agent, {
           proposal_id: proposal.id,
           outcome: 'succeeded',
         });
@@ -1342,7 +1355,7 @@ describe.each(testBackends())('records on $name', ({ open }) => {
       it('reports RECORD_MISMATCH for the event left without its record', async () => {
         const { agent, log } = await setup();
         const { proposal } = await records.propose(agent, refund('k1'));
-        const { observation } = await records.observe(agent, {
+        const { observation } = await execute(agent, {
           proposal_id: proposal.id,
           outcome: 'succeeded',
         });

@@ -1,7 +1,14 @@
 import type { Ledger } from '../ledger';
 import { type ApprovalView, approve, deny, getApproval, listApprovals } from './approvals';
 import { type VerificationWriter, verificationWriter } from './check-record-writers';
-import { type Authorization, authorize, getObservation, observe, sweepLapsedClaims } from './executions';
+import {
+  type Authorization,
+  type AuthorizeOptions,
+  authorize,
+  getObservation,
+  observe,
+  sweepLapsedClaims,
+} from './executions';
 import { DEFAULT_MAX_INPUT_BYTES } from './inputs';
 import { decide, type ProposalResult, propose } from './proposals';
 import type { ApprovalStatus } from './queries';
@@ -106,8 +113,11 @@ export interface Records {
   approve(ctx: RecordContext, input: unknown): Promise<ApprovalView>;
   /** Deny a request (not one's own); it answers only that request. */
   deny(ctx: RecordContext, input: unknown): Promise<ApprovalView>;
-  /** Before executing: check the decision, claim the approval use and record the execution claim. */
-  authorize(ctx: RecordContext, input: unknown): Promise<Authorization>;
+  /**
+   * Before executing: check the decision, the approval and the precondition checks the
+   * server ran (`options`, never the body), use the approval and record the execution claim.
+   */
+  authorize(ctx: RecordContext, input: unknown, options?: AuthorizeOptions): Promise<Authorization>;
   /**
    * Record an `unknown` observation for every execution claim past its deadline with no
    * observation (in every log, or `log`); never retried. Safe to run in several processes at once.
@@ -203,7 +213,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     listApprovals: (log, opts = {}) => listApprovals(runtime, log, opts),
     approve: (ctx, body) => approve(runtime, ctx, body),
     deny: (ctx, body) => deny(runtime, ctx, body),
-    authorize: (ctx, body) => authorize(runtime, ctx, body),
+    authorize: (ctx, body, options) => authorize(runtime, ctx, body, options),
     observe: (ctx, body) => observe(runtime, ctx, body),
     sweepLapsedClaims: (opts = {}) => sweepLapsedClaims(runtime, opts),
     recordVerification: (ctx, body, opts = {}) => recordVerification(runtime, ctx, body, opts),

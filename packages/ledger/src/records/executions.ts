@@ -2,21 +2,27 @@ import { sameIdentity } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { LedgerError, type LedgerErrorCode } from '../errors';
 import { addSeconds, checkApproval, isPast } from '../policy/approval-validity';
+import { approverKeysAt } from './approvals';
 import { builtInDecisionBreak, isBuiltInDecision } from './built-in-decisions';
 import { authorizeInputSchema, observationInputSchema, parseInput } from './inputs';
 import { isObservationReplay } from './observation-replay';
+import { preconditionBlock, preconditionJson, preconditionResultOf, unprovenModeOf } from './preconditions';
 import type { RecordContext } from './record-context';
 import { recordKeys } from './record-keys';
 import { newId, type RecordTransaction } from './record-transaction';
 import { mustGetProposal, notFound, type RecordsRuntime } from './records-runtime';
 import type {
+  ApprovalRequestRecord,
+  ApprovalResolutionRecord,
   ApprovalUseRecord,
   Caller,
   DecisionRecord,
   ExecutionClaimRecord,
+  JsonObject,
   JsonValue,
   ObservationRecord,
   ProposalRecord,
+  VerificationCheck,
 } from './types';
 
 /** What `authorize` returns: the decision, the use it claimed when approval-gated, and the execution claim. */
@@ -27,9 +33,31 @@ export interface Authorization {
   claim: ExecutionClaimRecord;
 }
 
+/** An approval that authorizes this execution and that it has not used yet: `authorize` uses it. */
+interface UnusedApproval {
+  request: ApprovalRequestRecord;
+  resolution: ApprovalResolutionRecord;
+}
+
 type Check =
-  | { ok: true; proposal: ProposalRecord; decision: DecisionRecord; use: ApprovalUseRecord | null }
+  | {
+      ok: true;
+      proposal: ProposalRecord;
+      decision: DecisionRecord;
+      use: ApprovalUseRecord | null;
+      /** Set when the execution needs an approval use not yet recorded; `use` is then null. */
+      unused: UnusedApproval | null;
+    }
   | { ok: false; code: LedgerErrorCode; message: string };
+
+/** What the server passes `authorize` beside the body: never taken from the caller. */
+export interface AuthorizeOptions {
+  /**
+   * The precondition checks the server's own verifiers ran (phase `pre`) for this proposal.
+   * Absent for a proposal with preconditions: nothing proved them, so they are unproven.
+   */
+  preconditionChecks?: readonly VerificationCheck[];
+}
 
 /** What an execution claims it ran under: checked against the decision and the approval. */
 interface ExecutionClaim {
@@ -49,15 +77,20 @@ export async function getObservation(
 }
 
 /**
- * Before executing: check the decision, claim the approval use, so a second executor is
- * refused up front, and record the execution claim (who executes, until when an observation
- * is expected). Authorizing again before the deadline answers the same claim; after it, the
- * outcome is unknown and the proposal never runs again (`EXECUTION_CLAIM_LAPSED`).
+ * Before executing: check the decision, the approval and the preconditions, claim the
+ * approval use, so a second executor is refused up front, and record the execution claim
+ * (who executes, until when an observation is expected, and the precondition checks the
+ * server ran). A precondition that failed, or that no check proved where the tool's
+ * registration blocks unproven ones, refuses: the attempt is recorded with its checks as a
+ * refused execution and no approval is used. Authorizing again before the deadline answers
+ * the same claim; after it, the outcome is unknown and the proposal never runs again
+ * (`EXECUTION_CLAIM_LAPSED`).
  */
 export async function authorize(
   runtime: RecordsRuntime,
   ctx: RecordContext,
   body: unknown,
+  options: AuthorizeOptions = {},
 ): Promise<Authorization> {
   const input = parseInput(authorizeInputSchema, body, {
     what: 'authorization',
@@ -84,38 +117,111 @@ export async function authorize(
     // while the payload hash binds the full ones: an erased proposal never runs.
     if (!claimed && proposal.redacted) {
       return {
-        ok: false as const,
+        kind: 'not_authorized' as const,
         code: 'EXECUTION_NOT_AUTHORIZED' as const,
         message: `arguments of proposal ${proposal.id} were erased (${proposal.redacted.arguments.join(', ')}); an erased proposal is not executed: propose again`,
+        details: {},
       };
     }
     const check = await checkExecution(tx, ctx.caller, proposal, input, now);
-    if (!check.ok) return check;
+    if (!check.ok) return { kind: 'not_authorized' as const, ...check, details: {} };
+    // Authorizing again answers the claim already recorded, with the checks it recorded.
+    if (claimed) return { kind: 'claimed' as const, ...check, claim: claimed };
+    if (check.unused) {
+      const revoked = await approverKeyRevoked(tx, check.unused.resolution, now);
+      if (revoked) return { kind: 'not_authorized' as const, ...revoked };
+    }
+    const preconditions = preconditionResultOf(proposal, options.preconditionChecks);
+    const tool = await tx.reads.latestTool(proposal.server_id, proposal.tool_name);
+    const blocked = preconditionBlock(proposal.id, preconditions, unprovenModeOf(tool));
+    if (blocked && preconditions) {
+      // The blocked attempt is evidence too (the checks that stopped it): kept, then refused.
+      const refusal = tx.write('execution_refused', ctx.caller.identity, {
+        id: newId('ref'),
+        proposal_id: proposal.id,
+        code: blocked.code,
+        message: blocked.message,
+        attempted_by: ctx.caller.identity,
+        attempted: { authorize: body as JsonValue, preconditions: preconditionJson(preconditions) },
+        refused_at: now,
+      });
+      return {
+        kind: 'not_authorized' as const,
+        ...blocked,
+        details: { refusal_id: refusal.id, ...preconditionJson(preconditions) },
+      };
+    }
+    const use = check.use ?? (check.unused ? useApproval(tx, ctx.caller, proposal, check.unused, now) : null);
     const seconds = Math.min(
       input.claim_seconds ?? runtime.settings.executionClaimSeconds,
       runtime.settings.executionClaimSeconds,
     );
-    const claim =
-      claimed ??
-      tx.write('execution_claim', ctx.caller.identity, {
-        id: newId('clm'),
-        proposal_id: proposal.id,
-        decision_id: check.decision.id,
-        approval_use_id: check.use?.id ?? null,
-        claimed_by: ctx.caller.identity,
-        claimed_at: now,
-        deadline: addSeconds(now, seconds),
-      });
-    return { ...check, claim };
+    const claim = tx.write('execution_claim', ctx.caller.identity, {
+      id: newId('clm'),
+      proposal_id: proposal.id,
+      decision_id: check.decision.id,
+      approval_use_id: use?.id ?? null,
+      claimed_by: ctx.caller.identity,
+      claimed_at: now,
+      deadline: addSeconds(now, seconds),
+      ...(preconditions ? { preconditions } : {}),
+    });
+    return { kind: 'claimed' as const, ...check, use, claim };
   });
-  if (!checked.ok)
-    throw new LedgerError(checked.code, checked.message, { details: { proposal_id: input.proposal_id } });
+  if (checked.kind === 'not_authorized') {
+    throw new LedgerError(checked.code, checked.message, {
+      details: { proposal_id: input.proposal_id, ...checked.details },
+    });
+  }
   return {
     proposal: checked.proposal,
     decision: checked.decision,
     approval_use: checked.use,
     claim: checked.claim,
   };
+}
+
+/**
+ * An approval answered while a key of its approver was live that was revoked before this
+ * use no longer authorizes (`APPROVER_KEY_REVOKED`): a key is revoked because it may be in
+ * other hands, and the answer does not say which of the approver's keys gave it. The
+ * proposal needs a new approval.
+ */
+async function approverKeyRevoked(
+  tx: RecordTransaction,
+  resolution: ApprovalResolutionRecord,
+  now: string,
+): Promise<{ code: LedgerErrorCode; message: string; details: JsonObject } | null> {
+  const revoked = await tx.reads.revokedApproverKeys(approverKeysAt(resolution, now));
+  const first = revoked[0];
+  if (first === undefined) return null;
+  return {
+    code: 'APPROVER_KEY_REVOKED',
+    message: `approval ${resolution.id} was given by ${resolution.resolver} while key ${first.keyId} was live, and that key was revoked at ${first.revokedAt}: the approval no longer authorizes; ask for a new one`,
+    details: { resolution_id: resolution.id, key_id: first.keyId, revoked_at: first.revokedAt },
+  };
+}
+
+/** Record the use of an approval by this execution (see {@link checkExecution}). */
+function useApproval(
+  tx: RecordTransaction,
+  caller: Caller,
+  proposal: ProposalRecord,
+  { request, resolution }: UnusedApproval,
+  now: string,
+): ApprovalUseRecord {
+  // Two executions of one single-use approval may share a wave (their proposals differ):
+  // the first to claim it takes it, the other runs again after and finds it consumed.
+  if ((resolution.validity ?? 'once') === 'once') tx.claim(recordKeys.approvalUse(request.id));
+  return tx.write('approval_use', caller.identity, {
+    id: newId('use'),
+    request_id: request.id,
+    resolution_id: resolution.id,
+    proposal_id: proposal.id,
+    validity: resolution.validity ?? 'once',
+    used_by: caller.identity,
+    used_at: now,
+  });
 }
 
 /** Is this the server's `unknown` observation of a lapsed claim (see {@link sweepLapsedClaims})? */
@@ -241,6 +347,21 @@ export async function observe(
     }
     const checked = await checkExecution(tx, ctx.caller, proposal, input, now);
     if (!checked.ok) return refuse(checked.code, checked.message);
+    // Every execution is claimed: `authorize` checked the approval, ran the preconditions and
+    // used the approval; an observation without its claim skipped all three.
+    const claim = await tx.reads.claimOf(proposal.id);
+    if (!claim || checked.unused) {
+      return refuse(
+        'EXECUTION_NOT_CLAIMED',
+        `proposal ${proposal.id} has no execution claim: authorize it (POST /v1/proposals/${proposal.id}/authorize) before executing`,
+      );
+    }
+    if (!sameIdentity(claim.claimed_by, ctx.caller.identity)) {
+      return refuse(
+        'IDENTITY_MISMATCH',
+        `proposal ${proposal.id} was claimed by ${claim.claimed_by}, not ${ctx.caller.identity}`,
+      );
+    }
     const observation = tx.write('observation', ctx.caller.identity, {
       id: newId('obs'),
       proposal_id: proposal.id,
@@ -269,8 +390,8 @@ export async function observe(
 }
 
 /**
- * May `caller` execute `proposal` now? Claims the approval use when one is needed (inside
- * the caller's transaction, so the claim and the observation commit together).
+ * May `caller` execute `proposal` now? Writes nothing: an approval this execution has not
+ * used yet comes back as `unused`, for `authorize` to use once nothing else refuses.
  */
 async function checkExecution(
   tx: RecordTransaction,
@@ -309,7 +430,7 @@ async function checkExecution(
         `the executed payload is not the one proposal ${proposal.id} holds`,
       );
     }
-    return { ok: true, proposal, decision, use: null };
+    return { ok: true, proposal, decision, use: null, unused: null };
   }
   const requestId = claim.approval_request_id ?? decision.approval_request_id;
   const request = requestId ? await tx.reads.requestById(requestId) : null;
@@ -330,18 +451,6 @@ async function checkExecution(
       tx.reads.raiseRuleViolation('approval_resolutions', verdict.message);
     return refuse(verdict.code, verdict.message);
   }
-  if (verdict.existingUse) return { ok: true, proposal, decision, use: verdict.existingUse };
-  // Two executions of one single-use approval may share a wave (their proposals differ):
-  // the first to claim it takes it, the other runs again after and finds it consumed.
-  if ((verdict.resolution.validity ?? 'once') === 'once') tx.claim(recordKeys.approvalUse(request.id));
-  const use = tx.write('approval_use', caller.identity, {
-    id: newId('use'),
-    request_id: request.id,
-    resolution_id: verdict.resolution.id,
-    proposal_id: proposal.id,
-    validity: verdict.resolution.validity ?? 'once',
-    used_by: caller.identity,
-    used_at: now,
-  });
-  return { ok: true, proposal, decision, use };
+  if (verdict.existingUse) return { ok: true, proposal, decision, use: verdict.existingUse, unused: null };
+  return { ok: true, proposal, decision, use: null, unused: { request, resolution: verdict.resolution } };
 }

@@ -2,6 +2,7 @@ import type { StoredEvent } from '@vouch/audit';
 import type { Db } from '../database';
 import { readEventsOfEntities } from '../event-store';
 import type { IntegrityAlarm } from '../integrity-alarm';
+import { type RevokedApproverKey, revokedApproverKeys } from '../keys/revoked-approver-keys';
 import { requireProposalPayload } from './proposal-payload-check';
 import {
   type ApprovalStatus,
@@ -84,6 +85,12 @@ export interface LogReads extends RecordReads {
   requireProposalPayload(proposal: ProposalRecord): void;
   /** Raise the integrity alarm for a record of `table` that breaks a rule the server writes under. */
   raiseRuleViolation(table: string, message: string): void;
+  /** Keys of an approver live when it answered and revoked since (see `revokedApproverKeys`). */
+  revokedApproverKeys(options: {
+    identity: string;
+    liveAt: string;
+    by: string;
+  }): Promise<RevokedApproverKey[]>;
 }
 
 /** The reads of `log` through `db`; rows that fail their check raise `alarm`. */
@@ -128,5 +135,6 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
       requireAssessedChecks(alarm, log, proposal, observation, verifications),
     raiseRuleViolation: (table, message) =>
       alarm.raise({ code: 'RECORD_RULE_VIOLATION', log, table, message }),
+    revokedApproverKeys: (options) => revokedApproverKeys(db, options),
   };
 }

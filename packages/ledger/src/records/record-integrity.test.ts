@@ -289,6 +289,7 @@ describe.each(testBackends())('record reads checked against their events on $nam
         database,
         sql`update decisions set authorized_identity = 'agent:other' where log_id = ${log} and id = ${edited.decision!.id}`,
       );
+      await records.authorize(agent, { proposal_id: intact.proposal.id });
       const [refused, observed, proposed] = await Promise.allSettled([
         records.observe(agent, { proposal_id: edited.proposal.id, outcome: 'succeeded' }),
         records.observe(agent, { proposal_id: intact.proposal.id, outcome: 'succeeded' }),

@@ -516,3 +516,48 @@ describe('the record rules over the chain', () => {
     });
   });
 });
+
+describe('the record rules over a claim with precondition checks', () => {
+  let claimed: StoredEvent[];
+  const pass = { name: 'account.open', status: 'pass', source: 'core-banking' };
+
+  beforeAll(async () => {
+    const records = createRecords(ledger);
+    const log = 'rules-preconditions';
+    const ops: RecordContext = { log, caller: { identity: 'user:ops' } };
+    const agent: RecordContext = {
+      log,
+      caller: { identity: 'agent:billing', scopes: ['payments:write'], environments: ['prod'] },
+    };
+    await records.registerTool(ops, refundTool());
+    const { proposal } = await records.propose(
+      agent,
+      refund('k1', { preconditions: [{ name: 'account.open' }] }),
+    );
+    await records.authorize(agent, { proposal_id: proposal.id }, { preconditionChecks: [pass] });
+    claimed = await ledger.events(log, { after: 0, limit: 100 });
+  });
+
+  const claimOf = () => claimed.find((e) => e.kind === 'execution_claim')!;
+  const withClaim = (preconditions: unknown) =>
+    claimed.map((e) => (e === claimOf() ? forged(e, { preconditions }) : e));
+
+  it('find nothing in the claim the server wrote, which carries the checks', () => {
+    expect(payloadOf(claimOf()).preconditions).toEqual({ status: 'passed', checks: [pass] });
+    expect(broken(claimed)).toEqual([]);
+  });
+
+  it('report a status its checks do not give (STATUS_NOT_DERIVED)', () => {
+    const failing = { ...pass, status: 'fail' };
+    expect(broken(withClaim({ status: 'passed', checks: [failing] }))).toEqual([
+      ['STATUS_NOT_DERIVED', 'execution_claims'],
+      ['PRECONDITION_FAILED', 'execution_claims'],
+    ]);
+  });
+
+  it('report a claim an unproven precondition should have blocked (PRECONDITION_UNPROVEN)', () => {
+    expect(broken(withClaim({ status: 'inconclusive', checks: [] }))).toEqual([
+      ['PRECONDITION_UNPROVEN', 'execution_claims'],
+    ]);
+  });
+});

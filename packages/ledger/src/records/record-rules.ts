@@ -12,6 +12,7 @@ import { approvalBoundsBreak } from '../policy/approval-validity';
 import { type DerivedDecision, decisionBreak, deriveDecision, isBuiltInDecision } from './built-in-decisions';
 import { RECORD_TABLE_OF } from './codec';
 import { proposalPayloadHolds } from './payload-hash';
+import { preconditionBlock, preconditionStatus, unprovenModeOf } from './preconditions';
 import { requiredPostconditionsBreak } from './required-postconditions';
 import type {
   ApprovalRequestRecord,
@@ -67,6 +68,9 @@ export type RecordRule =
   | 'EXECUTION_CLAIM_EXISTS'
   /** An `unknown` observation by the claim sweeper that no lapsed claim accounts for. */
   | 'EXECUTION_CLAIM_LAPSED'
+  /** A claim whose precondition checks do not let it run (a failed one, or an unproven one the tool blocks). */
+  | 'PRECONDITION_FAILED'
+  | 'PRECONDITION_UNPROVEN'
   | 'STATUS_NOT_DERIVED'
   /**
    * A verification's check counted as independent that reads from the tool itself or its
@@ -99,6 +103,8 @@ interface ProposalState {
   serverId: string;
   toolName: string;
   declared: string[];
+  /** The names of its preconditions: what a claim's precondition checks are counted against. */
+  preconditions: string[];
   decision?: { verdict: DecisionRecord['verdict']; authorized: string | null };
   /** Until it is decided: what the built-in policy decides for it (see `deriveDecision`). */
   derived?: DerivedDecision;
@@ -231,6 +237,7 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
         serverId: r.server_id,
         toolName: r.tool_name,
         declared: declaredNames(r),
+        preconditions: (r.preconditions ?? []).map((condition) => condition.name),
         derived: deriveDecision(shown ?? r, shown !== null, tool),
         uses: [],
         verifications: new Map(),
@@ -376,6 +383,20 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
       if (proposal.observation)
         report(event, 'OBSERVATION_EXISTS', `proposal ${r.proposal_id} was already observed`);
       mayExecute(event, { ...proposal, id: r.proposal_id }, r.approval_use_id, r.claimed_by);
+      if (r.preconditions !== undefined) {
+        // As `authorize` derived it, under the tool's registration in force then.
+        const status = preconditionStatus(r.preconditions.checks, proposal.preconditions);
+        if (status !== r.preconditions.status) {
+          report(
+            event,
+            'STATUS_NOT_DERIVED',
+            `states preconditions ${r.preconditions.status}, its checks give ${status}`,
+          );
+        }
+        const tool = tools.get(toolKey(proposal.serverId, proposal.toolName)) ?? null;
+        const blocked = preconditionBlock(r.proposal_id, { status, checks: [] }, unprovenModeOf(tool));
+        if (blocked) report(event, blocked.code, blocked.message);
+      }
       proposal.claim ??= { id: r.id, deadline: r.deadline };
     },
     observation(event, r: ObservationRecord) {

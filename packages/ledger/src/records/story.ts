@@ -1,4 +1,5 @@
-import type { StoredEvent } from '@vouch/audit';
+import { type StoredEvent, sameIdentity } from '@vouch/audit';
+import { ownRefusals } from '@vouch/records';
 import { type ApprovalView, approvalView } from './approvals';
 import { deriveOutcome, deriveStage, type ProposalStage } from './outcome';
 import { mustGetProposal, type RecordsRuntime } from './records-runtime';
@@ -21,6 +22,7 @@ export interface ProposalStory {
   /** The execution claim `authorize` recorded, if any. */
   claim: ExecutionClaimRecord | null;
   observation: ObservationRecord | null;
+  /** Refused executions by the identity the decision authorized (see `ownRefusals`); others' stay in the chain. */
   refusals: RefusedExecutionRecord[];
   /** Every verification record, superseded ones included, in chain order. */
   verifications: VerificationRecord[];
@@ -41,13 +43,14 @@ export async function story(
 ): Promise<ProposalStory> {
   const reads = runtime.reads(log);
   const proposal = await mustGetProposal(reads, proposalId);
-  const [decision, claim, observation, refusals, verificationList] = await Promise.all([
+  const [decision, claim, observation, allRefusals, verificationList] = await Promise.all([
     reads.decisionOf(proposal.id),
     reads.claimOf(proposal.id),
     reads.observationOf(proposal.id),
     reads.refusalsOf(proposal.id),
     reads.verificationsOf(proposal.id),
   ]);
+  const refusals = ownRefusals(proposal, decision, allRefusals, sameIdentity);
   const request = decision?.approval_request_id
     ? await reads.requestById(decision.approval_request_id)
     : null;

@@ -65,7 +65,8 @@ function sameRegistration(
     JSON.stringify(current.required_scopes) === JSON.stringify(next.required_scopes) &&
     JSON.stringify(current.allowed_environments) === JSON.stringify(next.allowed_environments) &&
     JSON.stringify(current.writes ?? null) === JSON.stringify(next.writes ?? null) &&
-    canonicalJson(current.postconditions ?? []) === canonicalJson(next.postconditions ?? [])
+    canonicalJson(current.postconditions ?? []) === canonicalJson(next.postconditions ?? []) &&
+    (current.unproven_preconditions ?? 'block') === (next.unproven_preconditions ?? 'block')
   );
 }
 
