@@ -85,6 +85,7 @@ describe.each(testBackends())('settling unknown outcomes, on $name', ({ open }) 
       postconditions: [{ name: 'refund.recorded' }],
     });
     const proposalId = proposed.body.proposal.id as string;
+    expect((await call('POST', `/v1/proposals/${proposalId}/authorize`, gw, {})).status).toBe(200);
     const observed = await call('POST', '/v1/observations', gw, { proposal_id: proposalId, outcome });
     expect(observed.status).toBe(201);
     return {

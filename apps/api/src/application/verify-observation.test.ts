@@ -92,6 +92,8 @@ describe.each(testBackends())('verifying an observation, on $name', ({ open }) =
       postconditions: [{ name: 'refund.recorded' }],
     });
     expect(proposed.body.decision).toMatchObject({ verdict: 'allow', tool_id: expect.any(String) });
+    const authorized = await call('POST', `/v1/proposals/${proposed.body.proposal.id}/authorize`, gw, {});
+    expect(authorized.status).toBe(200);
     return proposed.body.proposal.id as string;
   }
 
