@@ -25,6 +25,7 @@ describe('@vouch/verifier-sdk', () => {
         'deriveDeclaredStatus',
         'deriveStatus',
         'findJsonIssue',
+        'isEvidenceRef',
         'isVerifierError',
         'matchesPostcondition',
         'optionsJsonSchema',

@@ -5,6 +5,7 @@ import type { IntegrityAlarm } from '../integrity-alarm';
 import { requireProposalPayload } from './proposal-payload-check';
 import {
   type ApprovalStatus,
+  firstUsesOf,
   listLatestTools,
   listProposalRows,
   listRequestIds,
@@ -36,6 +37,8 @@ import { requireAssessedChecks } from './verification-status';
 export interface LogReads extends RecordReads {
   /** A proposal's verifications, in chain order, each checked against its event. */
   verificationsOf(proposalId: string): Promise<VerificationRecord[]>;
+  /** The verifications that first used any of these evidence references, in chain order, checked (see `firstUsesOf`). */
+  firstUsesOf(refs: readonly string[]): Promise<VerificationRecord[]>;
   /** A proposal's refused executions, in chain order, each checked against its event. */
   refusalsOf(proposalId: string): Promise<RefusedExecutionRecord[]>;
   /**
@@ -98,6 +101,7 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
   return {
     ...reads,
     verificationsOf: (proposalId) => verificationsOf(db, log, alarm, proposalId),
+    firstUsesOf: (refs) => firstUsesOf(db, log, alarm, refs),
     refusalsOf: async (proposalId) =>
       openedRecords(db, log, alarm, 'execution_refused', await refusalsOf(db, log, alarm, proposalId)),
     reusableRequests: async (scope, now) =>
