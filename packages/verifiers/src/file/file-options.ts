@@ -1,9 +1,12 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { requirePayloadLookups } from '../shared/evidence-binding';
 import { assertionsWithoutOneExpected, jsonAssertionSchema } from '../shared/json-assertions';
-import { placeholdersOf, SCOPE_PATH } from '../shared/template';
+import { PAYLOAD_PATH, placeholdersOf, SCOPE_PATH } from '../shared/template';
 
-const scopePath = z.string().regex(SCOPE_PATH, 'must be a path like arguments.path');
+const scopePath = z
+  .string()
+  .regex(PAYLOAD_PATH, 'must be a path into the approved proposal like arguments.sha256 (never observation)');
 const validPattern = z.string().refine((source) => {
   try {
     new RegExp(source, 'u');
@@ -90,6 +93,7 @@ export const fileOptionsSchema = z
         });
       }
     }
+    requirePayloadLookups([{ path: ['path'], reads: placeholdersOf(options.path) }], ctx);
     options.assertions.forEach((assertion, index) => {
       const pair =
         assertion.op === 'sha256'

@@ -1,9 +1,13 @@
 import { z } from 'zod';
 import { conditionOptions } from '../shared/conditions';
-import { SCOPE_PATH } from '../shared/template';
+import { bindingOptions, columnBindingSchema, requireBoundLookups } from '../shared/evidence-binding';
+import { PAYLOAD_PATH, SCOPE_PATH } from '../shared/template';
 import { highestPlaceholder, readOnlyProblem } from './read-only-statement';
 
 const scopePath = z.string().regex(SCOPE_PATH, 'must be a path like target.id or arguments.refund_id');
+const payloadPath = z
+  .string()
+  .regex(PAYLOAD_PATH, 'must be a path into the approved proposal like arguments.amount (never observation)');
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
 /** A bind parameter: a literal, or a value taken from the proposal / observation. Never spliced into SQL. */
@@ -29,7 +33,7 @@ const expectSchema = z.discriminatedUnion('op', [
       op: z.literal('columnEquals'),
       column: z.string().min(1),
       value: scalar.optional(),
-      from: scopePath.optional(),
+      from: payloadPath.optional(),
     })
     .strict(),
 ]);
@@ -51,6 +55,12 @@ export const sqlOptionsSchema = z
     statementTimeoutMs: z.number().int().min(1).optional(),
     /** Rows read at most (default 100). */
     maxRows: z.number().int().min(1).max(10_000).default(100),
+    /**
+     * `bind`: columns every row read must hold with a value of the approved proposal (required,
+     * with `evidenceRef`, when a param reads `observation`); `evidenceRef`: what the check found,
+     * e.g. `refund:{result.0.refund_id}`.
+     */
+    ...bindingOptions(columnBindingSchema),
   })
   .strict()
   .superRefine((options, ctx) => {
@@ -58,6 +68,14 @@ export const sqlOptionsSchema = z
     if (problem !== null) {
       ctx.addIssue({ code: 'custom', message: `the query ${problem}`, path: ['query'] });
     }
+    requireBoundLookups(
+      options,
+      options.params.map((param, index) => ({
+        path: ['params', index, 'from'],
+        reads: 'from' in param ? [param.from] : [],
+      })),
+      ctx,
+    );
     const highest = highestPlaceholder(options.query);
     if (highest !== options.params.length) {
       ctx.addIssue({
