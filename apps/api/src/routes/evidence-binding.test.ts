@@ -94,7 +94,10 @@ describe.each(testBackends())('evidence bound to its proposal, on $name', ({ ope
     return { proposalId: proposed.body.proposal.id as string, observationId: observed.body.observation.id };
   }
   const verify = (observationId: string) =>
-    h.json('POST', `/v1/observations/${observationId}/verify`, k.gw) as Promise<{ status: number; body: Json }>;
+    h.json('POST', `/v1/observations/${observationId}/verify`, k.gw) as Promise<{
+      status: number;
+      body: Json;
+    }>;
 
   describe("when the second proposal's result names the first one's refund (the README's attack)", () => {
     it('passes the first and does not pass the second', async () => {
@@ -141,7 +144,9 @@ describe.each(testBackends())('evidence bound to its proposal, on $name', ({ ope
       const other = await refunded('pay_c', 'rf_c');
       const posted = await h.json('POST', '/v1/verifications', k.verifier, {
         observation_id: other.observationId,
-        checks: [{ name: 'refund.recorded', status: 'pass', source: 'bank-api', evidence_ref: 'refund:rf_c' }],
+        checks: [
+          { name: 'refund.recorded', status: 'pass', source: 'bank-api', evidence_ref: 'refund:rf_c' },
+        ],
       });
       expect(posted.status).toBe(201);
       expect(posted.body).toMatchObject({
@@ -191,7 +196,9 @@ describe.each(testBackends())('evidence bound to its proposal, on $name', ({ ope
       });
       const posted = await h.json('POST', '/v1/verifications', k.verifier, {
         observation_id: observationId,
-        checks: [{ name: 'refund.recorded', status: 'pass', source: 'bank-api', evidence_ref: 'refund:rf_a2' }],
+        checks: [
+          { name: 'refund.recorded', status: 'pass', source: 'bank-api', evidence_ref: 'refund:rf_a2' },
+        ],
       });
       expect(posted.body.status).toBe('passed');
       const story = await h.json('GET', `/v1/proposals/${proposalId}`, k.auditor);
