@@ -299,15 +299,6 @@ describe('loadVerifierConfig', () => {
         ],
         ['a file path', 'file', { roots: ['/r'], path: '{observation.result.path}' }, '/options/path'],
         [
-          'an expected value',
-          'http-json',
-          {
-            url: 'https://bank.test/refunds/{arguments.refund_id}',
-            assertions: [{ op: 'equals', pointer: '/amount', from: 'observation.result.amount' }],
-          },
-          '/options/assertions/0/from',
-        ],
-        [
           'a condition',
           'http-json',
           {

@@ -2,11 +2,9 @@ import path from 'node:path';
 import { z } from 'zod';
 import { requirePayloadLookups } from '../shared/evidence-binding';
 import { assertionsWithoutOneExpected, jsonAssertionSchema } from '../shared/json-assertions';
-import { PAYLOAD_PATH, placeholdersOf, SCOPE_PATH } from '../shared/template';
+import { placeholdersOf, SCOPE_PATH } from '../shared/template';
 
-const scopePath = z
-  .string()
-  .regex(PAYLOAD_PATH, 'must be a path into the approved proposal like arguments.sha256 (never observation)');
+const scopePath = z.string().regex(SCOPE_PATH, 'must be a path like arguments.path');
 const validPattern = z.string().refine((source) => {
   try {
     new RegExp(source, 'u');

@@ -362,16 +362,6 @@ describe("http-json verifier looking up what the tool's result names", () => {
         ]),
       ).toThrow(expect.objectContaining({ code: 'OPTIONS_INVALID', field: '/options/url' }));
     });
-
-    it('refuses an expected value taken from the result', () => {
-      const options = {
-        url: url('/refunds/{arguments.refund_id}'),
-        assertions: [{ op: 'equals', pointer: '/amount', from: 'observation.result.amount' }],
-      };
-      expect(() =>
-        createVerifierRegistry([{ verifier: httpJsonVerifier, options, grants: { fetch: allowLoopback } }]),
-      ).toThrow(expect.objectContaining({ code: 'OPTIONS_INVALID', field: '/options/assertions/0/from' }));
-    });
   });
 });
 

@@ -2,17 +2,15 @@ import { isDeepStrictEqual } from 'node:util';
 import type { JsonValue } from '@vouch/verifier-sdk';
 import { z } from 'zod';
 import { getByPointer, isJsonPointer } from './json-pointer';
-import { PAYLOAD_PATH, readScope, type TemplateScope } from './template';
+import { readScope, SCOPE_PATH, type TemplateScope } from './template';
 
 const pointer = z.string().refine(isJsonPointer, 'must be a JSON Pointer (RFC 6901), e.g. /data/status');
-// Expected values come from the approved proposal: a value taken from the tool's result would
-// let the gateway choose what the source is compared with.
+// An expected value may read the tool's result: comparing the source with the claim checks the
+// claim (a read tool's answer), and the gateway cannot make a false claim equal the source.
+// What is looked up is another matter (evidence-binding.ts).
 const scopePath = z
   .string()
-  .regex(
-    PAYLOAD_PATH,
-    'must be a path into the approved proposal like arguments.amount or params.refund_id (never observation: the gateway posted it)',
-  );
+  .regex(SCOPE_PATH, 'must be a path like arguments.amount, params.refund_id or observation.result.id');
 const pattern = z.string().refine((source) => {
   try {
     new RegExp(source, 'u');
@@ -24,7 +22,7 @@ const pattern = z.string().refine((source) => {
 
 /**
  * One assertion on a JSON document, addressed by JSON Pointer. The expected value is either a
- * literal `value` or `from`, a path into the approved proposal (`arguments.amount`).
+ * literal `value` or `from`, a path into the proposal (`arguments.amount`) or the observation.
  */
 export const jsonAssertionSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('exists'), pointer }).strict(),

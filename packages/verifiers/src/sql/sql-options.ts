@@ -1,13 +1,10 @@
 import { z } from 'zod';
 import { conditionOptions } from '../shared/conditions';
 import { bindingOptions, columnBindingSchema, requireBoundLookups } from '../shared/evidence-binding';
-import { PAYLOAD_PATH, SCOPE_PATH } from '../shared/template';
+import { SCOPE_PATH } from '../shared/template';
 import { highestPlaceholder, readOnlyProblem } from './read-only-statement';
 
 const scopePath = z.string().regex(SCOPE_PATH, 'must be a path like target.id or arguments.refund_id');
-const payloadPath = z
-  .string()
-  .regex(PAYLOAD_PATH, 'must be a path into the approved proposal like arguments.amount (never observation)');
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
 /** A bind parameter: a literal, or a value taken from the proposal / observation. Never spliced into SQL. */
@@ -33,7 +30,7 @@ const expectSchema = z.discriminatedUnion('op', [
       op: z.literal('columnEquals'),
       column: z.string().min(1),
       value: scalar.optional(),
-      from: payloadPath.optional(),
+      from: scopePath.optional(),
     })
     .strict(),
 ]);
