@@ -80,7 +80,9 @@ describe('POST /v1/observations/{id}/verify with a measurement policy', () => {
       const visible = madeAt !== undefined && Date.now() - madeAt >= SHOWS_AFTER_MS;
       res.writeHead(visible ? 200 : 404, { 'content-type': 'application/json' });
       const payment = id.replace(/^re_/, 'pay_');
-      res.end(JSON.stringify(visible ? { id, payment_id: payment, status: 'succeeded' } : { error: 'not found' }));
+      res.end(
+        JSON.stringify(visible ? { id, payment_id: payment, status: 'succeeded' } : { error: 'not found' }),
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
