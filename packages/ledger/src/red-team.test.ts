@@ -482,15 +482,21 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       ]);
     });
 
-    it('the server still records that reference for the second proposal as EVIDENCE_REUSED', async () => {
-      const { checker, second } = await reused();
-      const { verification } = await records.recordVerification(checker, {
-        observation_id: second.observation.id,
-        checks: [
-          { name: 'refund.recorded', status: 'pass', source: 'billing-ledger', evidence_ref: 'refund:rf_1' },
-        ],
-      });
-      expect(verification.checks[0]).toMatchObject({ status: 'inconclusive', reason: 'EVIDENCE_REUSED' });
+    it('the story and the next verification refuse to derive a status from it, and raise the integrity alarm', async () => {
+      const { log, checker, second } = await reused();
+      const before = alarmsOf('RECORD_RULE_VIOLATION').length;
+      expect(await outcomeOf(records.story(log, second.proposal.id))).toBe('EVIDENCE_REUSED');
+      expect(
+        await outcomeOf(
+          records.recordVerification(checker, {
+            observation_id: second.observation.id,
+            checks: [{ name: 'refund.recorded', status: 'fail', source: 'billing-ledger' }],
+          }),
+        ),
+      ).toBe('EVIDENCE_REUSED');
+      expect(alarmsOf('RECORD_RULE_VIOLATION').slice(before)).toContainEqual(
+        expect.objectContaining({ log, table: 'verifications' }),
+      );
     });
   });
 

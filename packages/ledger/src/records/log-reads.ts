@@ -2,6 +2,7 @@ import type { StoredEvent } from '@vouch/audit';
 import type { Db } from '../database';
 import { readEventsOfEntities } from '../event-store';
 import type { IntegrityAlarm } from '../integrity-alarm';
+import { requireOwnEvidence } from './evidence-reuse-check';
 import { requireProposalPayload } from './proposal-payload-check';
 import {
   type ApprovalStatus,
@@ -83,6 +84,8 @@ export interface LogReads extends RecordReads {
     observation: ObservationRecord | null,
     verifications: readonly VerificationRecord[],
   ): void;
+  /** Refuse a proposal's verifications that pass on another proposal's evidence (see `requireOwnEvidence`). */
+  requireOwnEvidence(proposalId: string, verifications: readonly VerificationRecord[]): Promise<void>;
   /** Refuse a proposal whose payload is not what its hash names (see `requireProposalPayload`). */
   requireProposalPayload(proposal: ProposalRecord): void;
   /** Raise the integrity alarm for a record of `table` that breaks a rule the server writes under. */
@@ -128,6 +131,8 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
     listVerifications: (options) => listVerificationRecords(db, log, alarm, options),
     eventsOf: (entities) => readEventsOfEntities(db, log, entities),
     requireProposalPayload: (proposal) => requireProposalPayload(alarm, log, proposal),
+    requireOwnEvidence: (proposalId, verifications) =>
+      requireOwnEvidence(db, log, alarm, proposalId, verifications),
     requireAssessedChecks: (proposal, observation, verifications) =>
       requireAssessedChecks(alarm, log, proposal, observation, verifications),
     raiseRuleViolation: (table, message) =>

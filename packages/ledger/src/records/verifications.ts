@@ -66,6 +66,7 @@ export async function recordVerification(
       tx.reads.verificationsOf(observation.proposal_id),
     ]);
     tx.reads.requireAssessedChecks(proposal, observation, earlier);
+    await tx.reads.requireOwnEvidence(proposal.id, earlier);
     const tool = await tx.reads.latestTool(proposal.server_id, proposal.tool_name);
     // A check read from the tool itself or from the channel its result came from is not
     // independent, and neither is one the audited party reports about its own action,
