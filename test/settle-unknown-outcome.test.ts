@@ -122,6 +122,9 @@ describe.each(serverBackends())(
       });
       expect(proposed.body.decision?.verdict).toBe('allow');
       const proposalId = proposed.body.proposal.id as string;
+      expect((await call('POST', `/v1/proposals/${proposalId}/authorize`, keys.gateway, {})).status).toBe(
+        200,
+      );
       const observed = await call(
         'POST',
         `/v1/observations${options.verify ? '?verify=true' : ''}`,

@@ -96,6 +96,7 @@ beforeAll(async () => {
     });
     expect(proposed.status).toBe(201);
     const id = proposed.body.proposal.id as string;
+    expect((await h.json('POST', `/v1/proposals/${id}/authorize`, gateway, {})).status).toBe(200);
     const observed = await h.json('POST', '/v1/observations', gateway, {
       proposal_id: id,
       outcome: 'succeeded',

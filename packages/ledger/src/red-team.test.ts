@@ -428,6 +428,82 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
     });
   });
 
+  describe("the runtime role appends a verification that counts another proposal's evidence as a pass", () => {
+    // One refund offered as proof of two refunds: the server records the second pass as
+    // EVIDENCE_REUSED; a row appended behind its back counts it, and verification says so.
+    const reused = async () => {
+      const { log, agent } = await setup();
+      const observed = async (key: string) => {
+        const { proposal } = await records.propose(
+          agent,
+          refund(key, { postconditions: [{ name: 'refund.recorded' }] }),
+        );
+        const { observation } = await records.observe(agent, {
+          proposal_id: proposal.id,
+          outcome: 'succeeded',
+        });
+        return { proposal, observation };
+      };
+      const first = await observed('k1');
+      const second = await observed('k2');
+      const checker: RecordContext = { log, caller: { identity: 'service:checker' } };
+      const check = {
+        name: 'refund.recorded',
+        status: 'pass',
+        source: 'billing-ledger',
+        evidence_ref: 'refund:rf_1',
+      };
+      const { verification } = await records.recordVerification(checker, {
+        observation_id: first.observation.id,
+        checks: [check],
+      });
+      expect(verification.status).toBe('passed');
+      const id = 'ver_reused';
+      await forge(log, (tx, now) => {
+        tx.write('verification', 'service:checker', {
+          id,
+          observation_id: second.observation.id,
+          proposal_id: second.proposal.id,
+          checks: [check],
+          status: 'passed',
+          verifier: 'service:checker',
+          verified_at: now,
+          undeclared: [],
+        });
+      });
+      return { log, id, checker, second };
+    };
+
+    it('a verification reports it at its seq (EVIDENCE_REUSED)', async () => {
+      const { log, id } = await reused();
+      expect((await verify(log)).failures).toEqual([
+        expect.objectContaining({
+          code: 'RECORD_RULE_VIOLATION',
+          rule: 'EVIDENCE_REUSED',
+          table: 'verifications',
+          seq: await seqOf(log, id),
+        }),
+      ]);
+    });
+
+    it('the story and the next verification refuse to derive a status from it, and raise the integrity alarm', async () => {
+      const { log, checker, second } = await reused();
+      const before = alarmsOf('RECORD_RULE_VIOLATION').length;
+      expect(await outcomeOf(records.story(log, second.proposal.id))).toBe('EVIDENCE_REUSED');
+      expect(
+        await outcomeOf(
+          records.recordVerification(checker, {
+            observation_id: second.observation.id,
+            checks: [{ name: 'refund.recorded', status: 'fail', source: 'billing-ledger' }],
+          }),
+        ),
+      ).toBe('EVIDENCE_REUSED');
+      expect(alarmsOf('RECORD_RULE_VIOLATION').slice(before)).toContainEqual(
+        expect.objectContaining({ log, table: 'verifications' }),
+      );
+    });
+  });
+
   describe('the table owner deletes the evidence of a refused execution', () => {
     it('the story refuses an edited refusal row', async () => {
       const { log, agent } = await setup();

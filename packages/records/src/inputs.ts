@@ -209,6 +209,17 @@ export const checkInputSchema = z.looseObject({
   status: checkStatusSchema,
   source: nameInput.nullable().default(null),
   reason: nameInput.nullable().optional(),
+  /** What the check found, by name (`refund:rf_123`): the ledger lets one reference prove one proposal. */
+  evidence_ref: z
+    .string()
+    .min(1)
+    .max(256)
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+    .regex(/^[^\u0000-\u001f\u007f]*$/u, 'no control characters')
+    .refine((ref) => ref.trim() === ref, 'no surrounding spaces')
+    .optional(),
+  /** The ledger's to set (`EVIDENCE_REUSED`), never a caller's. */
+  evidence_reused: z.never({ error: 'evidence_reused is set by the ledger, never posted' }).optional(),
 });
 /** The checks of `recordVerification`; the status is derived from them, never taken from the caller. */
 export const checksInputSchema = z.array(checkInputSchema).max(256);

@@ -330,6 +330,10 @@ export const verificationCheckSchema = z
     status: z.string(),
     source: z.string().nullable(),
     reason: z.string().nullable().optional(),
+    /** What the check found, by name (`refund:rf_123`); see docs/verification.md, "Evidence is bound". */
+    evidence_ref: z.string().optional(),
+    /** With reason `EVIDENCE_REUSED`: the proposal (and its verification) the reference proved first. */
+    evidence_reused: z.object({ proposal_id: z.string(), verification_id: z.string() }).optional(),
   })
   // A verifier's own fields (evidence, the postcondition it answers, …) are kept as posted.
   .catchall(jsonValueSchema);
@@ -361,6 +365,8 @@ export const hostCheckSchema = z.object({
   evidence: jsonObjectSchema,
   message: z.string(),
   reason: z.string().nullable(),
+  /** Present when the verifier named what it found (`refund:rf_123`): one reference proves one proposal. */
+  evidence_ref: z.string().optional(),
   /** Present when the host overrode the verifier's verdict (e.g. `NOT_INDEPENDENT`): what it said. */
   reported: z.enum(['pass', 'fail', 'inconclusive']).optional(),
   /** Present when the source was named from configuration and the verifier reported another: what it said. */

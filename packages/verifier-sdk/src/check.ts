@@ -36,7 +36,12 @@ export type CheckReason =
   /** The verifier returned something that is not a canonicalizable check result. */
   | 'RESULT_INVALID'
   /** The options for this run did not validate. */
-  | 'OPTIONS_INVALID';
+  | 'OPTIONS_INVALID'
+  /**
+   * The ledger's: the check's `evidence_ref` already proved another proposal of the log, so
+   * it proves nothing here (one refund cannot vouch for two refunds).
+   */
+  | 'EVIDENCE_REUSED';
 
 /**
  * What `check()` returns: plain JSON, one per postcondition it answers (or an array).
@@ -64,6 +69,13 @@ export interface CheckResult {
   message?: string;
   /** With `inconclusive`: a SCREAMING_SNAKE reason. */
   reason?: string;
+  /**
+   * What the check found, named so the ledger can tell when the same thing is offered as proof
+   * of a second proposal (`refund:rf_123`, `row:refunds/42`): 1 to 256 characters, no control
+   * characters. The ledger records a `pass` whose reference already proved another proposal
+   * of the log as inconclusive, `EVIDENCE_REUSED`.
+   */
+  evidence_ref?: string;
 }
 
 /** The verifier that produced a check, as recorded with it. */
@@ -90,6 +102,8 @@ export interface Check {
   evidence: JsonObject;
   message: string;
   reason: string | null;
+  /** Present when the verifier named what it found (see {@link CheckResult.evidence_ref}). */
+  evidence_ref?: string;
   /** Present when the host overrode the verifier's verdict (e.g. `NOT_INDEPENDENT`): what it said. */
   reported?: CheckVerdict;
   /** Present when the host named the source from configuration and the verifier reported another: what it said. */

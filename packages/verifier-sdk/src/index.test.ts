@@ -27,6 +27,7 @@ describe('@vouch/verifier-sdk', () => {
         'deriveDeclaredStatus',
         'deriveStatus',
         'findJsonIssue',
+        'isEvidenceRef',
         'isVerifierError',
         'matchesPostcondition',
         'optionsJsonSchema',

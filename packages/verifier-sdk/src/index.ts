@@ -88,7 +88,7 @@ export { optionsJsonSchema } from './options-json-schema';
 export type { Observation, Postcondition, Precondition, Proposal, Target, VerifierPhase } from './records';
 /** The verifier host: run every verifier for every postcondition. */
 export type { RunVerifiersOptions, VerificationOutcome } from './run-verifiers';
-export { runVerifiers } from './run-verifiers';
+export { isEvidenceRef, runVerifiers } from './run-verifiers';
 /** Standard Schema, the options schema contract. */
 export type { OptionIssue, StandardSchemaV1 } from './standard-schema';
 /** The registry of validated verifier registrations. */

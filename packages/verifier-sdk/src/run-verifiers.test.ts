@@ -230,11 +230,30 @@ describe('runVerifiers', () => {
       ['evidence that is an array', { ...pass(), evidence: [] }],
       ['a message that is not a string', { ...pass(), message: 1 }],
       ['a reason that is not a code', { ...pass(), status: 'inconclusive', reason: 'not sure' }],
+      ['an evidence_ref that is not a string', { ...pass(), evidence_ref: 42 }],
+      ['an empty evidence_ref', { ...pass(), evidence_ref: '' }],
+      ['an evidence_ref with a control character', { ...pass(), evidence_ref: 'refund:\nrf_1' }],
+      ['an evidence_ref with surrounding spaces', { ...pass(), evidence_ref: ' refund:rf_1' }],
+      ['an evidence_ref over 256 characters', { ...pass(), evidence_ref: 'r'.repeat(257) }],
       ['an empty list', []],
       ['null', null],
     ])('records RESULT_INVALID for %s', async (_label, returned) => {
       const outcome = await run([{ verifier: verifier('sloppy', () => returned as never) }]);
       expect(outcome.checks).toMatchObject([{ status: 'error', reason: 'RESULT_INVALID' }]);
+    });
+  });
+
+  describe('when a verifier names what it found (evidence_ref)', () => {
+    it('records the reference with the check', async () => {
+      const outcome = await run([
+        { verifier: verifier('ledger-refund', () => ({ ...pass(), evidence_ref: 'refund:rf_123' })) },
+      ]);
+      expect(outcome.checks).toMatchObject([{ status: 'pass', evidence_ref: 'refund:rf_123' }]);
+    });
+
+    it('records no reference when the verifier names none', async () => {
+      const outcome = await run([{ verifier: verifier('ledger-refund', () => pass()) }]);
+      expect(outcome.checks[0]).not.toHaveProperty('evidence_ref');
     });
   });
 

@@ -229,8 +229,21 @@ const RESULT_KEYS = new Set([
   'evidence',
   'message',
   'reason',
+  'evidence_ref',
 ]);
 const VERDICTS: readonly string[] = ['pass', 'fail', 'inconclusive'];
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+const NO_CONTROL_CHARACTERS = /^[^\u0000-\u001f\u007f]+$/u;
+
+/** Whether `value` can be a check's `evidence_ref`: 1 to 256 characters, no control characters, no surrounding spaces. */
+export function isEvidenceRef(value: unknown): value is string {
+  return (
+    typeof value === 'string' &&
+    value.length <= 256 &&
+    NO_CONTROL_CHARACTERS.test(value) &&
+    value.trim() === value
+  );
+}
 const REASON = /^[A-Z][A-Z0-9_]*$/;
 
 /**
@@ -283,6 +296,7 @@ export function toChecks(
       evidence: result.evidence ?? {},
       message: result.message ?? '',
       reason: result.reason ?? null,
+      ...(result.evidence_ref !== undefined ? { evidence_ref: result.evidence_ref } : {}),
       verifier,
       durationMs,
     });
@@ -317,6 +331,12 @@ function resultProblem(item: unknown): { field: string; message: string } | null
   }
   if (result.reason !== undefined && (typeof result.reason !== 'string' || !REASON.test(result.reason))) {
     return { field: '/reason', message: 'reason must be a SCREAMING_SNAKE code' };
+  }
+  if (result.evidence_ref !== undefined && !isEvidenceRef(result.evidence_ref)) {
+    return {
+      field: '/evidence_ref',
+      message: 'evidence_ref must be 1 to 256 characters, without control characters or surrounding spaces',
+    };
   }
   return null;
 }

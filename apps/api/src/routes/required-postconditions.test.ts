@@ -157,7 +157,12 @@ describe.each(testBackends())('required postconditions on $name', ({ open }) => 
           origin: 'registry',
         },
       ]);
-      const authorized = await call('POST', `/v1/proposals/${proposed.body.proposal.id}/authorize${q}`, k.gw, {});
+      const authorized = await call(
+        'POST',
+        `/v1/proposals/${proposed.body.proposal.id}/authorize${q}`,
+        k.gw,
+        {},
+      );
       expect(authorized.status).toBe(200);
       const observed = await call('POST', `/v1/observations${q}`, k.gw, {
         proposal_id: proposed.body.proposal.id,

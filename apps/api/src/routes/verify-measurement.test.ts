@@ -34,7 +34,13 @@ function appWith(
       handles: ['refund.recorded'],
       measurement,
       grants: { fetch },
-      options: { url: `${base}/refunds/{observation.result.refund_id}`, source: 'provider-ledger' },
+      options: {
+        url: `${base}/refunds/{observation.result.refund_id}`,
+        source: 'provider-ledger',
+        // The refund the tool's result names must be the proposal's payment's (evidence binding).
+        bind: [{ pointer: '/payment_id', from: 'target.id' }],
+        evidenceRef: 'refund:{result.id}',
+      },
     },
   ]);
   const verification = { registry };
@@ -73,7 +79,10 @@ describe('POST /v1/observations/{id}/verify with a measurement policy', () => {
       const madeAt = refundsMadeAt.get(id);
       const visible = madeAt !== undefined && Date.now() - madeAt >= SHOWS_AFTER_MS;
       res.writeHead(visible ? 200 : 404, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(visible ? { id, status: 'succeeded' } : { error: 'not found' }));
+      const payment = id.replace(/^re_/, 'pay_');
+      res.end(
+        JSON.stringify(visible ? { id, payment_id: payment, status: 'succeeded' } : { error: 'not found' }),
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

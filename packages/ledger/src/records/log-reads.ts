@@ -3,9 +3,11 @@ import type { Db } from '../database';
 import { readEventsOfEntities } from '../event-store';
 import type { IntegrityAlarm } from '../integrity-alarm';
 import { type RevokedApproverKey, revokedApproverKeys } from '../keys/revoked-approver-keys';
+import { requireOwnEvidence } from './evidence-reuse-check';
 import { requireProposalPayload } from './proposal-payload-check';
 import {
   type ApprovalStatus,
+  firstUsesOf,
   listLatestTools,
   listProposalRows,
   listRequestIds,
@@ -37,6 +39,8 @@ import { requireAssessedChecks } from './verification-status';
 export interface LogReads extends RecordReads {
   /** A proposal's verifications, in chain order, each checked against its event. */
   verificationsOf(proposalId: string): Promise<VerificationRecord[]>;
+  /** The verifications that first used any of these evidence references, in chain order, checked (see `firstUsesOf`). */
+  firstUsesOf(refs: readonly string[]): Promise<VerificationRecord[]>;
   /** A proposal's refused executions, in chain order, each checked against its event. */
   refusalsOf(proposalId: string): Promise<RefusedExecutionRecord[]>;
   /**
@@ -81,6 +85,8 @@ export interface LogReads extends RecordReads {
     observation: ObservationRecord | null,
     verifications: readonly VerificationRecord[],
   ): void;
+  /** Refuse a proposal's verifications that pass on another proposal's evidence (see `requireOwnEvidence`). */
+  requireOwnEvidence(proposalId: string, verifications: readonly VerificationRecord[]): Promise<void>;
   /** Refuse a proposal whose payload is not what its hash names (see `requireProposalPayload`). */
   requireProposalPayload(proposal: ProposalRecord): void;
   /** Raise the integrity alarm for a record of `table` that breaks a rule the server writes under. */
@@ -105,6 +111,7 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
   return {
     ...reads,
     verificationsOf: (proposalId) => verificationsOf(db, log, alarm, proposalId),
+    firstUsesOf: (refs) => firstUsesOf(db, log, alarm, refs),
     refusalsOf: async (proposalId) =>
       openedRecords(db, log, alarm, 'execution_refused', await refusalsOf(db, log, alarm, proposalId)),
     reusableRequests: async (scope, now) =>
@@ -131,6 +138,8 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
     listVerifications: (options) => listVerificationRecords(db, log, alarm, options),
     eventsOf: (entities) => readEventsOfEntities(db, log, entities),
     requireProposalPayload: (proposal) => requireProposalPayload(alarm, log, proposal),
+    requireOwnEvidence: (proposalId, verifications) =>
+      requireOwnEvidence(db, log, alarm, proposalId, verifications),
     requireAssessedChecks: (proposal, observation, verifications) =>
       requireAssessedChecks(alarm, log, proposal, observation, verifications),
     raiseRuleViolation: (table, message) =>

@@ -8,6 +8,7 @@ import {
   approvalResolutions,
   approvalUses,
   decisions,
+  evidenceRefs,
   executionClaims,
   observations,
   proposals,
@@ -160,6 +161,31 @@ export function verificationsOf(
     verifications,
     verificationCodec.toRecord,
     sql`${verifications.logId} = ${log} and ${verifications.proposalId} = ${proposalId}`,
+    sql`order by ${verifications.eventSeq}`,
+  );
+}
+
+/**
+ * The verifications that first used any of `refs` as proof (the `evidence_refs` index), in
+ * chain order, each checked against its event: the caller reads each reference's owner from
+ * the records themselves (`ownersIn`), so an index row the chain does not account for
+ * decides nothing.
+ */
+export function firstUsesOf(
+  db: Db,
+  log: string,
+  alarm: IntegrityAlarm,
+  refs: readonly string[],
+): Promise<VerificationRecord[]> {
+  if (refs.length === 0) return Promise.resolve([]);
+  const indexed = sql`select ${evidenceRefs.eventSeq} from ${evidenceRefs} where ${evidenceRefs.logId} = ${log} and ${anyOf(evidenceRefs.ref, refs)}`;
+  return checkedRecords(
+    db,
+    log,
+    alarm,
+    verifications,
+    verificationCodec.toRecord,
+    sql`${verifications.logId} = ${log} and ${verifications.eventSeq} in (${indexed})`,
     sql`order by ${verifications.eventSeq}`,
   );
 }

@@ -62,6 +62,13 @@ export const recordKeys = {
   approvalUse: (requestId: string) => key('approval-use', requestId),
 
   /**
+   * Claimed by a verification whose passing checks name an evidence reference: the first
+   * proposal to use it owns it (`evidence-refs.ts`), so two verifications naming one reference
+   * never both read it unused.
+   */
+  evidenceRef: (ref: string) => key('evidence-ref', ref),
+
+  /**
    * Verifications of one observation go one after another: each reads the ones before it
    * (what it supersedes, and the proposal's status it answers with). Those of different
    * observations run side by side. A verification reads the tool's registration (its

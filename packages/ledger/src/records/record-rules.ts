@@ -11,6 +11,7 @@ import type { KeyAuthorityRule } from '../keys/key-history';
 import { approvalBoundsBreak } from '../policy/approval-validity';
 import { type DerivedDecision, decisionBreak, deriveDecision, isBuiltInDecision } from './built-in-decisions';
 import { RECORD_TABLE_OF } from './codec';
+import { type EvidenceOwner, ownersIn, passingRefsOf, reusedOwner } from './evidence-refs';
 import { proposalPayloadHolds } from './payload-hash';
 import { preconditionBlock, preconditionStatus, unprovenModeOf } from './preconditions';
 import { requiredPostconditionsBreak } from './required-postconditions';
@@ -78,6 +79,11 @@ export type RecordRule =
    * assesses it (`assessIndependence`).
    */
   | 'INDEPENDENCE_NOT_ASSESSED'
+  /**
+   * A verification's check counted as a pass on an evidence reference that an earlier
+   * verification of another proposal of the log passed on first (`evidence-refs.ts`).
+   */
+  | 'EVIDENCE_REUSED'
   /** An observation of a proposal that names another server or tool than the proposal's. */
   | 'OBSERVATION_SCOPE_MISMATCH'
   | 'SUPERSESSION_FORBIDDEN'
@@ -128,8 +134,8 @@ interface ProposalState {
  * database role that can insert well-formed events and rows (the runtime role can) gets no
  * further than a failure here.
  *
- * Memory: a few strings per proposal, approval request and resolution of the log, and the
- * latest registration of each tool.
+ * Memory: a few strings per proposal, approval request and resolution of the log, the
+ * latest registration of each tool, and two ids per evidence reference that proved something.
  */
 export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
   const proposals = new Map<string, ProposalState>();
@@ -159,6 +165,8 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
   /** The latest version of each tool, by server and name: what `latestTool` reads at this point. */
   const tools = new Map<string, ToolRecord>();
   const toolKey = (serverId: string, toolName: string) => `${serverId}\u0000${toolName}`;
+  /** The first proposal each evidence reference proved, as `recordVerification` reads it. */
+  const evidenceOwners = new Map<string, EvidenceOwner>();
 
   const report = (event: StoredEvent, rule: RecordRule, message: string) =>
     fail(recordRuleFailure(event, rule, message));
@@ -465,6 +473,19 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
           'INDEPENDENCE_NOT_ASSESSED',
           `check ${String(unassessed.name)} (source ${String(unassessed.source)}) is not counted as the server counts it`,
         );
+      }
+      for (const check of r.checks) {
+        const owner = reusedOwner(check, evidenceOwners, r.proposal_id);
+        if (owner === null) continue;
+        report(
+          event,
+          'EVIDENCE_REUSED',
+          `check ${String(check.name)} counts evidence ${String(check.evidence_ref)} as a pass, which proved proposal ${owner.proposal_id} first (verification ${owner.verification_id})`,
+        );
+        break;
+      }
+      for (const [ref, owner] of ownersIn([r], passingRefsOf(r.checks))) {
+        if (!evidenceOwners.has(ref)) evidenceOwners.set(ref, owner);
       }
       const proof = recordProof(r, proposal.declared);
       if (proof.status !== r.status) {

@@ -76,7 +76,13 @@ export interface RecordTransaction {
    * a refused execution's body are committed key by key (`commitRecord`): the event and row hold their field hashes,
    * `event_fields` the content.
    */
-  write<K extends RecordKind>(kind: K, actor: string, record: RecordOfKind[K]): RecordOfKind[K];
+  write<K extends RecordKind>(
+    kind: K,
+    actor: string,
+    record: RecordOfKind[K],
+    /** Rows of other tables written with it, linked to its event (a verification's `evidence_refs`). */
+    more?: (link: EventLink) => Array<{ table: PgTable; values: Record<string, unknown> }>,
+  ): RecordOfKind[K];
   /** See {@link StagingTransaction.claim}. */
   claim(key: string): void;
 }
@@ -91,14 +97,14 @@ export function recordTransaction(
     log: tx.log,
     reads,
     time: () => (clock ? clock().toISOString() : tx.now),
-    write(kind, actor, record) {
+    write(kind, actor, record, more) {
       const toRow = TO_ROW[kind] as ToRow<typeof kind>;
       const table: PgTable = RECORD_TABLE_OF.get(kind)!.table;
       const committed = commitRecord(kind, record);
       if (committed === null) {
         tx.stage(
           { kind, entity: record.id, actor, payload: record },
-          { table, values: (link) => toRow(link, record) },
+          { table, values: (link) => toRow(link, record), ...(more ? { more } : {}) },
         );
         return record;
       }
@@ -108,7 +114,7 @@ export function recordTransaction(
         {
           table,
           values: (link) => toRow(link, committed.stored),
-          more: (link) => committedFieldRows(link, committed.fields),
+          more: (link) => [...committedFieldRows(link, committed.fields), ...(more?.(link) ?? [])],
         },
       );
       return record;

@@ -57,6 +57,7 @@ export async function story(
   const approval = request ? await approvalView(reads, request, runtime.wallNow()) : null;
   const verification = verificationList.at(-1) ?? null;
   reads.requireAssessedChecks(proposal, observation, verificationList);
+  await reads.requireOwnEvidence(proposal.id, verificationList);
   const verificationStatus = effectiveVerification({
     proposal,
     observation,

@@ -1,5 +1,7 @@
 import { assessIndependence } from '@vouch/verifier-sdk';
 import { LedgerError } from '../errors';
+import { evidenceRefs } from '../schema/records';
+import { markReusedEvidence, ownersIn, passingRefsOf } from './evidence-refs';
 import { parseInput, verificationInputSchema } from './inputs';
 import type { RecordContext } from './record-context';
 import { recordKeys } from './record-keys';
@@ -64,6 +66,7 @@ export async function recordVerification(
       tx.reads.verificationsOf(observation.proposal_id),
     ]);
     tx.reads.requireAssessedChecks(proposal, observation, earlier);
+    await tx.reads.requireOwnEvidence(proposal.id, earlier);
     const tool = await tx.reads.latestTool(proposal.server_id, proposal.tool_name);
     // A check read from the tool itself or from the channel its result came from is not
     // independent, and neither is one the audited party reports about its own action,
@@ -77,18 +80,32 @@ export async function recordVerification(
         ? { ...independence, writer: [...independence.writer, check.source] }
         : independence;
     const now = tx.time();
+    const id = newId('ver');
+    const assessed = input.checks.map((c) => assessIndependence(c, writerOf(c))) as VerificationCheck[];
+    // One piece of evidence proves one proposal: a pass on a reference another proposal of the
+    // log passed on first is not proof here, whoever ran the check.
+    const refs = passingRefsOf(assessed);
+    for (const ref of refs) tx.claim(recordKeys.evidenceRef(ref));
+    const owners = ownersIn(await tx.reads.firstUsesOf(refs), refs);
+    const checks = markReusedEvidence(assessed, owners, proposal.id);
+    const firstUses = passingRefsOf(checks).filter((ref) => !owners.has(ref));
     const verification = toVerificationRecord({
-      id: newId('ver'),
+      id,
       observation,
       proposal,
-      checks: input.checks.map((c) => assessIndependence(c, writerOf(c))) as VerificationCheck[],
+      checks,
       verifier: ctx.caller.identity,
       verifiedAt: now,
       settleSeconds,
       supersedes: input.supersedes && { ids: input.supersedes, reason: input.reason! },
     });
     assertSupersession({ caller: ctx.caller, proposal, observation, earlier, next: verification });
-    tx.write('verification', ctx.caller.identity, verification);
+    tx.write('verification', ctx.caller.identity, verification, (link) =>
+      firstUses.map((ref) => ({
+        table: evidenceRefs,
+        values: { ...link, ref, proposalId: proposal.id, verificationId: id },
+      })),
+    );
     return {
       verification,
       verification_status: effectiveVerification({

@@ -12,6 +12,7 @@ export {
   approvalResolutions,
   approvalUses,
   decisions,
+  evidenceRefs,
   executionClaims,
   observations,
   proposals,

@@ -355,3 +355,22 @@ export const verifications = pgTable(
     check('verifications_supersession', sql`(${t.supersedes} is null) = (${t.reason} is null)`),
   ],
 );
+
+/**
+ * The proposal each evidence reference proved first, per log: a `pass` check's `evidence_ref`
+ * (docs/verification.md, "Evidence is bound"), written with the verification that used it
+ * first and pointing at that verification's event. A later pass naming the same reference for
+ * another proposal is recorded as `EVIDENCE_REUSED`. An index of the chain, not a record:
+ * `verifyChain` derives the same first uses from the events alone.
+ */
+export const evidenceRefs = pgTable(
+  'evidence_refs',
+  {
+    logId: text('log_id').notNull(),
+    ref: text('ref').notNull(),
+    proposalId: text('proposal_id').notNull(),
+    verificationId: text('verification_id').notNull(),
+    eventSeq: bigint('event_seq', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ name: 'evidence_refs_pk', columns: [t.logId, t.ref] }), eventLink('evidence_refs', t)],
+);

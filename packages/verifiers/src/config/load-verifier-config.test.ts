@@ -252,6 +252,94 @@ describe('loadVerifierConfig', () => {
       });
     });
 
+    describe("when a verifier reads the tool's result without binding it to the proposal", () => {
+      // The attack from issue #32: the gateway names another order's refund of the same
+      // amount, and a lookup built from the result reads it.
+      const byResult = {
+        url: 'https://bank.test/refunds/{observation.result.refund_id}',
+        assertions: [{ op: 'equals', pointer: '/amount', from: 'arguments.amount' }],
+      };
+      it.each([
+        ['an http-json URL', 'http-json', byResult, '/options/url'],
+        [
+          'an http-json URL with bind but no evidenceRef',
+          'http-json',
+          { ...byResult, bind: [{ pointer: '/order_id', from: 'arguments.order_id' }] },
+          '/options/url',
+        ],
+        [
+          'a sql parameter',
+          'sql',
+          {
+            query: 'select amount from refunds where refund_id = $1',
+            params: [{ from: 'observation.result.refund_id' }],
+            expect: { op: 'exists' },
+          },
+          '/options/params/0/from',
+        ],
+        [
+          'a redis key',
+          'redis',
+          {
+            command: 'GET',
+            key: 'refund:{observation.result.refund_id}',
+            successCondition: 'result != null',
+          },
+          '/options/key',
+        ],
+        [
+          'a prometheus query',
+          'prometheus',
+          {
+            url: 'https://prometheus.test',
+            query: 'up{job="{observation.result.job}"}',
+            successCondition: 'value == 1.0',
+          },
+          '/options/query',
+        ],
+        ['a file path', 'file', { roots: ['/r'], path: '{observation.result.path}' }, '/options/path'],
+        [
+          'a condition',
+          'http-json',
+          {
+            url: 'https://bank.test/refunds/{arguments.refund_id}',
+            successCondition: 'result.id == observation.result.refund_id',
+          },
+          '/options/successCondition',
+        ],
+      ])('refuses %s at startup (OPTIONS_INVALID at the field)', async (_label, use, options, field) => {
+        const connections = {
+          db: { type: 'postgres', url: 'postgres://x@127.0.0.1:1/x' },
+          cache: { type: 'redis', url: 'redis://127.0.0.1:1' },
+        };
+        const connection = use === 'sql' ? 'db' : use === 'redis' ? 'cache' : undefined;
+        const file = await write({
+          connections,
+          verifiers: [{ use, ...(connection ? { connection } : {}), options }],
+        });
+        const error = await loadVerifierConfig(file, { resolveHost }).catch((e: unknown) => e);
+        expect(error).toMatchObject({ code: 'OPTIONS_INVALID', field: `/verifiers/0${field}` });
+        expect((error as Error).message).toMatch(/observation/);
+      });
+
+      it('loads it once it binds what is read to the proposal and names it', async () => {
+        const file = await write({
+          verifiers: [
+            {
+              use: 'http-json',
+              options: {
+                ...byResult,
+                bind: [{ pointer: '/order_id', from: 'arguments.order_id' }],
+                evidenceRef: 'refund:{result.id}',
+              },
+            },
+          ],
+        });
+        const loaded = await loadVerifierConfig(file, { resolveHost });
+        await loaded.close();
+      });
+    });
+
     it('names the verifier, the field and the position for a CEL condition that does not compile', async () => {
       const file = await write({
         verifiers: [

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { requirePayloadLookups } from '../shared/evidence-binding';
 import { assertionsWithoutOneExpected, jsonAssertionSchema } from '../shared/json-assertions';
 import { placeholdersOf, SCOPE_PATH } from '../shared/template';
 
@@ -90,6 +91,7 @@ export const fileOptionsSchema = z
         });
       }
     }
+    requirePayloadLookups([{ path: ['path'], reads: placeholdersOf(options.path) }], ctx);
     options.assertions.forEach((assertion, index) => {
       const pair =
         assertion.op === 'sha256'

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { conditionOptions } from '../shared/conditions';
+import { bindingOptions, jsonBindingSchema, requireBoundLookups } from '../shared/evidence-binding';
 import { assertionsWithoutOneExpected, jsonAssertionSchema } from '../shared/json-assertions';
 import { placeholdersOf, SCOPE_PATH } from '../shared/template';
 
@@ -38,10 +39,20 @@ export const httpJsonOptionsSchema = z
     contentTypes: z.array(z.string().min(1)).min(1).default(['application/json', '+json']),
     /** CEL over `result` (the JSON body; null for HEAD), `status` and the proposal; see docs/verification.md. */
     ...conditionOptions(['status']),
+    /**
+     * `bind`: fields of the body that must equal values of the approved proposal (required, with
+     * `evidenceRef`, when the URL reads `observation`); `evidenceRef`: what the check found, e.g.
+     * `refund:{result.id}`.
+     */
+    ...bindingOptions(jsonBindingSchema),
   })
   .strict()
   .superRefine((options, ctx) => {
     checkUrlTemplate(options.url, ctx);
+    requireBoundLookups(options, [{ path: ['url'], reads: placeholdersOf(options.url) }], ctx);
+    if (options.method === 'HEAD' && options.bind !== undefined) {
+      ctx.addIssue({ code: 'custom', message: 'a HEAD request has no body to bind', path: ['bind'] });
+    }
     if (options.method === 'HEAD' && options.assertions.length > 0) {
       ctx.addIssue({
         code: 'custom',

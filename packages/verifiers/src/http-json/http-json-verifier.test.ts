@@ -8,8 +8,10 @@ import { httpJsonVerifier } from './http-json-verifier';
 // The "ledger API" is a real HTTP server on 127.0.0.1; loopback is allowed explicitly for it.
 let api: TestServer;
 const refunds: Record<string, unknown> = {
-  re_1: { id: 're_1', status: 'succeeded', amount: 1250, currency: 'EUR' },
-  re_2: { id: 're_2', status: 'pending', amount: 1250, currency: 'EUR' },
+  re_1: { id: 're_1', payment_id: 'pay_123', status: 'succeeded', amount: 1250, currency: 'EUR' },
+  re_2: { id: 're_2', payment_id: 'pay_123', status: 'pending', amount: 1250, currency: 'EUR' },
+  // Another payment's refund of the same amount: what a gateway could name instead of its own.
+  re_other: { id: 're_other', payment_id: 'pay_999', status: 'succeeded', amount: 1250, currency: 'EUR' },
 };
 beforeAll(async () => {
   api = await startServer((req, res) => {
@@ -71,7 +73,7 @@ const allowLoopback = createGuardedFetch({ allowHosts: ['127.0.0.1'], resolveHos
 
 async function verify(
   options: Record<string, unknown>,
-  more: { fetch?: FetchGrant; args?: Record<string, string> } = {},
+  more: { fetch?: FetchGrant; args?: Record<string, string>; result?: Record<string, string> } = {},
 ) {
   const registry = createVerifierRegistry([
     {
@@ -87,7 +89,10 @@ async function verify(
       arguments: { amount: 1250, refund_id: 're_1', ...more.args },
       postconditions: [{ name: 'refund.recorded' }],
     }),
-    observation: exampleObservation({ server_id: 'payments-mcp', result: { refund_id: 're_1' } }),
+    observation: exampleObservation({
+      server_id: 'payments-mcp',
+      result: more.result ?? { refund_id: 're_1' },
+    }),
   });
   return { ...outcome, check: outcome.checks[0]! };
 }
@@ -98,7 +103,7 @@ describe('http-json verifier', () => {
   describe('when every assertion holds', () => {
     it('passes, recording the URL, status and each assertion', async () => {
       const { status, check } = await verify({
-        url: url('/refunds/{observation.result.refund_id}'),
+        url: url('/refunds/{arguments.refund_id}'),
         source: 'ledger-api',
         assertions: [
           { op: 'exists', pointer: '/id' },
@@ -303,11 +308,68 @@ describe('http-json verifier', () => {
   });
 });
 
+describe("http-json verifier looking up what the tool's result names", () => {
+  // The refund id exists only once the tool ran, so the lookup reads the result; the
+  // binding ties what it finds to the payment the approver saw.
+  const bound = () => ({
+    url: url('/refunds/{observation.result.refund_id}'),
+    source: 'ledger-api',
+    bind: [{ pointer: '/payment_id', from: 'target.id' }],
+    evidenceRef: 'refund:{result.id}',
+    assertions: [
+      { op: 'equals', pointer: '/status', value: 'succeeded' },
+      { op: 'equals', pointer: '/amount', from: 'arguments.amount' },
+    ],
+  });
+
+  describe("when the result names the proposal's own refund", () => {
+    it('passes and names the refund it found', async () => {
+      const { status, check } = await verify(bound());
+      expect(status).toBe('passed');
+      expect(check).toMatchObject({ status: 'pass', evidence_ref: 'refund:re_1' });
+    });
+  });
+
+  describe("when the result names another payment's refund of the same amount", () => {
+    it('fails: the refund does not belong to the payment the proposal names', async () => {
+      const { status, check } = await verify(bound(), { result: { refund_id: 're_other' } });
+      expect(status).toBe('failed');
+      expect(check.status).toBe('fail');
+      expect(check.observed).toMatchObject({ '/payment_id': 'pay_999' });
+      expect(check.evidence_ref).toBe('refund:re_other');
+    });
+  });
+
+  describe('when the evidence cannot be named', () => {
+    it('is inconclusive (EVIDENCE_REF_MISSING), never passed', async () => {
+      const { check } = await verify({ ...bound(), evidenceRef: 'refund:{result.settlement_id}' });
+      expect(check).toMatchObject({ status: 'inconclusive', reason: 'EVIDENCE_REF_MISSING' });
+    });
+  });
+
+  describe('when the options read the result without binding it', () => {
+    it.each([
+      ['no bind', { bind: undefined }],
+      ['no evidenceRef', { evidenceRef: undefined }],
+    ])('refuses them at registration with %s (OPTIONS_INVALID at /options/url)', (_label, change) => {
+      expect(() =>
+        createVerifierRegistry([
+          {
+            verifier: httpJsonVerifier,
+            options: { ...bound(), ...change },
+            grants: { fetch: allowLoopback },
+          },
+        ]),
+      ).toThrow(expect.objectContaining({ code: 'OPTIONS_INVALID', field: '/options/url' }));
+    });
+  });
+});
+
 describe('http-json verifier with CEL conditions', () => {
   describe('when the successCondition holds over the body and the proposal', () => {
     it('passes and records the condition with its value', async () => {
       const { status, check } = await verify({
-        url: url('/refunds/{observation.result.refund_id}'),
+        url: url('/refunds/{arguments.refund_id}'),
         successCondition:
           'result.status == "succeeded" && result.amount == arguments.amount && status == 200',
       });

@@ -1,6 +1,7 @@
 import { type CheckResult, defineVerifier, type JsonObject, VERIFIER_API_VERSION } from '@vouch/verifier-sdk';
 import { checkResultOf, type ResultOf, unfilledTemplate } from '../shared/check-result';
 import { type ConditionOutcome, combineVerdicts, evaluateConditions } from '../shared/conditions';
+import { withEvidenceRef } from '../shared/evidence-binding';
 import { type AssertionOutcome, evaluateJsonAssertion, verdictOf } from '../shared/json-assertions';
 import { readCapped } from '../shared/read-capped';
 import { fillTemplate, templateScope } from '../shared/template';
@@ -14,6 +15,7 @@ import { type HttpJsonOptions, httpJsonOptionsSchema } from './http-json-options
  *
  * @example
  * { url: 'https://ledger.internal/refunds/{observation.result.refund_id}', source: 'ledger-api',
+ *   bind: [{ pointer: '/payment_id', from: 'target.id' }], evidenceRef: 'refund:{result.id}',
  *   assertions: [{ op: 'equals', pointer: '/status', value: 'succeeded' }, { op: 'equals', pointer: '/amount', from: 'arguments.amount' }] }
  */
 export const httpJsonVerifier = defineVerifier({
@@ -88,19 +90,20 @@ export const httpJsonVerifier = defineVerifier({
         scope,
         extras: { status: response.status },
       });
-      if (conditions.verdict !== null) {
-        return result(conditions.verdict, {
-          observed: { status: response.status },
-          evidence: { ...evidence, conditions: conditions.evidence },
-          message: conditions.message,
-          ...(conditions.reason ? { reason: conditions.reason } : {}),
-        });
-      }
-      return result('pass', {
-        observed: { status: response.status },
-        evidence,
-        message: 'the resource exists',
-      });
+      const checked =
+        conditions.verdict !== null
+          ? result(conditions.verdict, {
+              observed: { status: response.status },
+              evidence: { ...evidence, conditions: conditions.evidence },
+              message: conditions.message,
+              ...(conditions.reason ? { reason: conditions.reason } : {}),
+            })
+          : result('pass', {
+              observed: { status: response.status },
+              evidence,
+              message: 'the resource exists',
+            });
+      return withEvidenceRef(checked, options.evidenceRef, { scope, result: null });
     }
 
     const contentType = response.headers.get('content-type') ?? '';
@@ -130,13 +133,21 @@ export const httpJsonVerifier = defineVerifier({
         message: 'the body is not valid JSON',
       });
     }
-    const outcomes = options.assertions.map((assertion) => evaluateJsonAssertion(document, assertion, scope));
+    // A binding is an equals assertion the configuration cannot leave out: the document the
+    // tool's result named must belong to this proposal.
+    const bindings = (options.bind ?? []).map((b) => ({ op: 'equals' as const, ...b }));
+    const outcomes = [...bindings, ...options.assertions].map((assertion) =>
+      evaluateJsonAssertion(document, assertion, scope),
+    );
     const conditions = evaluateConditions(options, {
       result: document,
       scope,
       extras: { status: response.status },
     });
-    return assertionResult(result, outcomes, evidence, conditions);
+    return withEvidenceRef(assertionResult(result, outcomes, evidence, conditions), options.evidenceRef, {
+      scope,
+      result: document,
+    });
   },
 });
 

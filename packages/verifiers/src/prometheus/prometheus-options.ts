@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { conditionOptions } from '../shared/conditions';
+import { requirePayloadLookups } from '../shared/evidence-binding';
 import { placeholdersOf, SCOPE_PATH } from '../shared/template';
 
 /** Options of the `prometheus` verifier. */
@@ -49,6 +50,7 @@ export const prometheusOptionsSchema = z
         return;
       }
     }
+    requirePayloadLookups([{ path: ['query'], reads: placeholdersOf(options.query) }], ctx);
     if (!placeholdersInsideStrings(options.query)) {
       ctx.addIssue({
         code: 'custom',

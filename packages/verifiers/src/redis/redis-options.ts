@@ -1,6 +1,7 @@
 import type { RedisReadCommand } from '@vouch/verifier-sdk';
 import { z } from 'zod';
 import { conditionOptions } from '../shared/conditions';
+import { bindingOptions, jsonBindingSchema, requireBoundLookups } from '../shared/evidence-binding';
 import { assertionsWithoutOneExpected, jsonAssertionSchema } from '../shared/json-assertions';
 import { placeholdersOf, SCOPE_PATH } from '../shared/template';
 import { REDIS_READ_COMMANDS } from './redis-grant';
@@ -30,9 +31,23 @@ export const redisOptionsSchema = z
     source: z.string().min(1).optional(),
     /** CEL over `result` (the reply) and the proposal. */
     ...conditionOptions(),
+    /**
+     * `bind`: fields of the reply that must equal values of the approved proposal (required,
+     * with `evidenceRef`, when the key or an argument reads `observation`); `evidenceRef`: what
+     * the check found, e.g. `refund:{result.id}`.
+     */
+    ...bindingOptions(jsonBindingSchema),
   })
   .strict()
   .superRefine((options, ctx) => {
+    requireBoundLookups(
+      options,
+      [
+        { path: ['key'], reads: placeholdersOf(options.key) },
+        ...options.args.map((arg, index) => ({ path: ['args', index], reads: placeholdersOf(arg) })),
+      ],
+      ctx,
+    );
     for (const index of assertionsWithoutOneExpected(options.assertions)) {
       ctx.addIssue({
         code: 'custom',

@@ -19,6 +19,9 @@ beforeAll(async () => {
   // The refund as the payment processor's cache holds it: written by the processor, not by the tool server.
   await owner.hset(`${prefix}refund:re_1`, { status: 'succeeded', amount: '1250', currency: 'EUR' });
   await owner.hset(`${prefix}refund:re_2`, { status: 'pending', amount: '1250', currency: 'EUR' });
+  // Refunds named by a tool's result, each with the payment it belongs to.
+  await owner.hset(`${prefix}paid:re_own`, { id: 're_own', payment_id: 'pay_123', status: 'succeeded' });
+  await owner.hset(`${prefix}paid:re_other`, { id: 're_other', payment_id: 'pay_999', status: 'succeeded' });
   await owner.set(`${prefix}doc:re_1`, JSON.stringify({ id: 're_1', lines: [{ sku: 'a' }] }));
   await owner.set('outside-the-prefix', 'secret');
   cache = createRedisGrant({ name: 'payments-cache', url: redisUrl, keyPrefix: prefix });
@@ -39,7 +42,7 @@ afterAll(async () => {
 
 const refundHash = {
   command: 'HGETALL',
-  key: 'refund:{observation.result.refund_id}',
+  key: 'refund:{arguments.refund_id}',
   successCondition: "result.status == 'succeeded' && int(result.amount) == arguments.amount",
 };
 
@@ -49,7 +52,10 @@ async function verify(options: Record<string, unknown>, refundId = 're_1', grant
   ]);
   const outcome = await runVerifiers({
     registry,
-    proposal: exampleProposal({ arguments: { amount: 1250 }, postconditions: [{ name: 'refund.recorded' }] }),
+    proposal: exampleProposal({
+      arguments: { amount: 1250, refund_id: refundId },
+      postconditions: [{ name: 'refund.recorded' }],
+    }),
     observation: exampleObservation({ server_id: 'payments-mcp', result: { refund_id: refundId } }),
   });
   return { status: outcome.status, check: outcome.checks[0]! };
@@ -81,7 +87,7 @@ describe('redis verifier', () => {
           await verify(
             {
               command: 'EXISTS',
-              key: 'refund:{observation.result.refund_id}',
+              key: 'refund:{arguments.refund_id}',
               successCondition: 'result == 1',
             },
             're_404',
@@ -95,7 +101,7 @@ describe('redis verifier', () => {
     it('parses it and asserts by JSON Pointer', async () => {
       const { check } = await verify({
         command: 'GET',
-        key: 'doc:{observation.result.refund_id}',
+        key: 'doc:{arguments.refund_id}',
         json: true,
         assertions: [{ op: 'equals', pointer: '/lines/0/sku', value: 'a' }],
       });
@@ -103,10 +109,36 @@ describe('redis verifier', () => {
     });
   });
 
+  describe("when the key reads the tool's result", () => {
+    const bound = {
+      command: 'HGETALL',
+      key: 'paid:{observation.result.refund_id}',
+      bind: [{ pointer: '/payment_id', from: 'target.id' }],
+      evidenceRef: 'refund:{result.id}',
+      successCondition: "result.status == 'succeeded'",
+    };
+
+    it("passes on the proposal's own refund, naming it", async () => {
+      const { check } = await verify(bound, 're_own');
+      expect(check).toMatchObject({ status: 'pass', evidence_ref: 'refund:re_own' });
+    });
+
+    it("fails on another payment's refund", async () => {
+      expect((await verify(bound, 're_other')).check.status).toBe('fail');
+    });
+
+    it('is refused at registration without bind', () => {
+      const { bind: _bind, ...unbound } = bound;
+      expect(() =>
+        createVerifierRegistry([{ verifier: redisVerifier, options: unbound, grants: { redis: cache } }]),
+      ).toThrow(expect.objectContaining({ code: 'OPTIONS_INVALID', field: '/options/key' }));
+    });
+  });
+
   describe('when a key from the proposal tries to leave the prefix', () => {
     it('still reads under the prefix', async () => {
       const { check } = await verify(
-        { command: 'GET', key: '{observation.result.refund_id}', successCondition: 'result == null' },
+        { command: 'GET', key: '{arguments.refund_id}', successCondition: 'result == null' },
         'outside-the-prefix',
       );
       expect(check).toMatchObject({ status: 'pass', observed: { reply: null } });
@@ -138,14 +170,13 @@ describe('redis verifier', () => {
 new VerifierTester({
   describe,
   it,
-  proposal: { arguments: { amount: 1250 } },
-  observation: { result: { refund_id: 're_1' } },
+  proposal: { arguments: { amount: 1250, refund_id: 're_1' } },
   get grants() {
     return { redis: cache };
   },
 }).run('redis under the VerifierTester', redisVerifier, {
   pass: [{ options: refundHash }],
-  fail: [{ options: refundHash, observation: { result: { refund_id: 're_2' } } }],
+  fail: [{ options: refundHash, proposal: { arguments: { amount: 1250, refund_id: 're_2' } } }],
   inconclusive: [
     {
       name: 'source down',

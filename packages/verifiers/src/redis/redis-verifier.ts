@@ -1,6 +1,7 @@
 import { type CheckResult, defineVerifier, type JsonValue, VERIFIER_API_VERSION } from '@vouch/verifier-sdk';
 import { checkResultOf, unfilledTemplate } from '../shared/check-result';
 import { combineVerdicts, evaluateConditions } from '../shared/conditions';
+import { withEvidenceRef } from '../shared/evidence-binding';
 import { evaluateJsonAssertion, verdictOf } from '../shared/json-assertions';
 import { fillTemplate, templateScope } from '../shared/template';
 import { redisOptionsSchema } from './redis-options';
@@ -12,6 +13,7 @@ import { redisOptionsSchema } from './redis-options';
  *
  * @example
  * { command: 'HGETALL', key: 'refund:{observation.result.refund_id}',
+ *   bind: [{ pointer: '/payment_id', from: 'target.id' }], evidenceRef: 'refund:{result.id}',
  *   successCondition: "result.status == 'succeeded' && int(result.amount) == arguments.amount" }
  */
 export const redisVerifier = defineVerifier({
@@ -58,7 +60,11 @@ export const redisVerifier = defineVerifier({
         });
       }
     }
-    const outcomes = options.assertions.map((assertion) => evaluateJsonAssertion(value, assertion, scope));
+    // A binding is an equals assertion the configuration cannot leave out (see evidence-binding.ts).
+    const bindings = (options.bind ?? []).map((b) => ({ op: 'equals' as const, ...b }));
+    const outcomes = [...bindings, ...options.assertions].map((assertion) =>
+      evaluateJsonAssertion(value, assertion, scope),
+    );
     const conditions = evaluateConditions(options, { result: value, scope });
     const asserted = outcomes.length === 0 ? null : verdictOf(outcomes);
     const verdict = combineVerdicts(asserted, conditions.verdict);
@@ -70,7 +76,7 @@ export const redisVerifier = defineVerifier({
         : asserted === 'inconclusive'
           ? 'TEMPLATE_VALUE_MISSING'
           : conditions.reason;
-    return result(verdict, {
+    const checked = result(verdict, {
       observed: observedReply(value),
       evidence: {
         ...evidence,
@@ -80,6 +86,7 @@ export const redisVerifier = defineVerifier({
       message: messages.length > 0 ? messages.join('; ') : 'the reply is as expected',
       ...(reason !== undefined ? { reason } : {}),
     });
+    return withEvidenceRef(checked, options.evidenceRef, { scope, result: value });
   },
 });
 

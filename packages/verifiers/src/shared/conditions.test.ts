@@ -18,7 +18,7 @@ describe('conditionProblem', () => {
     it.each([
       'result.status == "succeeded" && result.amount == arguments.amount',
       'status == 200',
-      'result.items.exists(i, i.id == observation.result.refund_id)',
+      'result.items.exists(i, i.id == params.refund_id)',
       'result.?missing.orValue(0) == 0',
     ])('accepts %s', (source) => {
       expect(conditionProblem(source, ['status'])).toBeNull();
@@ -31,6 +31,11 @@ describe('conditionProblem', () => {
       ['a syntax error on a later line', 'result.amount == 1 &&\n  (', 'line 2, column 4'],
       ['an unknown variable', 'env.HOME == "x"', 'line 1, column 1'],
       ['a non-bool result', 'result.amount + 1', 'must evaluate to a bool'],
+      [
+        "a read of the tool's result",
+        'result.amount == arguments.amount || observation.result.forced',
+        'may not read observation',
+      ],
     ])('names the position of %s', (_label, source, where) => {
       expect(conditionProblem(source, ['status'])).toContain(where);
     });

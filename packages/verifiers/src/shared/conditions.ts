@@ -11,15 +11,13 @@ import type { TemplateScope } from './template';
  * define recursive functions, so a condition in configuration could spin a verifier forever.
  */
 
-/** The variables a condition can read. `result` is what the verifier fetched; the rest is the proposal. */
-export const CONDITION_VARIABLES = [
-  'result',
-  'target',
-  'arguments',
-  'params',
-  'proposal',
-  'observation',
-] as const;
+/**
+ * The variables a condition can read. `result` is what the verifier fetched; the rest is the
+ * approved proposal. Not `observation`: the tool's result is what the gateway posted, and a
+ * condition that reads it lets the audited party decide what counts as proof (docs/verification.md,
+ * "Evidence is bound").
+ */
+export const CONDITION_VARIABLES = ['result', 'target', 'arguments', 'params', 'proposal'] as const;
 
 type ConditionVariable = (typeof CONDITION_VARIABLES)[number];
 
@@ -72,8 +70,13 @@ export function conditionProblem(source: string, extras: readonly string[] = [])
     type?: string;
     error?: { range?: { start: number }; message?: string };
   };
-  if (!checked.valid)
-    return `${at(source, checked.error?.range?.start)}: ${firstLine(checked.error?.message)}`;
+  if (!checked.valid) {
+    const where = at(source, checked.error?.range?.start);
+    if (/\bobservation\b/.test(checked.error?.message ?? '')) {
+      return `${where}: a condition may not read observation (the tool's result, which the gateway posted): judge what was read against target, arguments and params`;
+    }
+    return `${where}: ${firstLine(checked.error?.message)}`;
+  }
   if (checked.type !== 'bool' && checked.type !== 'dyn') {
     return `line 1, column 1: must evaluate to a bool, not ${checked.type}`;
   }
@@ -143,7 +146,6 @@ export function evaluateConditions(
     arguments: toCel(input.scope.arguments),
     params: toCel(input.scope.params),
     proposal: toCel(input.scope.proposal),
-    observation: toCel(input.scope.observation),
   };
   for (const [name, value] of Object.entries(extras)) context[name] = toCel(value);
   const names = Object.keys(extras);

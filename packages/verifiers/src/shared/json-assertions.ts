@@ -5,6 +5,9 @@ import { getByPointer, isJsonPointer } from './json-pointer';
 import { readScope, SCOPE_PATH, type TemplateScope } from './template';
 
 const pointer = z.string().refine(isJsonPointer, 'must be a JSON Pointer (RFC 6901), e.g. /data/status');
+// An expected value may read the tool's result: comparing the source with the claim checks the
+// claim (a read tool's answer), and the gateway cannot make a false claim equal the source.
+// What is looked up is another matter (evidence-binding.ts).
 const scopePath = z
   .string()
   .regex(SCOPE_PATH, 'must be a path like arguments.amount, params.refund_id or observation.result.id');

@@ -34,6 +34,18 @@ export const SCOPE_ROOTS: readonly string[] = ['target', 'arguments', 'params', 
 /** A dotted path into the scope: `arguments.refund_id`, `params.items.0.id`, `observation.result.refund_id`. */
 export const SCOPE_PATH = /^(target|arguments|params|proposal|observation)(\.[A-Za-z0-9_-]+)*$/;
 
+/**
+ * A dotted path into the approved proposal only: what the approver saw and the payload hash
+ * binds. Expected values, conditions and (unless bound, see `evidence-binding.ts`) lookups
+ * read these, never `observation`, which is the gateway's account of the tool's result.
+ */
+export const PAYLOAD_PATH = /^(target|arguments|params|proposal)(\.[A-Za-z0-9_-]+)*$/;
+
+/** Whether a scope path reads the observation (the tool's result, as the gateway posted it). */
+export function readsObservation(path: string): boolean {
+  return path === 'observation' || path.startsWith('observation.');
+}
+
 /** `{ found, value }` for a dotted scope path; only own properties, so `__proto__` reads nothing. */
 export function readScope(
   scope: TemplateScope,

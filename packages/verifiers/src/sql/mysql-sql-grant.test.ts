@@ -31,9 +31,12 @@ afterAll(async () => {
 
 const refundRecorded = {
   // Placeholders are written $1, $2 for every database; the grant rewrites them for MySQL.
-  query: 'select refund_id, amount from refunds where refund_id = $2 and payment_id = $1',
+  query: 'select refund_id, payment_id, amount from refunds where refund_id = $2 and payment_id = $1',
   params: [{ from: 'target.id' }, { from: 'observation.result.refund_id' }],
   expect: { op: 'columnEquals', column: 'amount', from: 'arguments.amount' },
+  // The refund id comes from the tool's result: what it names must be this payment's refund.
+  bind: [{ column: 'payment_id', from: 'target.id' }],
+  evidenceRef: 'refund:{result.0.refund_id}',
 };
 
 async function verify(

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { conditionOptions } from '../shared/conditions';
+import { bindingOptions, columnBindingSchema, requireBoundLookups } from '../shared/evidence-binding';
 import { SCOPE_PATH } from '../shared/template';
 import { highestPlaceholder, readOnlyProblem } from './read-only-statement';
 
@@ -51,6 +52,12 @@ export const sqlOptionsSchema = z
     statementTimeoutMs: z.number().int().min(1).optional(),
     /** Rows read at most (default 100). */
     maxRows: z.number().int().min(1).max(10_000).default(100),
+    /**
+     * `bind`: columns every row read must hold with a value of the approved proposal (required,
+     * with `evidenceRef`, when a param reads `observation`); `evidenceRef`: what the check found,
+     * e.g. `refund:{result.0.refund_id}`.
+     */
+    ...bindingOptions(columnBindingSchema),
   })
   .strict()
   .superRefine((options, ctx) => {
@@ -58,6 +65,14 @@ export const sqlOptionsSchema = z
     if (problem !== null) {
       ctx.addIssue({ code: 'custom', message: `the query ${problem}`, path: ['query'] });
     }
+    requireBoundLookups(
+      options,
+      options.params.map((param, index) => ({
+        path: ['params', index, 'from'],
+        reads: 'from' in param ? [param.from] : [],
+      })),
+      ctx,
+    );
     const highest = highestPlaceholder(options.query);
     if (highest !== options.params.length) {
       ctx.addIssue({

@@ -31,9 +31,12 @@ describe.skipIf(!hasPostgres)('sql verifier on Postgres', () => {
   });
 
   const refundRecorded = {
-    query: 'select refund_id, amount from refunds where payment_id = $1 and refund_id = $2',
+    query: 'select refund_id, payment_id, amount from refunds where payment_id = $1 and refund_id = $2',
     params: [{ from: 'target.id' }, { from: 'observation.result.refund_id' }],
     expect: { op: 'exists' },
+    // The refund id comes from the tool's result: what it names must be this payment's refund.
+    bind: [{ column: 'payment_id', from: 'target.id' }],
+    evidenceRef: 'refund:{result.0.refund_id}',
   };
 
   async function verify(
@@ -281,6 +284,42 @@ describe.skipIf(!hasPostgres)('sql verifier on Postgres', () => {
       ],
     ])('cannot %s', async (_label, text) => {
       expect(await run(text)).toMatchObject({ code: 'SOURCE_FORBIDDEN', evidence: { sqlstate: '42501' } });
+    });
+  });
+
+  describe("when the query looks up the refund the tool's result names", () => {
+    // No payment in the WHERE clause: only the binding ties the row to the proposal.
+    beforeAll(async () => {
+      await db.sql`create table refunds_by_id (refund_id text primary key, payment_id text not null, amount numeric(12,2) not null)`;
+      await db.sql`insert into refunds_by_id values ('re_1', 'pay_123', 12.50), ('re_other', 'pay_999', 12.50)`;
+    });
+    const byResult = {
+      query: 'select refund_id, payment_id, amount from refunds_by_id where refund_id = $1',
+      params: [{ from: 'observation.result.refund_id' }],
+      expect: { op: 'columnEquals', column: 'amount', from: 'arguments.amount' },
+      bind: [{ column: 'payment_id', from: 'target.id' }],
+      evidenceRef: 'refund:{result.0.refund_id}',
+    };
+
+    it("passes on the payment's own refund, naming it", async () => {
+      const outcome = await verify(byResult);
+      expect(outcome.checks[0]).toMatchObject({ status: 'pass', evidence_ref: 'refund:re_1' });
+    });
+
+    it("fails on another payment's refund of the same amount", async () => {
+      const outcome = await verify(byResult, { refundId: 're_other' });
+      expect(outcome.status).toBe('failed');
+      expect(outcome.checks[0]).toMatchObject({
+        status: 'fail',
+        evidence: { bindings: [{ column: 'payment_id', ok: false, expected: 'pay_123' }] },
+      });
+    });
+
+    it('is refused at registration without bind', () => {
+      const { bind: _bind, ...unbound } = byResult;
+      expect(() =>
+        createVerifierRegistry([{ verifier: sqlVerifier, options: unbound, grants: { sql: ledger } }]),
+      ).toThrow(expect.objectContaining({ code: 'OPTIONS_INVALID', field: '/options/params/0/from' }));
     });
   });
 

@@ -7,9 +7,10 @@ import {
 } from '@vouch/verifier-sdk';
 import { checkResultOf } from '../shared/check-result';
 import { combineVerdicts, evaluateConditions } from '../shared/conditions';
+import { withEvidenceRef } from '../shared/evidence-binding';
 import { jsonEquals } from '../shared/json-assertions';
-import { readScope, templateScope } from '../shared/template';
-import { sqlOptionsSchema } from './sql-options';
+import { readScope, type TemplateScope, templateScope } from '../shared/template';
+import { type SqlOptions, sqlOptionsSchema } from './sql-options';
 
 /**
  * `sql`: run one parametrized, read-only query on a named connection (the host's `sql` grant)
@@ -76,13 +77,19 @@ export const sqlVerifier = defineVerifier({
       truncated,
     };
     const count = rows.length;
+    const read = rows.slice(0, options.maxRows);
+    const bound = (checked: CheckResult) =>
+      withEvidenceRef(withColumnBindings(checked, read, options.bind, scope), options.evidenceRef, {
+        scope,
+        result: read as JsonValue,
+      });
     const asserted = options.expect === undefined ? null : checkExpect(options.expect);
     const conditions = evaluateConditions(options, {
-      result: rows.slice(0, options.maxRows),
+      result: read,
       scope,
       extras: { rowCount: Math.min(count, options.maxRows), truncated },
     });
-    if (conditions.verdict === null) return asserted!;
+    if (conditions.verdict === null) return bound(asserted!);
     const verdict = combineVerdicts(asserted?.status ?? null, conditions.verdict);
     const reason =
       verdict !== 'inconclusive'
@@ -92,13 +99,13 @@ export const sqlVerifier = defineVerifier({
           : conditions.reason;
     const messages = [asserted?.message, conditions.verdict === 'pass' ? undefined : conditions.message];
     const { reason: _dropped, ...base } = asserted ?? result(verdict, { observed: { rows: count } });
-    return {
+    return bound({
       ...base,
       status: verdict,
       evidence: { ...evidence, ...(asserted?.evidence ?? {}), conditions: conditions.evidence },
       message: messages.filter((m) => m !== undefined).join('; ') || conditions.message,
       ...(reason !== undefined ? { reason } : {}),
-    };
+    });
 
     function checkExpect(expect: NonNullable<typeof options.expect>): CheckResult {
       switch (expect.op) {
@@ -189,3 +196,49 @@ export const sqlVerifier = defineVerifier({
     }
   },
 });
+
+/**
+ * The check with the configured bindings applied: every row read must hold each bound column
+ * with the proposal's value (the row the tool's result named must be this proposal's). A row
+ * with another value fails the check; a missing column or proposal value makes a pass
+ * inconclusive. No binding, or no row: the check as it was.
+ */
+function withColumnBindings(
+  check: CheckResult,
+  rows: readonly Record<string, unknown>[],
+  bind: SqlOptions['bind'],
+  scope: TemplateScope,
+): CheckResult {
+  if (bind === undefined || rows.length === 0 || check.status === 'fail') return check;
+  const outcomes = bind.map((binding) => {
+    const wanted = readScope(scope, binding.from);
+    if (!wanted.found) return { ...binding, ok: null, reason: 'TEMPLATE_VALUE_MISSING' };
+    if (rows.some((row) => !Object.hasOwn(row, binding.column))) {
+      return { ...binding, ok: null, reason: 'COLUMN_MISSING' };
+    }
+    const ok = rows.every((row) => jsonEquals(row[binding.column] as JsonValue, wanted.value));
+    return { ...binding, ok, expected: wanted.value };
+  });
+  const evidence = { ...(check.evidence ?? {}), bindings: outcomes as unknown as JsonValue };
+  const broken = outcomes.find((o) => o.ok === false);
+  const { reason: _reason, ...rest } = check;
+  if (broken) {
+    return {
+      ...rest,
+      status: 'fail',
+      evidence,
+      message: `a row read belongs to another proposal: ${broken.column} is not ${broken.from}`,
+    };
+  }
+  const undecided = outcomes.find((o) => o.ok === null);
+  if (undecided && check.status === 'pass') {
+    return {
+      ...rest,
+      status: 'inconclusive',
+      reason: undecided.reason!,
+      evidence,
+      message: `cannot bind the rows read to the proposal: ${undecided.column} or ${undecided.from} is missing`,
+    };
+  }
+  return { ...check, evidence };
+}
