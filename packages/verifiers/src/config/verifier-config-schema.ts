@@ -92,7 +92,7 @@ const entry = z
     connection: z.union([connectionName, z.array(connectionName).min(1)]).optional(),
     timeoutMs: z.number().int().optional(),
     /** A plugin named by path or package runs in a worker thread with this heap limit in MB (default 128). */
-    memoryMb: z.number().int().min(16).max(4096).optional(),
+    memoryMb: z.number().int().min(64).max(4096).optional(),
     /** Read each postcondition more than once; the verifier SDK checks ranges at registration. */
     measurement: measurementPolicy.optional(),
     /** The named system its checks read (default: its one connection's name); judged for independence. */

@@ -230,11 +230,11 @@ describe('limits', () => {
   });
 
   it('stops a plugin that allocates past its memory limit; the check is VERIFIER_CRASHED and the next one runs', async () => {
-    const registry = await load('memoryHog', { memoryMb: 32, timeoutMs: 30_000 });
+    const registry = await load('memoryHog', { memoryMb: 64, timeoutMs: 30_000 });
     const hog = await verify(registry, 'hog');
     expect(hog.status).toBe('inconclusive');
     expect(hog.checks[0]).toMatchObject({ status: 'error', reason: 'VERIFIER_CRASHED' });
-    expect(hog.checks[0]!.message).toMatch(/out of memory .*32 MB/);
+    expect(hog.checks[0]!.message).toMatch(/out of memory .*64 MB/);
     const next = await verify(registry, 'after');
     expect(next.checks[0]).toMatchObject({ status: 'pass', observed: 'answered' });
   });

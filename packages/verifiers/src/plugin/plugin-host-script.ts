@@ -1,14 +1,23 @@
 /**
- * The program a plugin worker runs (CommonJS, started with `eval: true` so it needs no file of
- * its own next to the built package). It closes every way to the network and to other
- * processes that Node offers plain JavaScript, and only then imports the plugin; the plugin's
- * `fetch`, `sql` and `redis` are proxies that ask the host over the worker's port, where the
- * SSRF guard and the configured connections apply. See `isolated-verifier.ts` for the protocol.
+ * The program a plugin's process runs first (CommonJS, passed with `--eval` so it needs no file
+ * of its own, and no read permission, next to the built package). Node's permission model
+ * already refuses files outside the plugin's folder, child processes, workers and native addons;
+ * this closes what that model leaves open: the network (Node 20 has no network permission) and
+ * every way to signal or reprioritise another process (`process.kill`, `process._kill`,
+ * `process._debugProcess`, `os.setPriority`). Only then does it import the plugin, named in the
+ * first message from the server. The plugin's `fetch`, `sql` and `redis` are proxies that ask
+ * the server over the IPC channel, where the SSRF guard and the configured connections apply.
+ * See `isolated-verifier.ts` for the protocol.
  */
-export const PLUGIN_WORKER_SCRIPT = String.raw`
+export const PLUGIN_HOST_SCRIPT = String.raw`
 'use strict';
-const { parentPort, workerData } = require('node:worker_threads');
 const { syncBuiltinESMExports } = require('node:module');
+// Captured before anything is closed: the channel to the server is the only way out.
+const send = process.send.bind(process);
+// Node makes stdout and stderr (pipes to the server) on first use, with net.Socket: make them
+// now, before net is closed, or the plugin's first console.error would throw.
+void process.stdout;
+void process.stderr;
 
 class PluginCapabilityDenied extends Error {
   constructor(code, what) {
@@ -70,7 +79,14 @@ close(require('node:worker_threads'), ['Worker'], PROCESS, 'worker_threads');
 close(require('node:cluster'), ['fork', 'setupPrimary', 'setupMaster'], PROCESS, 'cluster');
 close(require('node:inspector'), ['open', 'Session', 'url', 'waitForDebugger'], PROCESS, 'inspector');
 close(require('node:module'), ['register'], PROCESS, 'module');
-close(process, ['binding', '_linkedBinding', 'dlopen', 'kill', 'execve'], PROCESS, 'process');
+// Signals: Node's permission model does not cover process.kill, and _kill is the raw binding
+// under it. _debugProcess(pid) sends SIGUSR1, which opens the inspector of the target (the
+// server); setPriority renices any process this uid may touch. The uid switches are closed so
+// that a plugin run as root cannot become someone else, and process.binding is closed even
+// though the permission model refuses it already.
+close(process, ['binding', '_linkedBinding', 'dlopen', 'kill', '_kill', '_debugProcess', '_debugEnd', 'execve',
+  'setuid', 'setgid', 'seteuid', 'setegid', 'setgroups', 'initgroups'], PROCESS, 'process');
+close(require('node:os'), ['setPriority'], PROCESS, 'os');
 syncBuiltinESMExports();
 
 // 3. Talk to the host.
@@ -95,9 +111,6 @@ function errorIn(shape) {
   if (shape.code !== undefined) error.code = shape.code;
   if (shape.evidence !== undefined) error.evidence = shape.evidence;
   return error;
-}
-function send(message, transfer) {
-  parentPort.postMessage(message, transfer);
 }
 
 function ask(checkId, grant, args, signal) {
@@ -195,7 +208,7 @@ async function runCheck(id, input) {
     try {
       send({ type: 'result', id, ok: true, value });
     } catch (error) {
-      send({ type: 'result', id, ok: false, error: { name: 'ResultNotTransferable', message: 'the verifier returned a value that cannot leave its worker: ' + error.message } });
+      send({ type: 'result', id, ok: false, error: { name: 'ResultNotTransferable', message: 'the verifier returned a value that cannot leave its process: ' + error.message } });
     }
   } catch (error) {
     send({ type: 'result', id, ok: false, error: errorOut(error) });
@@ -204,8 +217,12 @@ async function runCheck(id, input) {
   }
 }
 
-parentPort.on('message', (message) => {
-  if (message.type === 'check') void runCheck(message.id, message.context);
+let loading = false;
+process.on('message', (message) => {
+  if (message.type === 'load' && !loading) {
+    loading = true;
+    void load(message);
+  } else if (message.type === 'check') void runCheck(message.id, message.context);
   else if (message.type === 'abort') checks.get(message.id)?.abort(errorIn(message.reason));
   else if (message.type === 'reply') {
     const call = calls.get(message.id);
@@ -216,6 +233,8 @@ parentPort.on('message', (message) => {
     else call.reject(errorIn(message.error));
   } else if (message.type === 'ping') send({ type: 'pong' });
 });
+// The server is gone (or closed the plugin): so is the plugin.
+process.on('disconnect', () => process.exit(0));
 
 // 4. Load the plugin, and describe it to the host, which validates it as it does a built-in.
 function optionsResult(schema, options) {
@@ -237,15 +256,15 @@ function optionsResult(schema, options) {
   return { value: result.value };
 }
 
-(async () => {
+async function load(spec) {
   let module;
   try {
-    module = await import(workerData.url);
+    module = await import(spec.url);
   } catch (error) {
     send({ type: 'load-failed', error: errorOut(error) });
     return;
   }
-  const exported = module[workerData.exportName];
+  const exported = module[spec.exportName];
   if (typeof exported !== 'object' || exported === null || Array.isArray(exported)) {
     send({ type: 'load-failed', error: { name: 'Error', message: 'no verifier', code: 'EXPORT_MISSING' } });
     return;
@@ -256,11 +275,11 @@ function optionsResult(schema, options) {
     if (exported[key] !== undefined) descriptor[key] = exported[key];
   }
   descriptor.checkType = typeof exported.check;
-  descriptor.options = exported.options === undefined ? undefined : optionsResult(exported.options, workerData.options) || { notSchema: true };
+  descriptor.options = exported.options === undefined ? undefined : optionsResult(exported.options, spec.options) || { notSchema: true };
   try {
     send({ type: 'ready', descriptor });
   } catch (error) {
     send({ type: 'load-failed', error: { name: 'Error', message: 'its definition cannot be described to the host: ' + error.message } });
   }
-})();
+}
 `;

@@ -1,0 +1,156 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PLUGIN_HOST_SCRIPT } from './plugin-host-script';
+
+/** How often a plugin process's resident memory is read. */
+export const PLUGIN_MEMORY_SAMPLE_MS = 50;
+
+/**
+ * Address space a plugin process may map beyond its `memoryMb` (RLIMIT_DATA): room for Node's
+ * own threads and V8's reservations, so that a normal plugin never meets it, while one huge
+ * allocation (a 2 GB Buffer) fails at once instead of growing the resident set.
+ */
+export const PLUGIN_DATA_HEADROOM_MB = 384;
+
+/** Who a plugin process runs as (set when the server runs as root; see docs/verification.md). */
+export interface PluginUser {
+  uid: number;
+  gid: number;
+}
+
+/** What {@link spawnPluginProcess} starts. */
+export interface PluginProcessSpec {
+  /** The plugin module, as a `file:` URL. */
+  url: string;
+  /** Resident-memory limit of the process in MB (heap, Buffers and native memory together). */
+  memoryMb: number;
+  /** Run as this user instead of the server's. */
+  user?: PluginUser;
+}
+
+/** A started plugin process and what watches it. */
+export interface PluginProcess {
+  child: ChildProcess;
+  /** Why the server killed it, once it did. */
+  killedFor(): { cause: 'memory'; rssMb: number } | { cause: 'stuck' } | undefined;
+  /** Kill it because it did not answer after a deadline. */
+  killStuck(): void;
+  /** The last bytes it wrote to stderr (a fatal V8 error says there why it died). */
+  stderrTail(): string;
+}
+
+/**
+ * Start a plugin's process: an empty environment, Node's permission model with read access to
+ * the plugin's own folder (and the `node_modules` its imports resolve through) only, no child
+ * processes, workers, addons or writes; its own session and process group; a heap limit and an
+ * RLIMIT_DATA; and a watcher that kills it when its resident memory passes `memoryMb`. The host
+ * shim ({@link PLUGIN_HOST_SCRIPT}) runs before any plugin code and waits for the `load` message.
+ */
+export function spawnPluginProcess(spec: PluginProcessSpec): PluginProcess {
+  const file = fileURLToPath(spec.url);
+  const node = [
+    permissionFlag(),
+    ...readablePaths(file).map((p) => `--allow-fs-read=${p}`),
+    `--max-old-space-size=${spec.memoryMb}`,
+    '--disable-warning=ExperimentalWarning',
+    '--eval',
+    PLUGIN_HOST_SCRIPT,
+  ];
+  const dataKb = (spec.memoryMb + PLUGIN_DATA_HEADROOM_MB) * 1024;
+  const shell = existsSync('/bin/sh');
+  // The data limit needs setrlimit in the child before exec; Node has no API for it, sh has.
+  // (sh exports PWD of its own: unset, so that the plugin's environment stays empty.)
+  const [command, args] = shell
+    ? [
+        '/bin/sh',
+        [
+          '-c',
+          'ulimit -d "$1" || exit 97; shift; unset PWD OLDPWD; exec "$@"',
+          'sh',
+          String(dataKb),
+          process.execPath,
+          ...node,
+        ],
+      ]
+    : [process.execPath, node];
+  const child = spawn(command, args, {
+    env: {},
+    cwd: path.dirname(file),
+    // Its own session and process group: a signal to the server's group is not the plugin's,
+    // and the plugin's is not the server's.
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    serialization: 'advanced',
+    ...(spec.user ? { uid: spec.user.uid, gid: spec.user.gid } : {}),
+  });
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-4096);
+  });
+  let killed: ReturnType<PluginProcess['killedFor']>;
+  const kill = (why: NonNullable<typeof killed>) => {
+    killed ??= why;
+    child.kill('SIGKILL');
+  };
+  const watch = setInterval(() => {
+    const rssMb = residentMb(child.pid);
+    if (rssMb === undefined) clearInterval(watch);
+    else if (rssMb > spec.memoryMb) kill({ cause: 'memory', rssMb: Math.round(rssMb) });
+  }, PLUGIN_MEMORY_SAMPLE_MS);
+  watch.unref();
+  child.once('exit', () => clearInterval(watch));
+  return {
+    child,
+    killedFor: () => killed,
+    killStuck: () => kill({ cause: 'stuck' }),
+    stderrTail: () => stderr,
+  };
+}
+
+/** Node 20 spells the permission model `--experimental-permission`; later releases `--permission`. */
+function permissionFlag(): string {
+  return process.allowedNodeEnvironmentFlags.has('--permission')
+    ? '--permission'
+    : '--experimental-permission';
+}
+
+/**
+ * What the plugin may read: the package it belongs to when it is installed in `node_modules`,
+ * else the folder of the plugin file; and each `node_modules` folder above that, where Node
+ * resolves its dependencies. Nothing else: not the configuration, the data directory, `/proc`.
+ */
+export function readablePaths(file: string): string[] {
+  const own = packageRoot(file) ?? path.dirname(file);
+  const paths = [own];
+  for (let dir = path.dirname(own); ; dir = path.dirname(dir)) {
+    const modules = path.join(dir, 'node_modules');
+    if (existsSync(modules)) paths.push(modules);
+    if (path.dirname(dir) === dir) break;
+  }
+  return [...new Set(paths)];
+}
+
+/** `node_modules/name` or `node_modules/@scope/name` that holds `file`, if it is installed. */
+function packageRoot(file: string): string | undefined {
+  const parts = file.split(path.sep);
+  const at = parts.lastIndexOf('node_modules');
+  if (at < 0 || at + 1 >= parts.length - 1) return undefined;
+  const scoped = parts[at + 1]!.startsWith('@');
+  return parts.slice(0, at + (scoped ? 3 : 2)).join(path.sep);
+}
+
+/** Resident memory of `pid` in MB, from /proc (Linux); undefined once it is gone or elsewhere. */
+export function residentMb(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const [, resident] = readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ');
+    return (Number(resident) * PAGE_BYTES) / (1024 * 1024);
+  } catch {
+    return undefined;
+  }
+}
+
+// statm counts pages; 4 KiB on the platforms Vouch supports (x86-64, arm64 Linux).
+const PAGE_BYTES = 4096;
