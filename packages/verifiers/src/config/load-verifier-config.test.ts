@@ -278,8 +278,14 @@ describe('loadVerifierConfig', () => {
         'file',
       ],
       [
-        'a memory limit below 16 MB',
-        { verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), memoryMb: 8, options: { board: 'x' } }] },
+        'a user for a built-in, which runs in the server',
+        { verifiers: [{ use: 'file', user: { uid: 65534, gid: 65534 }, options: { roots: ['/r'] } }] },
+        '/verifiers/0/user',
+        'file',
+      ],
+      [
+        'a memory limit below 64 MB (Node itself takes about 45 MB resident)',
+        { verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), memoryMb: 32, options: { board: 'x' } }] },
         '/verifiers/0/memoryMb',
         undefined,
       ],

@@ -340,3 +340,17 @@ describe('a crashed plugin is replaced', () => {
     },
   );
 });
+
+describe("a plugin's process as another user", () => {
+  // Switching users needs root; a server that is not root already runs plugins as itself, no more.
+  it.skipIf(process.getuid?.() !== 0)(
+    'runs as the configured uid and gid, not as the root server',
+    async () => {
+      const registry = await load('identity', { user: { uid: 65534, gid: 65534 } });
+      const outcome = await verify(registry);
+      expect(outcome.checks[0]).toMatchObject({ status: 'pass', observed: { uid: 65534, gid: 65534 } });
+      const asServer = await verify(await load('identity'));
+      expect(asServer.checks[0]!.observed).toEqual({ uid: 0, gid: 0 });
+    },
+  );
+});
