@@ -59,7 +59,7 @@ describe.each(serverBackends())(
       // On Postgres the master signing key comes from the environment; PGlite keeps it in a file
       // of its data directory. Either way it is a secret a plugin must not reach.
       const keyEnv: Record<string, string> =
-      'DATABASE_URL' in env.storage ? { VOUCH_LOG_SIGNING_KEY: logKeys.signerKey } : {};
+        'DATABASE_URL' in env.storage ? { VOUCH_LOG_SIGNING_KEY: logKeys.signerKey } : {};
       server = await startVouchServer({ storage: env.storage, cwd: dir, env: keyEnv });
       const admin = { key: server.adminKey };
       const issued = await server.call('POST', '/v1/keys', {
