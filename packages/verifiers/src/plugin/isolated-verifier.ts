@@ -198,6 +198,8 @@ class PluginHost {
 
   async check(context: VerifierContext<unknown>): Promise<unknown> {
     if (this.closed) throw new VerifierError('VERIFIER_CRASHED', 'the plugin was closed');
+    // Aborted already: its abort event has fired, and the plugin would never hear of it.
+    context.signal.throwIfAborted();
     while (this.probing) await this.probing;
     await this.start();
     const child = this.child;
