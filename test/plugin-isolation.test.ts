@@ -158,14 +158,12 @@ describe.each(serverBackends())(
       expect((await verified('after')).checks[0]).toMatchObject({ status: 'pass', observed: 'answered' });
     });
 
-    it('the key file the plugin tried is a real secret of this server (PGlite keeps one in its data directory)', () => {
-      // Guards the first test against passing because there was nothing to find.
-      const key = join(
-        env.storage && 'VOUCH_DATA_DIR' in env.storage ? env.storage.VOUCH_DATA_DIR : '',
-        'vouch-log-signing.key',
-      );
-      if ('VOUCH_DATA_DIR' in env.storage) expect(existsSync(key)).toBe(true);
-      expect(existsSync(configFile)).toBe(true);
+    it('the files the plugin tried hold real secrets of this server (guards the secrets test against an empty target)', () => {
+      expect(readFileSync(configFile, 'utf8')).toContain('secrets');
+      if ('VOUCH_DATA_DIR' in env.storage) {
+        // PGlite keeps the master signing key in its data directory.
+        expect(existsSync(join(env.storage.VOUCH_DATA_DIR, 'vouch-log-signing.key'))).toBe(true);
+      }
     });
   },
 );

@@ -243,7 +243,7 @@ describe('limits', () => {
 });
 
 describe("a plugin's process reaches none of the server's secrets", () => {
-  it('publishes no secret of the environment, /proc, the configuration or a key file in its result', async () => {
+  it('publishes no secret of the environment, /proc, the configuration or a key file in its result, and writes nothing', async () => {
     process.env.VOUCH_ISOLATION_TEST_SECRET = 'hunter2-env';
     const data = path.join(dir, 'data');
     await mkdir(data, { recursive: true });
@@ -263,6 +263,7 @@ describe("a plugin's process reaches none of the server's secrets", () => {
         parentCmdline: 'denied: ERR_ACCESS_DENIED',
         initEnviron: 'denied: ERR_ACCESS_DENIED',
         files: { [configFile]: 'denied: ERR_ACCESS_DENIED', [keyFile]: 'denied: ERR_ACCESS_DENIED' },
+        write: 'denied: ERR_ACCESS_DENIED',
       });
     } finally {
       delete process.env.VOUCH_ISOLATION_TEST_SECRET;
