@@ -355,3 +355,14 @@ describe("a plugin's process as another user", () => {
     },
   );
 });
+
+describe("a plugin's channel to the server", () => {
+  it('a plugin that writes garbage to it is killed; the check is VERIFIER_CRASHED, the server goes on, the next check runs', async () => {
+    const registry = await load('channelGarbage');
+    const garbage = await verify(registry, 'garbage');
+    expect(garbage.checks[0]).toMatchObject({ status: 'error', reason: 'VERIFIER_CRASHED' });
+    expect(garbage.checks[0]!.message).toMatch(/wrote to the channel what is not a message/);
+    const next = await verify(registry, 'after');
+    expect(next.checks[0]).toMatchObject({ status: 'pass', observed: 'answered' });
+  });
+});

@@ -209,7 +209,7 @@ class PluginHost {
     const result = new Promise<unknown>((resolve, reject) => {
       this.checks.set(id, { child, context, resolve, reject });
     });
-    holdOpen(child, true);
+    this.watched.get(child)?.hold(true);
     const onAbort = () => {
       this.abort(id, child, context.signal.reason);
       // Stop waiting: a plugin that ignores its signal must not keep this check (and the process's
@@ -223,7 +223,7 @@ class PluginHost {
     } finally {
       context.signal.removeEventListener('abort', onAbort);
       this.checks.delete(id);
-      if (this.checks.size === 0 && this.child === child) holdOpen(child, false);
+      if (this.checks.size === 0 && this.child === child) this.watched.get(child)?.hold(false);
     }
   }
 
@@ -241,7 +241,7 @@ class PluginHost {
 
   /** Send if the channel is open; a closed one means the process is gone, which `exit` reports. */
   private send(child: ChildProcess, message: Record<string, unknown>): void {
-    if (child.connected) child.send(message, (error) => error && undefined);
+    this.watched.get(child)?.send(message);
   }
 
   private spawn(): Promise<Descriptor> {
@@ -260,11 +260,12 @@ class PluginHost {
         child.kill('SIGKILL');
       }, PLUGIN_LOAD_TIMEOUT_MS);
       let died: Error | undefined;
-      child.on('message', (message: FromPlugin) => {
+      plugin.onMessage((raw) => {
+        const message = raw as FromPlugin;
         if (message.type === 'ready') {
           loaded = true;
           clearTimeout(timer);
-          holdOpen(child, false);
+          plugin.hold(false);
           resolve(message.descriptor);
         } else if (message.type === 'load-failed') {
           clearTimeout(timer);
@@ -390,18 +391,6 @@ class PluginHost {
   }
 }
 
-/** Keep the server's event loop waiting on the process (and its channel) only while a check runs. */
-function holdOpen(child: ChildProcess, open: boolean): void {
-  const channel = (child as { channel?: { ref(): void; unref(): void } }).channel;
-  if (open) {
-    child.ref();
-    channel?.ref();
-  } else {
-    child.unref();
-    channel?.unref();
-  }
-}
-
 /** What a check hands the plugin's process: plain data, and which grants it may call back. */
 function checkInput(context: VerifierContext<unknown>): Record<string, unknown> {
   return {
@@ -460,6 +449,13 @@ function crashError(
           ...(killed?.cause === 'memory' ? { rssMb: killed.rssMb } : {}),
         },
       },
+    );
+  }
+  if (killed?.cause === 'protocol') {
+    return new VerifierError(
+      'VERIFIER_CRASHED',
+      `the plugin's process was killed: it wrote to the channel what is not a message (${killed.message})`,
+      { evidence: { process: 'protocol' } },
     );
   }
   if (killed?.cause === 'stuck') {

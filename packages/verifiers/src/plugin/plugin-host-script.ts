@@ -6,16 +6,24 @@
  * every way to signal or reprioritise another process (`process.kill`, `process._kill`,
  * `process._debugProcess`, `os.setPriority`). Only then does it import the plugin, named in the
  * first message from the server. The plugin's `fetch`, `sql` and `redis` are proxies that ask
- * the server over the IPC channel, where the SSRF guard and the configured connections apply.
+ * the server over the channel on descriptor 3, where the SSRF guard and the configured connections apply.
  * See `isolated-verifier.ts` for the protocol.
  */
 export const PLUGIN_HOST_SCRIPT = String.raw`
 'use strict';
 const { syncBuiltinESMExports } = require('node:module');
-// Captured before anything is closed: the channel to the server is the only way out.
-const send = process.send.bind(process);
-// Node makes stdout and stderr (pipes to the server) on first use, with net.Socket: make them
-// now, before net is closed, or the plugin's first console.error would throw.
+const v8 = require('node:v8');
+// The channel to the server, descriptor 3, opened before net is closed: the only way out.
+// Frames are a 4-byte big-endian length and V8's serialization (see plugin-channel.ts).
+const channel = new (require('node:net').Socket)({ fd: 3, readable: true, writable: true });
+function send(message) {
+  const body = v8.serialize(message);
+  const head = Buffer.alloc(4);
+  head.writeUInt32BE(body.length);
+  channel.write(Buffer.concat([head, body]));
+}
+// Node makes stdout and stderr on first use, with net.Socket: make them now, before net is
+// closed, or the plugin's first console.error would throw.
 void process.stdout;
 void process.stderr;
 
@@ -218,7 +226,24 @@ async function runCheck(id, input) {
 }
 
 let loading = false;
-process.on('message', (message) => {
+let chunks = [];
+let size = 0;
+channel.on('data', (chunk) => {
+  chunks.push(chunk);
+  size += chunk.length;
+  for (;;) {
+    if (size < 4) return;
+    if (chunks[0].length < 4) chunks = [Buffer.concat(chunks, size)];
+    const length = chunks[0].readUInt32BE(0);
+    // Joined only once the whole frame is there: a fetch body arrives in many chunks.
+    if (size < 4 + length) return;
+    const all = Buffer.concat(chunks, size);
+    chunks = [all.subarray(4 + length)];
+    size = all.length - 4 - length;
+    onMessage(v8.deserialize(all.subarray(4, 4 + length)));
+  }
+});
+function onMessage(message) {
   if (message.type === 'load' && !loading) {
     loading = true;
     void load(message);
@@ -232,9 +257,10 @@ process.on('message', (message) => {
     if (message.ok) call.resolve(message.value);
     else call.reject(errorIn(message.error));
   } else if (message.type === 'ping') send({ type: 'pong' });
-});
+}
 // The server is gone (or closed the plugin): so is the plugin.
-process.on('disconnect', () => process.exit(0));
+channel.on('close', () => process.exit(0));
+channel.on('error', () => process.exit(0));
 
 // 4. Load the plugin, and describe it to the host, which validates it as it does a built-in.
 function optionsResult(schema, options) {

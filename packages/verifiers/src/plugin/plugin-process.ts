@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { FrameReader, frame, PluginProtocolError } from './plugin-channel';
 import { PLUGIN_HOST_SCRIPT } from './plugin-host-script';
 
 /** How often a plugin process's resident memory is read. */
@@ -30,11 +32,23 @@ export interface PluginProcessSpec {
   user?: PluginUser;
 }
 
+/** Why the server killed a plugin's process. */
+export type KilledFor =
+  | { cause: 'memory'; rssMb: number }
+  | { cause: 'stuck' }
+  | { cause: 'protocol'; message: string };
+
 /** A started plugin process and what watches it. */
 export interface PluginProcess {
   child: ChildProcess;
+  /** Send a message on the channel (dropped once the process is gone). */
+  send(message: Record<string, unknown>): void;
+  /** Each message the process sends; bytes that are not one get the process killed instead. */
+  onMessage(handler: (message: unknown) => void): void;
+  /** Keep the server's event loop waiting on the process (while a check runs), or not. */
+  hold(open: boolean): void;
   /** Why the server killed it, once it did. */
-  killedFor(): { cause: 'memory'; rssMb: number } | { cause: 'stuck' } | undefined;
+  killedFor(): KilledFor | undefined;
   /** Kill it because it did not answer after a deadline. */
   killStuck(): void;
   /** The last bytes it wrote to stderr (a fatal V8 error says there why it died). */
@@ -45,7 +59,8 @@ export interface PluginProcess {
  * Start a plugin's process: an empty environment, Node's permission model with read access to
  * the plugin's own folder (and the `node_modules` its imports resolve through) only, no child
  * processes, workers, addons or writes; its own session and process group; a heap limit and an
- * RLIMIT_DATA; and a watcher that kills it when its resident memory passes `memoryMb`. The host
+ * RLIMIT_DATA; a watcher that kills it when its resident memory passes `memoryMb`; and a
+ * framed channel on descriptor 3 that kills it when it sends bytes that are not a message. The host
  * shim ({@link PLUGIN_HOST_SCRIPT}) runs before any plugin code and waits for the `load` message.
  */
 export function spawnPluginProcess(spec: PluginProcessSpec): PluginProcess {
@@ -81,16 +96,18 @@ export function spawnPluginProcess(spec: PluginProcessSpec): PluginProcess {
     // Its own session and process group: a signal to the server's group is not the plugin's,
     // and the plugin's is not the server's.
     detached: true,
-    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    serialization: 'advanced',
+    // Descriptor 3 is the channel, framed by plugin-channel.ts. Not Node's IPC: the plugin can
+    // write to that descriptor too, and Node's IPC throws on bytes it cannot parse in the
+    // server's event loop, which takes the server down.
+    stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
     ...(spec.user ? { uid: spec.user.uid, gid: spec.user.gid } : {}),
   });
   let stderr = '';
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
     stderr = (stderr + chunk).slice(-4096);
   });
-  let killed: ReturnType<PluginProcess['killedFor']>;
-  const kill = (why: NonNullable<typeof killed>) => {
+  let killed: KilledFor | undefined;
+  const kill = (why: KilledFor) => {
     killed ??= why;
     child.kill('SIGKILL');
   };
@@ -101,8 +118,32 @@ export function spawnPluginProcess(spec: PluginProcessSpec): PluginProcess {
   }, PLUGIN_MEMORY_SAMPLE_MS);
   watch.unref();
   child.once('exit', () => clearInterval(watch));
+  const channel = child.stdio[3] as Socket;
+  // The process may be gone as the server writes: that is reported by its exit.
+  channel.on('error', () => undefined);
+  const reader = new FrameReader();
   return {
     child,
+    send(message) {
+      if (channel.writable) channel.write(frame(message));
+    },
+    onMessage(handler) {
+      channel.on('data', (chunk: Buffer) => {
+        if (killed) return;
+        try {
+          for (const message of reader.push(chunk)) handler(message);
+        } catch (error) {
+          if (!(error instanceof PluginProtocolError)) throw error;
+          kill({ cause: 'protocol', message: error.message });
+        }
+      });
+    },
+    hold(open) {
+      for (const handle of [child, channel, child.stderr as Socket | null]) {
+        if (open) handle?.ref();
+        else handle?.unref();
+      }
+    },
     killedFor: () => killed,
     killStuck: () => kill({ cause: 'stuck' }),
     stderrTail: () => stderr,
