@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { runVerifiers, silentLogger, type VerifierRegistry } from '@vouch/verifier-sdk';
 import { exampleObservation, exampleProposal } from '@vouch/verifier-sdk/testing';
 import { Redis } from 'ioredis';
@@ -11,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type LoadedVerifierConfig, loadVerifierConfig } from '../config/load-verifier-config';
 import { sendJson, startServer, type TestServer } from '../test-support/http-server';
 import { createTestDatabase, hasPostgres, type TestDatabase } from '../test-support/postgres-database';
+import { loadIsolatedVerifier } from './isolated-verifier';
 
 const plugins = path.join(import.meta.dirname, 'fixtures', 'hostile-plugins.mjs');
 let dir: string;
@@ -364,5 +366,23 @@ describe("a plugin's channel to the server", () => {
     expect(garbage.checks[0]!.message).toMatch(/wrote to the channel what is not a message/);
     const next = await verify(registry, 'after');
     expect(next.checks[0]).toMatchObject({ status: 'pass', observed: 'answered' });
+  });
+});
+
+describe("a plugin's folder", () => {
+  it('is refused when a symbolic link in it leads out of it (the permission model checks the path, not the target)', async () => {
+    const folder = await mkdtemp(path.join(dir, 'linked-'));
+    await copyFile(plugins, path.join(folder, 'plugin.mjs'));
+    await writeFile(path.join(dir, 'outside.key'), 'hunter2-key');
+    await symlink(path.join(dir, 'outside.key'), path.join(folder, 'config.key'));
+    const url = pathToFileURL(path.join(folder, 'plugin.mjs')).href;
+    const load = () => loadIsolatedVerifier({ url, exportName: 'secrets', options: { url: server.url } });
+    await expect(load()).rejects.toMatchObject({ code: 'LINK_OUT_OF_REACH' });
+    // A link that stays inside the folder is fine.
+    await rm(path.join(folder, 'config.key'));
+    await writeFile(path.join(folder, 'inside.txt'), 'x');
+    await symlink(path.join(folder, 'inside.txt'), path.join(folder, 'also-inside.txt'));
+    const plugin = await load();
+    await plugin.close();
   });
 });

@@ -15,7 +15,7 @@ import {
   type VerifierErrorCode,
 } from '@vouch/verifier-sdk';
 import { readCapped } from '../shared/read-capped';
-import { type PluginProcess, type PluginUser, spawnPluginProcess } from './plugin-process';
+import { linkOutOfReach, type PluginProcess, type PluginUser, spawnPluginProcess } from './plugin-process';
 
 /** Resident memory a plugin process may use when its configuration names no `memoryMb`. */
 export const DEFAULT_PLUGIN_MEMORY_MB = 128;
@@ -58,7 +58,7 @@ export interface IsolatedVerifier {
   close(): Promise<void>;
 }
 
-/** Why a plugin could not be loaded; `code` is `EXPORT_MISSING`, `LOAD_TIMEOUT`, a Node error code, or absent. */
+/** Why a plugin could not be loaded; `code` is `EXPORT_MISSING`, `LOAD_TIMEOUT`, `LINK_OUT_OF_REACH`, a Node error code, or absent. */
 export class PluginLoadError extends Error {
   override readonly name = 'PluginLoadError';
   constructor(
@@ -131,6 +131,13 @@ interface RunningCheck {
  * "Plugins run outside the server".
  */
 export async function loadIsolatedVerifier(options: IsolatedVerifierOptions): Promise<IsolatedVerifier> {
+  const link = linkOutOfReach(options.url);
+  if (link !== undefined) {
+    throw new PluginLoadError(
+      `${link} is a symbolic link out of the plugin's folder, which the plugin could read through: replace it with the file it points to`,
+      'LINK_OUT_OF_REACH',
+    );
+  }
   const plugin = new PluginHost(options);
   const descriptor = await plugin.start();
   const { checkType, options: validated, ...definition } = descriptor;

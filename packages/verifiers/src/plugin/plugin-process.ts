@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -171,6 +171,45 @@ export function readablePaths(file: string): string[] {
     if (path.dirname(dir) === dir) break;
   }
   return [...new Set(paths)];
+}
+
+/** How many entries of a plugin's folder {@link linkOutOfReach} looks at, at most. */
+const LINK_SCAN_MAX_ENTRIES = 20_000;
+
+/**
+ * A symbolic link in the plugin's own folder (its `node_modules` aside) that leads out of what
+ * the plugin may read, if there is one. Node's permission model checks the path a plugin asks
+ * for, not where a link in it leads, so such a link (shipped in a plugin's git checkout, say, to
+ * a conventional config or key path) would read past it. npm does not install links from a
+ * package's tarball; `node_modules` links come from workspaces and `npm link`, the operator's.
+ */
+export function linkOutOfReach(url: string): string | undefined {
+  const file = fileURLToPath(url);
+  const allowed = readablePaths(file).map((p) => realpathOr(p));
+  const inside = (target: string) =>
+    allowed.some((root) => target === root || target.startsWith(`${root}${path.sep}`));
+  const pending = [packageRoot(file) ?? path.dirname(file)];
+  let seen = 0;
+  while (pending.length > 0 && seen < LINK_SCAN_MAX_ENTRIES) {
+    const dir = pending.pop()!;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      seen++;
+      const full = path.join(dir, entry.name);
+      if (entry.isSymbolicLink()) {
+        if (!inside(realpathOr(full))) return full;
+      } else if (entry.isDirectory() && entry.name !== 'node_modules') pending.push(full);
+    }
+  }
+  return undefined;
+}
+
+function realpathOr(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    // A dangling link leads nowhere readable today, but may tomorrow: count it as out of reach.
+    return lstatSync(p, { throwIfNoEntry: false })?.isSymbolicLink() ? '/' : p;
+  }
 }
 
 /** `node_modules/name` or `node_modules/@scope/name` that holds `file`, if it is installed. */
