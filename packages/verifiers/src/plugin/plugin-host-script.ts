@@ -287,7 +287,10 @@ async function load(spec) {
   try {
     module = await import(spec.url);
   } catch (error) {
-    send({ type: 'load-failed', error: errorOut(error) });
+    const out = errorOut(error);
+    // The permission model names what it refused: say so, or "restricted" explains nothing.
+    if (error && error.code === 'ERR_ACCESS_DENIED' && error.resource) out.message += ' (reading ' + error.resource + ')';
+    send({ type: 'load-failed', error: out });
     return;
   }
   const exported = module[spec.exportName];

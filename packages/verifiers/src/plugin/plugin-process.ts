@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { type Dirent, existsSync, lstatSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -159,25 +159,75 @@ function permissionFlag(): string {
 
 /**
  * What the plugin may read: the package it belongs to when it is installed in `node_modules`,
- * else the folder of the plugin file; and each `node_modules` folder above that, where Node
- * resolves its dependencies. Nothing else: not the configuration, the data directory, `/proc`.
+ * else the folder of the plugin file and its package's `package.json` (Node reads its `type`);
+ * each `node_modules` folder above that, where Node resolves its dependencies; and, for a
+ * dependency linked into one of those (workspaces, `npm link`), where the link leads and the
+ * `node_modules` above it, since Node loads a module from its real path. Nothing else: not the
+ * configuration, the data directory, `/proc`.
  */
 export function readablePaths(file: string): string[] {
   const own = packageRoot(file) ?? path.dirname(file);
-  const paths = [own];
-  for (let dir = path.dirname(own); ; dir = path.dirname(dir)) {
-    const modules = path.join(dir, 'node_modules');
-    if (existsSync(modules)) paths.push(modules);
-    if (path.dirname(dir) === dir) break;
+  const paths = new Set([own]);
+  const manifest = nearestManifest(path.dirname(file));
+  if (manifest !== undefined && !manifest.startsWith(`${own}${path.sep}`)) paths.add(manifest);
+  const pending = [own];
+  const add = (target: string) => {
+    if (paths.has(target)) return;
+    paths.add(target);
+    pending.push(target);
+  };
+  while (pending.length > 0) {
+    const from = pending.pop()!;
+    for (const link of linksUnder(from).inModules) add(realpathOr(link));
+    for (const modules of modulesAbove(from)) {
+      if (paths.has(modules)) continue;
+      paths.add(modules);
+      for (const target of linkedPackages(modules)) add(target);
+    }
   }
-  return [...new Set(paths)];
+  paths.delete('/');
+  return [...paths];
 }
 
-/** How many entries of a plugin's folder {@link linkOutOfReach} looks at, at most. */
+function modulesAbove(dir: string): string[] {
+  const found: string[] = [];
+  for (let at = path.dirname(dir); ; at = path.dirname(at)) {
+    const modules = path.join(at, 'node_modules');
+    if (existsSync(modules)) found.push(modules);
+    if (path.dirname(at) === at) return found;
+  }
+}
+
+function nearestManifest(dir: string): string | undefined {
+  for (let at = dir; ; at = path.dirname(at)) {
+    const manifest = path.join(at, 'package.json');
+    if (existsSync(manifest)) return manifest;
+    if (path.dirname(at) === at) return undefined;
+  }
+}
+
+/** Where the packages linked into a `node_modules` folder (`name` or `@scope/name`) really are. */
+function linkedPackages(modules: string): string[] {
+  const targets: string[] = [];
+  const visit = (dir: string, scoped: boolean) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (!scoped && entry.name.startsWith('@') && entry.isDirectory()) visit(full, true);
+      else if (entry.isSymbolicLink() && !entry.name.startsWith('.')) {
+        const target = realpathOr(full);
+        if (target !== '/') targets.push(target);
+      }
+    }
+  };
+  visit(modules, false);
+  return targets;
+}
+
+/** How many entries of a folder the link scans look at, at most. */
 const LINK_SCAN_MAX_ENTRIES = 20_000;
 
 /**
- * A symbolic link in the plugin's own folder (its `node_modules` aside) that leads out of what
+ * A symbolic link in the plugin's own folder (its `node_modules` folders aside) that leads out of what
  * the plugin may read, if there is one. Node's permission model checks the path a plugin asks
  * for, not where a link in it leads, so such a link (shipped in a plugin's git checkout, say, to
  * a conventional config or key path) would read past it. npm does not install links from a
@@ -188,19 +238,32 @@ export function linkOutOfReach(url: string): string | undefined {
   const allowed = readablePaths(file).map((p) => realpathOr(p));
   const inside = (target: string) =>
     allowed.some((root) => target === root || target.startsWith(`${root}${path.sep}`));
-  const pending = [packageRoot(file) ?? path.dirname(file)];
+  return linksUnder(packageRoot(file) ?? path.dirname(file)).elsewhere.find(
+    (link) => !inside(realpathOr(link)),
+  );
+}
+
+/** The symbolic links under `root` (a bounded scan), by whether a `node_modules` folder holds them. */
+function linksUnder(root: string): { inModules: string[]; elsewhere: string[] } {
+  const found = { inModules: [] as string[], elsewhere: [] as string[] };
+  const pending: [string, boolean][] = [[root, false]];
   let seen = 0;
   while (pending.length > 0 && seen < LINK_SCAN_MAX_ENTRIES) {
-    const dir = pending.pop()!;
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const [dir, inModules] = pending.pop()!;
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
       seen++;
       const full = path.join(dir, entry.name);
-      if (entry.isSymbolicLink()) {
-        if (!inside(realpathOr(full))) return full;
-      } else if (entry.isDirectory() && entry.name !== 'node_modules') pending.push(full);
+      if (entry.isSymbolicLink()) (inModules ? found.inModules : found.elsewhere).push(full);
+      else if (entry.isDirectory()) pending.push([full, inModules || entry.name === 'node_modules']);
     }
   }
-  return undefined;
+  return found;
 }
 
 function realpathOr(p: string): string {
