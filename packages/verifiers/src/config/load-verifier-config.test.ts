@@ -367,7 +367,7 @@ describe('loadVerifierConfig', () => {
       });
     });
 
-    it("throws OPTIONS_INVALID at the field a plugin's own schema refuses, validated in its worker", async () => {
+    it("throws OPTIONS_INVALID at the field a plugin's own schema refuses, validated in its process", async () => {
       expect(
         await refusal({ verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), options: { board: 3 } }] }),
       ).toMatchObject({

@@ -367,6 +367,11 @@ describe("a plugin's channel to the server", () => {
     const next = await verify(registry, 'after');
     expect(next.checks[0]).toMatchObject({ status: 'pass', observed: 'answered' });
   });
+
+  it('well-framed messages with nonsense fields do not reach the server: its check still answers', async () => {
+    const outcome = await verify(await load('forgedMessages'));
+    expect(outcome.checks[0]).toMatchObject({ status: 'pass', observed: 'forged' });
+  });
 });
 
 describe("a plugin's folder", () => {

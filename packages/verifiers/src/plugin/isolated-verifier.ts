@@ -101,6 +101,8 @@ type FromPlugin =
     }
   | { type: 'pong' };
 
+const LOG_LEVELS: readonly string[] = ['debug', 'info', 'warn', 'error'];
+
 interface RunningCheck {
   child: ChildProcess;
   context: VerifierContext<unknown>;
@@ -323,7 +325,9 @@ class PluginHost {
         return;
       case 'log': {
         const check = this.checks.get(message.checkId);
-        if (check?.child === child) check.context.logger[message.level]?.(message.message, message.fields);
+        if (check?.child === child && LOG_LEVELS.includes(message.level)) {
+          check.context.logger[message.level](String(message.message), message.fields);
+        }
         return;
       }
       case 'pong': {

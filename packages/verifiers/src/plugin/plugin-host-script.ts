@@ -80,8 +80,9 @@ close(require('node:tty'), ['ReadStream', 'WriteStream'], NETWORK, 'tty');
 close(globalThis, ['fetch', 'WebSocket', 'EventSource'], NETWORK, 'globalThis');
 
 // 2. Other processes and threads, and the ways around the module system: a child process, a
-// worker or a loader thread would start with none of the above closed; the inspector can
-// reach into the host's own thread; bindings and native addons are below JavaScript.
+// worker or a loader thread would start with none of the above closed; the inspector listens on
+// the network; bindings and native addons are below JavaScript. The permission model refuses
+// most of these too; closing them here gives each the same typed code.
 close(require('node:child_process'), ['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork', 'ChildProcess'], PROCESS, 'child_process');
 close(require('node:worker_threads'), ['Worker'], PROCESS, 'worker_threads');
 close(require('node:cluster'), ['fork', 'setupPrimary', 'setupMaster'], PROCESS, 'cluster');

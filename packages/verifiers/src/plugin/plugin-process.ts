@@ -3,7 +3,7 @@ import { type Dirent, existsSync, lstatSync, readdirSync, readFileSync, realpath
 import type { Socket } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FrameReader, frame, PluginProtocolError } from './plugin-channel';
+import { FrameReader, frame } from './plugin-channel';
 import { PLUGIN_HOST_SCRIPT } from './plugin-host-script';
 
 /** How often a plugin process's resident memory is read. */
@@ -133,8 +133,9 @@ export function spawnPluginProcess(spec: PluginProcessSpec): PluginProcess {
         try {
           for (const message of reader.push(chunk)) handler(message);
         } catch (error) {
-          if (!(error instanceof PluginProtocolError)) throw error;
-          kill({ cause: 'protocol', message: error.message });
+          // A message the server cannot handle is the plugin's doing, whatever threw: it must
+          // not become an exception in the server's event loop.
+          kill({ cause: 'protocol', message: (error as Error).message });
         }
       });
     },
