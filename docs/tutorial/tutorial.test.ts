@@ -77,7 +77,7 @@ describe('the "Write your first verifier" tutorial', () => {
 
   describe('when its configuration is loaded', () => {
     it('registers the built verifier with a guarded fetch and its options', async () => {
-      // A plugin runs in a worker on plain Node, so the configuration names the built
+      // A plugin runs in a process of its own on plain Node, so the configuration names the built
       // order-shipped.js: build it as tsc would, next to a copy of the configuration, with the
       // dependencies an `npm install` would give it.
       const site = await mkdtemp(path.join(tmpdir(), 'vouch-tutorial-'));

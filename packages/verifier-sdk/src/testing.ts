@@ -4,7 +4,9 @@ export { exampleObservation, exampleProposal, fixedNow } from './testing/fixture
 export type {
   DescribeFn,
   InvalidOptionsCase,
+  IsolatedPlugin,
   ItFn,
+  PluginIsolation,
   TesterOutcome,
   VerifierTestCase,
   VerifierTestCases,

@@ -7,6 +7,8 @@ describe('@vouch/verifiers', () => {
     it('exports exactly these values', () => {
       expect(Object.keys(verifiers).sort()).toEqual([
         'BUILTIN_VERIFIERS',
+        'DEFAULT_PLUGIN_MEMORY_MB',
+        'PluginLoadError',
         'REDIS_READ_COMMANDS',
         'checkAddress',
         'createGuardedFetch',
@@ -17,6 +19,7 @@ describe('@vouch/verifiers', () => {
         'fileVerifier',
         'httpJsonVerifier',
         'isAllowListEntry',
+        'loadIsolatedVerifier',
         'loadVerifierConfig',
         'prometheusVerifier',
         'redisVerifier',

@@ -14,6 +14,10 @@ export type { AddressPolicy, AddressVerdict } from './net/address-policy';
 export { checkAddress, isAllowListEntry } from './net/address-policy';
 export type { GuardedFetchOptions, ResolveHost } from './net/guarded-fetch';
 export { createGuardedFetch, resolvePinnedAddress } from './net/guarded-fetch';
+/** A third-party plugin in a process of its own, as the server runs it (and `VerifierTester`'s `isolate`). */
+export type { IsolatedVerifier, IsolatedVerifierOptions } from './plugin/isolated-verifier';
+export { DEFAULT_PLUGIN_MEMORY_MB, loadIsolatedVerifier, PluginLoadError } from './plugin/isolated-verifier';
+export type { PluginUser } from './plugin/plugin-process';
 /** `prometheus`: an instant PromQL query judged with CEL conditions. */
 export type { PrometheusOptions } from './prometheus/prometheus-options';
 export { prometheusVerifier } from './prometheus/prometheus-verifier';

@@ -51,7 +51,7 @@ describe('plugin isolation, over HTTP', () => {
         verifiers: [
           entry('globalFetch', 'ticket.closed'),
           entry('spinner', 'spin', { timeoutMs: 1_000 }),
-          entry('memoryHog', 'hog', { memoryMb: 32, timeoutMs: 30_000 }),
+          entry('memoryHog', 'hog', { memoryMb: 64, timeoutMs: 30_000 }),
           entry('spinner', 'plain', { name: 'answers' }),
         ],
       }),

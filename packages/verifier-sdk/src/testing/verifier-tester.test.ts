@@ -308,3 +308,37 @@ describe('VerifierTester', () => {
     });
   });
 });
+
+describe('VerifierTester with isolate', () => {
+  it('runs every case and conformance check through the plugin `isolate` loads, with the case options, and closes each', async () => {
+    const loaded: unknown[] = [];
+    let open = 0;
+    let ran = 0;
+    const tester = new VerifierTester({
+      abortGraceMs: 200,
+      isolate: async (options) => {
+        loaded.push(options);
+        open++;
+        const verifier = {
+          ...ticketClosed,
+          check: (context: Parameters<typeof ticketClosed.check>[0]) => {
+            ran++;
+            return ticketClosed.check(context);
+          },
+        };
+        return { verifier, close: async () => void open-- };
+      },
+    });
+    const outcomes = await tester.verify(ticketClosed, {
+      pass: [{ name: 'a closed ticket', proposal: target('T-1'), options: { source: 'isolated' } }],
+      fail: [{ name: 'an open ticket', proposal: target('T-2'), options: { source: 'isolated' } }],
+    });
+    expect(outcomes.filter((o) => !o.ok)).toEqual([]);
+    // Two cases, then the JSON, mutation and (twice per case) abort conformance runs.
+    expect(loaded).toHaveLength(2 + 2 + 2 + 4);
+    expect(loaded.every((options) => (options as { source: string }).source === 'isolated')).toBe(true);
+    expect(ran).toBe(loaded.length);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(open).toBe(0);
+  });
+});

@@ -62,6 +62,18 @@ export interface VerifierTestCases {
   invalidOptions?: readonly InvalidOptionsCase[];
 }
 
+/** A verifier running where the server runs plugins, and how to stop it. */
+export interface IsolatedPlugin {
+  verifier: AnyVerifier;
+  close(): Promise<void>;
+}
+
+/**
+ * Loads the plugin under test with a case's options into the server's plugin isolation, e.g.
+ * `(options) => loadIsolatedVerifier({ url, exportName, options })` from `@vouch/verifiers`.
+ */
+export type PluginIsolation = (options: unknown) => Promise<IsolatedPlugin>;
+
 /** How the tester runs cases. */
 export interface VerifierTesterConfig {
   /** Test-framework hooks; default to `VerifierTester.describe`/`.it`, then global `describe`/`it`. */
@@ -76,6 +88,13 @@ export interface VerifierTesterConfig {
   now?: () => Date;
   /** How long a verifier may take to settle once its signal aborts (default 1000 ms). */
   abortGraceMs?: number;
+  /**
+   * Run every case and conformance test in the production isolation instead of in this process:
+   * the plugin then meets what it meets in the server (no network of its own, no environment,
+   * no files outside its folder), so a plugin that calls the global `fetch` fails here as it
+   * would there. The verifier given to `run` still supplies the definition (id, handles, options).
+   */
+  isolate?: PluginIsolation;
 }
 
 /** The result of one generated test when run without a test framework. */
@@ -162,6 +181,21 @@ export class VerifierTester {
 
   /** Run one case through the real host and return the recorded checks (no expectation applied). */
   async runCase(verifier: AnyVerifier, testCase: VerifierTestCase): Promise<Check[]> {
+    const plugin = await this.#load(verifier, testCase);
+    try {
+      return await this.#runCase(plugin.verifier, testCase);
+    } finally {
+      await plugin.close();
+    }
+  }
+
+  /** The verifier to run a case against: itself, or the plugin loaded into the isolation with the case's options. */
+  async #load(verifier: AnyVerifier, testCase: VerifierTestCase): Promise<IsolatedPlugin> {
+    if (this.#config.isolate === undefined) return { verifier, close: async () => {} };
+    return this.#config.isolate(testCase.options);
+  }
+
+  async #runCase(verifier: AnyVerifier, testCase: VerifierTestCase): Promise<Check[]> {
     const input = this.#input(verifier, testCase);
     const registry = createVerifierRegistry([
       {
@@ -221,7 +255,7 @@ export class VerifierTester {
     });
     conformance('returns plain canonicalizable JSON that names its source', async () => {
       for (const { c, label } of all) {
-        const returned = await this.#direct(verifier, c, new AbortController().signal).result;
+        const returned = await (await this.#direct(verifier, c, new AbortController().signal)).result;
         if (returned === THREW) continue;
         const issue = findJsonIssue(returned);
         const checks = toChecks(returned, { name: 'conformance' }, null);
@@ -238,7 +272,7 @@ export class VerifierTester {
     });
     conformance('does not mutate its inputs', async () => {
       for (const { c, label } of all) {
-        const run = this.#direct(verifier, c, new AbortController().signal);
+        const run = await this.#direct(verifier, c, new AbortController().signal);
         await run.result;
         const changed = (['proposal', 'observation', 'postcondition', 'options'] as const).find(
           (key) => !isDeepStrictEqual(run.inputs[key], run.originals[key]),
@@ -254,8 +288,8 @@ export class VerifierTester {
         before.abort(new VerifierError('VERIFIER_ABORTED', 'aborted before the check started'));
         const during = new AbortController();
         const runs = [
-          { when: 'before it started', run: this.#direct(verifier, c, before.signal) },
-          { when: 'while it ran', run: this.#direct(verifier, c, during.signal) },
+          { when: 'before it started', run: await this.#direct(verifier, c, before.signal) },
+          { when: 'while it ran', run: await this.#direct(verifier, c, during.signal) },
         ];
         setImmediate(() =>
           during.abort(new VerifierError('VERIFIER_ABORTED', 'aborted while the check ran')),
@@ -364,9 +398,12 @@ export class VerifierTester {
 
   /**
    * Call `check()` directly, as the host would but with plain (unfrozen) copies, so that
-   * conformance tests can see mutations and time the reaction to an abort.
+   * conformance tests can see mutations and time the reaction to an abort. With `isolate`, the
+   * plugin is loaded first (its start-up is not the check's) and stopped once the check settles.
    */
-  #direct(verifier: AnyVerifier, testCase: VerifierTestCase, cancel: AbortSignal) {
+  async #direct(definition: AnyVerifier, testCase: VerifierTestCase, cancel: AbortSignal) {
+    const plugin = await this.#load(definition, testCase);
+    const verifier = plugin.verifier;
     const input = this.#input(verifier, testCase);
     const timeoutMs = testCase.timeoutMs ?? verifier.timeoutMs ?? DEFAULT_VERIFIER_TIMEOUT_MS;
     // Like the host: the signal also fires at the deadline.
@@ -404,6 +441,7 @@ export class VerifierTester {
     // off, so give up on it the same way (the abort conformance test reports it on `raw`).
     const grace = this.#config.abortGraceMs ?? 1_000;
     const result = Promise.race([raw, delay(timeoutMs + grace).then(() => THREW)]);
+    void result.then(() => plugin.close());
     return { raw, result, inputs, originals };
   }
 }

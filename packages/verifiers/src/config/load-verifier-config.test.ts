@@ -366,8 +366,14 @@ describe('loadVerifierConfig', () => {
         'file',
       ],
       [
-        'a memory limit below 16 MB',
-        { verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), memoryMb: 8, options: { board: 'x' } }] },
+        'a user for a built-in, which runs in the server',
+        { verifiers: [{ use: 'file', user: { uid: 65534, gid: 65534 }, options: { roots: ['/r'] } }] },
+        '/verifiers/0/user',
+        'file',
+      ],
+      [
+        'a memory limit below 64 MB (Node itself takes about 45 MB resident)',
+        { verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), memoryMb: 32, options: { board: 'x' } }] },
         '/verifiers/0/memoryMb',
         undefined,
       ],
@@ -449,7 +455,7 @@ describe('loadVerifierConfig', () => {
       });
     });
 
-    it("throws OPTIONS_INVALID at the field a plugin's own schema refuses, validated in its worker", async () => {
+    it("throws OPTIONS_INVALID at the field a plugin's own schema refuses, validated in its process", async () => {
       expect(
         await refusal({ verifiers: [{ use: fixture('acme-ticket-verifier.mjs'), options: { board: 3 } }] }),
       ).toMatchObject({

@@ -54,7 +54,7 @@ export interface LoadedVerifierConfig {
   registry: VerifierRegistry;
   /** Grants by connection name. */
   connections: Readonly<Record<string, FetchGrant | SqlGrant | RedisGrant>>;
-  /** Close every database pool the configuration opened, and stop its plugins' workers. */
+  /** Close every database pool the configuration opened, and stop its plugins' processes. */
   close(): Promise<void>;
 }
 
@@ -70,8 +70,8 @@ export function defineVerifierConfig(config: VerifierConfigInput): VerifierConfi
  * into the file, e.g. `/verifiers/1/options/url`): `CONFIG_NOT_FOUND`, `CONFIG_INVALID`, or
  * the registry's own `OPTIONS_INVALID` / `VERIFIER_INVALID` / `VERIFIER_API_UNSUPPORTED` /
  * `VERIFIER_DUPLICATE`. Nothing connects until a verifier runs. A plugin named by path or
- * package is imported in a worker thread of its own, with no network but its grants (see
- * `loadIsolatedVerifier`); `close()` stops those workers too.
+ * package is imported in a process of its own, with no network but its grants (see
+ * `loadIsolatedVerifier`); `close()` stops those processes too.
  *
  * @example
  * const { registry, close } = await loadVerifierConfig('vouch.config.json');
@@ -257,7 +257,7 @@ async function readConfig(file: string): Promise<unknown> {
 
 /**
  * A verifier object (from a `.ts` configuration) or a built-in is host code and runs in this
- * process; a plugin named by path or package runs in a worker of its own (see
+ * process; a plugin named by path or package runs in a process of its own (see
  * `loadIsolatedVerifier`), whose stopper is added to `opened`.
  */
 async function loadVerifier(
@@ -275,6 +275,11 @@ async function loadVerifier(
         '/memoryMb',
         'a verifier object runs in the server; memoryMb limits a plugin named by path or package',
       );
+    if (entry.user !== undefined)
+      fail(
+        '/user',
+        'a verifier object runs in the server; user applies to a plugin named by path or package',
+      );
     return entry.use as AnyVerifier;
   }
   const builtin = BUILTIN_VERIFIERS[entry.use];
@@ -282,6 +287,8 @@ async function loadVerifier(
     if (entry.export !== undefined) fail('/export', 'built-in verifiers have no exports to choose from');
     if (entry.memoryMb !== undefined)
       fail('/memoryMb', 'built-in verifiers run in the server; memoryMb limits a plugin');
+    if (entry.user !== undefined)
+      fail('/user', 'built-in verifiers run in the server; user applies to a plugin');
     return builtin;
   }
   const specifier = entry.use;
@@ -299,6 +306,7 @@ async function loadVerifier(
       exportName,
       options: entry.options,
       ...(entry.memoryMb !== undefined ? { memoryMb: entry.memoryMb } : {}),
+      ...(entry.user !== undefined ? { user: entry.user } : {}),
     });
   } catch (error) {
     if (!(error instanceof PluginLoadError)) throw error;

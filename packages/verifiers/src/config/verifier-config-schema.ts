@@ -91,8 +91,13 @@ const entry = z
     /** Named connections this verifier may use: at most one database (postgres or mysql), one redis and one http. */
     connection: z.union([connectionName, z.array(connectionName).min(1)]).optional(),
     timeoutMs: z.number().int().optional(),
-    /** A plugin named by path or package runs in a worker thread with this heap limit in MB (default 128). */
-    memoryMb: z.number().int().min(16).max(4096).optional(),
+    /** A plugin named by path or package runs in a process of its own; its resident-memory limit in MB, Buffers included (default 128). */
+    memoryMb: z.number().int().min(64).max(4096).optional(),
+    /** Run the plugin's process as this user and group (for a server that runs as root). */
+    user: z
+      .object({ uid: z.number().int().min(0), gid: z.number().int().min(0) })
+      .strict()
+      .optional(),
     /** Read each postcondition more than once; the verifier SDK checks ranges at registration. */
     measurement: measurementPolicy.optional(),
     /** The named system its checks read (default: its one connection's name); judged for independence. */

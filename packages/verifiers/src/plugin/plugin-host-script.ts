@@ -1,14 +1,31 @@
 /**
- * The program a plugin worker runs (CommonJS, started with `eval: true` so it needs no file of
- * its own next to the built package). It closes every way to the network and to other
- * processes that Node offers plain JavaScript, and only then imports the plugin; the plugin's
- * `fetch`, `sql` and `redis` are proxies that ask the host over the worker's port, where the
- * SSRF guard and the configured connections apply. See `isolated-verifier.ts` for the protocol.
+ * The program a plugin's process runs first (CommonJS, passed with `--eval` so it needs no file
+ * of its own, and no read permission, next to the built package). Node's permission model
+ * already refuses files outside the plugin's folder, child processes, workers and native addons;
+ * this closes what that model leaves open: the network (Node 20 has no network permission) and
+ * every way to signal or reprioritise another process (`process.kill`, `process._kill`,
+ * `process._debugProcess`, `os.setPriority`). Only then does it import the plugin, named in the
+ * first message from the server. The plugin's `fetch`, `sql` and `redis` are proxies that ask
+ * the server over the channel on descriptor 3, where the SSRF guard and the configured connections apply.
+ * See `isolated-verifier.ts` for the protocol.
  */
-export const PLUGIN_WORKER_SCRIPT = String.raw`
+export const PLUGIN_HOST_SCRIPT = String.raw`
 'use strict';
-const { parentPort, workerData } = require('node:worker_threads');
 const { syncBuiltinESMExports } = require('node:module');
+const v8 = require('node:v8');
+// The channel to the server, descriptor 3, opened before net is closed: the only way out.
+// Frames are a 4-byte big-endian length and V8's serialization (see plugin-channel.ts).
+const channel = new (require('node:net').Socket)({ fd: 3, readable: true, writable: true });
+function send(message) {
+  const body = v8.serialize(message);
+  const head = Buffer.alloc(4);
+  head.writeUInt32BE(body.length);
+  channel.write(Buffer.concat([head, body]));
+}
+// Node makes stdout and stderr on first use, with net.Socket: make them now, before net is
+// closed, or the plugin's first console.error would throw.
+void process.stdout;
+void process.stderr;
 
 class PluginCapabilityDenied extends Error {
   constructor(code, what) {
@@ -63,14 +80,22 @@ close(require('node:tty'), ['ReadStream', 'WriteStream'], NETWORK, 'tty');
 close(globalThis, ['fetch', 'WebSocket', 'EventSource'], NETWORK, 'globalThis');
 
 // 2. Other processes and threads, and the ways around the module system: a child process, a
-// worker or a loader thread would start with none of the above closed; the inspector can
-// reach into the host's own thread; bindings and native addons are below JavaScript.
+// worker or a loader thread would start with none of the above closed; the inspector listens on
+// the network; bindings and native addons are below JavaScript. The permission model refuses
+// most of these too; closing them here gives each the same typed code.
 close(require('node:child_process'), ['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork', 'ChildProcess'], PROCESS, 'child_process');
 close(require('node:worker_threads'), ['Worker'], PROCESS, 'worker_threads');
 close(require('node:cluster'), ['fork', 'setupPrimary', 'setupMaster'], PROCESS, 'cluster');
 close(require('node:inspector'), ['open', 'Session', 'url', 'waitForDebugger'], PROCESS, 'inspector');
 close(require('node:module'), ['register'], PROCESS, 'module');
-close(process, ['binding', '_linkedBinding', 'dlopen', 'kill', 'execve'], PROCESS, 'process');
+// Signals: Node's permission model does not cover process.kill, and _kill is the raw binding
+// under it. _debugProcess(pid) sends SIGUSR1, which opens the inspector of the target (the
+// server); setPriority renices any process this uid may touch. The uid switches are closed so
+// that a plugin run as root cannot become someone else, and process.binding is closed even
+// though the permission model refuses it already.
+close(process, ['binding', '_linkedBinding', 'dlopen', 'kill', '_kill', '_debugProcess', '_debugEnd', 'execve',
+  'setuid', 'setgid', 'seteuid', 'setegid', 'setgroups', 'initgroups'], PROCESS, 'process');
+close(require('node:os'), ['setPriority'], PROCESS, 'os');
 syncBuiltinESMExports();
 
 // 3. Talk to the host.
@@ -95,9 +120,6 @@ function errorIn(shape) {
   if (shape.code !== undefined) error.code = shape.code;
   if (shape.evidence !== undefined) error.evidence = shape.evidence;
   return error;
-}
-function send(message, transfer) {
-  parentPort.postMessage(message, transfer);
 }
 
 function ask(checkId, grant, args, signal) {
@@ -195,7 +217,7 @@ async function runCheck(id, input) {
     try {
       send({ type: 'result', id, ok: true, value });
     } catch (error) {
-      send({ type: 'result', id, ok: false, error: { name: 'ResultNotTransferable', message: 'the verifier returned a value that cannot leave its worker: ' + error.message } });
+      send({ type: 'result', id, ok: false, error: { name: 'ResultNotTransferable', message: 'the verifier returned a value that cannot leave its process: ' + error.message } });
     }
   } catch (error) {
     send({ type: 'result', id, ok: false, error: errorOut(error) });
@@ -204,8 +226,29 @@ async function runCheck(id, input) {
   }
 }
 
-parentPort.on('message', (message) => {
-  if (message.type === 'check') void runCheck(message.id, message.context);
+let loading = false;
+let chunks = [];
+let size = 0;
+channel.on('data', (chunk) => {
+  chunks.push(chunk);
+  size += chunk.length;
+  for (;;) {
+    if (size < 4) return;
+    if (chunks[0].length < 4) chunks = [Buffer.concat(chunks, size)];
+    const length = chunks[0].readUInt32BE(0);
+    // Joined only once the whole frame is there: a fetch body arrives in many chunks.
+    if (size < 4 + length) return;
+    const all = Buffer.concat(chunks, size);
+    chunks = [all.subarray(4 + length)];
+    size = all.length - 4 - length;
+    onMessage(v8.deserialize(all.subarray(4, 4 + length)));
+  }
+});
+function onMessage(message) {
+  if (message.type === 'load' && !loading) {
+    loading = true;
+    void load(message);
+  } else if (message.type === 'check') void runCheck(message.id, message.context);
   else if (message.type === 'abort') checks.get(message.id)?.abort(errorIn(message.reason));
   else if (message.type === 'reply') {
     const call = calls.get(message.id);
@@ -215,7 +258,10 @@ parentPort.on('message', (message) => {
     if (message.ok) call.resolve(message.value);
     else call.reject(errorIn(message.error));
   } else if (message.type === 'ping') send({ type: 'pong' });
-});
+}
+// The server is gone (or closed the plugin): so is the plugin.
+channel.on('close', () => process.exit(0));
+channel.on('error', () => process.exit(0));
 
 // 4. Load the plugin, and describe it to the host, which validates it as it does a built-in.
 function optionsResult(schema, options) {
@@ -237,15 +283,18 @@ function optionsResult(schema, options) {
   return { value: result.value };
 }
 
-(async () => {
+async function load(spec) {
   let module;
   try {
-    module = await import(workerData.url);
+    module = await import(spec.url);
   } catch (error) {
-    send({ type: 'load-failed', error: errorOut(error) });
+    const out = errorOut(error);
+    // The permission model names what it refused: say so, or "restricted" explains nothing.
+    if (error && error.code === 'ERR_ACCESS_DENIED' && error.resource) out.message += ' (reading ' + error.resource + ')';
+    send({ type: 'load-failed', error: out });
     return;
   }
-  const exported = module[workerData.exportName];
+  const exported = module[spec.exportName];
   if (typeof exported !== 'object' || exported === null || Array.isArray(exported)) {
     send({ type: 'load-failed', error: { name: 'Error', message: 'no verifier', code: 'EXPORT_MISSING' } });
     return;
@@ -256,11 +305,11 @@ function optionsResult(schema, options) {
     if (exported[key] !== undefined) descriptor[key] = exported[key];
   }
   descriptor.checkType = typeof exported.check;
-  descriptor.options = exported.options === undefined ? undefined : optionsResult(exported.options, workerData.options) || { notSchema: true };
+  descriptor.options = exported.options === undefined ? undefined : optionsResult(exported.options, spec.options) || { notSchema: true };
   try {
     send({ type: 'ready', descriptor });
   } catch (error) {
     send({ type: 'load-failed', error: { name: 'Error', message: 'its definition cannot be described to the host: ' + error.message } });
   }
-})();
+}
 `;
