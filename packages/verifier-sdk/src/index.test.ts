@@ -8,6 +8,7 @@ describe('@vouch/verifier-sdk', () => {
     it('exports exactly these values', () => {
       expect(Object.keys(sdk).sort()).toEqual([
         'DEFAULT_VERIFIER_TIMEOUT_MS',
+        'MAX_CHECK_RESULT_BYTES',
         'MAX_MEASUREMENT_COUNT',
         'MAX_MEASUREMENT_MS',
         'MAX_VERIFIER_TIMEOUT_MS',
@@ -15,10 +16,13 @@ describe('@vouch/verifier-sdk', () => {
         'VERIFIER_API_VERSION',
         'VERIFIER_ERROR_CODES',
         'VerifierError',
+        'answeredConditions',
         'answeredPostcondition',
+        'assessAllowedVerifier',
         'assessIndependence',
         'assessMeasurements',
         'combinePostconditions',
+        'countedStatus',
         'createVerifierRegistry',
         'defineVerifier',
         'delaysVerification',
