@@ -305,6 +305,8 @@ export const hostCheckSchema = z.object({
   name: z.string(),
   /** The postcondition (or precondition) this check answers. */
   postcondition: z.string(),
+  /** The params of the postcondition it answers (absent on checks recorded before #32). */
+  params: jsonObjectSchema.optional(),
   status: checkStatusSchema,
   source: z.string().nullable(),
   observed: jsonValueSchema,

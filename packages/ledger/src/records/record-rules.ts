@@ -23,10 +23,12 @@ import type {
   ToolRecord,
   VerificationRecord,
 } from './types';
+import type { DeclaredCondition } from '@vouch/verifier-sdk';
 import {
-  declaredNames,
+  declaredConditions,
   independenceOf,
   isAuditedParty,
+  legacyRecordStatus,
   recordProof,
   unassessedCheck,
 } from './verification-status';
@@ -92,7 +94,7 @@ interface ProposalState {
   payloadHash: string;
   serverId: string;
   toolName: string;
-  declared: string[];
+  declared: DeclaredCondition[];
   decision?: { verdict: DecisionRecord['verdict']; authorized: string | null };
   /** Until it is decided: what the built-in policy decides for it (see `deriveDecision`). */
   derived?: DerivedDecision;
@@ -219,7 +221,7 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
         payloadHash: r.payload_hash,
         serverId: r.server_id,
         toolName: r.tool_name,
-        declared: declaredNames(r),
+        declared: declaredConditions(r),
         derived: deriveDecision(
           shown ?? r,
           shown !== null,
@@ -426,7 +428,6 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
         r.checks,
         independenceOf(
           { server_id: proposal.serverId },
-          { result_source: proposal.observation.resultSource ?? undefined },
           tools.get(toolKey(proposal.serverId, proposal.toolName))?.writes,
         ),
         'whole',
@@ -439,7 +440,9 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
         );
       }
       const proof = recordProof(r, proposal.declared);
-      if (proof.status !== r.status) {
+      // A record written before a failure always counted may state the status of that rule;
+      // every read counts it by the current one (see `legacyRecordStatus`).
+      if (proof.status !== r.status && legacyRecordStatus(r, proposal.declared) !== r.status) {
         report(event, 'STATUS_NOT_DERIVED', `states ${r.status}, its checks give ${proof.status}`);
       }
       const supersedes = r.supersedes ?? [];

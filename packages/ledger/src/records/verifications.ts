@@ -1,4 +1,5 @@
-import { assessIndependence } from '@vouch/verifier-sdk';
+import { canonicalIdentity } from '@vouch/audit';
+import { answeredConditions, assessAllowedVerifier, assessIndependence } from '@vouch/verifier-sdk';
 import { LedgerError } from '../errors';
 import { parseInput, verificationInputSchema } from './inputs';
 import type { RecordContext } from './record-context';
@@ -8,12 +9,14 @@ import { mustGetProposal, notFound, type RecordsRuntime } from './records-runtim
 import type { VerificationCheck, VerificationRecord } from './types';
 import {
   assertSupersession,
+  declaredConditions,
   type EffectiveVerification,
   effectiveVerification,
   independenceOf,
   isAuditedParty,
   toVerificationRecord,
 } from './verification-status';
+import { verificationInputBytes } from './verification-input';
 
 export interface RecordVerificationOptions {
   /**
@@ -53,8 +56,9 @@ export async function recordVerification(
   }
   const input = parseInput(verificationInputSchema, body, {
     what: 'verification',
-    maxBytes: runtime.settings.maxInputBytes,
+    maxBytes: verificationInputBytes(body, runtime.settings.maxInputBytes, options),
   });
+  if (!options.checksRunByServer) refuseHostFields(input.checks);
   const settleSeconds = runtime.settings.unknownOutcomeSettleSeconds;
   return runtime.run(ctx, recordKeys.verify(input.observation_id), async (tx) => {
     const observation = await tx.reads.observationById(input.observation_id);
@@ -71,17 +75,25 @@ export async function recordVerification(
     // reads a system the tool writes to counts, marked `readsWrittenSystem`.
     const selfReported =
       !options.checksRunByServer && isAuditedParty(ctx.caller.identity, proposal, observation);
-    const independence = independenceOf(proposal, observation, tool?.writes);
+    const independence = independenceOf(proposal, tool?.writes);
     const writerOf = (check: { source?: unknown }) =>
       selfReported && typeof check.source === 'string'
         ? { ...independence, writer: [...independence.writer, check.source] }
         : independence;
+    // A pass proves a condition only from a verifier its `verifiers` list allows.
+    const declared = declaredConditions(proposal);
+    const allowed = { recordedBy: ctx.caller.identity, identity: canonicalIdentity };
+    const assess = (check: VerificationCheck) => {
+      const counted = assessIndependence(check, writerOf(check));
+      const answers = answeredConditions(counted, declared).map((i) => declared[i]!);
+      return assessAllowedVerifier(counted, answers, allowed);
+    };
     const now = tx.time();
     const verification = toVerificationRecord({
       id: newId('ver'),
       observation,
       proposal,
-      checks: input.checks.map((c) => assessIndependence(c, writerOf(c))) as VerificationCheck[],
+      checks: (input.checks as VerificationCheck[]).map(assess),
       verifier: ctx.caller.identity,
       verifiedAt: now,
       settleSeconds,
@@ -101,3 +113,24 @@ export async function recordVerification(
     };
   });
 }
+
+/**
+ * An external verifier's check speaks for the identity that posts it: it may not carry the
+ * field only the server's own verifier host writes: `verifier`, which names the configured
+ * verifier a check came from, and which a condition's `verifiers` list may allow.
+ *
+ * @throws LedgerError `VERIFICATION_INVALID` with `details.field`.
+ */
+function refuseHostFields(checks: readonly Record<string, unknown>[]): void {
+  checks.forEach((check, index) => {
+    const field = HOST_FIELDS.find((key) => check[key] !== undefined);
+    if (field === undefined) return;
+    throw new LedgerError(
+      'VERIFICATION_INVALID',
+      `check ${index} carries \`${field}\`, which only the server's verifier host records: an external verifier's checks speak for the identity that posts them`,
+      { details: { field: `/checks/${index}/${field}` } },
+    );
+  });
+}
+
+const HOST_FIELDS = ['verifier'] as const;
