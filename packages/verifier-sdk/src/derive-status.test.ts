@@ -70,7 +70,13 @@ describe('deriveStatus', () => {
     it.each(['NOT_INDEPENDENT', 'SOURCE_MISSING', 'RESULT_INVALID'])(
       'counts it as failed (reason %s)',
       (reason) => {
-        const stored = { name: 'x', status: 'inconclusive', source: 'payments-mcp', reason, reported: 'fail' };
+        const stored = {
+          name: 'x',
+          status: 'inconclusive',
+          source: 'payments-mcp',
+          reason,
+          reported: 'fail',
+        };
         expect(deriveStatus([stored, check('pass')])).toBe('failed');
       },
     );
@@ -185,7 +191,11 @@ describe('assessIndependence', () => {
 
   describe('when a stored check was downgraded under the earlier rule', () => {
     it('leaves it as stored (idempotent)', () => {
-      const stored = { ...check('inconclusive', 'payments-mcp'), reason: 'NOT_INDEPENDENT', reported: 'fail' };
+      const stored = {
+        ...check('inconclusive', 'payments-mcp'),
+        reason: 'NOT_INDEPENDENT',
+        reported: 'fail',
+      };
       expect(assessIndependence(stored, { writer: 'payments-mcp' })).toBe(stored);
     });
   });

@@ -68,12 +68,17 @@ export function assessIndependence<C extends StatusInput>(check: C, options?: Wr
   const canonical = options?.canonical ?? canonicalName;
   const source = typeof check.source === 'string' ? canonical(check.source).trim() : '';
   if (check.status === 'pass') {
-    if (source === '') return { ...check, status: 'inconclusive', reason: 'SOURCE_MISSING', reported: 'pass' };
+    if (source === '')
+      return { ...check, status: 'inconclusive', reason: 'SOURCE_MISSING', reported: 'pass' };
     if (namesOf(writersOf(options), canonical).includes(source)) {
       return { ...check, status: 'inconclusive', reason: 'NOT_INDEPENDENT', reported: 'pass' };
     }
   }
-  if (source !== '' && check.readsWrittenSystem !== true && namesOf(options?.writes, canonical).includes(source)) {
+  if (
+    source !== '' &&
+    check.readsWrittenSystem !== true &&
+    namesOf(options?.writes, canonical).includes(source)
+  ) {
     return { ...check, readsWrittenSystem: true };
   }
   return check;

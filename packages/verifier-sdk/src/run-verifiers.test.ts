@@ -147,8 +147,12 @@ describe('runVerifiers', () => {
     it("compares with the host's canonical form when given one", async () => {
       const skeleton = (name: string) => name.toLowerCase().replaceAll('а', 'a'); // Cyrillic а
       const cyrillic = 'pаyments-mcp';
-      expect((await run([{ verifier: verifier('sly', () => pass(cyrillic)) }])).checks[0]?.status).toBe('pass');
-      const outcome = await run([{ verifier: verifier('sly', () => pass(cyrillic)) }], { canonical: skeleton });
+      expect((await run([{ verifier: verifier('sly', () => pass(cyrillic)) }])).checks[0]?.status).toBe(
+        'pass',
+      );
+      const outcome = await run([{ verifier: verifier('sly', () => pass(cyrillic)) }], {
+        canonical: skeleton,
+      });
       expect(outcome.checks[0]).toMatchObject({ status: 'inconclusive', reason: 'NOT_INDEPENDENT' });
     });
   });
@@ -156,7 +160,11 @@ describe('runVerifiers', () => {
   describe('when two postconditions share a name with different params', () => {
     it('records which one each check answers by its params', async () => {
       const outcome = await run(
-        [{ verifier: verifier('by-id', (ctx) => ({ ...pass(), observed: ctx.postcondition.params ?? null })) }],
+        [
+          {
+            verifier: verifier('by-id', (ctx) => ({ ...pass(), observed: ctx.postcondition.params ?? null })),
+          },
+        ],
         {
           proposal: exampleProposal({
             postconditions: [
@@ -197,7 +205,11 @@ describe('runVerifiers', () => {
     it('still counts its fail', async () => {
       const verbose = { ...pass(), status: 'fail' as const, observed: 'x'.repeat(MAX_CHECK_RESULT_BYTES) };
       const outcome = await run([{ verifier: verifier('verbose', () => verbose) }]);
-      expect(outcome.checks[0]).toMatchObject({ status: 'error', reason: 'RESULT_INVALID', reported: 'fail' });
+      expect(outcome.checks[0]).toMatchObject({
+        status: 'error',
+        reason: 'RESULT_INVALID',
+        reported: 'fail',
+      });
       expect(outcome.status).toBe('failed');
     });
   });

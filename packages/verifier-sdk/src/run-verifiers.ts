@@ -1,6 +1,6 @@
+import { canonicalByteLength } from './canonical-text';
 import type { Check, CheckReason, CheckResult, CheckVerdict, DerivedStatus } from './check';
 import type { VerifierContext } from './define-verifier';
-import { canonicalByteLength } from './canonical-text';
 import { assessIndependence, deriveStatus } from './derive-status';
 import { isVerifierError, VerifierError } from './errors';
 import type { Grants } from './grants';
@@ -94,7 +94,9 @@ export async function runVerifiers(options: RunVerifiersOptions): Promise<Verifi
     const entries = options.registry.forPostcondition(postcondition.name, phase);
     if (entries.length === 0) return [Promise.resolve([noVerifier(postcondition)])];
     return entries.map((entry) =>
-      runMeasured(entry, frozenCopy(postcondition), shared).then((checks) => answering(checks, postcondition)),
+      runMeasured(entry, frozenCopy(postcondition), shared).then((checks) =>
+        answering(checks, postcondition),
+      ),
     );
   });
   const checks = (await Promise.all(perCondition.flat())).flat().map(assess);

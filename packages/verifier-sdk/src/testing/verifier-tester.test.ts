@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { CheckResult } from '../check';
 import { defineVerifier, VERIFIER_API_VERSION } from '../define-verifier';
-import { MAX_CHECK_RESULT_BYTES } from '../run-verifiers';
 import { sourceUnavailable } from '../errors';
+import { MAX_CHECK_RESULT_BYTES } from '../run-verifiers';
 import { VerifierTester } from './verifier-tester';
 
 // A tiny, well-behaved verifier: the "ticket store" is an in-memory map standing in for a source.
