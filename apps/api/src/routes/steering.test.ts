@@ -172,7 +172,7 @@ describe.each(testBackends())('verification the audited party cannot steer, on $
 
     it.each([
       ['Cyrillic а', `p${CYRILLIC_A}yments-mcp`],
-      ['Greek ο and upper case', 'PAYMENTS-MCP'.replace('O', '\u039f')],
+      ['Greek Α and upper case', 'P\u0391YMENTS-MCP'],
       ['zero-width space', 'payments\u200b-mcp'],
     ])('counts an external pass NOT_INDEPENDENT (%s)', async (_, source) => {
       const run = await executed([{ name: 'lookalike.refunded' }]);
