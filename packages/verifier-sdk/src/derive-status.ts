@@ -1,5 +1,5 @@
 import { canonicalText } from './canonical-text';
-import type { CheckVerdict, DerivedStatus } from './check';
+import type { DerivedStatus } from './check';
 
 /** The least a check needs for status derivation; the ledger's stored rows fit this shape. */
 export interface StatusInput {

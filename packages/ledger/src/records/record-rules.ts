@@ -6,6 +6,7 @@ import {
   sameIdentity,
 } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
+import type { DeclaredCondition } from '@vouch/verifier-sdk';
 import { getTableName } from 'drizzle-orm';
 import type { KeyAuthorityRule } from '../keys/key-history';
 import { approvalBoundsBreak } from '../policy/approval-validity';
@@ -23,7 +24,6 @@ import type {
   ToolRecord,
   VerificationRecord,
 } from './types';
-import type { DeclaredCondition } from '@vouch/verifier-sdk';
 import {
   declaredConditions,
   independenceOf,

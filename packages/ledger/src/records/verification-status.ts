@@ -102,7 +102,10 @@ export function legacyRecordStatus(
   declared: readonly DeclaredCondition[],
 ): VerificationStatus {
   if (record.held !== undefined) return 'inconclusive';
-  const asStored = record.checks.map((check) => ({ name: answeredPostcondition(check), status: check.status }));
+  const asStored = record.checks.map((check) => ({
+    name: answeredPostcondition(check),
+    status: check.status,
+  }));
   const names = declared.map((c) => (typeof c === 'string' ? c : c.name));
   return deriveDeclaredStatus(asStored, names).status;
 }
@@ -167,7 +170,10 @@ export function effectiveVerification(input: {
   const proofs = inEffect.map((record) => ({ id: record.id, proof: recordProof(record, declared) }));
   const shape = recordProof({ checks: [], verifier: '' }, declared).postconditions;
   const postconditions = shape.map(({ name, params }, i): PostconditionVerdict => {
-    const which = { name, ...(params === undefined ? {} : { params: params as PostconditionVerdict['params'] }) };
+    const which = {
+      name,
+      ...(params === undefined ? {} : { params: params as PostconditionVerdict['params'] }),
+    };
     const decided = (status: VerificationStatus) =>
       proofs.filter(({ proof }) => proof.postconditions[i]!.status === status).map(({ id }) => id);
     const failed = decided('failed');

@@ -7,6 +7,7 @@ import { recordKeys } from './record-keys';
 import { newId } from './record-transaction';
 import { mustGetProposal, notFound, type RecordsRuntime } from './records-runtime';
 import type { VerificationCheck, VerificationRecord } from './types';
+import { verificationInputBytes } from './verification-input';
 import {
   assertSupersession,
   declaredConditions,
@@ -16,7 +17,6 @@ import {
   isAuditedParty,
   toVerificationRecord,
 } from './verification-status';
-import { verificationInputBytes } from './verification-input';
 
 export interface RecordVerificationOptions {
   /**
