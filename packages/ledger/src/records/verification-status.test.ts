@@ -2,7 +2,7 @@ import { canonicalJson } from '@vouch/audit';
 import { describe, expect, it } from 'vitest';
 import { verificationCodec } from './codec';
 import type { VerificationRecord } from './types';
-import { effectiveVerification } from './verification-status';
+import { effectiveVerification, legacyRecordStatus } from './verification-status';
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const proposal = { postconditions: [{ name: 'refund.recorded' }, { name: 'customer.notified' }] };
@@ -196,6 +196,36 @@ describe('effectiveVerification under the rules of #32', () => {
         { name: 'refund.recorded', params: { refund_id: 're_1' }, status: 'inconclusive', decided_by: [] },
         { name: 'refund.recorded', params: { refund_id: 're_2' }, status: 'passed', decided_by: [a.id] },
       ]);
+    });
+  });
+});
+
+describe('legacyRecordStatus', () => {
+  describe('when a proposal with two postconditions of one name was verified before params counted', () => {
+    it('gives the status the earlier rule gave: one name-only pass proved the name', () => {
+      const two = [
+        { name: 'refund.recorded', params: { refund_id: 're_1' } },
+        { name: 'refund.recorded', params: { refund_id: 're_2' } },
+      ];
+      const old = record([['refund.recorded', 'pass']], { status: 'passed' });
+      expect(legacyRecordStatus(old, two)).toBe('passed');
+    });
+  });
+
+  describe('when a stored fail was downgraded under the earlier rule', () => {
+    it('gives inconclusive, as that rule did', () => {
+      const old = record([], {
+        checks: [
+          {
+            name: 'refund.recorded',
+            status: 'inconclusive',
+            source: 'x',
+            reason: 'NOT_INDEPENDENT',
+            reported: 'fail',
+          },
+        ],
+      });
+      expect(legacyRecordStatus(old, [{ name: 'refund.recorded' }])).toBe('inconclusive');
     });
   });
 });

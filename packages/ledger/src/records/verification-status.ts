@@ -105,6 +105,7 @@ export function legacyRecordStatus(
   const asStored = record.checks.map((check) => ({
     name: answeredPostcondition(check),
     status: check.status,
+    source: check.source,
   }));
   const names = declared.map((c) => (typeof c === 'string' ? c : c.name));
   return deriveDeclaredStatus(asStored, names).status;
