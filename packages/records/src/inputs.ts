@@ -196,7 +196,8 @@ export const observationInputSchema = z.strictObject({
   approval_request_id: nameInput.optional(),
   /**
    * Where `result` came from, when not from the tool's own answer (the default): the named
-   * system or channel the gateway read it from. A check sourced there is not independent.
+   * system or channel the gateway read it from. The gateway's claim: recorded and shown, never
+   * used to judge which check is independent (the operator's configuration decides that).
    */
   result_source: nameInput.optional(),
 });

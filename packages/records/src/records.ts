@@ -301,7 +301,7 @@ export const observationRecordSchema = z.object({
   started_at: timeSchema.nullable(),
   finished_at: timeSchema.nullable(),
   observed_at: timeSchema,
-  /** Where `result` came from when the gateway says it was not the tool's own answer; absent otherwise. */
+  /** Where `result` came from when the gateway says it was not the tool's own answer (its claim: it decides no check's independence); absent otherwise. */
   result_source: z.string().optional(),
   /** Only on an observation read back after a redaction: the keys of `result` that were erased (gone from `result`). */
   redacted: z.object({ result: z.array(z.string()) }).optional(),
@@ -358,6 +358,8 @@ export const hostCheckSchema = z.object({
   name: z.string(),
   /** The postcondition (or precondition) this check answers. */
   postcondition: z.string(),
+  /** The params of the postcondition it answers (absent on checks recorded before #32). */
+  params: jsonObjectSchema.optional(),
   status: checkStatusSchema,
   source: z.string().nullable(),
   observed: jsonValueSchema,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { timeSchema } from './fields';
+import { jsonObjectSchema, timeSchema } from './fields';
 import { verificationRecordSchema, verificationStatusSchema } from './records';
 
 /** Why a proposal's verification status is not definitive yet. */
@@ -18,6 +18,8 @@ export type VerificationStatusReason = z.output<typeof verificationStatusReasonS
 /** What the records in effect prove about one declared postcondition. */
 export const postconditionVerdictSchema = z.object({
   name: z.string(),
+  /** The declared postcondition's params, when it has any: two of one name are told apart by them. */
+  params: jsonObjectSchema.optional(),
   status: verificationStatusSchema,
   /** The records that decided it: those that failed it when failed, those that passed it when passed. */
   decided_by: z.array(z.string()),

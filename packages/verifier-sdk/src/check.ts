@@ -15,10 +15,12 @@ export type CheckStatus = CheckVerdict | 'error';
 export type CheckReason =
   /** No registered verifier handles the postcondition: "we did not look" is not "all is well". */
   | 'NO_VERIFIER'
-  /** The check's source is the tool itself or the channel its result came from. */
+  /** A pass whose source is the tool's own server (as the operator registered it): not independent. */
   | 'NOT_INDEPENDENT'
-  /** The check names no source, so nobody can tell whether it is independent. */
+  /** A pass that names no source, so nobody can tell whether it is independent. */
   | 'SOURCE_MISSING'
+  /** A pass from a verifier the postcondition's `verifiers` list does not include: it proves nothing. */
+  | 'VERIFIER_NOT_ALLOWED'
   /** The verifier needs a `fetch` or `sql` grant the host did not give it. */
   | 'GRANT_MISSING'
   /** The verifier could not read its source. */
@@ -33,7 +35,7 @@ export type CheckReason =
   | 'MEASUREMENT_UNDECIDED'
   /** The verifier threw something other than a source error. */
   | 'VERIFIER_CRASHED'
-  /** The verifier returned something that is not a canonicalizable check result. */
+  /** The verifier returned something that is not a canonicalizable check result, or one over `MAX_CHECK_RESULT_BYTES`. */
   | 'RESULT_INVALID'
   /** The options for this run did not validate. */
   | 'OPTIONS_INVALID'
@@ -95,6 +97,12 @@ export interface Check {
   name: string;
   /** The postcondition (or precondition) this check answers. */
   postcondition: string;
+  /**
+   * The params of the postcondition it answers: with `postcondition`, which one of the declared
+   * conditions it is (two of one name with different params are proven separately). The host
+   * sets it from the condition it ran the verifier for.
+   */
+  params?: JsonObject;
   status: CheckStatus;
   source: string | null;
   observed: JsonValue;

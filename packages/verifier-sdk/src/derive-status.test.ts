@@ -1,6 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { assessIndependence, deriveDeclaredStatus, deriveStatus } from './derive-status';
+import {
+  assessAllowedVerifier,
+  assessIndependence,
+  deriveDeclaredStatus,
+  deriveStatus,
+} from './derive-status';
 
 const check = (status: string, source: string | null = 'ledger-api') => ({ name: 'x', status, source });
 
@@ -50,10 +55,35 @@ describe('deriveStatus', () => {
       expect(deriveStatus([check('pass', 'payments-mcp')], { writer: 'payments-mcp' })).toBe('inconclusive');
     });
 
-    it('counts a fail as inconclusive too', () => {
-      expect(deriveStatus([check('fail', 'Payments-MCP ')], { writer: ['payments-mcp'] })).toBe(
-        'inconclusive',
-      );
+    it('counts a fail as failed: independence is what a pass needs, not a fail', () => {
+      expect(deriveStatus([check('fail', 'Payments-MCP ')], { writer: ['payments-mcp'] })).toBe('failed');
+    });
+  });
+
+  describe('when a fail names no source', () => {
+    it('is failed', () => {
+      expect(deriveStatus([check('fail', null)])).toBe('failed');
+    });
+  });
+
+  describe('when a stored check holds a fail downgraded under the earlier rule', () => {
+    it.each(['NOT_INDEPENDENT', 'SOURCE_MISSING', 'RESULT_INVALID'])(
+      'counts it as failed (reason %s)',
+      (reason) => {
+        const stored = {
+          name: 'x',
+          status: 'inconclusive',
+          source: 'payments-mcp',
+          reason,
+          reported: 'fail',
+        };
+        expect(deriveStatus([stored, check('pass')])).toBe('failed');
+      },
+    );
+
+    it('does not count a measured series that ended undecided as failed', () => {
+      const undecided = { ...check('inconclusive'), reason: 'MEASUREMENT_UNDECIDED', reported: 'fail' };
+      expect(deriveStatus([undecided])).toBe('inconclusive');
     });
   });
 
@@ -70,13 +100,11 @@ describe('deriveStatus', () => {
       source: fc.constantFrom('ledger-api', 'bank', 'writer', null),
     });
 
-    it('is failed exactly when some independent check failed', () => {
+    it('is failed exactly when some check failed, from whatever source', () => {
       fc.assert(
         fc.property(fc.array(anyCheck), (checks) => {
-          const independentFail = checks.some(
-            (c) => c.status === 'fail' && c.source !== null && c.source !== 'writer',
-          );
-          expect(deriveStatus(checks, { writer: 'writer' }) === 'failed').toBe(independentFail);
+          const failed = checks.some((c) => c.status === 'fail');
+          expect(deriveStatus(checks, { writer: 'writer' }) === 'failed').toBe(failed);
         }),
       );
     });
@@ -129,6 +157,46 @@ describe('assessIndependence', () => {
         status: 'inconclusive',
         reason: 'NOT_INDEPENDENT',
       });
+    });
+  });
+
+  describe('when the source is a look-alike of the writer', () => {
+    it.each([
+      ['case and spaces', ' PAYMENTS-MCP '],
+      ['zero-width joiner', 'payments\u200d-mcp'],
+      ['compatibility form', 'ｐａｙｍｅｎｔｓ-ｍｃｐ'],
+    ])('counts a pass NOT_INDEPENDENT (%s)', (_, source) => {
+      expect(assessIndependence(check('pass', source), { writer: 'payments-mcp' })).toMatchObject({
+        status: 'inconclusive',
+        reason: 'NOT_INDEPENDENT',
+      });
+    });
+
+    it("uses the host's canonical form for confusables (a Cyrillic а)", () => {
+      const skeleton = (name: string) => name.replaceAll('а', 'a');
+      const c = check('pass', 'pаyments-mcp');
+      expect(assessIndependence(c, { writer: 'payments-mcp' })).toBe(c);
+      expect(assessIndependence(c, { writer: 'payments-mcp', canonical: skeleton })).toMatchObject({
+        reason: 'NOT_INDEPENDENT',
+      });
+    });
+  });
+
+  describe('when a fail is read from the writer or names no source', () => {
+    it.each(['payments-mcp', null])('keeps it a fail (source %j)', (source) => {
+      const c = check('fail', source);
+      expect(assessIndependence(c, { writer: 'payments-mcp' })).toBe(c);
+    });
+  });
+
+  describe('when a stored check was downgraded under the earlier rule', () => {
+    it('leaves it as stored (idempotent)', () => {
+      const stored = {
+        ...check('inconclusive', 'payments-mcp'),
+        reason: 'NOT_INDEPENDENT',
+        reported: 'fail',
+      };
+      expect(assessIndependence(stored, { writer: 'payments-mcp' })).toBe(stored);
     });
   });
 
@@ -235,6 +303,130 @@ describe('deriveDeclaredStatus', () => {
           },
         ),
       );
+    });
+  });
+});
+
+describe('deriveDeclaredStatus with params', () => {
+  const declared = [
+    { name: 'refund.recorded', params: { refund_id: 're_1' } },
+    { name: 'refund.recorded', params: { refund_id: 're_2' } },
+  ];
+  const answering = (status: string, params?: unknown) => ({
+    name: 'refund.recorded',
+    status,
+    source: 'ledger-api',
+    ...(params === undefined ? {} : { params }),
+  });
+
+  describe('when one check answers one of two postconditions of the same name', () => {
+    it('proves only the one whose params it names', () => {
+      expect(deriveDeclaredStatus([answering('pass', { refund_id: 're_1' })], declared)).toEqual({
+        status: 'inconclusive',
+        postconditions: [
+          { name: 'refund.recorded', params: { refund_id: 're_1' }, status: 'passed' },
+          { name: 'refund.recorded', params: { refund_id: 're_2' }, status: 'inconclusive' },
+        ],
+        undeclared: [],
+      });
+    });
+
+    it('compares params as canonical JSON, and absent params as {}', () => {
+      const nested = [{ name: 'a', params: { x: { b: 1, a: 2 } } }, { name: 'b' }];
+      const checks = [
+        { name: 'a', status: 'pass', source: 's', params: { x: { a: 2, b: 1 } } },
+        { name: 'b', status: 'pass', source: 's', params: {} },
+      ];
+      expect(deriveDeclaredStatus(checks, nested).status).toBe('passed');
+    });
+  });
+
+  describe('when each is answered by its own check', () => {
+    it('is passed', () => {
+      const checks = [answering('pass', { refund_id: 're_2' }), answering('pass', { refund_id: 're_1' })];
+      expect(deriveDeclaredStatus(checks, declared).status).toBe('passed');
+    });
+  });
+
+  describe('when a check names params nobody declared', () => {
+    it('is undeclared', () => {
+      const result = deriveDeclaredStatus([answering('fail', { refund_id: 're_9' })], declared);
+      expect(result).toMatchObject({ status: 'inconclusive', undeclared: ['refund.recorded'] });
+    });
+  });
+
+  describe('when a check gives no params', () => {
+    it('answers the only postcondition of its name, as records before params did', () => {
+      expect(deriveDeclaredStatus([answering('pass')], [declared[0]!]).status).toBe('passed');
+    });
+
+    it('proves none of several of its name', () => {
+      expect(deriveDeclaredStatus([answering('pass'), answering('pass')], declared).status).toBe(
+        'inconclusive',
+      );
+    });
+
+    it('fails every one of its name', () => {
+      const result = deriveDeclaredStatus([answering('fail')], declared);
+      expect(result.postconditions.map((p) => p.status)).toEqual(['failed', 'failed']);
+    });
+  });
+});
+
+describe('deriveDeclaredStatus with verifiers', () => {
+  const declared = [{ name: 'refund.recorded', verifiers: ['ledger-reader', 'service:auditor'] }];
+  const by = (status: string, verifier?: string) => ({
+    name: 'refund.recorded',
+    status,
+    source: 'ledger-api',
+    ...(verifier === undefined ? {} : { verifier: { id: 'v', version: '1', apiVersion: 1, name: verifier } }),
+  });
+
+  describe('when a server-run check comes from an allowed verifier', () => {
+    it('proves it', () => {
+      expect(deriveDeclaredStatus([by('pass', 'Ledger-Reader')], declared).status).toBe('passed');
+    });
+  });
+
+  describe('when a pass comes from a verifier not in the list', () => {
+    it('proves nothing', () => {
+      expect(deriveDeclaredStatus([by('pass', 'other-reader')], declared).status).toBe('inconclusive');
+    });
+
+    it('judges an external check by the identity that recorded it', () => {
+      expect(deriveDeclaredStatus([by('pass')], declared, { recordedBy: 'service:auditor' }).status).toBe(
+        'passed',
+      );
+      expect(deriveDeclaredStatus([by('pass')], declared, { recordedBy: 'service:other' }).status).toBe(
+        'inconclusive',
+      );
+      expect(deriveDeclaredStatus([by('pass')], declared).status).toBe('inconclusive');
+    });
+  });
+
+  describe('when a fail comes from a verifier not in the list', () => {
+    it('still fails it', () => {
+      expect(deriveDeclaredStatus([by('fail', 'other-reader')], declared).status).toBe('failed');
+    });
+  });
+});
+
+describe('assessAllowedVerifier', () => {
+  const condition = { name: 'refund.recorded', verifiers: ['ledger-reader'] };
+  describe('when the verifier may not prove the condition', () => {
+    it('records the pass as inconclusive VERIFIER_NOT_ALLOWED', () => {
+      const c = { name: 'refund.recorded', status: 'pass', source: 'bank', verifier: { name: 'other' } };
+      expect(assessAllowedVerifier(c, [condition])).toEqual({
+        ...c,
+        status: 'inconclusive',
+        reason: 'VERIFIER_NOT_ALLOWED',
+        reported: 'pass',
+      });
+    });
+
+    it('leaves a fail alone', () => {
+      const c = { name: 'refund.recorded', status: 'fail', source: 'bank', verifier: { name: 'other' } };
+      expect(assessAllowedVerifier(c, [condition])).toBe(c);
     });
   });
 });

@@ -40,11 +40,21 @@ export {
   VERIFIER_API_VERSION,
 } from './define-verifier';
 /** Status derivation and independence: the one rule the ledger shares. */
-export type { DeclaredStatus, PostconditionStatus, StatusInput, WriterOptions } from './derive-status';
+export type {
+  DeclaredCondition,
+  DeclaredStatus,
+  DeclaredStatusOptions,
+  PostconditionStatus,
+  StatusInput,
+  WriterOptions,
+} from './derive-status';
 export {
+  answeredConditions,
   answeredPostcondition,
+  assessAllowedVerifier,
   assessIndependence,
   combinePostconditions,
+  countedStatus,
   deriveDeclaredStatus,
   deriveStatus,
 } from './derive-status';
@@ -88,7 +98,7 @@ export { optionsJsonSchema } from './options-json-schema';
 export type { Observation, Postcondition, Precondition, Proposal, Target, VerifierPhase } from './records';
 /** The verifier host: run every verifier for every postcondition. */
 export type { RunVerifiersOptions, VerificationOutcome } from './run-verifiers';
-export { isEvidenceRef, runVerifiers } from './run-verifiers';
+export { isEvidenceRef, MAX_CHECK_RESULT_BYTES, runVerifiers } from './run-verifiers';
 /** Standard Schema, the options schema contract. */
 export type { OptionIssue, StandardSchemaV1 } from './standard-schema';
 /** The registry of validated verifier registrations. */

@@ -48,11 +48,11 @@ export interface Observation {
   readonly id: string;
   readonly outcome: 'succeeded' | 'failed' | 'unknown';
   readonly result: JsonValue;
-  /** The system that performed the write: a check sourced here is not independent. */
+  /** The system that performed the write: a pass sourced here is not independent. */
   readonly server_id: string;
   readonly tool_name: string;
   readonly executed_by: JsonValue;
-  /** Where `result` came from when it was not the tool's own answer: a check sourced there is not independent. */
+  /** Where `result` came from when it was not the tool's own answer: the gateway's claim, never a reason to discount a check. */
   readonly result_source?: string;
   readonly [key: string]: unknown;
 }

@@ -5,7 +5,7 @@ import { sourceForbidden, sourceUnavailable, VerifierError } from './errors';
 import type { SqlGrant } from './grants';
 import type { JsonValue } from './json';
 import type { Logger } from './logger';
-import { runVerifiers } from './run-verifiers';
+import { MAX_CHECK_RESULT_BYTES, runVerifiers } from './run-verifiers';
 import { exampleObservation, exampleProposal } from './testing/fixtures';
 import { createVerifierRegistry, type VerifierRegistration } from './verifier-registry';
 
@@ -46,6 +46,7 @@ describe('runVerifiers', () => {
         {
           name: 'refund.recorded',
           postcondition: 'refund.recorded',
+          params: { refund_id: 're_1' },
           status: 'pass',
           source: 'ledger-api',
           observed: { rows: 1 },
@@ -103,6 +104,113 @@ describe('runVerifiers', () => {
         reason: 'NOT_INDEPENDENT',
         reported: 'pass',
       });
+    });
+  });
+
+  describe('when the system that performed the write reports a failure', () => {
+    it('records the fail and derives failed: a failure needs no independence', async () => {
+      const outcome = await run([
+        { verifier: verifier('self-report', () => ({ ...pass('payments-mcp'), status: 'fail' })) },
+      ]);
+      expect(outcome.status).toBe('failed');
+      expect(outcome.checks[0]).toMatchObject({ status: 'fail', reason: null });
+      expect(outcome.checks[0]).not.toHaveProperty('reported');
+    });
+  });
+
+  describe("when the observation's result_source names the verifier's source", () => {
+    it('does not make the check non-independent: the gateway does not decide independence', async () => {
+      const outcome = await run(
+        [
+          { verifier: verifier('ledger', () => ({ ...pass('Billing-Ledger'), status: 'fail' })) },
+          { verifier: verifier('ledger-2', () => pass('billing-ledger')) },
+        ],
+        { observation: exampleObservation({ server_id: 'payments-mcp', result_source: 'Billing-Ledger ' }) },
+      );
+      expect(outcome.writers).toContain('payments-mcp');
+      expect(outcome.writers).not.toContain('Billing-Ledger ');
+      expect(outcome.checks.map((c) => c.status)).toEqual(['fail', 'pass']);
+      expect(outcome.status).toBe('failed');
+    });
+  });
+
+  describe('when a pass names a look-alike of the tool server', () => {
+    it.each([
+      ['zero-width space', 'payments\u200b-mcp'],
+      ['full-width letters', 'ｐａｙｍｅｎｔｓ-mcp'],
+      ['upper case', 'PAYMENTS-MCP'],
+    ])('counts it NOT_INDEPENDENT (%s)', async (_, source) => {
+      const outcome = await run([{ verifier: verifier('sly', () => pass(JSON.parse(`"${source}"`))) }]);
+      expect(outcome.checks[0]).toMatchObject({ status: 'inconclusive', reason: 'NOT_INDEPENDENT' });
+    });
+
+    it("compares with the host's canonical form when given one", async () => {
+      const skeleton = (name: string) => name.toLowerCase().replaceAll('а', 'a'); // Cyrillic а
+      const cyrillic = 'pаyments-mcp';
+      expect((await run([{ verifier: verifier('sly', () => pass(cyrillic)) }])).checks[0]?.status).toBe(
+        'pass',
+      );
+      const outcome = await run([{ verifier: verifier('sly', () => pass(cyrillic)) }], {
+        canonical: skeleton,
+      });
+      expect(outcome.checks[0]).toMatchObject({ status: 'inconclusive', reason: 'NOT_INDEPENDENT' });
+    });
+  });
+
+  describe('when two postconditions share a name with different params', () => {
+    it('records which one each check answers by its params', async () => {
+      const outcome = await run(
+        [
+          {
+            verifier: verifier('by-id', (ctx) => ({ ...pass(), observed: ctx.postcondition.params ?? null })),
+          },
+        ],
+        {
+          proposal: exampleProposal({
+            postconditions: [
+              { name: 'refund.recorded', params: { refund_id: 're_1' } },
+              { name: 'refund.recorded', params: { refund_id: 're_2' } },
+            ],
+          }),
+        },
+      );
+      expect(outcome.checks.map((c) => [c.params, c.observed])).toEqual([
+        [{ refund_id: 're_1' }, { refund_id: 're_1' }],
+        [{ refund_id: 're_2' }, { refund_id: 're_2' }],
+      ]);
+    });
+  });
+
+  describe('when one check result is over MAX_CHECK_RESULT_BYTES', () => {
+    it('records it as one RESULT_INVALID check with its size, and keeps the others', async () => {
+      const verbose = { ...pass(), evidence: { dump: 'x'.repeat(MAX_CHECK_RESULT_BYTES) } };
+      const outcome = await run([
+        { verifier: verifier('verbose', () => [verbose, { ...pass(), name: 'other' }]) },
+        { verifier: verifier('failing', () => ({ ...pass(), status: 'fail' })) },
+      ]);
+      expect(outcome.checks).toMatchObject([
+        {
+          status: 'error',
+          reason: 'RESULT_INVALID',
+          reported: 'pass',
+          evidence: { bytes: expect.any(Number), limit: MAX_CHECK_RESULT_BYTES },
+        },
+        { name: 'other', status: 'pass' },
+        { status: 'fail' },
+      ]);
+      expect(outcome.checks[0]!.evidence.bytes).toBeGreaterThan(MAX_CHECK_RESULT_BYTES);
+      expect(outcome.status).toBe('failed');
+    });
+
+    it('still counts its fail', async () => {
+      const verbose = { ...pass(), status: 'fail' as const, observed: 'x'.repeat(MAX_CHECK_RESULT_BYTES) };
+      const outcome = await run([{ verifier: verifier('verbose', () => verbose) }]);
+      expect(outcome.checks[0]).toMatchObject({
+        status: 'error',
+        reason: 'RESULT_INVALID',
+        reported: 'fail',
+      });
+      expect(outcome.status).toBe('failed');
     });
   });
 

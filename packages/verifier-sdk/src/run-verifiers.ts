@@ -1,3 +1,4 @@
+import { canonicalByteLength } from './canonical-text';
 import type { Check, CheckReason, CheckResult, CheckVerdict, DerivedStatus } from './check';
 import type { VerifierContext } from './define-verifier';
 import { assessIndependence, deriveStatus } from './derive-status';
@@ -26,6 +27,8 @@ export interface RunVerifiersOptions {
    * allowed and marked `readsWrittenSystem`.
    */
   writes?: readonly string[];
+  /** How source names are compared (see `WriterOptions.canonical`); the ledger passes its confusable skeleton. */
+  canonical?: (name: string) => string;
   /** Cancels the whole run (e.g. the HTTP request went away). */
   signal?: AbortSignal;
   logger?: Logger;
@@ -36,7 +39,7 @@ export interface RunVerifiersOptions {
 export interface VerificationOutcome {
   status: DerivedStatus;
   checks: Check[];
-  /** The tool itself and its response channel: a check sourced here is `NOT_INDEPENDENT`. */
+  /** The tool's server, as registered: a pass sourced here is `NOT_INDEPENDENT`. */
   writers: string[];
 }
 
@@ -65,10 +68,17 @@ export async function runVerifiers(options: RunVerifiersOptions): Promise<Verifi
       field: '/observation',
     });
   }
-  const writers = [observation?.server_id, observation?.result_source, options.proposal.server_id].filter(
+  // Only the operator's configuration decides independence: the tool's server (the proposal
+  // names its registered one; the observation must name the same). The observation's
+  // `result_source` is the gateway's claim and is kept in its record, never counted here.
+  const writers = [options.proposal.server_id, observation?.server_id].filter(
     (w, i, all): w is string => typeof w === 'string' && w !== '' && all.indexOf(w) === i,
   );
-  const independence = { writer: writers, writes: options.writes ?? [] };
+  const independence = {
+    writer: writers,
+    writes: options.writes ?? [],
+    ...(options.canonical ? { canonical: options.canonical } : {}),
+  };
   const assess = (check: Check) => assessIndependence(check, independence);
   const shared: Shared = {
     assess,
@@ -83,10 +93,20 @@ export async function runVerifiers(options: RunVerifiersOptions): Promise<Verifi
   const perCondition = conditions.map((postcondition) => {
     const entries = options.registry.forPostcondition(postcondition.name, phase);
     if (entries.length === 0) return [Promise.resolve([noVerifier(postcondition)])];
-    return entries.map((entry) => runMeasured(entry, frozenCopy(postcondition), shared));
+    return entries.map((entry) =>
+      runMeasured(entry, frozenCopy(postcondition), shared).then((checks) =>
+        answering(checks, postcondition),
+      ),
+    );
   });
   const checks = (await Promise.all(perCondition.flat())).flat().map(assess);
   return { status: deriveStatus(checks, independence), checks, writers };
+}
+
+// A check answers one declared postcondition, named by its name and its params: two of one
+// name with different params are proven separately (see `answeredConditions`).
+function answering(checks: Check[], postcondition: Postcondition): Check[] {
+  return checks.map((check) => ({ ...check, params: postcondition.params ?? {} }));
 }
 
 interface Shared {
@@ -244,6 +264,14 @@ export function isEvidenceRef(value: unknown): value is string {
     value.trim() === value
   );
 }
+
+/**
+ * The largest check result the host records, in bytes of its canonical JSON (64 KiB). A larger
+ * one is recorded as one `RESULT_INVALID` check with its size and this limit as evidence (and
+ * its verdict in `reported`: a `fail` still counts), so one verbose check can neither crowd
+ * out the others nor make the whole verification too large to record.
+ */
+export const MAX_CHECK_RESULT_BYTES = 64 * 1024;
 const REASON = /^[A-Z][A-Z0-9_]*$/;
 
 /**
@@ -286,6 +314,11 @@ export function toChecks(
     const problem = resultProblem(item);
     if (problem) return invalid(`${at || 'result'}: ${problem.message}`, { field: `${at}${problem.field}` });
     const result = item as CheckResult;
+    const bytes = canonicalByteLength(result);
+    if (bytes > MAX_CHECK_RESULT_BYTES) {
+      checks.push(oversize(result, bytes, postcondition, verifier, durationMs));
+      continue;
+    }
     checks.push({
       name: result.name,
       postcondition: postcondition.name,
@@ -339,6 +372,29 @@ function resultProblem(item: unknown): { field: string; message: string } | null
     };
   }
   return null;
+}
+
+function oversize(
+  result: CheckResult,
+  bytes: number,
+  postcondition: Postcondition,
+  verifier: Check['verifier'],
+  durationMs: number | null,
+): Check {
+  return {
+    name: postcondition.name,
+    postcondition: postcondition.name,
+    status: 'error',
+    source: null,
+    observed: null,
+    expected: null,
+    evidence: { bytes, limit: MAX_CHECK_RESULT_BYTES },
+    message: `verifier returned an invalid result: ${bytes} bytes, over the limit of ${MAX_CHECK_RESULT_BYTES}`,
+    reason: 'RESULT_INVALID',
+    reported: result.status,
+    verifier,
+    durationMs,
+  };
 }
 
 function noVerifier(postcondition: Postcondition): Check {

@@ -19,8 +19,9 @@ function reads(postcondition: string, claims: string) {
 }
 
 // The independence rule (docs/verification.md), one case per postcondition:
-// the tool itself, its response channel, a system it writes to, an unrelated system, and a
-// plugin that claims an independent name while its configured system is the tool.
+// the tool itself, the response channel the gateway claims, a system it writes to, an
+// unrelated system, and a plugin that claims an independent name while its configured system
+// is the tool.
 const registry = createVerifierRegistry([
   { verifier: reads('via.tool', 'payments-mcp') },
   { verifier: reads('via.channel', 'gateway-cache') },
@@ -108,12 +109,8 @@ describe('independence of checks, over HTTP', () => {
       });
     });
 
-    it("counts a check sourced at the observation's response channel as NOT_INDEPENDENT", () => {
-      expect(checks['via.channel']).toMatchObject({
-        status: 'inconclusive',
-        reason: 'NOT_INDEPENDENT',
-        reported: 'pass',
-      });
+    it("counts a check sourced at the observation's result_source: the gateway's claim decides nothing", () => {
+      expect(checks['via.channel']).toMatchObject({ status: 'pass', source: 'gateway-cache', reason: null });
     });
 
     it('counts a check of a system the tool writes to, marked readsWrittenSystem', () => {
@@ -151,10 +148,10 @@ describe('independence of checks, over HTTP', () => {
       });
       expect(posted.status).toBe(201);
       expect(posted.body.checks).toMatchObject([
-        { name: 'via.channel', status: 'inconclusive', reason: 'NOT_INDEPENDENT' },
+        { name: 'via.channel', status: 'pass' },
         { name: 'via.written', status: 'pass', readsWrittenSystem: true },
       ]);
-      expect(posted.body.status).toBe('inconclusive');
+      expect(posted.body.status).toBe('passed');
     });
   });
 

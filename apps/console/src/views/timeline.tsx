@@ -132,6 +132,14 @@ export function Timeline({ api, id }: { api: Api; id: string }) {
                 {observation.transport_status !== null ? `, transport ${observation.transport_status}` : ''}
               </p>
               <p class="note">What the tool said about itself; not verified truth.</p>
+              {observation.result_source !== undefined ? (
+                <p data-testid="result-source">
+                  result from <code>{observation.result_source}</code>{' '}
+                  <span class="note">
+                    (the gateway's claim: kept, never used to judge which check is independent)
+                  </span>
+                </p>
+              ) : null}
               <Json value={observation.result} />
               <Redacted keys={observation.redacted?.result} />
             </>

@@ -398,6 +398,61 @@ describe('the record rules over the chain', () => {
     ]);
   });
 
+  it('report a pass from a confusable look-alike of the tool counted as independent (INDEPENDENCE_NOT_ASSESSED)', () => {
+    const verification = of('verification');
+    const tool = String(payloadOf(of('proposal')).server_id);
+    // The tool's server id with its first Latin letter that has a Cyrillic twin swapped for it.
+    const cyrillic: Record<string, string> = {
+      a: '\u0430',
+      c: '\u0441',
+      e: '\u0435',
+      o: '\u043e',
+      p: '\u0440',
+    };
+    const lookalike = tool.replace(/[aceop]/, (c) => cyrillic[c]!);
+    expect(lookalike).not.toBe(tool);
+    const fromTheTool = forged(verification, {
+      checks: [{ name: 'refund.recorded', status: 'pass', source: lookalike }],
+      status: 'passed',
+    });
+    expect(broken(replaced(verification, fromTheTool))).toEqual([
+      ['INDEPENDENCE_NOT_ASSESSED', 'verifications'],
+    ]);
+  });
+
+  it('accept a fail read from the tool itself: a failure needs no independence', () => {
+    const verification = of('verification');
+    const tool = String(payloadOf(of('proposal')).server_id);
+    const failed = forged(verification, {
+      checks: [{ name: 'refund.recorded', status: 'fail', source: tool }],
+      status: 'failed',
+    });
+    expect(broken(replaced(verification, failed))).toEqual([]);
+  });
+
+  it('accept a record written before a failure always counted, with the status of its rule', () => {
+    const verification = of('verification');
+    const tool = String(payloadOf(of('proposal')).server_id);
+    // As the server recorded a fail from the tool itself until #32: downgraded, verdict kept.
+    const legacy = forged(verification, {
+      checks: [
+        {
+          name: 'refund.recorded',
+          status: 'inconclusive',
+          source: tool,
+          reason: 'NOT_INDEPENDENT',
+          reported: 'fail',
+        },
+      ],
+      status: 'inconclusive',
+    });
+    expect(broken(replaced(verification, legacy))).toEqual([]);
+    // Stating the current rule's status is as good.
+    expect(
+      broken(replaced(verification, forged(verification, { ...payloadOf(legacy), status: 'failed' }))),
+    ).toEqual([]);
+  });
+
   it('report an observation of another server or tool than its proposal (OBSERVATION_SCOPE_MISMATCH)', () => {
     const observation = of('observation');
     expect(broken(replaced(observation, forged(observation, { server_id: 'elsewhere' })))).toContainEqual([

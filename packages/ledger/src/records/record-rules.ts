@@ -6,6 +6,7 @@ import {
   sameIdentity,
 } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
+import type { DeclaredCondition } from '@vouch/verifier-sdk';
 import { getTableName } from 'drizzle-orm';
 import type { KeyAuthorityRule } from '../keys/key-history';
 import { approvalBoundsBreak } from '../policy/approval-validity';
@@ -27,9 +28,10 @@ import type {
   VerificationRecord,
 } from './types';
 import {
-  declaredNames,
+  declaredConditions,
   independenceOf,
   isAuditedParty,
+  legacyRecordStatus,
   recordProof,
   unassessedCheck,
 } from './verification-status';
@@ -108,7 +110,7 @@ interface ProposalState {
   payloadHash: string;
   serverId: string;
   toolName: string;
-  declared: string[];
+  declared: DeclaredCondition[];
   /** The names of its preconditions: what a claim's precondition checks are counted against. */
   preconditions: string[];
   decision?: { verdict: DecisionRecord['verdict']; authorized: string | null };
@@ -244,7 +246,7 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
         payloadHash: r.payload_hash,
         serverId: r.server_id,
         toolName: r.tool_name,
-        declared: declaredNames(r),
+        declared: declaredConditions(r),
         preconditions: (r.preconditions ?? []).map((condition) => condition.name),
         derived: deriveDecision(shown ?? r, shown !== null, tool),
         uses: [],
@@ -462,7 +464,6 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
         r.checks,
         independenceOf(
           { server_id: proposal.serverId },
-          { result_source: proposal.observation.resultSource ?? undefined },
           tools.get(toolKey(proposal.serverId, proposal.toolName))?.writes,
         ),
         'whole',
@@ -488,7 +489,9 @@ export function createRecordRuleCheck(fail: (failure: ChainFailure) => void) {
         if (!evidenceOwners.has(ref)) evidenceOwners.set(ref, owner);
       }
       const proof = recordProof(r, proposal.declared);
-      if (proof.status !== r.status) {
+      // A record written before a failure always counted may state the status of that rule;
+      // every read counts it by the current one (see `legacyRecordStatus`).
+      if (proof.status !== r.status && legacyRecordStatus(r, proposal.declared) !== r.status) {
         report(event, 'STATUS_NOT_DERIVED', `states ${r.status}, its checks give ${proof.status}`);
       }
       const supersedes = r.supersedes ?? [];

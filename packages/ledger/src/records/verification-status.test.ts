@@ -2,7 +2,7 @@ import { canonicalJson } from '@vouch/audit';
 import { describe, expect, it } from 'vitest';
 import { verificationCodec } from './codec';
 import type { VerificationRecord } from './types';
-import { effectiveVerification } from './verification-status';
+import { effectiveVerification, legacyRecordStatus } from './verification-status';
 
 const T0 = '2026-01-01T00:00:00.000Z';
 const proposal = { postconditions: [{ name: 'refund.recorded' }, { name: 'customer.notified' }] };
@@ -114,6 +114,118 @@ describe('verificationCodec', () => {
         undeclared: ['unrelated.thing'],
       });
       expect(roundTrip(r)).toBe(canonicalJson(r));
+    });
+  });
+});
+
+describe('effectiveVerification under the rules of #32', () => {
+  describe('when a stored check holds a fail downgraded under the earlier rule', () => {
+    it('counts it as failed, whatever status the record states', () => {
+      const legacy = record([], {
+        checks: [
+          {
+            name: 'refund.recorded',
+            status: 'inconclusive',
+            source: 'payments-mcp',
+            reason: 'NOT_INDEPENDENT',
+            reported: 'fail',
+          },
+        ],
+        status: 'inconclusive',
+      });
+      expect(effective([legacy])).toMatchObject({
+        status: 'failed',
+        postconditions: [{ name: 'refund.recorded', status: 'failed', decided_by: [legacy.id] }, {}],
+      });
+    });
+  });
+
+  describe('when the proposal limits who may prove a postcondition', () => {
+    const limited = {
+      postconditions: [{ name: 'refund.recorded', verifiers: ['ledger-reader', 'service:auditor'] }],
+    };
+    const of = (verifications: VerificationRecord[]) =>
+      effectiveVerification({ proposal: limited, observation, verifications, settleSeconds: 900, now: T0 });
+    const serverRun = (name: string, status: string) =>
+      record([], {
+        checks: [
+          {
+            name: 'refund.recorded',
+            status,
+            source: 'ledger-api',
+            verifier: { id: 'x', version: '1', apiVersion: 1, name },
+          },
+        ],
+        verifier: 'agent:gw',
+      });
+
+    it("counts a pass from a listed verifier, by the server's configured name or the record's identity", () => {
+      expect(of([serverRun('ledger-reader', 'pass')]).status).toBe('passed');
+      expect(of([record([['refund.recorded', 'pass']], { verifier: 'service:Auditor' })]).status).toBe(
+        'passed',
+      );
+    });
+
+    it('does not count a pass from any other verifier', () => {
+      expect(of([serverRun('other-reader', 'pass')]).status).toBe('inconclusive');
+      expect(of([record([['refund.recorded', 'pass']], { verifier: 'agent:gw' })]).status).toBe(
+        'inconclusive',
+      );
+    });
+
+    it('counts a fail from any verifier', () => {
+      expect(of([serverRun('other-reader', 'fail')]).status).toBe('failed');
+    });
+  });
+
+  describe('when two postconditions share a name', () => {
+    it('gives each its own verdict with its params', () => {
+      const two = {
+        postconditions: [
+          { name: 'refund.recorded', params: { refund_id: 're_1' } },
+          { name: 'refund.recorded', params: { refund_id: 're_2' } },
+        ],
+      };
+      const a = record([], {
+        checks: [{ name: 'refund.recorded', status: 'pass', source: 'bank', params: { refund_id: 're_2' } }],
+      });
+      expect(
+        effectiveVerification({ proposal: two, observation, verifications: [a], settleSeconds: 900, now: T0 })
+          .postconditions,
+      ).toEqual([
+        { name: 'refund.recorded', params: { refund_id: 're_1' }, status: 'inconclusive', decided_by: [] },
+        { name: 'refund.recorded', params: { refund_id: 're_2' }, status: 'passed', decided_by: [a.id] },
+      ]);
+    });
+  });
+});
+
+describe('legacyRecordStatus', () => {
+  describe('when a proposal with two postconditions of one name was verified before params counted', () => {
+    it('gives the status the earlier rule gave: one name-only pass proved the name', () => {
+      const two = [
+        { name: 'refund.recorded', params: { refund_id: 're_1' } },
+        { name: 'refund.recorded', params: { refund_id: 're_2' } },
+      ];
+      const old = record([['refund.recorded', 'pass']], { status: 'passed' });
+      expect(legacyRecordStatus(old, two)).toBe('passed');
+    });
+  });
+
+  describe('when a stored fail was downgraded under the earlier rule', () => {
+    it('gives inconclusive, as that rule did', () => {
+      const old = record([], {
+        checks: [
+          {
+            name: 'refund.recorded',
+            status: 'inconclusive',
+            source: 'x',
+            reason: 'NOT_INDEPENDENT',
+            reported: 'fail',
+          },
+        ],
+      });
+      expect(legacyRecordStatus(old, [{ name: 'refund.recorded' }])).toBe('inconclusive');
     });
   });
 });

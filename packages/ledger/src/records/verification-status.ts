@@ -1,13 +1,16 @@
 import { canonicalIdentity, canonicalJson } from '@vouch/audit';
 import type { EffectiveVerification, PostconditionVerdict, VerificationStatusReason } from '@vouch/records';
 import {
+  answeredPostcondition,
   assessIndependence,
   combinePostconditions,
+  type DeclaredCondition,
   type DeclaredStatus,
   deriveDeclaredStatus,
   type WriterOptions,
 } from '@vouch/verifier-sdk';
 import { isLedgerError, LedgerError } from '../errors';
+import { identitySkeleton } from '../identity/identity';
 import type { IntegrityAlarm } from '../integrity-alarm';
 import { addSeconds } from '../policy/approval-validity';
 import type {
@@ -29,9 +32,23 @@ import type {
 
 export type { EffectiveVerification, PostconditionVerdict, VerificationStatusReason } from '@vouch/records';
 
-/** The names of the postconditions a proposal declared, each once. */
-export function declaredNames(proposal: Pick<ProposalRecord, 'postconditions'>): string[] {
-  return [...new Set(proposal.postconditions.map((p) => p.name))];
+/**
+ * The postconditions a proposal declared, as derivation reads them: name, params and the
+ * verifiers that may prove each, all from the proposal's hashed payload, so `verifyChain` can
+ * derive exactly what the server derived.
+ */
+export function declaredConditions(proposal: Pick<ProposalRecord, 'postconditions'>): DeclaredCondition[] {
+  return proposal.postconditions;
+}
+
+/**
+ * A source name in the form independence compares it: the identity's canonical form (NFKC,
+ * case-folded, zero-width characters removed) mapped through Unicode's confusable skeleton, so
+ * `pаyments-mcp` with a Cyrillic `а` is `payments-mcp`. Over-matching here is the safe
+ * direction: it can only make a pass count as not independent.
+ */
+export function sourceKey(name: string): string {
+  return identitySkeleton(name);
 }
 
 /**
@@ -51,18 +68,47 @@ export function holdAt(settles: string | null, at: string): VerificationHold | u
   return settles !== null && Date.parse(at) < Date.parse(settles) ? 'OUTCOME_UNKNOWN' : undefined;
 }
 
-/** What one record's checks prove about the declared postconditions; a held record proves nothing. */
+/**
+ * What one record's checks prove about the declared postconditions; a held record proves
+ * nothing. A check of the server's own verifiers is judged against a condition's `verifiers`
+ * by its configured name, an external verifier's by the record's `verifier` identity.
+ */
 export function recordProof(
-  record: Pick<VerificationRecord, 'checks' | 'held'>,
-  declared: readonly string[],
+  record: Pick<VerificationRecord, 'checks' | 'held' | 'verifier'>,
+  declared: readonly DeclaredCondition[],
 ): DeclaredStatus {
-  const proof = deriveDeclaredStatus(record.checks, declared);
+  const proof = deriveDeclaredStatus(record.checks, declared, {
+    recordedBy: record.verifier,
+    identity: canonicalIdentity,
+  });
   if (record.held === undefined) return proof;
   return {
     status: 'inconclusive',
-    postconditions: proof.postconditions.map((p) => ({ name: p.name, status: 'inconclusive' })),
+    postconditions: proof.postconditions.map((p) => ({ ...p, status: 'inconclusive' })),
     undeclared: proof.undeclared,
   };
+}
+
+/**
+ * The status a record was given under the rule before a failure always counted (#32): each
+ * check counted as stored (a `fail` downgraded to `inconclusive` stayed inconclusive), matched
+ * by name alone, every verifier allowed. `verifyChain` accepts a record that states this
+ * status as well as the current one, so a log written then still verifies; what a record
+ * counts for today is always derived by the current rule (`recordProof`), which reads a
+ * downgraded fail as a fail, so no failure is hidden by a record stating the older status.
+ */
+export function legacyRecordStatus(
+  record: Pick<VerificationRecord, 'checks' | 'held'>,
+  declared: readonly DeclaredCondition[],
+): VerificationStatus {
+  if (record.held !== undefined) return 'inconclusive';
+  const asStored = record.checks.map((check) => ({
+    name: answeredPostcondition(check),
+    status: check.status,
+    source: check.source,
+  }));
+  const names = declared.map((c) => (typeof c === 'string' ? c : c.name));
+  return deriveDeclaredStatus(asStored, names).status;
 }
 
 /**
@@ -81,7 +127,10 @@ export function toVerificationRecord(input: {
   supersedes?: { ids: string[]; reason: string } | undefined;
 }): VerificationRecord {
   const held = holdAt(settlesAt(input.observation, input.settleSeconds), input.verifiedAt);
-  const proof = recordProof({ checks: input.checks, held }, declaredNames(input.proposal));
+  const proof = recordProof(
+    { checks: input.checks, held, verifier: input.verifier },
+    declaredConditions(input.proposal),
+  );
   return {
     id: input.id,
     observation_id: input.observation.id,
@@ -113,21 +162,26 @@ export function effectiveVerification(input: {
   settleSeconds: number;
   now: string;
 }): EffectiveVerification {
-  const declared = declaredNames(input.proposal);
+  const declared = declaredConditions(input.proposal);
   const supersededBy = new Map<string, string>();
   for (const record of input.verifications) {
     for (const id of record.supersedes ?? []) supersededBy.set(id, record.id);
   }
   const inEffect = input.verifications.filter((r) => !supersededBy.has(r.id));
   const proofs = inEffect.map((record) => ({ id: record.id, proof: recordProof(record, declared) }));
-  const postconditions = declared.map((name, i): PostconditionVerdict => {
+  const shape = recordProof({ checks: [], verifier: '' }, declared).postconditions;
+  const postconditions = shape.map(({ name, params }, i): PostconditionVerdict => {
+    const which = {
+      name,
+      ...(params === undefined ? {} : { params: params as PostconditionVerdict['params'] }),
+    };
     const decided = (status: VerificationStatus) =>
       proofs.filter(({ proof }) => proof.postconditions[i]!.status === status).map(({ id }) => id);
     const failed = decided('failed');
-    if (failed.length > 0) return { name, status: 'failed', decided_by: failed };
+    if (failed.length > 0) return { ...which, status: 'failed', decided_by: failed };
     const passed = decided('passed');
-    if (passed.length > 0) return { name, status: 'passed', decided_by: passed };
-    return { name, status: 'inconclusive', decided_by: [] };
+    if (passed.length > 0) return { ...which, status: 'passed', decided_by: passed };
+    return { ...which, status: 'inconclusive', decided_by: [] };
   });
   const status = combinePostconditions(postconditions);
   const settles = input.observation ? settlesAt(input.observation, input.settleSeconds) : null;
@@ -135,7 +189,7 @@ export function effectiveVerification(input: {
     status,
     reason:
       status === 'inconclusive'
-        ? reasonOf(input.verifications.length, declared.length, holdAt(settles, input.now))
+        ? reasonOf(input.verifications.length, shape.length, holdAt(settles, input.now))
         : null,
     postconditions,
     superseded: [...supersededBy].map(([id, by]) => ({ id, by })),
@@ -188,7 +242,7 @@ export function assertSupersession(input: {
       { details: { proposal_id: proposal.id } },
     );
   }
-  const declared = declaredNames(proposal);
+  const declared = declaredConditions(proposal);
   const invalid = (why: string, message: string, details: Record<string, unknown> = {}) =>
     new LedgerError('SUPERSESSION_INVALID', message, { details: { reason: why, ...details } });
   if (next.status === 'inconclusive') {
@@ -228,16 +282,18 @@ export function assertSupersession(input: {
 }
 
 /**
- * Who a proposal's checks must be independent of, as `recordVerification` assesses them: the
- * tool's server and the channel its result came from (`result_source`); `writes`, the systems
- * the tool's registration in force says it writes to.
+ * Who a proposal's passes must be independent of, as `recordVerification` assesses them, from
+ * the operator's configuration alone: the tool's registered server (`proposal.server_id`; an
+ * observation must name the same one); `writes`, the systems the tool's registration in force
+ * says it writes to. Names are compared by {@link sourceKey}. The observation's
+ * `result_source` is the gateway's claim: kept in its record, never a reason to discount a
+ * check (the audited party does not get to say which source is independent).
  */
 export function independenceOf(
   proposal: Pick<ProposalRecord, 'server_id'>,
-  observation: Pick<ObservationRecord, 'result_source'>,
   writes: readonly string[] | undefined,
-): WriterOptions & { writer: Array<string | null>; writes: readonly string[] } {
-  return { writer: [proposal.server_id, observation.result_source ?? null], writes: writes ?? [] };
+): WriterOptions & { writer: string[]; writes: readonly string[] } {
+  return { writer: [proposal.server_id], writes: writes ?? [], canonical: sourceKey };
 }
 
 /**
@@ -279,7 +335,7 @@ export function requireAssessedChecks(
   verifications: readonly VerificationRecord[],
 ): void {
   if (observation === null) return;
-  const independence = independenceOf(proposal, observation, undefined);
+  const independence = independenceOf(proposal, undefined);
   for (const verification of verifications) {
     const check = unassessedCheck(verification.checks, independence, 'status');
     if (check === null) continue;

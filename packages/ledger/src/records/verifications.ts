@@ -1,4 +1,5 @@
-import { assessIndependence } from '@vouch/verifier-sdk';
+import { canonicalIdentity } from '@vouch/audit';
+import { answeredConditions, assessAllowedVerifier, assessIndependence } from '@vouch/verifier-sdk';
 import { LedgerError } from '../errors';
 import { evidenceRefs } from '../schema/records';
 import { markReusedEvidence, ownersIn, passingRefsOf } from './evidence-refs';
@@ -8,8 +9,10 @@ import { recordKeys } from './record-keys';
 import { newId } from './record-transaction';
 import { mustGetProposal, notFound, type RecordsRuntime } from './records-runtime';
 import type { VerificationCheck, VerificationRecord } from './types';
+import { verificationInputBytes } from './verification-input';
 import {
   assertSupersession,
+  declaredConditions,
   type EffectiveVerification,
   effectiveVerification,
   independenceOf,
@@ -55,8 +58,9 @@ export async function recordVerification(
   }
   const input = parseInput(verificationInputSchema, body, {
     what: 'verification',
-    maxBytes: runtime.settings.maxInputBytes,
+    maxBytes: verificationInputBytes(body, runtime.settings.maxInputBytes, options),
   });
+  if (!options.checksRunByServer) refuseHostFields(input.checks);
   const settleSeconds = runtime.settings.unknownOutcomeSettleSeconds;
   return runtime.run(ctx, recordKeys.verify(input.observation_id), async (tx) => {
     const observation = await tx.reads.observationById(input.observation_id);
@@ -74,14 +78,22 @@ export async function recordVerification(
     // reads a system the tool writes to counts, marked `readsWrittenSystem`.
     const selfReported =
       !options.checksRunByServer && isAuditedParty(ctx.caller.identity, proposal, observation);
-    const independence = independenceOf(proposal, observation, tool?.writes);
+    const independence = independenceOf(proposal, tool?.writes);
     const writerOf = (check: { source?: unknown }) =>
       selfReported && typeof check.source === 'string'
         ? { ...independence, writer: [...independence.writer, check.source] }
         : independence;
+    // A pass proves a condition only from a verifier its `verifiers` list allows.
+    const declared = declaredConditions(proposal);
+    const allowed = { recordedBy: ctx.caller.identity, identity: canonicalIdentity };
+    const assess = (check: VerificationCheck) => {
+      const counted = assessIndependence(check, writerOf(check));
+      const answers = answeredConditions(counted, declared).map((i) => declared[i]!);
+      return assessAllowedVerifier(counted, answers, allowed);
+    };
     const now = tx.time();
     const id = newId('ver');
-    const assessed = input.checks.map((c) => assessIndependence(c, writerOf(c))) as VerificationCheck[];
+    const assessed = (input.checks as VerificationCheck[]).map(assess);
     // One piece of evidence proves one proposal: a pass on a reference another proposal of the
     // log passed on first is not proof here, whoever ran the check.
     const refs = passingRefsOf(assessed);
@@ -118,3 +130,24 @@ export async function recordVerification(
     };
   });
 }
+
+/**
+ * An external verifier's check speaks for the identity that posts it: it may not carry the
+ * field only the server's own verifier host writes: `verifier`, which names the configured
+ * verifier a check came from, and which a condition's `verifiers` list may allow.
+ *
+ * @throws LedgerError `VERIFICATION_INVALID` with `details.field`.
+ */
+function refuseHostFields(checks: readonly Record<string, unknown>[]): void {
+  checks.forEach((check, index) => {
+    const field = HOST_FIELDS.find((key) => check[key] !== undefined);
+    if (field === undefined) return;
+    throw new LedgerError(
+      'VERIFICATION_INVALID',
+      `check ${index} carries \`${field}\`, which only the server's verifier host records: an external verifier's checks speak for the identity that posts them`,
+      { details: { field: `/checks/${index}/${field}` } },
+    );
+  });
+}
+
+const HOST_FIELDS = ['verifier'] as const;

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import type { CheckResult } from '../check';
 import { defineVerifier, VERIFIER_API_VERSION } from '../define-verifier';
 import { sourceUnavailable } from '../errors';
+import { MAX_CHECK_RESULT_BYTES } from '../run-verifiers';
 import { VerifierTester } from './verifier-tester';
 
 // A tiny, well-behaved verifier: the "ticket store" is an in-memory map standing in for a source.
@@ -126,6 +128,21 @@ describe('VerifierTester', () => {
       const titles = (await failures(dated, goodCases)).map((f) => f.title);
       expect(titles).toContain('conformance > returns plain canonicalizable JSON that names its source');
       expect(titles).toContain('pass > a closed ticket');
+    });
+  });
+
+  describe('when a verifier returns a result over MAX_CHECK_RESULT_BYTES', () => {
+    it('fails its cases and the JSON conformance test', async () => {
+      const verbose = defineVerifier({
+        ...ticketClosed,
+        check: async (ctx) => ({
+          ...((await ticketClosed.check(ctx)) as CheckResult),
+          evidence: { log: 'x'.repeat(MAX_CHECK_RESULT_BYTES) },
+        }),
+      });
+      const titles = (await failures(verbose, goodCases)).map((f) => f.title);
+      expect(titles).toContain('conformance > returns plain canonicalizable JSON that names its source');
+      expect(titles).toContain('fail > an open ticket');
     });
   });
 
