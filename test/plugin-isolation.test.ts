@@ -97,6 +97,11 @@ describe.each(serverBackends())(
         })
       ).json()) as Json;
       expect(proposed.decision?.verdict).toBe('allow');
+      const authorized = await server.call('POST', `/v1/proposals/${proposed.proposal.id}/authorize`, {
+        key: gateway,
+        body: {},
+      });
+      expect(authorized.status).toBe(200);
       const observed = (await (
         await server.call('POST', '/v1/observations', {
           key: gateway,

@@ -438,6 +438,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
           agent,
           refund(key, { postconditions: [{ name: 'refund.recorded' }] }),
         );
+        await records.authorize(agent, { proposal_id: proposal.id });
         const { observation } = await records.observe(agent, {
           proposal_id: proposal.id,
           outcome: 'succeeded',

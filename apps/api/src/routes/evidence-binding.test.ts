@@ -85,6 +85,8 @@ describe.each(testBackends())('evidence bound to its proposal, on $name', ({ ope
       postconditions: [{ name: 'refund.recorded' }],
     });
     expect(proposed.body.decision?.verdict).toBe('allow');
+    const authorized = await h.json('POST', `/v1/proposals/${proposed.body.proposal.id}/authorize`, k.gw, {});
+    expect(authorized.status).toBe(200);
     const observed = await h.json('POST', '/v1/observations', k.gw, {
       proposal_id: proposed.body.proposal.id,
       outcome: 'succeeded',

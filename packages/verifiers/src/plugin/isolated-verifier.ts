@@ -243,6 +243,9 @@ class PluginHost {
     this.starting = null;
     if (child && child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve));
+      // An idle process is unreferenced so it never keeps the server alive; whoever closes it
+      // waits for its exit, so hold the loop open until then (a CLI would otherwise end first).
+      this.watched.get(child)?.hold(true);
       child.kill('SIGKILL');
       await exited;
     }
