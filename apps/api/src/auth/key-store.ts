@@ -5,7 +5,6 @@ import {
   type FoundApiKey,
   findApiKeysByHash,
   issueApiKey,
-  type KeyProof,
   type Ledger,
   listApiKeys,
   revokeApiKey,
