@@ -21,6 +21,15 @@ describe('preconditionStatus', () => {
     });
   });
 
+  describe('when a failure was recorded as another status with its verdict kept', () => {
+    it('is failed: an oversize result (RESULT_INVALID) or a downgraded fail still counts', () => {
+      const oversize = check('a', 'error', { reason: 'RESULT_INVALID', reported: 'fail' });
+      const downgraded = check('b', 'inconclusive', { reason: 'NOT_INDEPENDENT', reported: 'fail' });
+      expect(preconditionStatus([oversize, check('b', 'pass')], ['a', 'b'])).toBe('failed');
+      expect(preconditionStatus([check('a', 'pass'), downgraded], ['a', 'b'])).toBe('failed');
+    });
+  });
+
   describe('when a declared precondition has no check, or a check that is not a pass', () => {
     it.each([
       ['no check', [check('a', 'pass')]],

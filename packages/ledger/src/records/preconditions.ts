@@ -1,3 +1,4 @@
+import { countedStatus } from '@vouch/verifier-sdk';
 import type { LedgerErrorCode } from '../errors';
 import type { JsonObject, ProposalRecord, ToolRecord, VerificationCheck, VerificationStatus } from './types';
 
@@ -26,7 +27,9 @@ export function preconditionStatus(
   declared: readonly string[],
 ): VerificationStatus {
   const counted = checks.filter((check) => declared.includes(answered(check)));
-  if (counted.some((check) => check.status === 'fail')) return 'failed';
+  // A failure always counts, also one recorded under another status with its verdict kept
+  // (an oversize result, a fail the old rule downgraded): `countedStatus`, as for postconditions.
+  if (counted.some((check) => countedStatus(check) === 'fail')) return 'failed';
   const proven =
     counted.every((check) => check.status === 'pass') &&
     declared.every((name) => counted.some((check) => answered(check) === name));
