@@ -223,6 +223,49 @@ describe.each(backends)('the web console in Chromium on $name', (backend) => {
   );
 
   it(
+    "shows an observation's result_source as the gateway's claim on the timeline",
+    async () => {
+      const admin = { key: server!.adminKey };
+      const lookup = { server_id: 'billing', tool_name: 'refund.lookup', side_effect: 'read_only' };
+      const registered = await server!.call('POST', '/v1/tools', { ...admin, body: lookup });
+      expect(registered.status).toBe(201);
+      const proposed = (await (
+        await server!.call('POST', '/v1/proposals', {
+          key: key.gateway,
+          body: {
+            idempotency_key: 'console-result-source',
+            action: 'refund.lookup',
+            ...lookup,
+            target: { kind: 'order', id: 'o-77', env: 'staging' },
+            arguments: { order_id: 'o-77' },
+          },
+        })
+      ).json()) as { proposal: { id: string }; decision: { verdict: string } };
+      expect(proposed.decision.verdict).toBe('allow');
+      const id = proposed.proposal.id;
+      expect(
+        (await server!.call('POST', `/v1/proposals/${id}/authorize`, { key: key.gateway, body: {} })).status,
+      ).toBe(200);
+      const observed = await server!.call('POST', '/v1/observations', {
+        key: key.gateway,
+        body: {
+          proposal_id: id,
+          outcome: 'succeeded',
+          result: { found: true },
+          result_source: 'gateway-cache',
+        },
+      });
+      expect(observed.status).toBe(201);
+      const { page } = await signedIn(key.auditor, `#/proposal/${id}`);
+      await page.getByTestId('step-observation').waitFor();
+      const shown = await page.getByTestId('result-source').textContent();
+      expect(shown).toContain('gateway-cache');
+      expect(shown).toContain("the gateway's claim");
+    },
+    BROWSER_TEST,
+  );
+
+  it(
     'lets an auditor verify the log in the browser, and rejects a tampered event',
     async () => {
       const verify = async () => {

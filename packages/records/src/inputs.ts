@@ -219,8 +219,13 @@ export const checkInputSchema = z.looseObject({
     .regex(/^[^\u0000-\u001f\u007f]*$/u, 'no control characters')
     .refine((ref) => ref.trim() === ref, 'no surrounding spaces')
     .optional(),
-  /** The ledger's to set (`EVIDENCE_REUSED`), never a caller's. */
-  evidence_reused: z.never({ error: 'evidence_reused is set by the ledger, never posted' }).optional(),
+  // The ledger's to set (`EVIDENCE_REUSED`), never a caller's. Not `z.never()`, which the
+  // OpenAPI generator cannot describe.
+  evidence_reused: z
+    .unknown()
+    .refine(() => false, 'evidence_reused is set by the ledger, never posted')
+    .optional()
+    .meta({ description: 'Set by the ledger (EVIDENCE_REUSED); a posted value is refused' }),
 });
 /** The checks of `recordVerification`; the status is derived from them, never taken from the caller. */
 export const checksInputSchema = z.array(checkInputSchema).max(256);

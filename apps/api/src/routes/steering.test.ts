@@ -102,6 +102,8 @@ describe.each(testBackends())('verification the audited party cannot steer, on $
       postconditions,
     });
     expect(proposed.body.decision?.verdict).toBe('allow');
+    const authorized = await call('POST', `/v1/proposals/${proposed.body.proposal.id}/authorize`, k.gw, {});
+    expect(authorized.status).toBe(200);
     const observed = await call('POST', '/v1/observations', k.gw, {
       proposal_id: proposed.body.proposal.id,
       outcome: 'succeeded',
