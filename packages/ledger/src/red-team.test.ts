@@ -162,7 +162,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       expect((await verify(log)).failures).toEqual([
         expect.objectContaining({ code: 'RECORD_MISMATCH', table: 'approval_uses', id: use!.id }),
       ]);
-      // Hole (see the it.fails below): the server itself does not notice.
+      // Hole (pinned below): the server itself does not notice.
       void second;
     });
 
@@ -171,7 +171,9 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
     // `approval.use` event names the use (entity = use id), not the request, so no indexed
     // lookup of the chain can see that a use existed. The single-use approval then
     // authorizes a second execution; only `verifyChain` (RECORD_MISMATCH) tells, later.
-    it.fails('the server refuses a second execution under the same single-use approval', async () => {
+    // Pinned as it is until #33 ("deleting a row cannot re-open execution") closes it: this
+    // test then fails, and becomes one that expects the refusal.
+    it('still authorizes a second execution under the same single-use approval (open hole, #33)', async () => {
       const { log, agent, alice } = await setup({ side_effect: 'irreversible' });
       const first = await records.propose(agent, refund('k1'));
       const second = await records.propose(agent, refund('k2'));
@@ -179,7 +181,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       const { approval_use: use } = await records.authorize(agent, { proposal_id: first.proposal.id });
       await records.observe(agent, { proposal_id: first.proposal.id, outcome: 'succeeded' });
       await tamper(database, sql`delete from approval_uses where log_id = ${log} and id = ${use!.id}`);
-      expect(await outcomeOf(records.authorize(agent, { proposal_id: second.proposal.id }))).not.toBe(
+      expect(await outcomeOf(records.authorize(agent, { proposal_id: second.proposal.id }))).toBe(
         'SUCCEEDED',
       );
     });
@@ -189,7 +191,8 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
     // HOLE: as with approval uses, `observationOf(proposal)` finds no row and the proposal
     // looks unexecuted: the same proposal can be executed (and observed) a second time,
     // with another outcome. `verifyChain` reports the orphaned event (RECORD_MISMATCH).
-    it.fails('the server refuses a second observation of the executed proposal', async () => {
+    // Pinned as it is until #33 closes it (the test then fails and expects the refusal).
+    it('still accepts a second observation of the executed proposal (open hole, #33)', async () => {
       const { log, agent } = await setup();
       const { proposal } = await records.propose(agent, refund('k1'));
       await records.authorize(agent, { proposal_id: proposal.id });
@@ -200,7 +203,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       await tamper(database, sql`delete from observations where log_id = ${log} and id = ${observation.id}`);
       expect(
         await outcomeOf(records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' })),
-      ).not.toBe('SUCCEEDED');
+      ).toBe('SUCCEEDED');
     });
 
     it('a verification reports the observation event whose row is gone', async () => {
@@ -900,7 +903,8 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
     // the respelled text. Fix: the codec's parse refuses text that is not the canonical JSON
     // of what it parses to (one more canonicalization per JSON column read), with the
     // unchecked list reads taught to report it rather than fail with a 500.
-    it.fails('a verification reports the respelled row', async () => {
+    // Pinned as it is until #33 closes it (the test then fails and expects RECORD_MISMATCH).
+    it('a verification does not yet report the respelled row (open hole, #33)', async () => {
       const { log, agent } = await setup();
       const { proposal } = await records.propose(agent, refund('k1'));
       // (A proposal's arguments column holds their field hashes now; its scopes are JSON text too.)
@@ -909,7 +913,7 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
         sql`update proposals set requester_scopes = '[ "payments:write" ]'
             where log_id = ${log} and id = ${proposal.id}`,
       );
-      expect(codes(await verify(log))).toEqual(['RECORD_MISMATCH']);
+      expect(codes(await verify(log))).toEqual([]);
     });
   });
 });
