@@ -94,10 +94,10 @@ export function celCondition(expression: string): CelCondition {
     expression,
     evaluate(input: CelConditionInput): CelConditionVerdict {
       const context = {
-        observed: toCel(input.observed),
-        params: toCel(input.params ?? {}),
-        proposal: toCel(input.proposal ?? null),
-        observation: toCel(input.observation ?? null),
+        observed: jsonToCel(input.observed),
+        params: jsonToCel(input.params ?? {}),
+        proposal: jsonToCel(input.proposal ?? null),
+        observation: jsonToCel(input.observation ?? null),
       };
       let value: unknown;
       try {
@@ -166,16 +166,19 @@ function celTypeOf(value: unknown): string {
 
 /**
  * JSON into CEL values: integers become CEL `int` (BigInt), so `observed.amount == params.amount`
- * compares as a reader expects; other numbers stay `double`. Objects are rebuilt without a
- * prototype so a key like `__proto__` read from a source is just a key.
+ * compares as a reader expects; other numbers stay `double`. Objects are rebuilt as own data
+ * properties, so a key like `__proto__` read from a source is just a key.
+ *
+ * @example
+ * jsonToCel({ amount: 5, rate: 0.5 }); // { amount: 5n, rate: 0.5 }
  */
-function toCel(value: unknown): unknown {
+export function jsonToCel(value: unknown): unknown {
   if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : value;
-  if (Array.isArray(value)) return value.map(toCel);
+  if (Array.isArray(value)) return value.map(jsonToCel);
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
-      Object.defineProperty(out, key, { value: toCel(item), enumerable: true, writable: true });
+      Object.defineProperty(out, key, { value: jsonToCel(item), enumerable: true, writable: true });
     }
     return out;
   }

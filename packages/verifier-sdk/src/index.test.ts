@@ -33,6 +33,7 @@ describe('@vouch/verifier-sdk', () => {
         'findJsonIssue',
         'isEvidenceRef',
         'isVerifierError',
+        'jsonToCel',
         'matchesPostcondition',
         'optionsJsonSchema',
         'phasesOf',

@@ -10,7 +10,7 @@ export type {
   CelConditionReason,
   CelConditionVerdict,
 } from './cel-condition';
-export { CEL_CONDITION_VARIABLES, celCondition } from './cel-condition';
+export { CEL_CONDITION_VARIABLES, celCondition, jsonToCel } from './cel-condition';
 export type {
   Check,
   CheckMeasurement,

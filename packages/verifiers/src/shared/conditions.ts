@@ -1,5 +1,5 @@
 import { Environment } from '@marcbachmann/cel-js';
-import type { JsonValue } from '@vouch/verifier-sdk';
+import { type JsonValue, jsonToCel } from '@vouch/verifier-sdk';
 import { z } from 'zod';
 import type { TemplateScope } from './template';
 
@@ -141,13 +141,13 @@ export function evaluateConditions(
   }
   const extras = input.extras ?? {};
   const context: Record<ConditionVariable | string, unknown> = {
-    result: toCel(input.result),
-    target: toCel(input.scope.target),
-    arguments: toCel(input.scope.arguments),
-    params: toCel(input.scope.params),
-    proposal: toCel(input.scope.proposal),
+    result: jsonToCel(input.result),
+    target: jsonToCel(input.scope.target),
+    arguments: jsonToCel(input.scope.arguments),
+    params: jsonToCel(input.scope.params),
+    proposal: jsonToCel(input.scope.proposal),
   };
-  for (const [name, value] of Object.entries(extras)) context[name] = toCel(value);
+  for (const [name, value] of Object.entries(extras)) context[name] = jsonToCel(value);
   const names = Object.keys(extras);
 
   const evidence: Record<string, JsonValue> = {};
@@ -206,24 +206,6 @@ function compile(source: string, extras: readonly string[]): Compiled {
     compiled.set(key, fn);
   }
   return fn;
-}
-
-/**
- * JSON into CEL values: integers become CEL `int` (BigInt), so `result.amount + 1 == 1251` and
- * `result.amount == arguments.amount` behave as a reader expects; other numbers stay `double`.
- * Objects are rebuilt without a prototype so a key like `__proto__` is just a key.
- */
-function toCel(value: unknown): unknown {
-  if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : value;
-  if (Array.isArray(value)) return value.map(toCel);
-  if (typeof value === 'object' && value !== null) {
-    const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) {
-      Object.defineProperty(out, key, { value: toCel(item), enumerable: true, writable: true });
-    }
-    return out;
-  }
-  return value;
 }
 
 /** Combine an assertion verdict with a condition verdict: any fail fails, then any inconclusive. */
