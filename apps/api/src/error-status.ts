@@ -130,6 +130,11 @@ export const STATUS_BY_CODE = {
   FIELD_ALREADY_REDACTED: 409,
   // The caller caused the event it asks to erase: the audited party never erases its own evidence.
   SELF_REDACTION: 403,
+  // The caller holds an enrolled signing key (or every author must sign) and sent no signature.
+  SIGNATURE_REQUIRED: 403,
+  // The Vouch-Signature header does not verify for this request with a live key of the caller.
+  SIGNATURE_INVALID: 403,
+  PUBLIC_KEY_INVALID: 400,
 
   // @vouch/verifier-sdk: configuration problems are the server's (they fail at startup)…
   VERIFIER_INVALID: 500,

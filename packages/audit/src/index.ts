@@ -3,6 +3,26 @@
 // own entry points: `@vouch/audit/merkle` (building trees and proofs, for a log's writer),
 // `@vouch/audit/witness` (checking a live log or a bundle against a trusted checkpoint) and
 // `@vouch/audit/transport` (the HTTP transport to a Vouch server). All of it runs in browsers.
+
+export type { AuthorKey, AuthorSignatureFailure, AuthorStatement } from './author-signature';
+export {
+  AUTHOR_STATEMENT_TYPE,
+  AUTHOR_STATEMENT_V1,
+  attachSignature,
+  authorKeyFromSeed,
+  authorKeyId,
+  authorStatement,
+  detachedSignature,
+  formatAuthorPrivateKey,
+  formatAuthorPublicKey,
+  generateAuthorKey,
+  openAuthorSignature,
+  parseAuthorPrivateKey,
+  parseAuthorPublicKey,
+  parseDetachedSignature,
+  readAuthorStatementUnverified,
+  signAuthorStatement,
+} from './author-signature';
 export type { BundleHeader } from './bundle-format';
 export {
   BUNDLE_EVENT_FIELDS,
@@ -27,6 +47,8 @@ export {
   parseCosignerSignerKey,
   verifyCosignatures,
 } from './cosignature';
+export type { DsseEnvelope, DsseFailure, DsseSignature } from './dsse';
+export { preAuthEncoding, signDsse, verifyDsse } from './dsse';
 export type { AuditErrorCode } from './errors';
 export { AuditError, isAuditError } from './errors';
 export type { EventHeader, StoredEvent } from './event-hash';

@@ -165,6 +165,18 @@ export {
   postgresReason,
   roleStatus,
 } from './runtime-role';
+export { currentKeyHistory, signatureOfRequest } from './signatures/request-signature';
+export type { EnrolledKey } from './signatures/signing-key-events';
+export {
+  ENROLL_ACTION,
+  enrollSigningKey,
+  REVOKE_SIGNING_KEY_ACTION,
+  requireSignatures,
+  revokeSigningKey,
+  SIGNATURES_REQUIRED,
+  SIGNING_KEY_ENROLLED,
+  SIGNING_KEY_REVOKED,
+} from './signatures/signing-key-events';
 // Reads on a hot standby, consistent with what the primary acknowledged.
 export { isHotStandby, primaryWalPosition, standbyReplayedTo } from './standby';
 // The verification queue: verifications asked to run in the background (operational data, not the chain).

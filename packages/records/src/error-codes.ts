@@ -100,6 +100,10 @@ export const LEDGER_ERROR_CODES = [
   'FIELD_NOT_FOUND',
   'FIELD_ALREADY_REDACTED',
   'SELF_REDACTION',
+  // author signatures (docs/chain.md, "Records signed by their authors")
+  'SIGNATURE_REQUIRED',
+  'SIGNATURE_INVALID',
+  'PUBLIC_KEY_INVALID',
 ] as const;
 
 /** What `@vouch/audit` refuses with, as the server passes it on (mirrors its `AuditErrorCode`; its `LOG_NOT_FOUND` is listed with the ledger's). */

@@ -8,6 +8,18 @@ import { hashSchema, jsonObjectSchema, jsonValueSchema, timeSchema } from './fie
  */
 
 /**
+ * The author's own signature over what they asked for (docs/chain.md, "Records signed by their
+ * authors"): a DSSE envelope whose payload is an author statement. Absent on unsigned records.
+ */
+export const authorSignatureSchema = z
+  .object({
+    payloadType: z.string(),
+    payload: z.string(),
+    signatures: z.array(z.object({ keyid: z.string(), sig: z.string() })),
+  })
+  .meta({ id: 'AuthorSignature', description: 'DSSE envelope over the author statement (Ed25519).' });
+
+/**
  * How much harm a tool call can do, least to most. The order matters: when a proposal and
  * the registry disagree, the stricter class applies.
  */
@@ -195,6 +207,7 @@ export const decisionRecordSchema = z.object({
   decided_at: timeSchema,
   /** Only on a decision read back after a redaction: the keys of `repair` that were erased (gone from `repair`). */
   redacted: z.object({ repair: z.array(z.string()) }).optional(),
+  signature: authorSignatureSchema.optional(),
 });
 export type DecisionRecord = z.output<typeof decisionRecordSchema>;
 
@@ -228,6 +241,7 @@ export const approvalResolutionRecordSchema = z.object({
   valid_until: timeSchema.nullable(),
   comment: z.string().nullable(),
   resolved_at: timeSchema,
+  signature: authorSignatureSchema.optional(),
 });
 export type ApprovalResolutionRecord = z.output<typeof approvalResolutionRecordSchema>;
 
@@ -467,6 +481,7 @@ export const verificationRecordSchema = z.object({
   }),
   /** Why it supersedes them; present exactly when `supersedes` is. */
   reason: z.string().optional().meta({ description: 'Why it supersedes them.' }),
+  signature: authorSignatureSchema.optional(),
 });
 export type VerificationRecord = z.output<typeof verificationRecordSchema>;
 

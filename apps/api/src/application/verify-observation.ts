@@ -65,7 +65,7 @@ export async function verifyObservation(
   const recorded = await records.recordVerification(
     ctx,
     { ...request.body, observation_id: observation.id, checks: outcome.checks },
-    { checksRunByServer: true },
+    { checksRunByServer: true, runRequest: { ...request.body, observation_id: observation.id } },
   );
   services.metrics?.countVerification(recorded.verification.status);
   return recorded;

@@ -1,4 +1,5 @@
-import type { RecordContext } from '@vouch/ledger';
+import { parseDetachedSignature } from '@vouch/audit';
+import { LedgerError, type RecordContext } from '@vouch/ledger';
 import type { Context } from 'hono';
 import { assertLog } from '../auth/authorize';
 import type { AppEnv } from '../http/app-env';
@@ -16,6 +17,7 @@ export function logOf(c: Context<AppEnv>): string {
  */
 export function recordContext(c: Context<AppEnv>, log: string): RecordContext {
   const principal = c.get('principal');
+  const signature = signatureHeader(c);
   return {
     log,
     caller: {
@@ -23,8 +25,29 @@ export function recordContext(c: Context<AppEnv>, log: string): RecordContext {
       scopes: principal.scopes,
       environments: principal.environments,
       ...(principal.keyIssuedAt === undefined ? {} : { keyIssuedAt: principal.keyIssuedAt }),
+      ...(signature ? { signature } : {}),
     },
   };
+}
+
+/** The header an author's detached signature over the request travels in. */
+export const SIGNATURE_HEADER = 'Vouch-Signature';
+
+/** The `Vouch-Signature` header, parsed; a header that is there but malformed is refused. */
+function signatureHeader(c: Context<AppEnv>): { keyid: string; sig: string } | undefined {
+  const text = c.req.header(SIGNATURE_HEADER);
+  if (text === undefined) return undefined;
+  const parsed = parseDetachedSignature(text);
+  if (!parsed) {
+    throw new LedgerError(
+      'SIGNATURE_INVALID',
+      `${SIGNATURE_HEADER} must be "keyid=<64 hex>; sig=<base64 of 64 bytes>"`,
+      {
+        details: { header: SIGNATURE_HEADER },
+      },
+    );
+  }
+  return parsed;
 }
 
 /** The body exactly as the client sent it (already bounded and checked), for the records service. */

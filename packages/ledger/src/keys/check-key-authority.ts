@@ -1,9 +1,15 @@
 import type { ChainFailure, StoredEvent } from '@vouch/audit';
+import { SIGNING_KEY_EVENT_KINDS } from '../signatures/signing-key-events';
 import { KEY_CREATED, KEY_EXPIRES, KEY_REVOKED, SYSTEM_LOG } from './api-key-events';
 import { createKeyHistory } from './key-history';
 
 /** The kinds {@link createKeyAuthorityCheck} reads: a caller that streams only some events passes these. */
-export const KEY_EVENT_KINDS: readonly string[] = [KEY_CREATED, KEY_REVOKED, KEY_EXPIRES];
+export const KEY_EVENT_KINDS: readonly string[] = [
+  KEY_CREATED,
+  KEY_REVOKED,
+  KEY_EXPIRES,
+  ...SIGNING_KEY_EVENT_KINDS,
+];
 
 /** Every key event's kind starts so: one comparison tells the rest of the log apart. */
 const KEY_KIND_PREFIX = 'api_key.';
@@ -28,14 +34,18 @@ export function createKeyAuthorityCheck(log: string, fail: (failure: ChainFailur
   const history = createKeyHistory();
   return {
     add(event: StoredEvent): void {
-      if (!event.kind.startsWith(KEY_KIND_PREFIX)) return;
+      if (!event.kind.startsWith(KEY_KIND_PREFIX) && !SIGNING_KEY_EVENT_KINDS.includes(event.kind)) return;
       const violation = history.add(event);
       if (violation === null) return;
       fail({
         seq: event.seq,
         code: 'RECORD_RULE_VIOLATION',
         rule: violation.rule,
-        table: event.kind === KEY_CREATED ? 'api_keys' : 'api_key_revocations',
+        table: SIGNING_KEY_EVENT_KINDS.includes(event.kind)
+          ? 'signing_keys'
+          : event.kind === KEY_CREATED
+            ? 'api_keys'
+            : 'api_key_revocations',
         id: event.entity,
         message: `${event.kind} ${event.entity}: ${violation.why}`,
       });

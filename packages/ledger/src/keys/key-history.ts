@@ -1,4 +1,6 @@
 import { payloadHashOf, type StoredEvent } from '@vouch/audit';
+import { SIGNING_KEY_EVENT_KINDS } from '../signatures/signing-key-events';
+import { createSigningKeyRegistry, type SignatureRule } from '../signatures/signing-key-registry';
 import { expiryOf, KEY_CREATED, KEY_EXPIRES, KEY_REVOKED } from './api-key-events';
 
 /**
@@ -33,7 +35,9 @@ export type KeyAuthorityRule =
   /** The issuer's admin keys are limited to environments or logs the new key is not. */
   | 'KEY_REACH_FORBIDDEN'
   /** The actor of an `api_key.revoked` / `api_key.expires` event could not end keys then. */
-  | 'KEY_REVOKER_FORBIDDEN';
+  | 'KEY_REVOKER_FORBIDDEN'
+  /** A signing-key event breaks the signature rules (`signatures/signing-key-registry.ts`). */
+  | SignatureRule;
 
 /** Why a key event's actor could not have written it. */
 export interface KeyAuthorityViolation {
@@ -129,9 +133,13 @@ export function createKeyHistory() {
     };
   };
 
-  return {
+  const history = {
     /** The keys `identity` was issued (exactly as the server writes it as actor), forbidden ones left out. */
     keysOf,
+    /** The authors' signing keys, from the same events (`signing_key.*`). */
+    get signingKeys() {
+      return signingKeys;
+    },
     /**
      * Take one `api_key.*` event (in seq order; other kinds are ignored) and say why its
      * actor could not have written it, or null when it could. It is judged (and a key it
@@ -141,6 +149,7 @@ export function createKeyHistory() {
      */
     add(event: KeyEvent): KeyAuthorityViolation | null {
       const at = judged(event.at);
+      if (SIGNING_KEY_EVENT_KINDS.includes(event.kind)) return signingKeys.add(event, at);
       if (event.kind === KEY_CREATED) {
         const first = created++ === 0;
         // A payload edited in place (roles added) is not the one the chain holds: no key.
@@ -176,6 +185,8 @@ export function createKeyHistory() {
       return violation;
     },
   };
+  const signingKeys = createSigningKeyRegistry(history);
+  return history;
 }
 
 export type KeyHistory = ReturnType<typeof createKeyHistory>;

@@ -137,11 +137,13 @@ export async function approve(
     what: 'approval',
     maxBytes: runtime.settings.maxInputBytes,
   });
+  const signature = await runtime.authorSignature(ctx, 'approval.approve', body);
   return resolve(runtime, ctx, input.request_id, {
     resolution: 'approved',
     validity: input.validity,
     window_seconds: input.window_seconds,
     comment: input.comment,
+    ...(signature ? { signature } : {}),
   });
 }
 
@@ -155,11 +157,13 @@ export async function deny(
     what: 'denial',
     maxBytes: runtime.settings.maxInputBytes,
   });
+  const signature = await runtime.authorSignature(ctx, 'approval.deny', body);
   return resolve(runtime, ctx, input.request_id, {
     resolution: 'denied',
     validity: null,
     window_seconds: null,
     comment: input.comment,
+    ...(signature ? { signature } : {}),
   });
 }
 
@@ -222,6 +226,7 @@ function resolve(
       valid_until: window ? addSeconds(now, window.seconds) : null,
       comment: resolution.comment,
       resolved_at: now,
+      ...(resolution.signature ? { signature: resolution.signature } : {}),
     });
     // Staged, not yet in the table: the view is given the resolution it cannot read yet.
     return approvalView(tx.reads, request, now, written);

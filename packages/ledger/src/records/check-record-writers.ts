@@ -4,6 +4,7 @@ import { KEY_TIME_AHEAD_MS } from '../append-time';
 import type { Database, Db } from '../database';
 import type { KeyHistory, KeyWindow } from '../keys/key-history';
 import { type LoadedKeyHistory, loadKeyHistory } from '../keys/load-key-history';
+import { judgeRecordSignature } from '../signatures/judge-record-signature';
 import { BUILT_IN_POLICY } from './built-in-decisions';
 import { RECORD_TABLE_OF } from './codec';
 import { recordRuleFailure } from './record-rules';
@@ -78,6 +79,8 @@ export function createRecordWriterCheck(
   const toolVersions = new Map<string, number>();
   /** Observations with outcome `unknown`: the only ones the settle verifier verifies. */
   const unknownObservations = new Set<string>();
+  /** The signatures seen so far: one signed statement speaks for one record. */
+  const signatures = new Set<string>();
 
   const judge = (history: KeyHistory | null, event: StoredEvent, record: Json) => {
     const report = (rule: RecordWriterRule, why: string) =>
@@ -210,6 +213,9 @@ export function createRecordWriterCheck(
         }
         if (typeof record !== 'object' || record === null || Array.isArray(record)) continue;
         judge(keysIssued ? history : null, event, record as Json);
+        const unsigned = judgeRecordSignature(history, log, event, record as Json, signatures);
+        if (unsigned !== null)
+          fail(recordRuleFailure(event, unsigned.rule, unsigned.why, { actor: event.actor }));
       }
     },
     /** Whether the writers were judged: only where keys were ever issued. */

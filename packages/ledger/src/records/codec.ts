@@ -1,4 +1,4 @@
-import { canonicalJson } from '@vouch/audit';
+import { canonicalJson, type DsseEnvelope } from '@vouch/audit';
 import type { EventLink } from '../ledger';
 import {
   approvalRequests,
@@ -38,6 +38,13 @@ const json = (value: unknown): string => canonicalJson(value);
 const parse = <T = JsonValue>(text: string): T => JSON.parse(text) as T;
 
 type Row<T extends { $inferSelect: unknown }> = T['$inferSelect'];
+
+// An author's signature (since 0022) is a payload member only when there is one, so every
+// record written before rebuilds its payload byte for byte.
+const signatureColumn = (envelope: DsseEnvelope | undefined): string | null =>
+  envelope === undefined ? null : json(envelope);
+const signatureMember = (text: string | null): { signature?: DsseEnvelope } =>
+  text === null ? {} : { signature: parse<DsseEnvelope>(text) };
 
 export const toolCodec = {
   toRow: (link: EventLink, r: ToolRecord): Row<typeof tools> => ({
@@ -143,6 +150,7 @@ export const decisionCodec = {
     approvalRequestId: r.approval_request_id,
     decidedBy: r.decided_by,
     decidedAt: r.decided_at,
+    signature: signatureColumn(r.signature),
   }),
   toRecord: (row: Row<typeof decisions>): DecisionRecord => ({
     id: row.id,
@@ -156,6 +164,7 @@ export const decisionCodec = {
     approval_request_id: row.approvalRequestId,
     decided_by: row.decidedBy,
     decided_at: row.decidedAt,
+    ...signatureMember(row.signature),
   }),
 };
 
@@ -200,6 +209,7 @@ export const approvalResolutionCodec = {
     validUntil: r.valid_until,
     comment: r.comment,
     resolvedAt: r.resolved_at,
+    signature: signatureColumn(r.signature),
   }),
   toRecord: (row: Row<typeof approvalResolutions>): ApprovalResolutionRecord => ({
     id: row.id,
@@ -212,6 +222,7 @@ export const approvalResolutionCodec = {
     valid_until: row.validUntil,
     comment: row.comment,
     resolved_at: row.resolvedAt,
+    ...signatureMember(row.signature),
   }),
 };
 
@@ -337,6 +348,7 @@ export const verificationCodec = {
     held: r.held ?? null,
     supersedes: r.supersedes === undefined ? null : json(r.supersedes),
     reason: r.reason ?? null,
+    signature: signatureColumn(r.signature),
   }),
   // A null column is a key the payload does not have (records from before 0006, or a field
   // that does not apply), so the row rebuilds the payload byte for byte either way.
@@ -352,6 +364,7 @@ export const verificationCodec = {
     ...(row.held === null ? {} : { held: row.held as NonNullable<VerificationRecord['held']> }),
     ...(row.supersedes === null ? {} : { supersedes: parse<string[]>(row.supersedes) }),
     ...(row.reason === null ? {} : { reason: row.reason }),
+    ...signatureMember(row.signature),
   }),
 };
 

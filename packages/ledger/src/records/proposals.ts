@@ -116,6 +116,7 @@ export async function decide(
     what: 'decision',
     maxBytes: runtime.settings.maxInputBytes,
   });
+  const signature = await runtime.authorSignature(ctx, 'decision.record', body);
   return runtime.run(ctx, recordKeys.decide(input.proposal_id), async (tx) => {
     const now = tx.time();
     const proposal = await mustGetProposal(tx.reads, input.proposal_id);
@@ -153,6 +154,7 @@ export async function decide(
       approval_request_id: approval?.id ?? null,
       decided_by: ctx.caller.identity,
       decided_at: now,
+      ...(signature ? { signature } : {}),
     });
     return { decision, approval };
   });

@@ -1,8 +1,11 @@
+import type { DsseEnvelope } from '@vouch/audit';
 import type { ConflictKeys } from '../batch-plan';
 import { LedgerError } from '../errors';
 import { keyTimeFloor, type Ledger } from '../ledger';
+import { signatureOfRequest } from '../signatures/request-signature';
 import { type LogReads, logReads } from './log-reads';
 import { lapsedClaims, undecidedProposals } from './queries';
+import type { RecordContext } from './record-context';
 import { type RecordTransaction, recordTransaction } from './record-transaction';
 import type { Caller, ProposalRecord } from './types';
 
@@ -33,6 +36,8 @@ export interface RecordsRuntime {
   reads(log: string): LogReads;
   /** The current time, for reads outside a batch. */
   wallNow(): string;
+  /** The envelope of the caller's signature over `claims` as `action`, or undefined (see `signatureOfRequest`). */
+  authorSignature(ctx: RecordContext, action: string, claims: unknown): Promise<DsseEnvelope | undefined>;
   /** Claims past their deadline with no observation, in every log or one (see `lapsedClaims`). */
   lapsedClaims(options: {
     now: string;
@@ -65,6 +70,8 @@ export function recordsRuntime(
       ),
     reads: (log) => logReads(ledger.database.db, log, alarm),
     wallNow: () => (clock ?? (() => new Date()))().toISOString(),
+    authorSignature: (ctx, action, claims) =>
+      signatureOfRequest(ledger.database, ctx, action, claims, (clock ?? (() => new Date()))().toISOString()),
     lapsedClaims: (options) => lapsedClaims(ledger.database.db, options),
     undecidedProposals: (options) => undecidedProposals(ledger.database.db, options),
   };

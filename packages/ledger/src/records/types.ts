@@ -67,4 +67,9 @@ export interface Caller {
    * every record it wrote, even when this server's clock lags the one that issued the key.
    */
   keyIssuedAt?: string;
+  /**
+   * The author's detached signature over the request (the `Vouch-Signature` header): the
+   * operation rebuilds the statement from the request and keeps the envelope in the record.
+   */
+  signature?: { keyid: string; sig: string };
 }

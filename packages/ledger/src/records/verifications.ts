@@ -28,6 +28,12 @@ export interface RecordVerificationOptions {
    * independent: nobody vouches for their own action.
    */
   checksRunByServer?: boolean;
+  /**
+   * With `checksRunByServer`: the request the caller signed to have them run (`{observation_id,
+   * supersedes?, reason?}`, `verification.run`); without it the body itself is what is signed
+   * (`verification.record`).
+   */
+  runRequest?: unknown;
 }
 
 /** What `recordVerification` returns: the new record, and the proposal's status with it counted. */
@@ -61,6 +67,13 @@ export async function recordVerification(
     maxBytes: verificationInputBytes(body, runtime.settings.maxInputBytes, options),
   });
   if (!options.checksRunByServer) refuseHostFields(input.checks);
+  const signature = options.checksRunByServer
+    ? await runtime.authorSignature(
+        ctx,
+        'verification.run',
+        options.runRequest ?? { observation_id: input.observation_id },
+      )
+    : await runtime.authorSignature(ctx, 'verification.record', body);
   const settleSeconds = runtime.settings.unknownOutcomeSettleSeconds;
   return runtime.run(ctx, recordKeys.verify(input.observation_id), async (tx) => {
     const observation = await tx.reads.observationById(input.observation_id);
@@ -101,16 +114,19 @@ export async function recordVerification(
     const owners = ownersIn(await tx.reads.firstUsesOf(refs), refs);
     const checks = markReusedEvidence(assessed, owners, proposal.id);
     const firstUses = passingRefsOf(checks).filter((ref) => !owners.has(ref));
-    const verification = toVerificationRecord({
-      id,
-      observation,
-      proposal,
-      checks,
-      verifier: ctx.caller.identity,
-      verifiedAt: now,
-      settleSeconds,
-      supersedes: input.supersedes && { ids: input.supersedes, reason: input.reason! },
-    });
+    const verification = {
+      ...toVerificationRecord({
+        id,
+        observation,
+        proposal,
+        checks,
+        verifier: ctx.caller.identity,
+        verifiedAt: now,
+        settleSeconds,
+        supersedes: input.supersedes && { ids: input.supersedes, reason: input.reason! },
+      }),
+      ...(signature ? { signature } : {}),
+    };
     assertSupersession({ caller: ctx.caller, proposal, observation, earlier, next: verification });
     tx.write('verification', ctx.caller.identity, verification, (link) =>
       firstUses.map((ref) => ({

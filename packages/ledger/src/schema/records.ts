@@ -137,6 +137,8 @@ export const decisions = pgTable(
     approvalRequestId: text('approval_request_id'),
     decidedBy: text('decided_by').notNull(),
     decidedAt: text('decided_at').notNull(),
+    // Added by 0022: the author's DSSE envelope (canonical JSON); null on unsigned records.
+    signature: text('signature'),
   },
   (t) => [
     primaryKey({ name: 'decisions_pk', columns: [t.logId, t.id] }),
@@ -194,6 +196,7 @@ export const approvalResolutions = pgTable(
     validUntil: text('valid_until'),
     comment: text('comment'),
     resolvedAt: text('resolved_at').notNull(),
+    signature: text('signature'),
   },
   (t) => [
     primaryKey({ name: 'approval_resolutions_pk', columns: [t.logId, t.id] }),
@@ -339,6 +342,7 @@ export const verifications = pgTable(
     held: text('held'),
     supersedes: text('supersedes'),
     reason: text('reason'),
+    signature: text('signature'),
   },
   (t) => [
     primaryKey({ name: 'verifications_pk', columns: [t.logId, t.id] }),

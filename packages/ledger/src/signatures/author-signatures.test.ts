@@ -1,0 +1,292 @@
+import { randomBytes } from 'node:crypto';
+import {
+  type AuthorKey,
+  authorStatement,
+  detachedSignature,
+  formatAuthorPublicKey,
+  generateAuthorKey,
+  signAuthorStatement,
+} from '@vouch/audit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../database';
+import { isLedgerError } from '../errors';
+import { issueApiKey } from '../keys/api-keys';
+import { OPERATOR_ACTOR } from '../keys/key-history';
+import { createLedger, type Ledger } from '../ledger';
+import { refund, refundTool } from '../records/__fixtures__/refund';
+import { createRecords, type RecordContext, type Records } from '../records/create-records';
+import { forgeRecords, verifyBothWays } from '../tamper-testing';
+import { testBackends } from '../testing';
+import { enrollSigningKey, requireSignatures, revokeSigningKey } from './signing-key-events';
+
+// The runtime role holds only its database credentials: it can append any record, in any
+// actor's name, every hash right. Once an author holds an enrolled signing key, a record in
+// their name without their signature over what it says is refused by the server when asked
+// for, and reported by verification when forged.
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    if (isLedgerError(error)) return error.code;
+    throw error;
+  }
+  return 'SUCCEEDED';
+}
+
+const sign = (key: AuthorKey, log: string, action: string, signer: string, claims: unknown) =>
+  detachedSignature(signAuthorStatement(authorStatement(log, action, signer, claims), key));
+const parsed = (header: string) => {
+  const [, keyid, sig] = /^keyid=(\S+); sig=(\S+)$/.exec(header)!;
+  return { keyid: keyid!, sig: sig! };
+};
+
+describe.each(testBackends())('author signatures on $name', ({ open }) => {
+  let database: Database;
+  let ledger: Ledger;
+  let records: Records;
+  const alice = generateAuthorKey();
+  const checker = generateAuthorKey();
+  let logs = 0;
+
+  beforeAll(async () => {
+    database = await open();
+    ledger = createLedger(database);
+    records = createRecords(ledger);
+    const people: [string, string][] = [
+      ['user:ops', 'admin'],
+      ['agent:billing', 'gateway'],
+      ['user:alice', 'approver'],
+      ['user:bob', 'approver'],
+      ['service:checker', 'verifier'],
+      ['service:opa', 'policy'],
+    ];
+    for (const [identity, role] of people) {
+      await issueApiKey(ledger, {
+        id: `key_${identity}`,
+        keyHash: randomBytes(32).toString('hex'),
+        identity,
+        roles: [role],
+        scopes: [],
+        environments: null,
+        logs: null,
+        createdBy: OPERATOR_ACTOR,
+      });
+    }
+    await enrollSigningKey(ledger, {
+      identity: 'user:alice',
+      publicKey: formatAuthorPublicKey(alice.publicKey),
+      enrolledBy: OPERATOR_ACTOR,
+    });
+    await enrollSigningKey(ledger, {
+      identity: 'service:checker',
+      publicKey: formatAuthorPublicKey(checker.publicKey),
+      enrolledBy: OPERATOR_ACTOR,
+    });
+  });
+  afterAll(async () => {
+    await ledger?.close();
+    await database?.close();
+  });
+
+  const pending = async () => {
+    const log = `sig-${++logs}`;
+    const agent: RecordContext = { log, caller: { identity: 'agent:billing', scopes: ['payments:write'] } };
+    await records.registerTool(
+      { log, caller: { identity: 'user:ops' } },
+      refundTool({ approval_required: true }),
+    );
+    const { approval, proposal } = await records.propose(agent, refund('k1'));
+    return { log, agent, request: approval!, proposal };
+  };
+  /** The signature rules verification reports the log breaking (other rules a forgery breaks left out). */
+  const rules = async (log: string) =>
+    (await verifyBothWays(database, { log })).failures
+      .filter((f) => f.code === 'RECORD_RULE_VIOLATION' && String(f.rule).startsWith('SIGN'))
+      .map((f) => f.rule);
+
+  it('an enrolled approver who does not sign is refused (SIGNATURE_REQUIRED), nothing written', async () => {
+    const { log, request } = await pending();
+    const ctx: RecordContext = { log, caller: { identity: 'user:alice' } };
+    expect(await codeOf(records.approve(ctx, { request_id: request.id }))).toBe('SIGNATURE_REQUIRED');
+    expect((await records.getApproval(log, request.id)).resolution).toBeNull();
+  });
+
+  it('a signed approval is recorded with its envelope, and verifies', async () => {
+    const { log, request } = await pending();
+    const body = { request_id: request.id, validity: 'once' };
+    const signature = parsed(sign(alice, log, 'approval.approve', 'user:alice', body));
+    const view = await records.approve({ log, caller: { identity: 'user:alice', signature } }, body);
+    expect(view.resolution?.signature?.signatures[0]?.keyid).toBe(alice.keyId);
+    expect(await rules(log)).toEqual([]);
+  });
+
+  it.each([
+    ['another request', (id: string) => ({ request_id: `${id}x`, validity: 'once' })],
+    ['a deny for an approve', (id: string) => ({ request_id: id })],
+  ])('a signature over %s is refused (SIGNATURE_INVALID)', async (_what, claimsOf) => {
+    const { log, request } = await pending();
+    const action = _what === 'a deny for an approve' ? 'approval.deny' : 'approval.approve';
+    const signature = parsed(sign(alice, log, action, 'user:alice', claimsOf(request.id)));
+    const ctx = { log, caller: { identity: 'user:alice', signature } };
+    expect(await codeOf(records.approve(ctx, { request_id: request.id, validity: 'once' }))).toBe(
+      'SIGNATURE_INVALID',
+    );
+  });
+
+  it("a signature by someone else's key is refused", async () => {
+    const { log, request } = await pending();
+    const body = { request_id: request.id };
+    const signature = parsed(sign(checker, log, 'approval.approve', 'user:alice', body));
+    expect(await codeOf(records.approve({ log, caller: { identity: 'user:alice', signature } }, body))).toBe(
+      'SIGNATURE_INVALID',
+    );
+  });
+
+  it("the runtime role's approval in an enrolled approver's name is reported", async () => {
+    const { log, request } = await pending();
+    await forgeRecords(ledger, log, (tx, now) => {
+      tx.write('approval_resolution', 'user:alice', {
+        id: 'res_forged',
+        request_id: request.id,
+        resolution: 'approved',
+        resolver: 'user:alice',
+        validity: 'once',
+        window_seconds: null,
+        window_source: null,
+        valid_until: null,
+        comment: null,
+        resolved_at: now,
+      });
+    });
+    expect(await rules(log)).toEqual(['SIGNATURE_MISSING']);
+  });
+
+  it('a signed approval moved to another request, or turned into a deny, is reported', async () => {
+    const { log, agent, request } = await pending();
+    const more = async (key: string, amount: number) =>
+      (await records.propose(agent, refund(key, { arguments: { amount, currency: 'EUR' } }))).approval!;
+    const [second, third] = [await more('k2', 6), await more('k3', 7)];
+    const body = { request_id: request.id, validity: 'once' };
+    const signature = parsed(sign(alice, log, 'approval.approve', 'user:alice', body));
+    const { resolution } = await records.approve(
+      { log, caller: { identity: 'user:alice', signature } },
+      body,
+    );
+    await forgeRecords(ledger, log, (tx) => {
+      tx.write('approval_resolution', 'user:alice', {
+        ...resolution!,
+        id: 'res_moved',
+        request_id: second.id,
+      });
+      tx.write('approval_resolution', 'user:alice', {
+        ...resolution!,
+        id: 'res_denied',
+        request_id: third.id,
+        resolution: 'denied',
+        validity: null,
+      });
+    });
+    expect(await rules(log)).toEqual(['SIGNATURE_CLAIMS_MISMATCH', 'SIGNATURE_MISMATCH']);
+  });
+
+  it('one signed statement speaking for two records is reported as a replay', async () => {
+    const { log, agent, proposal, request } = await pending();
+    const body = { request_id: request.id };
+    await records.approve(
+      {
+        log,
+        caller: {
+          identity: 'user:alice',
+          signature: parsed(sign(alice, log, 'approval.approve', 'user:alice', body)),
+        },
+      },
+      body,
+    );
+    await records.authorize(agent, { proposal_id: proposal.id });
+    const { observation } = await records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
+    const verification = {
+      observation_id: observation.id,
+      checks: [{ name: 'refund.recorded', status: 'pass' as const, source: 'billing-ledger' }],
+    };
+    const signature = parsed(sign(checker, log, 'verification.record', 'service:checker', verification));
+    const { verification: first } = await records.recordVerification(
+      { log, caller: { identity: 'service:checker', signature } },
+      verification,
+    );
+    await forgeRecords(ledger, log, (tx) => {
+      tx.write('verification', 'service:checker', { ...first, id: 'ver_again' });
+    });
+    expect(await rules(log)).toEqual(['SIGNATURE_REPLAYED']);
+  });
+
+  it("the runtime role's verification in an enrolled verifier's name is reported", async () => {
+    const { log, agent, proposal, request } = await pending();
+    const body = { request_id: request.id };
+    await records.approve(
+      {
+        log,
+        caller: {
+          identity: 'user:alice',
+          signature: parsed(sign(alice, log, 'approval.approve', 'user:alice', body)),
+        },
+      },
+      body,
+    );
+    await records.authorize(agent, { proposal_id: proposal.id });
+    const { observation } = await records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
+    await forgeRecords(ledger, log, (tx, now) => {
+      tx.write('verification', 'service:checker', {
+        id: 'ver_forged',
+        observation_id: observation.id,
+        proposal_id: proposal.id,
+        checks: [{ name: 'refund.recorded', status: 'pass', source: 'billing-ledger' }],
+        status: 'passed',
+        verifier: 'service:checker',
+        verified_at: now,
+        undeclared: [],
+      });
+    });
+    expect(await rules(log)).toEqual(['SIGNATURE_MISSING']);
+  });
+
+  it('a revoked signing key signs nothing afterwards', async () => {
+    const bob = generateAuthorKey();
+    const enrolled = await enrollSigningKey(ledger, {
+      identity: 'user:bob',
+      publicKey: formatAuthorPublicKey(bob.publicKey),
+      enrolledBy: OPERATOR_ACTOR,
+    });
+    await revokeSigningKey(ledger, { keyId: enrolled.key_id, revokedBy: OPERATOR_ACTOR });
+    const { log, request } = await pending();
+    const body = { request_id: request.id };
+    const signature = parsed(sign(bob, log, 'approval.approve', 'user:bob', body));
+    expect(await codeOf(records.approve({ log, caller: { identity: 'user:bob', signature } }, body))).toBe(
+      'SIGNATURE_INVALID',
+    );
+  });
+
+  it('an enrolment by someone who holds no admin key counts for nothing, and is reported', async () => {
+    const mallory = generateAuthorKey();
+    await enrollSigningKey(ledger, {
+      identity: 'user:alice',
+      publicKey: formatAuthorPublicKey(mallory.publicKey),
+      enrolledBy: 'agent:billing',
+    });
+    const { log, request } = await pending();
+    const body = { request_id: request.id };
+    const signature = parsed(sign(mallory, log, 'approval.approve', 'user:alice', body));
+    expect(await codeOf(records.approve({ log, caller: { identity: 'user:alice', signature } }, body))).toBe(
+      'SIGNATURE_INVALID',
+    );
+    expect(await rules('system')).toContain('SIGNING_KEY_ENROLLER_FORBIDDEN');
+  });
+
+  // Last: from here on, every author of this database must sign.
+  it('once signatures are required, an author without a key is refused too', async () => {
+    const { log, request } = await pending();
+    await requireSignatures(ledger, OPERATOR_ACTOR);
+    const ctx: RecordContext = { log, caller: { identity: 'user:bob' } };
+    expect(await codeOf(records.deny(ctx, { request_id: request.id }))).toBe('SIGNATURE_REQUIRED');
+  });
+});

@@ -1,0 +1,65 @@
+import { attachSignature, authorStatement, type DsseEnvelope } from '@vouch/audit';
+import type { Database } from '../database';
+import { LedgerError } from '../errors';
+import { readHead } from '../event-store';
+import { SYSTEM_LOG } from '../keys/api-key-events';
+import { createKeyHistory, type KeyHistory } from '../keys/key-history';
+import { readKeyEvents } from '../keys/load-key-history';
+import type { RecordContext } from '../records/record-context';
+
+const built = new WeakMap<Database, Promise<{ head: number; history: KeyHistory }>>();
+
+/** The key history (API keys and signing keys) at the `system` log's head, built again only when it moved. */
+export async function currentKeyHistory(database: Database): Promise<KeyHistory> {
+  const head = (await readHead(database, SYSTEM_LOG))?.seq ?? 0;
+  const cached = await built.get(database)?.catch(() => null);
+  if (cached && cached.head === head) return cached.history;
+  const building = readKeyEvents(database.db, head).then((events) => {
+    const history = createKeyHistory();
+    for (const event of events) history.add(event);
+    return { head, history };
+  });
+  built.set(database, building);
+  return (await building).history;
+}
+
+/**
+ * The author signature a request carries (`caller.signature`, the `Vouch-Signature` header)
+ * as the envelope the record keeps: the statement is rebuilt from the request (`claims`, the
+ * log, the action, the caller's identity), so it verifies only for exactly this request.
+ * Refused with `SIGNATURE_INVALID` unless it verifies with a live enrolled key of the caller;
+ * with `SIGNATURE_REQUIRED` when there is none and the caller must sign. Undefined: unsigned,
+ * and allowed to be.
+ */
+export async function signatureOfRequest(
+  database: Database,
+  ctx: RecordContext,
+  action: string,
+  claims: unknown,
+  now: string,
+): Promise<DsseEnvelope | undefined> {
+  const history = await currentKeyHistory(database);
+  const { identity, signature: detached } = ctx.caller;
+  const envelope = detached
+    ? attachSignature(authorStatement(ctx.log, action, identity, claims), detached)
+    : undefined;
+  const violation = history.signingKeys.judge({
+    log: ctx.log,
+    action,
+    actor: identity,
+    at: Date.parse(now),
+    signature: envelope,
+    claimsMatch: () => true,
+  });
+  if (violation === null) return envelope;
+  if (violation.rule === 'SIGNATURE_MISSING') {
+    throw new LedgerError(
+      'SIGNATURE_REQUIRED',
+      `${identity} holds an enrolled signing key (or every author must sign): sign the request (Vouch-Signature)`,
+      { details: { action } },
+    );
+  }
+  throw new LedgerError('SIGNATURE_INVALID', `the request's signature does not hold: ${violation.why}`, {
+    details: { action, rule: violation.rule },
+  });
+}
