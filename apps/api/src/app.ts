@@ -35,6 +35,7 @@ import { registerMeRoutes } from './routes/me';
 import { registerObservationRoutes } from './routes/observations';
 import { registerProposalRoutes } from './routes/proposals';
 import { registerRedactionRoutes } from './routes/redactions';
+import { registerSigningKeyRoutes } from './routes/signing-keys';
 import { registerTileRoutes } from './routes/tiles';
 import { registerToolRoutes } from './routes/tools';
 import { registerTransparencyRoutes } from './routes/transparency';
@@ -198,6 +199,7 @@ export function createApp(options: AppOptions): VouchApp {
   registerOpenApiRoutes(app, { version: options.version ?? '0.1.0' });
   registerKeyRoutes(app, { keys });
   registerMeRoutes(app);
+  registerSigningKeyRoutes(app, { ledger: options.ledger });
   registerToolRoutes(app, { records });
   registerProposalRoutes(app, {
     records,

@@ -69,6 +69,8 @@ export interface HttpRequest {
   signal?: AbortSignal;
   /** Default `application/json`. */
   accept?: string;
+  /** More headers (e.g. an author's `Vouch-Signature`); never `authorization`, which the transport sets. */
+  headers?: Record<string, string>;
 }
 
 /** One attempt's time limit: over the request, and over the body for as long as the caller wants. */
@@ -131,6 +133,7 @@ export function createHttpTransport<R extends HttpResponse>(
     async send(request): Promise<Sent<R>> {
       const url = baseUrl + request.path + queryString(request.query);
       const headers: Record<string, string> = {
+        ...request.headers,
         authorization: `Bearer ${options.apiKey}`,
         accept: request.accept ?? 'application/json',
       };

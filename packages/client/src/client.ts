@@ -1,3 +1,10 @@
+import {
+  type AuthorKey,
+  authorStatement,
+  detachedSignature,
+  parseAuthorPrivateKey,
+  signAuthorStatement,
+} from '@vouch/audit';
 import type {
   ApiKey,
   ApprovalDetail,
@@ -53,6 +60,13 @@ export interface VouchClientOptions extends HttpOptions {
    * keep recognizing, across restarts, a call that ran but whose observation was lost.
    */
   journal?: ExecutionJournal;
+  /**
+   * Sign what this client writes in its identity's name (approvals, denials, verifications,
+   * decisions) with an enrolled author key (docs/chain.md, "Records signed by their authors"):
+   * the key (its `vouch-author-key-v1:` text, e.g. from `VOUCH_SIGNING_KEY` or a key file, or
+   * the parsed key) and the identity the API key belongs to.
+   */
+  signing?: { key: AuthorKey | string; identity: string };
 }
 
 /** Per-call options every method takes. */
@@ -199,6 +213,27 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
   // Record routes take the log from `?log=`; audit routes name it in the path.
   const record = <T>(request: Omit<HttpRequest, 'query'> & { query?: HttpRequest['query'] }) =>
     http.json<T>({ ...request, query: { ...request.query, log: options.log } });
+  const signer = options.signing && {
+    key:
+      typeof options.signing.key === 'string'
+        ? parseAuthorPrivateKey(options.signing.key)
+        : options.signing.key,
+    identity: options.signing.identity,
+  };
+  /** The `Vouch-Signature` header over `claims` as `action`, when this client signs. */
+  const signed = (action: string, claims: unknown): { headers?: Record<string, string> } =>
+    signer
+      ? {
+          headers: {
+            'vouch-signature': detachedSignature(
+              signAuthorStatement(
+                authorStatement(options.log ?? 'default', action, signer.identity, claims),
+                signer.key,
+              ),
+            ),
+          },
+        }
+      : {};
 
   const client: VouchClient = {
     tools: {
@@ -227,6 +262,7 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
           method: 'POST',
           path: `/v1/proposals/${seg(id)}/decision`,
           body,
+          ...signed('decision.record', { ...body, proposal_id: id }),
           retry: 'never',
           ...o,
         }),
@@ -263,6 +299,7 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
           method: 'POST',
           path: `/v1/approvals/${seg(id)}/approve`,
           body: body ?? {},
+          ...signed('approval.approve', { ...body, request_id: id }),
           retry: 'never',
           ...o,
         }),
@@ -271,6 +308,7 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
           method: 'POST',
           path: `/v1/approvals/${seg(id)}/deny`,
           body: body ?? {},
+          ...signed('approval.deny', { ...body, request_id: id }),
           retry: 'never',
           ...o,
         }),
@@ -291,6 +329,7 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
         record<RecordedVerification>({
           method: 'POST',
           path: `/v1/observations/${seg(id)}/verify`,
+          ...signed('verification.run', { observation_id: id }),
           retry: 'never',
           ...o,
         }),
@@ -301,6 +340,7 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
           method: 'POST',
           path: '/v1/verifications',
           body,
+          ...signed('verification.record', body),
           retry: 'never',
           ...o,
         }),
