@@ -15,8 +15,8 @@ import { createKeyAuthorityCheck, KEY_EVENT_KINDS } from './keys/check-key-autho
 import { requireLog } from './log-exists';
 import { checkRecordRows, createRecordRowPresenceCheck } from './records/check-record-tables';
 import { createRecordWriterCheck } from './records/check-record-writers';
-import { createPolicyPinCheck, POLICY_PIN_KINDS } from './records/policy-pin-check';
 import { RECORD_TABLES } from './records/codec';
+import { createPolicyPinCheck, POLICY_PIN_KINDS } from './records/policy-pin-check';
 import { createRecordRuleCheck } from './records/record-rules';
 import { type VerifyInParts, verifyInParts } from './verify-chain-parts';
 import { type CheckpointKeys, createCheckpointCheck } from './verify-checkpoints';
@@ -102,10 +102,11 @@ export interface LogVerificationReport extends ChainReport {
   writers: 'checked' | 'not_checked';
   /**
    * Whether every decision was judged by the policy the log pinned before it
-   * (`createPolicyPinCheck`): `not_pinned` when the log holds no `policy.configured` event
-   * before some decision (an old install, a ledger used as a library).
+   * (`createPolicyPinCheck`): `not_pinned` when some decision has no `policy.configured`
+   * event before it (an old install, a ledger used as a library), `no_decisions` when the
+   * log holds neither a decision nor a pin.
    */
-  policy: 'pinned' | 'not_pinned';
+  policy: 'pinned' | 'not_pinned' | 'no_decisions';
 }
 
 /**

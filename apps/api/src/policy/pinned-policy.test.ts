@@ -87,7 +87,12 @@ describe.each(testBackends())('the pinned policy through the HTTP API on $name',
   /** A log with the payout tool, which needs an approval under the built-in policy. */
   const newLog = async (app: VouchApp) => {
     const log = `pinned-${++logs}`;
-    const tool = { server_id: 'pay', tool_name: 'payout', side_effect: 'compensatable', approval_required: true };
+    const tool = {
+      server_id: 'pay',
+      tool_name: 'payout',
+      side_effect: 'compensatable',
+      approval_required: true,
+    };
     expect((await call(app, 'POST', `/v1/tools?log=${log}`, k.admin, tool)).status).toBe(201);
     return log;
   };
@@ -102,7 +107,11 @@ describe.each(testBackends())('the pinned policy through the HTTP API on $name',
       arguments: { amount: n },
       side_effect: 'compensatable',
     });
-  const allow = { verdict: 'allow', source: 'opa', reasons: [{ code: 'OPA', effect: 'allow', message: 'ok' }] };
+  const allow = {
+    verdict: 'allow',
+    source: 'opa',
+    reasons: [{ code: 'OPA', effect: 'allow', message: 'ok' }],
+  };
   const verify = async (app: VouchApp, log: string) =>
     (await call(app, 'GET', `/v1/logs/${log}/verify`, k.auditor)).body;
 
@@ -134,7 +143,10 @@ describe.each(testBackends())('the pinned policy through the HTTP API on $name',
         });
       });
       const authorized = await call(app, 'POST', `/v1/proposals/prop_forged/authorize?log=${log}`, k.gw, {});
-      expect(authorized).toMatchObject({ status: 409, body: { error: { code: 'DECISION_SOURCE_NOT_PINNED' } } });
+      expect(authorized).toMatchObject({
+        status: 409,
+        body: { error: { code: 'DECISION_SOURCE_NOT_PINNED' } },
+      });
       const story = await call(app, 'GET', `/v1/proposals/prop_forged?log=${log}`, k.auditor);
       expect(story).toMatchObject({ status: 409, body: { error: { code: 'DECISION_SOURCE_NOT_PINNED' } } });
       const ready = await app.request('/readyz');
@@ -156,7 +168,13 @@ describe.each(testBackends())('the pinned policy through the HTTP API on $name',
       const log = await newLog(app);
       const { proposal } = (await propose(app, log)).body;
       const head = (await h.ledger.head(log))!.seq;
-      const posted = await call(app, 'POST', `/v1/proposals/${proposal.id}/decision?log=${log}`, k.opa, allow);
+      const posted = await call(
+        app,
+        'POST',
+        `/v1/proposals/${proposal.id}/decision?log=${log}`,
+        k.opa,
+        allow,
+      );
       expect(posted).toMatchObject({ status: 409, body: { error: { code: 'DECISION_SOURCE_NOT_PINNED' } } });
       expect((await h.ledger.head(log))!.seq).toBe(head);
     });
@@ -197,12 +215,19 @@ describe.each(testBackends())('the pinned policy through the HTTP API on $name',
     const after = await propose(second.app, log);
     expect(after.status).toBe(202);
     const id = after.body.proposal.id;
-    expect((await call(second.app, 'POST', `/v1/proposals/${id}/decision?log=${log}`, k.opa, allow)).status).toBe(
-      201,
-    );
-    expect((await call(second.app, 'POST', `/v1/proposals/${id}/authorize?log=${log}`, k.gw, {})).status).toBe(200);
+    expect(
+      (await call(second.app, 'POST', `/v1/proposals/${id}/decision?log=${log}`, k.opa, allow)).status,
+    ).toBe(201);
+    expect(
+      (await call(second.app, 'POST', `/v1/proposals/${id}/authorize?log=${log}`, k.gw, {})).status,
+    ).toBe(200);
     // The built-in decision of before still reads: it is judged by the pin of its time.
-    const told = await call(second.app, 'GET', `/v1/proposals/${before.body.proposal.id}?log=${log}`, k.auditor);
+    const told = await call(
+      second.app,
+      'GET',
+      `/v1/proposals/${before.body.proposal.id}?log=${log}`,
+      k.auditor,
+    );
     expect(told).toMatchObject({ status: 200, body: { decision: { source: 'built_in' } } });
     const events = (await call(second.app, 'GET', `/v1/logs/${log}/events`, k.auditor)).body.events as Json[];
     expect(

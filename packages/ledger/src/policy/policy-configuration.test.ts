@@ -53,7 +53,10 @@ describe('decisionSourceBreak: the one rule of the pinned policy', () => {
 
 describe('the canonical configuration', () => {
   it("keeps no secret of the engine's URL: no credentials, query or fragment", () => {
-    const pinned = canonicalPolicy({ ...opa, decision_url: 'https://u:secret@OPA.internal:443/v1/d?token=t#x' });
+    const pinned = canonicalPolicy({
+      ...opa,
+      decision_url: 'https://u:secret@OPA.internal:443/v1/d?token=t#x',
+    });
     expect(pinned).toMatchObject({ decision_url: 'https://opa.internal/v1/d' });
     expect(JSON.stringify(pinned)).not.toMatch(/secret|token/);
   });

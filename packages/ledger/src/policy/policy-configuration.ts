@@ -69,9 +69,14 @@ export function pinnedPolicyOf(payload: unknown): PolicyConfiguration | null {
   const only = (...members: string[]) => Object.keys(p).every((key) => members.includes(key));
   if (p.engine === 'built_in' && only('engine')) return { engine: 'built_in' };
   if (p.engine !== 'external') return null;
-  if (p.decisions === 'posted' && only('engine', 'decisions')) return { engine: 'external', decisions: 'posted' };
+  if (p.decisions === 'posted' && only('engine', 'decisions'))
+    return { engine: 'external', decisions: 'posted' };
   const strings = [p.decision_url, p.identity, p.source].every((v) => typeof v === 'string' && v !== '');
-  if (p.decisions !== 'asked' || !strings || !only('engine', 'decisions', 'decision_url', 'identity', 'source'))
+  if (
+    p.decisions !== 'asked' ||
+    !strings ||
+    !only('engine', 'decisions', 'decision_url', 'identity', 'source')
+  )
     return null;
   const asked = p as Extract<PolicyConfiguration, { decisions: 'asked' }>;
   if (asked.source === 'built_in') return null;

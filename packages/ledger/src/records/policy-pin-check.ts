@@ -18,13 +18,15 @@ export const POLICY_PIN_KINDS: readonly string[] = [POLICY_CONFIGURED_KIND, 'dec
  * is judged by the policy the log pinned before it (`decisionSourceBreak`, the rule the
  * server's reads apply), `DECISION_SOURCE_NOT_PINNED` at the decision's seq; a pin that is
  * not one the server writes is `POLICY_CONFIGURATION_INVALID` at its own. `status()`:
- * `pinned` when every decision of the log came after a pin (and there is one), else
- * `not_pinned`: those decisions were not judged by this rule.
+ * `pinned` when the log holds a pin and every decision came after one, `not_pinned` when a
+ * decision came before any (it was not judged by this rule), `no_decisions` when the log
+ * holds neither.
  */
 export function createPolicyPinCheck(fail: (failure: ChainFailure) => void) {
   /** undefined: nothing pinned yet; null: a pin that pins nothing readable. */
   let pinned: PolicyConfiguration | null | undefined;
   let unpinnedDecisions = 0;
+  let decisions = 0;
   return {
     add(event: StoredEvent): void {
       if (event.kind === POLICY_CONFIGURED_KIND) {
@@ -42,6 +44,7 @@ export function createPolicyPinCheck(fail: (failure: ChainFailure) => void) {
         return;
       }
       if (event.kind !== 'decision') return;
+      decisions++;
       if (pinned === undefined) {
         unpinnedDecisions++;
         return;
@@ -54,8 +57,9 @@ export function createPolicyPinCheck(fail: (failure: ChainFailure) => void) {
       });
       if (broken !== null) fail(recordRuleFailure(event, 'DECISION_SOURCE_NOT_PINNED', broken));
     },
-    status(): 'pinned' | 'not_pinned' {
-      return pinned !== undefined && unpinnedDecisions === 0 ? 'pinned' : 'not_pinned';
+    status(): 'pinned' | 'not_pinned' | 'no_decisions' {
+      if (unpinnedDecisions > 0) return 'not_pinned';
+      return pinned === undefined && decisions === 0 ? 'no_decisions' : 'pinned';
     },
   };
 }

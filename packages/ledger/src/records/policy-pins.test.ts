@@ -5,7 +5,11 @@ import { isLedgerError } from '../errors';
 import { issueApiKey } from '../keys/api-keys';
 import { OPERATOR_ACTOR } from '../keys/key-history';
 import { createLedger, type Ledger } from '../ledger';
-import { POLICY_CONFIGURED_KIND, POLICY_PINNER, type PolicyConfiguration } from '../policy/policy-configuration';
+import {
+  POLICY_CONFIGURED_KIND,
+  POLICY_PINNER,
+  type PolicyConfiguration,
+} from '../policy/policy-configuration';
 import { forgeRecords, verifyBothWays } from '../tamper-testing';
 import { testBackends } from '../testing';
 import { refund, refundTool } from './__fixtures__/refund';

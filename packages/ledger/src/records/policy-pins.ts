@@ -102,9 +102,13 @@ export function refuseUnpinnedSource(
 ): void {
   const broken = decisionSourceBreak(pinned, decision);
   if (broken !== null) {
-    throw new LedgerError('DECISION_SOURCE_NOT_PINNED', `a decision ${broken}: this server does not record it`, {
-      details: { source: decision.source, decided_by: decision.decided_by },
-    });
+    throw new LedgerError(
+      'DECISION_SOURCE_NOT_PINNED',
+      `a decision ${broken}: this server does not record it`,
+      {
+        details: { source: decision.source, decided_by: decision.decided_by },
+      },
+    );
   }
 }
 
@@ -121,7 +125,13 @@ export function createPolicyPinner(ledger: Ledger, policy: PolicyConfiguration) 
     const latest = await pinBefore(ledger.database.db, log);
     if (latest?.policy && samePolicy(latest.policy, pinned)) return;
     const payload: PolicyConfiguredPayload = { format: POLICY_FORMAT, policy: pinned };
-    await ledger.append({ log, kind: POLICY_CONFIGURED_KIND, entity: POLICY_ENTITY, actor: POLICY_PINNER, payload });
+    await ledger.append({
+      log,
+      kind: POLICY_CONFIGURED_KIND,
+      entity: POLICY_ENTITY,
+      actor: POLICY_PINNER,
+      payload,
+    });
   };
   return {
     policy: pinned,

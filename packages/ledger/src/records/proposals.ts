@@ -4,9 +4,9 @@ import { requestApproval } from './approvals';
 import { BUILT_IN_POLICY } from './built-in-decisions';
 import { decisionInputSchema, parseInput, proposalInputSchema } from './inputs';
 import { proposalPayloadHash, proposalPayloadOf } from './payload-hash';
+import { refuseUnpinnedSource } from './policy-pins';
 import type { RecordContext } from './record-context';
 import { recordKeys } from './record-keys';
-import { refuseUnpinnedSource } from './policy-pins';
 import { newId } from './record-transaction';
 import { mustGetProposal, type RecordsRuntime } from './records-runtime';
 import { applyRequiredPostconditions, mergePostconditions } from './required-postconditions';
@@ -117,7 +117,10 @@ export async function decide(
     what: 'decision',
     maxBytes: runtime.settings.maxInputBytes,
   });
-  refuseUnpinnedSource(runtime.settings.pinnedPolicy, { source: input.source, decided_by: ctx.caller.identity });
+  refuseUnpinnedSource(runtime.settings.pinnedPolicy, {
+    source: input.source,
+    decided_by: ctx.caller.identity,
+  });
   return runtime.run(ctx, recordKeys.decide(input.proposal_id), async (tx) => {
     const now = tx.time();
     const proposal = await mustGetProposal(tx.reads, input.proposal_id);

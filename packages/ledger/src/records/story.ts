@@ -1,8 +1,8 @@
 import { type StoredEvent, sameIdentity } from '@vouch/audit';
 import { ownRefusals } from '@vouch/records';
 import { type ApprovalView, approvalView } from './approvals';
-import { requirePinnedDecision } from './policy-pins';
 import { deriveOutcome, deriveStage, type ProposalStage } from './outcome';
+import { requirePinnedDecision } from './policy-pins';
 import { mustGetProposal, type RecordsRuntime } from './records-runtime';
 import type {
   DecisionRecord,
