@@ -21,6 +21,7 @@ import { type OpenStandby, openStandby } from './open-standby';
 import { openTarget } from './open-target';
 import { checkPolicyEngineKey } from './policy/engine-key-check';
 import { createExternalDecider, startPolicyRetryLoop } from './policy/external-decider';
+import { pinnedPolicyOf } from './policy/pinned-policy';
 import { DEFAULT_SERVER_SETTINGS, policyEngineOf } from './settings/server-settings';
 import { checkpointKeysFor } from './transparency/checkpoint-keys';
 import { transparencyConfig } from './transparency/config';
@@ -138,7 +139,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const records = createRecords(ledger, {
       unknownOutcomeSettleSeconds: config.unknownOutcomeSettleSeconds,
       executionClaimSeconds: config.executionClaimSeconds,
-      policy: settings.policy.engine,
+      pinnedPolicy: pinnedPolicyOf(settings.policy),
       approvalRequestTtlSeconds: settings.approvals.requestTtlSeconds,
       maxApprovalWindowSeconds: settings.approvals.maxWindowSeconds,
     });

@@ -80,6 +80,14 @@ export { merkleConsistencyProof, merkleInclusionProof, merkleRoot } from './merk
 export type { TileRequest } from './merkle/merkle-tiles';
 export { readTile, TILE_WIDTH } from './merkle/merkle-tiles';
 export { migrate, migrationStatus } from './migrate';
+// The policy a server pins in each log it decides in (docs/chain.md, "The policy is pinned").
+export type { PolicyConfiguration, PolicyConfiguredPayload } from './policy/policy-configuration';
+export {
+  decisionSourceBreak,
+  POLICY_CONFIGURED_KIND,
+  POLICY_PINNER,
+  samePolicy,
+} from './policy/policy-configuration';
 // The records service, its inputs and the records it returns.
 export type {
   ApprovalView,

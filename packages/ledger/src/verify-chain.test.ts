@@ -97,6 +97,8 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
           checkpoints: { checked: 3, signatures: 'verified' },
           // No key was ever issued here: nothing authorizes by keys, so no writer is judged.
           writers: 'not_checked',
+          // Nor was a policy pinned, and there is no decision to judge.
+          policy: 'no_decisions',
         });
         expect(progress.at(-1)).toBe(8);
       });

@@ -16,6 +16,7 @@ import { requireLog } from './log-exists';
 import { checkRecordRows, createRecordRowPresenceCheck } from './records/check-record-tables';
 import { createRecordWriterCheck } from './records/check-record-writers';
 import { RECORD_TABLES } from './records/codec';
+import { createPolicyPinCheck, POLICY_PIN_KINDS } from './records/policy-pin-check';
 import { createRecordRuleCheck } from './records/record-rules';
 import { type VerifyInParts, verifyInParts } from './verify-chain-parts';
 import { type CheckpointKeys, createCheckpointCheck } from './verify-checkpoints';
@@ -99,6 +100,13 @@ export interface LogVerificationReport extends ChainReport {
    * `api_key.created` event (a ledger used as a library, without the API).
    */
   writers: 'checked' | 'not_checked';
+  /**
+   * Whether every decision was judged by the policy the log pinned before it
+   * (`createPolicyPinCheck`): `not_pinned` when some decision has no `policy.configured`
+   * event before it (an old install, a ledger used as a library), `no_decisions` when the
+   * log holds neither a decision nor a pin.
+   */
+  policy: 'pinned' | 'not_pinned' | 'no_decisions';
 }
 
 /**
@@ -225,6 +233,7 @@ const STREAM_KINDS: readonly string[] = [
   ...RECORD_TABLES.map((table) => table.kind),
   REDACTION_KIND,
   ...KEY_EVENT_KINDS,
+  ...POLICY_PIN_KINDS,
 ];
 
 /**
@@ -245,6 +254,7 @@ function createStreamChecks(database: Database, log: string, maxFailures: number
   const redactions = createRedactionRuleCheck(database, log);
   const keyAuthority = createKeyAuthorityCheck(log, fail);
   const writers = createRecordWriterCheck(database, log, fail);
+  const policy = createPolicyPinCheck(fail);
   // One page's row lookups run while the next page is checked; at most one is in flight.
   let rowLookups: Promise<void> = Promise.resolve();
   return {
@@ -255,8 +265,10 @@ function createStreamChecks(database: Database, log: string, maxFailures: number
     },
     redactions,
     writers,
+    policy,
     add(event: StoredEvent) {
       rules.add(event);
+      policy.add(event);
       writers.add(event);
       recordRows.add(event);
       redactions.add(event);
@@ -308,6 +320,7 @@ async function finishReport(
       signatures: options.checkpointKeys ? 'verified' : 'not_checked',
     },
     writers,
+    policy: checks.policy.status(),
   };
 }
 

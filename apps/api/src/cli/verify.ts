@@ -84,6 +84,11 @@ function printHuman(io: CliIo, report: LogVerificationReport): void {
       '  record writers NOT checked (the system log holds no API key: the ledger is used without the API)\n',
     );
   }
+  if (report.policy === 'not_pinned') {
+    io.out(
+      '  decision sources NOT checked against a pinned policy (no policy.configured event before every decision: an older server, or the ledger used without the API)\n',
+    );
+  }
 }
 
 const DATABASE_OPTIONS = {

@@ -114,6 +114,18 @@ describe('vouch serve with an external policy engine', () => {
       expect(decision).toMatchObject({ verdict: 'allow', source: 'opa', decided_by: 'service:opa' });
       expect(authorizations.every((header) => header === `Bearer ${TOKEN}`)).toBe(true);
       expect(JSON.stringify(logger.lines)).not.toContain(TOKEN);
+      // The log pins the engine it asks, once across both starts, with no secret in it.
+      const { events } = (await call(server, 'GET', '/v1/logs/default/events', auditor)).body;
+      const pins = (events as Json[]).filter((e) => e.kind === 'policy.configured');
+      expect(pins.map((e) => JSON.parse(e.payload).policy)).toEqual([
+        expect.objectContaining({
+          engine: 'external',
+          decisions: 'asked',
+          identity: 'service:opa',
+          source: 'opa',
+        }),
+      ]);
+      expect(JSON.stringify(events)).not.toContain(TOKEN);
     } finally {
       await server.close();
     }

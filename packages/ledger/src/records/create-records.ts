@@ -1,4 +1,5 @@
 import type { Ledger } from '../ledger';
+import { canonicalPolicy, type PolicyConfiguration } from '../policy/policy-configuration';
 import { type ApprovalView, approve, deny, getApproval, listApprovals } from './approvals';
 import { type VerificationWriter, verificationWriter } from './check-record-writers';
 import {
@@ -10,6 +11,7 @@ import {
   sweepLapsedClaims,
 } from './executions';
 import { DEFAULT_MAX_INPUT_BYTES } from './inputs';
+import { createPolicyPinner } from './policy-pins';
 import { decide, type ProposalResult, propose } from './proposals';
 import type { ApprovalStatus } from './queries';
 import type { RecordContext } from './record-context';
@@ -55,6 +57,14 @@ export interface RecordsOptions {
    * proposals wait for an external engine to post its decision with `decide`.
    */
   policy?: 'built_in' | 'external';
+  /**
+   * Pin this policy in each log before the service's first decision there (a
+   * `policy.configured` event when the log's latest pin is another one), and refuse to record
+   * or act on a decision it does not give (`DECISION_SOURCE_NOT_PINNED`; docs/chain.md, "The
+   * policy is pinned"). Its `engine` is the service's `policy`. Default: nothing pinned, as a
+   * ledger used as a library.
+   */
+  pinnedPolicy?: PolicyConfiguration;
   /** How long an approval request may wait for an answer, in seconds (default 24 h). */
   approvalRequestTtlSeconds?: number;
   /** The service's longest approval window, in seconds (default 1 h); the shortest rule wins. */
@@ -178,7 +188,8 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     ledger,
     {
       maxInputBytes: options.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES,
-      policy: options.policy ?? 'built_in',
+      policy: options.pinnedPolicy?.engine ?? options.policy ?? 'built_in',
+      ...(options.pinnedPolicy ? { pinnedPolicy: canonicalPolicy(options.pinnedPolicy) } : {}),
       approvalRequestTtlSeconds: options.approvalRequestTtlSeconds ?? 24 * 3600,
       maxApprovalWindowSeconds: options.maxApprovalWindowSeconds ?? 3600,
       unknownOutcomeSettleSeconds: options.unknownOutcomeSettleSeconds ?? 900,
@@ -186,11 +197,18 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     },
     options.now,
   );
+  const pinner = options.pinnedPolicy ? createPolicyPinner(ledger, options.pinnedPolicy) : undefined;
   return {
     registerTool: (ctx, body) => registerTool(runtime, ctx, body),
     listTools: (log) => runtime.reads(log).latestTools(),
-    propose: (ctx, body) => propose(runtime, ctx, body),
-    decide: (ctx, body) => decide(runtime, ctx, body),
+    propose: async (ctx, body) => {
+      await pinner?.ensure(ctx.log);
+      return propose(runtime, ctx, body);
+    },
+    decide: async (ctx, body) => {
+      await pinner?.ensure(ctx.log);
+      return decide(runtime, ctx, body);
+    },
     undecidedProposals: (opts = {}) =>
       runtime.undecidedProposals({
         limit: opts.limit ?? 100,

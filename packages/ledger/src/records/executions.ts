@@ -412,6 +412,9 @@ async function checkExecution(
       `${caller.identity} is not the identity the decision authorized (${decision.authorized_identity})`,
     );
   }
+  // Nor a decision from another source than the policy the log pinned then (policy-pins.ts).
+  const unpinned = await tx.reads.unpinnedDecision(decision);
+  if (unpinned !== null) return refuse('DECISION_SOURCE_NOT_PINNED', unpinned);
   // The runtime role can append a built-in decision the policy never gave (an allow where it
   // asks a human): re-derive it, with the tool in force then, before acting on it.
   if (isBuiltInDecision(decision)) {

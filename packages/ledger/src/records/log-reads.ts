@@ -4,6 +4,7 @@ import { readEventsOfEntities } from '../event-store';
 import type { IntegrityAlarm } from '../integrity-alarm';
 import { type RevokedApproverKey, revokedApproverKeys } from '../keys/revoked-approver-keys';
 import { requireOwnEvidence } from './evidence-reuse-check';
+import { unpinnedDecision } from './policy-pins';
 import { requireProposalPayload } from './proposal-payload-check';
 import {
   type ApprovalStatus,
@@ -22,6 +23,7 @@ import { batchedReads, openedRecords, type RecordReads } from './record-reads';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
+  DecisionRecord,
   ObservationRecord,
   ProposalRecord,
   RefusedExecutionRecord,
@@ -89,6 +91,11 @@ export interface LogReads extends RecordReads {
   requireOwnEvidence(proposalId: string, verifications: readonly VerificationRecord[]): Promise<void>;
   /** Refuse a proposal whose payload is not what its hash names (see `requireProposalPayload`). */
   requireProposalPayload(proposal: ProposalRecord): void;
+  /**
+   * Why a stored decision is not one the policy pinned when it was recorded gives, or null
+   * (see `unpinnedDecision`); a break raises the alarm.
+   */
+  unpinnedDecision(decision: DecisionRecord): Promise<string | null>;
   /** Raise the integrity alarm for a record of `table` that breaks a rule the server writes under. */
   raiseRuleViolation(table: string, message: string): void;
   /** Keys of an approver live when it answered and revoked since (see `revokedApproverKeys`). */
@@ -142,6 +149,7 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
       requireOwnEvidence(db, log, alarm, proposalId, verifications),
     requireAssessedChecks: (proposal, observation, verifications) =>
       requireAssessedChecks(alarm, log, proposal, observation, verifications),
+    unpinnedDecision: (decision) => unpinnedDecision(db, log, alarm, decision),
     raiseRuleViolation: (table, message) =>
       alarm.raise({ code: 'RECORD_RULE_VIOLATION', log, table, message }),
     revokedApproverKeys: (options) => revokedApproverKeys(db, options),

@@ -4,6 +4,7 @@ import { requestApproval } from './approvals';
 import { BUILT_IN_POLICY } from './built-in-decisions';
 import { decisionInputSchema, parseInput, proposalInputSchema } from './inputs';
 import { proposalPayloadHash, proposalPayloadOf } from './payload-hash';
+import { refuseUnpinnedSource } from './policy-pins';
 import type { RecordContext } from './record-context';
 import { recordKeys } from './record-keys';
 import { newId } from './record-transaction';
@@ -115,6 +116,10 @@ export async function decide(
   const input = parseInput(decisionInputSchema, body, {
     what: 'decision',
     maxBytes: runtime.settings.maxInputBytes,
+  });
+  refuseUnpinnedSource(runtime.settings.pinnedPolicy, {
+    source: input.source,
+    decided_by: ctx.caller.identity,
   });
   const signature = await runtime.authorSignature(ctx, 'decision.record', body);
   return runtime.run(ctx, recordKeys.decide(input.proposal_id), async (tx) => {

@@ -2,6 +2,7 @@ import type { DsseEnvelope } from '@vouch/audit';
 import type { ConflictKeys } from '../batch-plan';
 import { LedgerError } from '../errors';
 import { keyTimeFloor, type Ledger } from '../ledger';
+import type { PolicyConfiguration } from '../policy/policy-configuration';
 import { signatureOfRequest } from '../signatures/request-signature';
 import { type LogReads, logReads } from './log-reads';
 import { lapsedClaims, undecidedProposals } from './queries';
@@ -13,6 +14,8 @@ import type { Caller, ProposalRecord } from './types';
 export interface RecordsSettings {
   maxInputBytes: number;
   policy: 'built_in' | 'external';
+  /** The policy pinned in each log before its first decision (`RecordsOptions.pinnedPolicy`); none: nothing pinned. */
+  pinnedPolicy?: PolicyConfiguration;
   approvalRequestTtlSeconds: number;
   maxApprovalWindowSeconds: number;
   unknownOutcomeSettleSeconds: number;

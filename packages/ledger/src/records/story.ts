@@ -2,6 +2,7 @@ import { type StoredEvent, sameIdentity } from '@vouch/audit';
 import { ownRefusals } from '@vouch/records';
 import { type ApprovalView, approvalView } from './approvals';
 import { deriveOutcome, deriveStage, type ProposalStage } from './outcome';
+import { requirePinnedDecision } from './policy-pins';
 import { mustGetProposal, type RecordsRuntime } from './records-runtime';
 import type {
   DecisionRecord,
@@ -50,6 +51,7 @@ export async function story(
     reads.refusalsOf(proposal.id),
     reads.verificationsOf(proposal.id),
   ]);
+  await requirePinnedDecision(reads, decision);
   const refusals = ownRefusals(proposal, decision, allRefusals, sameIdentity);
   const request = decision?.approval_request_id
     ? await reads.requestById(decision.approval_request_id)
