@@ -55,6 +55,7 @@ export {
 export type { ApiKeyFailure, CheckApiKeyTablesOptions } from './keys/check-api-key-tables';
 export { checkApiKeyTables } from './keys/check-api-key-tables';
 export { createKeyAuthorityCheck, KEY_EVENT_KINDS } from './keys/check-key-authority';
+export { adoptLegacyKeys, type KeyAdoption } from './keys/key-adoption';
 export { BOOTSTRAP_ACTOR } from './keys/key-history';
 export {
   KEY_REVOKED_CHANNEL,
@@ -62,6 +63,7 @@ export {
   watchKeyRevocations,
 } from './keys/key-revocation-feed';
 export { type LoadedKeyHistory, loadKeyHistory } from './keys/load-key-history';
+export { unprovenKeyIds } from './keys/unproven-keys';
 export type {
   AppendHook,
   BatchOptions,

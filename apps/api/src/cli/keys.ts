@@ -1,4 +1,4 @@
-import { createLedger, migrationStatus } from '@vouch/ledger';
+import { adoptLegacyKeys, createLedger, migrationStatus } from '@vouch/ledger';
 import { createKeyStore, type StoredApiKey } from '../auth/key-store';
 import { isRole, ROLES, type Role } from '../auth/roles';
 import { databaseTarget, describeTarget } from '../config';
@@ -250,6 +250,43 @@ server.keys.maxAgeDays are refused with KEY_EXPIRED in any case).`,
     }),
 });
 
+/** `vouch keys adopt`: bind every key issued before migration 0005 to its key hash. */
+const adoptCommand = defineCommand({
+  name: 'vouch keys adopt',
+  summary: 'bind keys issued before the key commitment (KEY_UNPROVEN) to their hash',
+  description: `After an upgrade from a release before migration 0005, every key it issued is reported
+KEY_UNPROVEN: its api_key.created event holds everything but a commitment to the key hash.
+This records, for each such key (revoked ones included), an api_key.adopted event in the
+system log by the operator (system:cli) that commits to the hash its row holds now; from then
+on the key is proven, and a swapped hash fails its proof. It vouches for the hashes as they
+are now, not before: if you doubt one, rotate that key instead. Keys whose row differs from
+their event, or whose issuer could not issue them, are left as they are (exit 1). Running it
+again adopts nothing.`,
+  options: { json: { type: 'boolean', help: 'print the adopted and refused key ids as JSON' } },
+  footer: `Exit 0: every such key is adopted (or none was left). Exit 1: some could not be: see
+\`vouch verify --log system\`.
+
+${STORAGE}`,
+  action: ({ values }, io) =>
+    withStore(io, async ({ ledger, keys }) => {
+      const { adopted, refused } = await adoptLegacyKeys(ledger);
+      if (values.json) {
+        io.out(`${JSON.stringify({ adopted, refused }, null, 2)}\n`);
+      } else {
+        const all = new Map((await keys.list()).map((key) => [key.id, key]));
+        const line = (id: string) => (all.has(id) ? describeKey(all.get(id)!) : id);
+        io.out(`adopted ${adopted.length} key(s) issued before the key commitment\n`);
+        for (const id of adopted) io.out(`  ${line(id)}\n`);
+        for (const id of refused) {
+          io.err(
+            `not adopted: ${line(id)} (its row or its issuer fails verification: vouch verify --log system)\n`,
+          );
+        }
+      }
+      return refused.length === 0 ? EXIT.OK : EXIT.BROKEN;
+    }),
+});
+
 /** `vouch keys …`: API keys, and the log signing key. */
 export const keysCommand = defineGroup({
   name: 'vouch keys',
@@ -259,6 +296,7 @@ export const keysCommand = defineGroup({
     listCommand,
     revokeCommand,
     rotateCommand,
+    adoptCommand,
     keysLogPublicCommand,
     keysLogNewCommand,
   ],

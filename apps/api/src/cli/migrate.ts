@@ -5,6 +5,7 @@ import {
   migrate,
   migrationStatus,
   type RuntimeRoleOptions,
+  unprovenKeyIds,
 } from '@vouch/ledger';
 import { databaseTarget, describeTarget } from '../config';
 import { openTarget } from '../open-target';
@@ -56,6 +57,13 @@ check runs before any migration is applied.`,
         const { created } = await grantRuntimeRole(database, runtime);
         io.out(
           `runtime role ${runtime.role} ${created ? 'created and ' : ''}granted SELECT and INSERT only\n`,
+        );
+      }
+      const unproven = await unprovenKeyIds(database);
+      if (unproven.length > 0) {
+        // The next step of an upgrade from before migration 0005 (docs/operations.md, Upgrading).
+        io.err(
+          `${unproven.length} API key(s) were issued before events committed to the key hash: \`vouch verify\` reports each KEY_UNPROVEN until you run \`vouch keys adopt\`\n`,
         );
       }
       return EXIT.OK;

@@ -2,6 +2,7 @@ import { createReadStream, existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import {
   type BundleReport,
+  type ChainFailure,
   type NoteVerifier,
   parseVerifierKey,
   readCheckpointUnverified,
@@ -146,7 +147,7 @@ checkpoint must also carry valid cosignatures by --threshold of those witnesses.
     const progress = bundleProgress(io, `verifying ${values.bundle}`);
     let rules: RecordRuleCheck | undefined;
     let keys: ReturnType<typeof createKeyAuthorityCheck> | undefined;
-    const report = await verifyBundleFile(values.bundle, {
+    const read = await verifyBundleFile(values.bundle, {
       verifiers,
       threads,
       // Only record and key events matter to the rules: the others stay in the worker threads.
@@ -166,6 +167,9 @@ checkpoint must also carry valid cosignatures by --threshold of those witnesses.
       progressEvery: PROGRESS_EVERY,
     });
     progress.done();
+    // Keys issued before the key commitment and never adopted: seen from the events alone,
+    // as the database's verification sees them from the key rows (KEY_UNPROVEN).
+    const report = withFailures(read, keys?.unproven() ?? []);
     const witnessed =
       witnesses && report.ok ? await witnessCheck(values.bundle, report, witnesses) : undefined;
     const shown = witnessed ? { ...report, witnesses: witnessed } : report;
@@ -175,6 +179,13 @@ checkpoint must also carry valid cosignatures by --threshold of those witnesses.
     return report.ok ? EXIT.OK : EXIT.BROKEN;
   },
 });
+
+/** The report with more failures, in seq order: not intact when there is any. */
+function withFailures(report: BundleReport, more: readonly ChainFailure[]): BundleReport {
+  if (more.length === 0) return report;
+  const failures = [...report.failures, ...more].sort((a, b) => a.seq - b.seq);
+  return { ...report, ok: false, failures };
+}
 
 /**
  * The cosignatures on the checkpoint of a bundle that verified: its checkpoint line is read

@@ -5,6 +5,7 @@ import {
   migrationStatus,
   ping,
   type RaisedIntegrityAlarm,
+  unprovenKeyIds,
 } from '@vouch/ledger';
 import type { VouchApp } from '../app';
 
@@ -21,6 +22,12 @@ export interface Readiness {
    * answer in time, `MIGRATIONS_PENDING` when its schema is behind this code.
    */
   code?: 'INTEGRITY_ALARM' | 'DATABASE_UNAVAILABLE' | 'MIGRATIONS_PENDING';
+  /**
+   * Keys issued before events committed to the key hash and not adopted: what a verification
+   * of the `system` log reports as `KEY_UNPROVEN`. No damage, so ready all the same
+   * (`vouch keys adopt` binds them). Absent when it could not be read in time.
+   */
+  keys?: { unproven: number };
   /** What the server found its database disagreeing with the chain about; not ready while any. */
   integrity?: { ok: boolean; alarms: RaisedIntegrityAlarm[] };
 }
@@ -71,11 +78,14 @@ export async function databaseReadiness(
     if (status === 'late') return unavailable(tooLate);
     if (status === null) return unavailable('the migration journal could not be read');
     const ok = status.applied >= status.expected;
+    // Only on the schema this code reads: the key tables are queried as it knows them.
+    const unproven = ok ? await Promise.race([unprovenKeyIds(database), late]).catch(() => null) : null;
     return {
       ready: ok,
       ...(ok ? {} : { code: 'MIGRATIONS_PENDING' as const }),
       database: { ok: true, kind: database.kind },
       migrations: { ok, expected: status.expected, applied: status.applied },
+      ...(Array.isArray(unproven) ? { keys: { unproven: unproven.length } } : {}),
     };
   } finally {
     clearTimeout(timer);
@@ -97,6 +107,10 @@ const ReadinessSchema = z
       applied: z.number().optional(),
     }),
     draining: z.boolean().optional(),
+    keys: z.object({ unproven: z.number().int() }).optional().openapi({
+      description:
+        'Keys issued before events committed to the key hash (before migration 0005) and not adopted: a verification of the system log reports each as KEY_UNPROVEN. Ready all the same; `vouch keys adopt` binds them (docs/operations.md, Upgrading).',
+    }),
     integrity: z
       .object({
         ok: z.boolean(),

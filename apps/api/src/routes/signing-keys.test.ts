@@ -15,7 +15,7 @@ describe('author signatures over HTTP, through the client', () => {
     createVouchClient({
       baseUrl: 'http://vouch.test',
       apiKey,
-      fetch: (input, init) => app.request(String(input).replace('http://vouch.test', ''), init),
+      fetch: async (input, init) => app.request(String(input).replace('http://vouch.test', ''), init),
       ...(signing ? { signing } : {}),
     });
   const codeOf = (promise: Promise<unknown>) =>

@@ -9,6 +9,20 @@ export const KEY_REVOKED = 'api_key.revoked';
  * It only takes power away, so the event is all the proof it needs: the chain covers it.
  */
 export const KEY_EXPIRES = 'api_key.expires';
+/**
+ * The operator's binding of a key issued before `api_key.created` carried a key commitment
+ * (before migration 0005) to the hash its row holds now (`vouch keys adopt`): the event
+ * alone, no row. Only the operator writes one (migration 0018 refuses its actor to anyone
+ * but the tables' owner).
+ */
+export const KEY_ADOPTED = 'api_key.adopted';
+
+/**
+ * The actor of what `vouch` does from the command line (`vouch redact`, `vouch keys`): the
+ * operator who can open the database as its owner. The same string as the CLI's `CLI_ACTOR`.
+ * In the `system` log, only the tables' owner may write an event in its name (migration 0018).
+ */
+export const OPERATOR_ACTOR = 'system:cli';
 
 /** A key row as the ledger stores it (no secret; the hash only in {@link KeyRow}). */
 export interface ApiKeyRecord {
@@ -71,6 +85,11 @@ export function keyCreatedPayload(row: KeyRow) {
   };
 }
 
+/** The payload of the `api_key.adopted` event that binds legacy key `keyId` to `keyHash`. */
+export function keyAdoptedPayload(input: { keyId: string; keyHash: string; adoptedBy: string }) {
+  return { id: input.keyId, key_commitment: keyHashCommitment(input.keyHash), adopted_by: input.adoptedBy };
+}
+
 /** The payload of the `api_key.revoked` event of a revocation row. */
 export function keyRevokedPayload(row: RevocationRow) {
   return { id: row.keyId, revoked_by: row.revokedBy };
@@ -80,30 +99,57 @@ export function keyRevokedPayload(row: RevocationRow) {
  * How a key row stands against its event:
  * - `proven`: the event is the row's `api_key.created`, at the row's time, and the payload
  *   hash in the chain is the hash of the payload the row rebuilds (key commitment included);
- * - `unproven`: the same, for an event written before keys carried a commitment: everything
- *   but the key hash is proven (rotate such keys, see docs/chain.md);
- * - `no_event` / `mismatch`: the row authenticates nothing.
+ *   or the event was written before keys carried a commitment and the operator's
+ *   `api_key.adopted` event commits to the row's key hash;
+ * - `unproven`: an event written before keys carried a commitment, not adopted: everything
+ *   but the key hash is proven (adopt such keys, see docs/chain.md);
+ * - `no_event` / `mismatch`: the row authenticates nothing (also a legacy row whose
+ *   adoption commits to another key hash).
  */
 export type KeyProof = 'proven' | 'unproven' | 'no_event' | 'mismatch';
 
+/** An `api_key.adopted` event, with its actor: only the operator's counts. */
+export interface AdoptionEvent extends BindingEvent {
+  actor: string;
+}
+
 /**
- * Prove a key row against the event its `event_seq` names. Recomputes from the row and
- * compares with the chained `payload_hash`, so neither an edited row nor an edited payload
- * text passes (the chain check covers `payload_hash` itself).
+ * Prove a key row against the event its `event_seq` names, and for a key issued before the
+ * commitment, against its first `api_key.adopted` event by the operator (`adoption`, null
+ * when there is none). Recomputes from the row and compares with the chained
+ * `payload_hash`, so neither an edited row nor an edited payload text passes (the chain
+ * check covers `payload_hash` itself).
  */
-export function proveKeyRow(row: KeyRow, event: BindingEvent | null): KeyProof {
+export function proveKeyRow(
+  row: KeyRow,
+  event: BindingEvent | null,
+  adoption: AdoptionEvent | null = null,
+): KeyProof {
   if (event === null || event.kind !== KEY_CREATED || event.entityId !== row.id) return 'no_event';
   if (event.recordedAt !== row.createdAt) return 'mismatch';
   const payload = keyCreatedPayload(row);
   if (hashOf(payload) === event.payloadHash) return 'proven';
-  // Before the commitment (and, earlier still, before scopes) the payload held less.
+  if (!provesLegacy(payload, event)) return 'mismatch';
+  if (adoption === null) return 'unproven';
+  return adoptionBinds(row, adoption) ? 'proven' : 'mismatch';
+}
+
+/** Before the commitment (and, earlier still, before scopes) the payload held less. */
+function provesLegacy(payload: ReturnType<typeof keyCreatedPayload>, event: BindingEvent): boolean {
   const { key_commitment: _, ...legacy } = payload;
-  if (hashOf(legacy) === event.payloadHash) return 'unproven';
-  if (row.scopes.length === 0) {
-    const { scopes: __, ...older } = legacy;
-    if (hashOf(older) === event.payloadHash) return 'unproven';
+  if (hashOf(legacy) === event.payloadHash) return true;
+  if (payload.scopes.length > 0) return false;
+  const { scopes: __, ...older } = legacy;
+  return hashOf(older) === event.payloadHash;
+}
+
+/** The operator's adoption of this key, committing to the key hash the row holds. */
+function adoptionBinds(row: KeyRow, adoption: AdoptionEvent): boolean {
+  if (adoption.kind !== KEY_ADOPTED || adoption.entityId !== row.id || adoption.actor !== OPERATOR_ACTOR) {
+    return false;
   }
-  return 'mismatch';
+  const payload = keyAdoptedPayload({ keyId: row.id, keyHash: row.keyHash, adoptedBy: OPERATOR_ACTOR });
+  return hashOf(payload) === adoption.payloadHash;
 }
 
 /** The payload of the `api_key.expires` event that ends a key at `expiresAt`. */

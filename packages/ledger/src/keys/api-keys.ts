@@ -6,8 +6,10 @@ import type { IntegrityAlarm } from '../integrity-alarm';
 import type { Ledger } from '../ledger';
 import { apiKeyRevocations, apiKeys, auditEvents } from '../schema/core';
 import {
+  type AdoptionEvent,
   type ApiKeyRecord,
   expiryOf,
+  KEY_ADOPTED,
   KEY_CREATED,
   KEY_EXPIRES,
   KEY_REVOKED,
@@ -16,6 +18,7 @@ import {
   keyCreatedPayload,
   keyExpiresPayload,
   keyRevokedPayload,
+  OPERATOR_ACTOR,
   proveKeyRow,
   SYSTEM_LOG,
 } from './api-key-events';
@@ -163,7 +166,8 @@ export async function findApiKeysByHash(
              e.payload as "eventPayload", e.payload_hash as "eventPayloadHash",
              coalesce(r.revoked_at, re.recorded_at) as "revokedAt",
              coalesce(r.revoked_by, re.actor) as "revokedBy",
-             xe.recorded_at as "expiryAt", xe.payload as "expiryPayload", xe.payload_hash as "expiryPayloadHash"
+             xe.recorded_at as "expiryAt", xe.payload as "expiryPayload", xe.payload_hash as "expiryPayloadHash",
+             ad.recorded_at as "adoptedAt", ad.payload as "adoptionPayload", ad.payload_hash as "adoptionPayloadHash"
       from ${apiKeys} k
       left join ${auditEvents} e on e.log_id = ${SYSTEM_LOG} and e.seq = k.event_seq
       left join ${apiKeyRevocations} r on r.key_id = k.id
@@ -177,6 +181,11 @@ export async function findApiKeysByHash(
         where log_id = ${SYSTEM_LOG} and entity_id = k.id and kind = ${KEY_EXPIRES}
         order by seq limit 1
       ) xe on true
+      left join lateral (
+        select recorded_at, payload, payload_hash from ${auditEvents}
+        where log_id = ${SYSTEM_LOG} and entity_id = k.id and kind = ${KEY_ADOPTED} and actor = ${OPERATOR_ACTOR}
+        order by seq limit 1
+      ) ad on true
       where k.key_hash = any(${sql.param([...new Set(hashes)])}::text[])`),
   );
   const found = new Map<string, FoundApiKey>();
@@ -204,7 +213,7 @@ export async function findApiKeysByHash(
             payload: row.eventPayload!,
             payloadHash: row.eventPayloadHash!,
           };
-    let proof: FoundApiKey['proof'] = proveKeyRow(keyRow, event);
+    let proof: FoundApiKey['proof'] = proveKeyRow(keyRow, event, adoptionOf(row));
     if ((proof === 'proven' || proof === 'unproven') && forbidden!.has(row.id)) {
       proof = 'forbidden';
       alarm.raise({
@@ -275,6 +284,22 @@ interface LookupRow {
   expiryAt: string | null;
   expiryPayload: string | null;
   expiryPayloadHash: string | null;
+  adoptedAt: string | null;
+  adoptionPayload: string | null;
+  adoptionPayloadHash: string | null;
+}
+
+/** The operator's first `api_key.adopted` event of the row's key, as the lookup read it. */
+function adoptionOf(row: LookupRow): AdoptionEvent | null {
+  if (row.adoptedAt === null) return null;
+  return {
+    kind: KEY_ADOPTED,
+    entityId: row.id,
+    actor: OPERATOR_ACTOR,
+    recordedAt: row.adoptedAt,
+    payload: row.adoptionPayload!,
+    payloadHash: row.adoptionPayloadHash!,
+  };
 }
 
 async function listApiKeysWhere(db: Db, where?: ReturnType<typeof eq>): Promise<ApiKeyRecord[]> {

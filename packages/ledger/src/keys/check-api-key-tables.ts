@@ -15,6 +15,8 @@ import {
   proveRevocationRow,
   SYSTEM_LOG,
 } from './api-key-events';
+import { unprovenMessage } from './check-key-authority';
+import { firstAdoptions } from './first-adoptions';
 
 /** A key table that disagrees with the `system` log; the shape `verifyChain` reports. */
 export interface ApiKeyFailure extends ChainFailure {
@@ -41,8 +43,9 @@ export interface CheckApiKeyTablesOptions {
  * - `KEY_WITHOUT_EVENT`: a key row whose `event_seq` names no `api_key.created` event about
  *   it (a row inserted behind the ledger's back); `KEY_MISMATCH`: a key row that does not
  *   rebuild its event's payload (an edited row), or an `api_key.created` event whose row is
- *   gone; `KEY_UNPROVEN`: a key issued before events committed to the key hash: all but the
- *   hash is proven, and the key should be rotated;
+ *   gone (also a key issued before the key commitment whose operator's `api_key.adopted`
+ *   event commits to another hash); `KEY_UNPROVEN`: a key issued before events committed to
+ *   the key hash, and not adopted: all but the hash is proven (`vouch keys adopt`);
  * - `REVOCATION_WITHOUT_EVENT` / `REVOCATION_MISMATCH`: the same for revocation rows and
  *   `api_key.revoked` events; `REVOCATION_MISMATCH` also for an `api_key.expires` event (a
  *   rotation's grace deadline, which has no row) that is malformed or names no key.
@@ -68,10 +71,10 @@ export async function* checkApiKeyTables(
       unproven: 'REVOCATION_MISMATCH',
     },
   } as const;
-  const explain: Record<Exclude<KeyProof, 'proven'>, string> = {
-    no_event: 'names no event that records it',
-    mismatch: 'differs from the payload of its event',
-    unproven: 'was issued before events committed to the key hash: rotate it',
+  const explain: Record<Exclude<KeyProof, 'proven'>, (subject: string) => string> = {
+    no_event: (subject) => `${subject} names no event that records it`,
+    mismatch: (subject) => `${subject} differs from the payload of its event (or of its adoption)`,
+    unproven: unprovenMessage,
   };
 
   const eventColumns = {
@@ -94,10 +97,15 @@ export async function* checkApiKeyTables(
       .where(gt(apiKeys.id, after))
       .orderBy(asc(apiKeys.id))
       .limit(pageSize);
+    const adoptions = await firstAdoptions(
+      db,
+      page.map(({ row }) => row.id),
+    );
     for (const { row, event } of page) {
       const proof = proveKeyRow(
         { ...row, scopes: row.scopes ?? [], environments: row.environments ?? null, logs: row.logs ?? null },
         bindingOf(event),
+        adoptions.get(row.id) ?? null,
       );
       if (proof === 'proven') continue;
       yield {
@@ -105,7 +113,7 @@ export async function* checkApiKeyTables(
         code: codes.api_keys[proof],
         table: 'api_keys',
         id: row.id,
-        message: `api_keys row ${row.id} ${explain[proof]}`,
+        message: explain[proof](`api_keys row ${row.id}`),
       };
     }
     if (page.length < pageSize) break;
@@ -130,7 +138,7 @@ export async function* checkApiKeyTables(
         code: codes.api_key_revocations[proof],
         table: 'api_key_revocations',
         id: row.keyId,
-        message: `api_key_revocations row for ${row.keyId} ${explain[proof]}`,
+        message: explain[proof](`api_key_revocations row for ${row.keyId}`),
       };
     }
     if (page.length < pageSize) break;

@@ -1,14 +1,16 @@
 import { payloadHashOf, type StoredEvent } from '@vouch/audit';
 import { SIGNING_KEY_EVENT_KINDS } from '../signatures/signing-key-events';
 import { createSigningKeyRegistry, type SignatureRule } from '../signatures/signing-key-registry';
-import { expiryOf, KEY_CREATED, KEY_EXPIRES, KEY_REVOKED } from './api-key-events';
+import {
+  expiryOf,
+  KEY_ADOPTED,
+  KEY_CREATED,
+  KEY_EXPIRES,
+  KEY_REVOKED,
+  OPERATOR_ACTOR,
+} from './api-key-events';
 
-/**
- * The actor of what `vouch` does from the command line (`vouch redact`, `vouch keys`): the
- * operator who can open the database as its owner. The same string as the CLI's `CLI_ACTOR`.
- * In the `system` log, only the tables' owner may write an event in its name (migration 0018).
- */
-export const OPERATOR_ACTOR = 'system:cli';
+export { OPERATOR_ACTOR };
 
 /** The actor of the first key, which the server issues itself on an empty database. */
 export const BOOTSTRAP_ACTOR = 'system:bootstrap';
@@ -36,6 +38,8 @@ export type KeyAuthorityRule =
   | 'KEY_REACH_FORBIDDEN'
   /** The actor of an `api_key.revoked` / `api_key.expires` event could not end keys then. */
   | 'KEY_REVOKER_FORBIDDEN'
+  /** An `api_key.adopted` event not by the operator, or of no key awaiting adoption. */
+  | 'KEY_ADOPTER_FORBIDDEN'
   /** A signing-key event breaks the signature rules (`signatures/signing-key-registry.ts`). */
   | SignatureRule;
 
@@ -57,7 +61,10 @@ export type KeyEvent = Pick<StoredEvent, 'kind' | 'entity' | 'actor' | 'at' | 'p
  *   limited admin issue only within its own limits);
  * - `api_key.revoked`, `api_key.expires`: the operator, or an identity holding a live `admin`
  *   key (`POST /v1/keys/{id}/revoke`; no key revokes itself without it);
- * - and the payload names the event's actor as who did it (`created_by`, `revoked_by`, `set_by`).
+ * - `api_key.adopted`: the operator only, once, of a key whose `api_key.created` event
+ *   carries no key commitment (issued before migration 0005: `vouch keys adopt`);
+ * - and the payload names the event's actor as who did it (`created_by`, `revoked_by`,
+ *   `set_by`, `adopted_by`).
  *
  * A key whose creation breaks the rule, or whose payload is not the one its chained hash
  * covers, counts for nothing afterwards: it issues no key and authorizes no redaction. An
@@ -66,6 +73,8 @@ export type KeyEvent = Pick<StoredEvent, 'kind' | 'entity' | 'actor' | 'at' | 'p
 export function createKeyHistory() {
   const byId = new Map<string, KeyWindow>();
   const byIdentity = new Map<string, KeyWindow[]>();
+  /** Keys issued without a key commitment and not adopted yet, in the order of their creation. */
+  const unadopted = new Set<string>();
   let created = 0;
   /** The latest time of the events taken so far (ms). */
   let latest = Number.NEGATIVE_INFINITY;
@@ -133,6 +142,27 @@ export function createKeyHistory() {
     };
   };
 
+  const adopterViolation = (event: KeyEvent): KeyAuthorityViolation | null => {
+    const named = namedActor(event);
+    if (named !== event.actor) {
+      return {
+        rule: 'KEY_ADOPTER_FORBIDDEN',
+        why: `names ${named ?? 'no one'} as who adopted it, but its actor is ${event.actor}`,
+      };
+    }
+    if (event.actor !== OPERATOR_ACTOR) {
+      return { rule: 'KEY_ADOPTER_FORBIDDEN', why: `only the operator (${OPERATOR_ACTOR}) adopts keys` };
+    }
+    if (payloadHashOf(event.payload) !== event.payload_hash || !unadopted.has(event.entity)) {
+      return {
+        rule: 'KEY_ADOPTER_FORBIDDEN',
+        why: 'names no key awaiting adoption (issued before it without a key commitment, not adopted yet)',
+      };
+    }
+    unadopted.delete(event.entity);
+    return null;
+  };
+
   const history = {
     /** The keys `identity` was issued (exactly as the server writes it as actor), forbidden ones left out. */
     keysOf,
@@ -140,6 +170,8 @@ export function createKeyHistory() {
     get signingKeys() {
       return signingKeys;
     },
+    /** The ids of keys issued without a key commitment and not adopted by the events taken so far. */
+    unadopted: (): string[] => [...unadopted],
     /**
      * Take one `api_key.*` event (in seq order; other kinds are ignored) and say why its
      * actor could not have written it, or null when it could. It is judged (and a key it
@@ -161,10 +193,12 @@ export function createKeyHistory() {
             const window: KeyWindow = { ...key.window, id: key.id, createdAt: at, endsAt: Infinity };
             byId.set(key.id, window);
             byIdentity.set(window.identity, [...keysOf(window.identity), window]);
+            if (!key.committed) unadopted.add(key.id);
           }
         }
         return violation;
       }
+      if (event.kind === KEY_ADOPTED) return adopterViolation(event);
       if (event.kind !== KEY_REVOKED && event.kind !== KEY_EXPIRES) return null;
       const violation = revokerViolation(event, at);
       const key = byId.get(event.entity);
@@ -201,6 +235,8 @@ export function timeText(at: string, judgedAt: number): string {
 interface NewKey {
   id: string;
   createdBy: string;
+  /** Whether the payload commits to the key hash (`key_commitment`; not before migration 0005). */
+  committed: boolean;
   window: Pick<KeyWindow, 'identity' | 'roles' | 'environments' | 'logs'>;
 }
 
@@ -224,7 +260,7 @@ const strings = (value: unknown): value is string[] =>
   Array.isArray(value) && value.every((item) => typeof item === 'string');
 
 function parseCreated(payload: string): NewKey | null {
-  const { id, identity, roles, environments, logs, created_by } = parseJson(payload) ?? {};
+  const { id, identity, roles, environments, logs, created_by, key_commitment } = parseJson(payload) ?? {};
   if (typeof id !== 'string' || typeof identity !== 'string' || typeof created_by !== 'string') return null;
   if (!strings(roles)) return null;
   // Keys issued before keys could be limited name no limit: every environment, every log.
@@ -233,12 +269,18 @@ function parseCreated(payload: string): NewKey | null {
   const envs = limit(environments);
   const inLogs = limit(logs);
   if (envs === false || inLogs === false) return null;
-  return { id, createdBy: created_by, window: { identity, roles, environments: envs, logs: inLogs } };
+  return {
+    id,
+    createdBy: created_by,
+    committed: typeof key_commitment === 'string',
+    window: { identity, roles, environments: envs, logs: inLogs },
+  };
 }
 
-/** Who a revocation or expiry payload says ended the key. */
+/** Who a revocation, expiry or adoption payload says did it. */
 function namedActor(event: KeyEvent): string | null {
   const payload = parseJson(event.payload);
-  const named = event.kind === KEY_REVOKED ? payload?.revoked_by : payload?.set_by;
+  const field = { [KEY_REVOKED]: 'revoked_by', [KEY_ADOPTED]: 'adopted_by' }[event.kind] ?? 'set_by';
+  const named = payload?.[field];
   return typeof named === 'string' ? named : null;
 }
