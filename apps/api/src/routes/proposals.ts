@@ -1,6 +1,6 @@
 import { createRoute, type z } from '@hono/zod-openapi';
 import type { ProposalRecord, Records } from '@vouch/ledger';
-import type { Authorization, StepRefusal } from '@vouch/records';
+import type { Authorization, ProposalListItem, StepRefusal } from '@vouch/records';
 import type { Context } from 'hono';
 import type { VouchApp } from '../app';
 import { authorizeWithPreconditions } from '../application/authorize-with-preconditions';
@@ -235,7 +235,15 @@ export function registerProposalRoutes(
       ...(query.until !== undefined ? { until: new Date(query.until).toISOString() } : {}),
     });
     const principal = c.get('principal');
-    const proposals = page.items.filter((item) => mayActIn(principal, item.proposal.target.env));
+    // A proposal whose story the server refuses is an error item (its own story answers with
+    // the refusal), placed in an environment by its stored row: the only one there is.
+    const proposals: ProposalListItem[] = [];
+    for (const item of page.items) {
+      if ('error' in item) {
+        const { stored_environment: environment, ...listed } = item;
+        if (mayActIn(principal, environment)) proposals.push(listed);
+      } else if (mayActIn(principal, item.proposal.target.env)) proposals.push(item);
+    }
     return c.json({ proposals, next: page.next }, 200);
   });
 
