@@ -70,7 +70,7 @@ const listProposals = createRoute({
   path: '/v1/proposals',
   tags: ['proposals'],
   summary: 'Proposals in chain order, filtered (e.g. `?outcome=verification_failed`)',
-  description: `Filters combine: \`outcome\` and \`stage\` (derived, as in the story), \`tool\`, \`server\`, \`requester\`, \`environment\`, and \`since\`/\`until\` on the proposal time. Pages are keyset-paged by event seq, so a page never shifts. With \`outcome\` or \`stage\` one page reads at most \`limit × 10\` proposals, so it can hold fewer than \`limit\` and still have a \`next\`. A key limited to environments sees only proposals in them. ${rolesNote(ACCESS.listProposals)}`,
+  description: `Filters combine: \`outcome\` and \`stage\` (derived, as in the story), \`tool\`, \`server\`, \`requester\`, \`environment\`, and \`since\`/\`until\` on the proposal time. Pages are keyset-paged by event seq, so a page never shifts. With \`outcome\` or \`stage\` one page reads at most \`limit × 10\` proposals, so it can hold fewer than \`limit\` and still have a \`next\`. A key limited to environments sees only proposals in them. A proposal whose story the server refuses (a record that does not match the chain, or breaks a rule the server writes under) is an item \`{ seq, proposal_id, error: { code, message } }\` whatever the filters derive, never a failed list; its story answers with that refusal, and the integrity alarm is raised. ${rolesNote(ACCESS.listProposals)}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.listProposals)] as const,
   request: { query: ProposalListQuerySchema },
