@@ -181,7 +181,9 @@ describe.each(backends)('the web console in Chromium on $name', (backend) => {
         outcome: 'awaiting_verification',
         tool: 'refund.issue',
       });
-      expect(listed.proposals.map((p) => p.proposal.id)).toEqual([proposalId]);
+      expect(listed.proposals.map((p) => ('proposal' in p ? p.proposal.id : p.error.code))).toEqual([
+        proposalId,
+      ]);
       await page.close();
     },
     BROWSER_TEST,

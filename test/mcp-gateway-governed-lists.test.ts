@@ -50,7 +50,9 @@ async function refusal(promise: Promise<unknown>): Promise<ExecutionMeta> {
 
 const reached = (method: string) => upstream.methods.filter((m) => m === method).length;
 const proposalsFor = async (toolName: string) =>
-  (await auditor.proposals.list()).proposals.filter((p) => p.proposal.tool_name === toolName);
+  (await auditor.proposals.list()).proposals.filter(
+    (p) => 'proposal' in p && p.proposal.tool_name === toolName,
+  );
 
 beforeAll(async () => {
   upstream = await serveMcpOverHttp({ build: filesServer, transport: 'streamable-http' });

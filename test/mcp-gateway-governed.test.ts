@@ -96,7 +96,7 @@ async function refusal(promise: Promise<unknown>): Promise<{ error: McpError; me
 async function readsInLedger(): Promise<Array<{ target: string; outcome: string }>> {
   const { proposals } = await auditor.proposals.list();
   return proposals
-    .filter((p) => p.proposal.tool_name === 'resources/read')
+    .flatMap((p) => ('proposal' in p && p.proposal.tool_name === 'resources/read' ? [p] : []))
     .map((p) => ({ target: String(p.proposal.target.id), outcome: p.outcome }));
 }
 

@@ -4,6 +4,7 @@ export type {
   ApprovalPage,
   AuditEvent,
   EventPage,
+  ProposalListItem,
   ProposalPage,
   ProposalStory,
   ProposalSummary,

@@ -47,6 +47,8 @@ export type {
   ObservationRecord,
   ObservationResult as ObserveResponse,
   PolicyReason,
+  ProposalListError,
+  ProposalListItem,
   ProposalOutcome,
   ProposalPage,
   ProposalPayload,

@@ -131,7 +131,13 @@ export { PROPOSAL_OUTCOMES, PROPOSAL_STAGES } from './records/outcome';
 export { proposalPayloadOf } from './records/payload-hash';
 export type { ApprovalStatus } from './records/queries';
 export type { IntegrityViolation } from './records/record-integrity';
-export type { Page, ProposalListFilter, ProposalSummary } from './records/record-lists';
+export type {
+  Page,
+  ProposalListError,
+  ProposalListFilter,
+  ProposalListItem,
+  ProposalSummary,
+} from './records/record-lists';
 export { createRecordRuleCheck, type RecordRule, type RecordRuleCheck } from './records/record-rules';
 export type {
   ApprovalRequestRecord,

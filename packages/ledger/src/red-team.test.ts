@@ -17,6 +17,7 @@ import { approvalResolutionCodec } from './records/codec';
 import { createRecords, type RecordContext, type Records } from './records/create-records';
 import { type ProposalInput, parseInput, proposalInputSchema, type ToolInput } from './records/inputs';
 import { proposalPayloadHash, proposalPayloadOf } from './records/payload-hash';
+import type { Page, ProposalListItem } from './records/record-lists';
 import type { RecordTransaction } from './records/record-transaction';
 import type { ApprovalResolutionRecord, ProposalRecord } from './records/types';
 import { approvalResolutions } from './schema/records';
@@ -108,6 +109,22 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
   const seqOf = async (log: string, entity: string) =>
     (await ledger.events(log, { after: 0, limit: 1000 })).find((e) => e.entity === entity)!.seq;
   const alarmsOf = (code: string) => ledger.integrityAlarm.alarms().filter((a) => a.code === code);
+  /** A list's items as proposal id and stage, or the code of the refusal an item carries. */
+  const listed = (page: Page<ProposalListItem>) =>
+    page.items.map((item) =>
+      'error' in item
+        ? { id: item.proposal_id, error: item.error.code }
+        : { id: item.proposal.id, stage: item.stage },
+    );
+  /** Another refund proposed in `log` (allowed, not executed); its id. */
+  const proposeAnother = async (log: string) => {
+    const agent: RecordContext = {
+      log,
+      caller: { identity: 'agent:billing', scopes: ['payments:write'], environments: ['prod'] },
+    };
+    return (await records.propose(agent, refund('another', { arguments: { amount: 9, currency: 'EUR' } })))
+      .proposal.id;
+  };
   /** A fresh log with a refund proposed (one declared postcondition) and observed, not yet verified. */
   const observedRefund = async () => {
     const { log, agent } = await setup();
@@ -155,25 +172,17 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
     it('a verification reports the use event whose row is gone', async () => {
       const { log, agent, alice } = await setup({ side_effect: 'irreversible' });
       const first = await records.propose(agent, refund('k1'));
-      const second = await records.propose(agent, refund('k2'));
       await records.approve(alice, { request_id: first.approval!.id, validity: 'once' });
       const { approval_use: use } = await records.authorize(agent, { proposal_id: first.proposal.id });
       await tamper(database, sql`delete from approval_uses where log_id = ${log} and id = ${use!.id}`);
       expect((await verify(log)).failures).toEqual([
         expect.objectContaining({ code: 'RECORD_MISMATCH', table: 'approval_uses', id: use!.id }),
       ]);
-      // Hole (pinned below): the server itself does not notice.
-      void second;
     });
 
-    // HOLE: online reads check every row they find against its event, but a row that is
-    // gone is not found: `usesOf(request)` reads approval_uses by request_id, and the
-    // `approval.use` event names the use (entity = use id), not the request, so no indexed
-    // lookup of the chain can see that a use existed. The single-use approval then
-    // authorizes a second execution; only `verifyChain` (RECORD_MISMATCH) tells, later.
-    // Pinned as it is until #33 ("deleting a row cannot re-open execution") closes it: this
-    // test then fails, and becomes one that expects the refusal.
-    it('still authorizes a second execution under the same single-use approval (open hole, #33)', async () => {
+    // The reads that decide "already used" look for the `approval_use` events of the request
+    // too (records/event-subjects.ts): a use whose row is gone still consumes the approval.
+    it('refuses a second execution under the same single-use approval, and raises the alarm', async () => {
       const { log, agent, alice } = await setup({ side_effect: 'irreversible' });
       const first = await records.propose(agent, refund('k1'));
       const second = await records.propose(agent, refund('k2'));
@@ -181,18 +190,58 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       const { approval_use: use } = await records.authorize(agent, { proposal_id: first.proposal.id });
       await records.observe(agent, { proposal_id: first.proposal.id, outcome: 'succeeded' });
       await tamper(database, sql`delete from approval_uses where log_id = ${log} and id = ${use!.id}`);
+      const before = alarmsOf('RECORD_MISMATCH').length;
       expect(await outcomeOf(records.authorize(agent, { proposal_id: second.proposal.id }))).toBe(
-        'SUCCEEDED',
+        'RECORD_INTEGRITY_VIOLATION',
+      );
+      expect(alarmsOf('RECORD_MISMATCH').slice(before)).toContainEqual(
+        expect.objectContaining({ log, table: 'approval_uses' }),
+      );
+      expect(
+        await database.rows(
+          sql`select 1 from execution_claims where log_id = ${log} and proposal_id = ${second.proposal.id}`,
+        ),
+      ).toEqual([]);
+    });
+
+    it('refuses the executed proposal again once its use, claim and observation rows are gone', async () => {
+      const { log, agent, alice } = await setup({ side_effect: 'irreversible' });
+      const { proposal, approval } = await records.propose(agent, refund('k1'));
+      await records.approve(alice, { request_id: approval!.id, validity: 'once' });
+      await records.authorize(agent, { proposal_id: proposal.id });
+      await records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' });
+      for (const table of ['observations', 'execution_claims', 'approval_uses']) {
+        await tamper(database, sql`delete from ${sql.identifier(table)} where log_id = ${log}`);
+      }
+      expect(await outcomeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe(
+        'RECORD_INTEGRITY_VIOLATION',
+      );
+      expect(await outcomeOf(records.observe(agent, { proposal_id: proposal.id, outcome: 'failed' }))).toBe(
+        'RECORD_INTEGRITY_VIOLATION',
+      );
+    });
+  });
+
+  describe('the table owner deletes an execution claim', () => {
+    it('refuses to claim the proposal again, and raises the alarm', async () => {
+      const { log, agent } = await setup();
+      const { proposal } = await records.propose(agent, refund('k1'));
+      const { claim } = await records.authorize(agent, { proposal_id: proposal.id });
+      await tamper(database, sql`delete from execution_claims where log_id = ${log} and id = ${claim.id}`);
+      const before = alarmsOf('RECORD_MISMATCH').length;
+      expect(await outcomeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe(
+        'RECORD_INTEGRITY_VIOLATION',
+      );
+      expect(alarmsOf('RECORD_MISMATCH').slice(before)).toContainEqual(
+        expect.objectContaining({ log, table: 'execution_claims', seq: await seqOf(log, claim.id) }),
       );
     });
   });
 
   describe('the table owner deletes an observation', () => {
-    // HOLE: as with approval uses, `observationOf(proposal)` finds no row and the proposal
-    // looks unexecuted: the same proposal can be executed (and observed) a second time,
-    // with another outcome. `verifyChain` reports the orphaned event (RECORD_MISMATCH).
-    // Pinned as it is until #33 closes it (the test then fails and expects the refusal).
-    it('still accepts a second observation of the executed proposal (open hole, #33)', async () => {
+    // As with approval uses: `observationOf(proposal)` finds the observation event whose row
+    // is gone, so the proposal does not look unexecuted.
+    it('refuses a second observation of the executed proposal, and writes nothing', async () => {
       const { log, agent } = await setup();
       const { proposal } = await records.propose(agent, refund('k1'));
       await records.authorize(agent, { proposal_id: proposal.id });
@@ -201,9 +250,17 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
         outcome: 'failed',
       });
       await tamper(database, sql`delete from observations where log_id = ${log} and id = ${observation.id}`);
+      const head = (await ledger.events(log, { after: 0, limit: 1000 })).length;
       expect(
         await outcomeOf(records.observe(agent, { proposal_id: proposal.id, outcome: 'succeeded' })),
-      ).toBe('SUCCEEDED');
+      ).toBe('RECORD_INTEGRITY_VIOLATION');
+      expect(await outcomeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe(
+        'RECORD_INTEGRITY_VIOLATION',
+      );
+      expect((await ledger.events(log, { after: 0, limit: 1000 })).length).toBe(head);
+      expect(alarmsOf('RECORD_MISMATCH')).toContainEqual(
+        expect.objectContaining({ log, table: 'observations', seq: await seqOf(log, observation.id) }),
+      );
     });
 
     it('a verification reports the observation event whose row is gone', async () => {
@@ -367,7 +424,12 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       const { log, proposal } = await overturned();
       const before = alarmsOf('RECORD_RULE_VIOLATION').length;
       expect(await outcomeOf(records.story(log, proposal.id))).toBe('SUPERSESSION_INVALID');
-      expect(await outcomeOf(records.listProposals(log))).toBe('SUPERSESSION_INVALID');
+      // One bad proposal is an error in its own item; the list goes on.
+      const other = await proposeAnother(log);
+      expect(listed(await records.listProposals(log))).toEqual([
+        { id: proposal.id, error: 'SUPERSESSION_INVALID' },
+        { id: other, stage: 'authorized' },
+      ]);
       expect(alarmsOf('RECORD_RULE_VIOLATION').slice(before)).toContainEqual(
         expect.objectContaining({ log, table: 'verifications' }),
       );
@@ -399,7 +461,9 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
       const { log, proposal } = await selfVouched();
       const before = alarmsOf('RECORD_RULE_VIOLATION').length;
       expect(await outcomeOf(records.story(log, proposal.id))).toBe('INDEPENDENCE_NOT_ASSESSED');
-      expect(await outcomeOf(records.listProposals(log))).toBe('INDEPENDENCE_NOT_ASSESSED');
+      expect(listed(await records.listProposals(log))).toEqual([
+        { id: proposal.id, error: 'INDEPENDENCE_NOT_ASSESSED' },
+      ]);
       expect(alarmsOf('RECORD_RULE_VIOLATION').slice(before)).toEqual([
         expect.objectContaining({ log, table: 'verifications' }),
       ]);
@@ -895,16 +959,11 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
   });
 
   describe('the table owner respells a JSON column of a record row without changing its parsed value', () => {
-    // HOLE (small): rows are compared with their event after parsing (canonical JSON of the
-    // parsed record), so text that parses to the same value passes: reordered keys, `5.0`,
-    // `5.0000000000000001` (which a double reads as 5, a decimal reader as more), a duplicate
-    // key whose last value is the original. The server and API only ever show the parsed
-    // value, but anyone reading the table itself (psql, a BI export, a non-JS reader) reads
-    // the respelled text. Fix: the codec's parse refuses text that is not the canonical JSON
-    // of what it parses to (one more canonicalization per JSON column read), with the
-    // unchecked list reads taught to report it rather than fail with a 500.
-    // Pinned as it is until #33 closes it (the test then fails and expects RECORD_MISMATCH).
-    it('a verification does not yet report the respelled row (open hole, #33)', async () => {
+    // Reordered keys, whitespace, `5.0`, `5.0000000000000001` (which a double reads as 5, a
+    // decimal reader as more), a duplicate key whose last value is the original: the server
+    // only shows the parsed value, but psql, a BI export or a non-JS reader reads the text.
+    // The codec refuses a JSON column that is not the canonical JSON of what it parses to.
+    const respelled = async () => {
       const { log, agent } = await setup();
       const { proposal } = await records.propose(agent, refund('k1'));
       // (A proposal's arguments column holds their field hashes now; its scopes are JSON text too.)
@@ -913,7 +972,28 @@ describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
         sql`update proposals set requester_scopes = '[ "payments:write" ]'
             where log_id = ${log} and id = ${proposal.id}`,
       );
-      expect(codes(await verify(log))).toEqual([]);
+      return { log, proposal };
+    };
+
+    it('a verification reports the respelled row (RECORD_MISMATCH)', async () => {
+      const { log, proposal } = await respelled();
+      expect((await verify(log)).failures).toEqual([
+        expect.objectContaining({ code: 'RECORD_MISMATCH', table: 'proposals', id: proposal.id }),
+      ]);
+    });
+
+    it('the server refuses to act on it, and raises the alarm', async () => {
+      const { log, proposal } = await respelled();
+      const agent: RecordContext = {
+        log,
+        caller: { identity: 'agent:billing', scopes: ['payments:write'], environments: ['prod'] },
+      };
+      expect(await outcomeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe(
+        'RECORD_INTEGRITY_VIOLATION',
+      );
+      expect(alarmsOf('RECORD_MISMATCH')).toContainEqual(
+        expect.objectContaining({ log, table: 'proposals', seq: await seqOf(log, proposal.id) }),
+      );
     });
   });
 });

@@ -229,9 +229,32 @@ export const proposalSummarySchema = z.object({
 });
 export type ProposalSummary = z.output<typeof proposalSummarySchema>;
 
+/**
+ * A proposal in a list whose story the server refuses to tell: a record row that does not
+ * match its event or is missing, or a record that breaks a rule the server writes under. Its
+ * own story answers with the same refusal; the integrity alarm is raised.
+ */
+export const proposalListErrorSchema = z
+  .object({
+    /** The seq of the proposal's event: the list's order. */
+    seq: z.number().int(),
+    proposal_id: z.string(),
+    /** The refusal its story answers with, e.g. `RECORD_INTEGRITY_VIOLATION`, `SUPERSESSION_INVALID`. */
+    error: z.object({ code: z.string(), message: z.string() }),
+  })
+  .meta({
+    description:
+      'A proposal whose records the server refuses to derive a story from (a row that does not match the chain, or a record that breaks its rules): the code its story answers with. The integrity alarm is raised; run `vouch verify`.',
+  });
+export type ProposalListError = z.output<typeof proposalListErrorSchema>;
+
+/** An item of `GET /v1/proposals`: the summary, or (with `error`) why the server refuses one. */
+export const proposalListItemSchema = z.union([proposalSummarySchema, proposalListErrorSchema]);
+export type ProposalListItem = z.output<typeof proposalListItemSchema>;
+
 /** `GET /v1/proposals`. */
 export const proposalPageSchema = z.object({
-  proposals: z.array(proposalSummarySchema),
+  proposals: z.array(proposalListItemSchema),
   next: nextCursorSchema,
 });
 export type ProposalPage = z.output<typeof proposalPageSchema>;

@@ -82,6 +82,65 @@ describe.each(testBackends())('the integrity alarm, over HTTP on $name', ({ open
     });
   });
 
+  describe("when one proposal's observation row is deleted", () => {
+    it('lists it as an error item, refuses its story and a second execution with 503, and raises the alarm', async () => {
+      h = await createHarness({ open });
+      const admin = await h.keyFor('user:root', ['admin']);
+      const gw = await h.keyFor('agent:gw', ['gateway']);
+      const auditor = await h.keyFor('user:audrey', ['auditor']);
+      const tool = { server_id: 'pay', tool_name: 'lookup', side_effect: 'read_only' };
+      expect((await call('POST', '/v1/tools', admin, tool)).status).toBe(201);
+      const propose = async (n: number) =>
+        (
+          await call('POST', '/v1/proposals', gw, {
+            idempotency_key: `k-${n}`,
+            action: 'pay.lookup',
+            server_id: 'pay',
+            tool_name: 'lookup',
+            target: { kind: 'account', id: 'acct-1', env: 'production' },
+            arguments: { n },
+            side_effect: 'read_only',
+          })
+        ).body.proposal.id as string;
+      const [executed, other] = [await propose(1), await propose(2)];
+      expect((await call('POST', `/v1/proposals/${executed}/authorize`, gw, {})).status).toBe(200);
+      const observed = await call('POST', '/v1/observations', gw, {
+        proposal_id: executed,
+        outcome: 'failed',
+      });
+      const observation = observed.body.observation.id as string;
+      await tamper(sql`delete from observations where id = ${observation}`);
+      const seq = (await h.ledger.events('default', { limit: 10_000 })).find(
+        (e) => e.entity === observation,
+      )!.seq;
+
+      const listed = await call('GET', '/v1/proposals', auditor);
+      expect(listed.status).toBe(200);
+      expect(listed.body.proposals).toEqual([
+        {
+          seq: expect.any(Number),
+          proposal_id: executed,
+          error: { code: 'RECORD_INTEGRITY_VIOLATION', message: expect.stringContaining(observation) },
+        },
+        expect.objectContaining({ proposal: expect.objectContaining({ id: other }), stage: 'authorized' }),
+      ]);
+      const refused = {
+        status: 503,
+        body: {
+          error: {
+            code: 'RECORD_INTEGRITY_VIOLATION',
+            details: { table: 'observations', id: observation, seq, reason: 'RECORD_MISSING' },
+          },
+        },
+      };
+      expect(await call('GET', `/v1/proposals/${executed}`, auditor)).toMatchObject(refused);
+      expect(
+        await call('POST', '/v1/observations', gw, { proposal_id: executed, outcome: 'succeeded' }),
+      ).toMatchObject(refused);
+      await expectAlarm({ code: 'RECORD_MISMATCH', log: 'default', seq, table: 'observations' });
+    });
+  });
+
   describe('when an API key row is edited to grant itself more', () => {
     it('refuses the key with 401, and /readyz answers 503 INTEGRITY_ALARM naming api_keys', async () => {
       h = await createHarness({ open });

@@ -1,6 +1,6 @@
 import { createRoute, type z } from '@hono/zod-openapi';
 import type { ProposalRecord, Records } from '@vouch/ledger';
-import type { Authorization, StepRefusal } from '@vouch/records';
+import type { Authorization, ProposalListItem, StepRefusal } from '@vouch/records';
 import type { Context } from 'hono';
 import type { VouchApp } from '../app';
 import { authorizeWithPreconditions } from '../application/authorize-with-preconditions';
@@ -70,7 +70,7 @@ const listProposals = createRoute({
   path: '/v1/proposals',
   tags: ['proposals'],
   summary: 'Proposals in chain order, filtered (e.g. `?outcome=verification_failed`)',
-  description: `Filters combine: \`outcome\` and \`stage\` (derived, as in the story), \`tool\`, \`server\`, \`requester\`, \`environment\`, and \`since\`/\`until\` on the proposal time. Pages are keyset-paged by event seq, so a page never shifts. With \`outcome\` or \`stage\` one page reads at most \`limit × 10\` proposals, so it can hold fewer than \`limit\` and still have a \`next\`. A key limited to environments sees only proposals in them. ${rolesNote(ACCESS.listProposals)}`,
+  description: `Filters combine: \`outcome\` and \`stage\` (derived, as in the story), \`tool\`, \`server\`, \`requester\`, \`environment\`, and \`since\`/\`until\` on the proposal time. Pages are keyset-paged by event seq, so a page never shifts. With \`outcome\` or \`stage\` one page reads at most \`limit × 10\` proposals, so it can hold fewer than \`limit\` and still have a \`next\`. A key limited to environments sees only proposals in them. A proposal whose story the server refuses (a record that does not match the chain, or breaks a rule the server writes under) is an item \`{ seq, proposal_id, error: { code, message } }\` whatever the filters derive, never a failed list; its story answers with that refusal, and the integrity alarm is raised. ${rolesNote(ACCESS.listProposals)}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.listProposals)] as const,
   request: { query: ProposalListQuerySchema },
@@ -235,7 +235,15 @@ export function registerProposalRoutes(
       ...(query.until !== undefined ? { until: new Date(query.until).toISOString() } : {}),
     });
     const principal = c.get('principal');
-    const proposals = page.items.filter((item) => mayActIn(principal, item.proposal.target.env));
+    // A proposal whose story the server refuses is an error item (its own story answers with
+    // the refusal), placed in an environment by its stored row: the only one there is.
+    const proposals: ProposalListItem[] = [];
+    for (const item of page.items) {
+      if ('error' in item) {
+        const { stored_environment: environment, ...listed } = item;
+        if (mayActIn(principal, environment)) proposals.push(listed);
+      } else if (mayActIn(principal, item.proposal.target.env)) proposals.push(item);
+    }
     return c.json({ proposals, next: page.next }, 200);
   });
 

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Api } from '../api';
 import { time } from '../format';
-import type { ProposalPage, ProposalSummary } from '../types';
+import type { ProposalListItem, ProposalPage } from '../types';
 import { Badge, ErrorBox, toneOf } from '../ui';
 import { useListKeys } from './list-keys';
 
@@ -31,7 +31,7 @@ const QUEUES = [
 /** Queues of proposals whose outcome needs a human: failed, unknown, unverified. */
 export function Queues({ api }: { api: Api }) {
   const [queue, setQueue] = useState<(typeof QUEUES)[number]['outcome']>('verification_failed');
-  const [page, setPage] = useState<{ items: ProposalSummary[]; next: number | null } | null>(null);
+  const [page, setPage] = useState<{ items: ProposalListItem[]; next: number | null } | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [selected, setSelected] = useState(0);
 
@@ -61,7 +61,7 @@ export function Queues({ api }: { api: Api }) {
         item &&
         !(e.target instanceof HTMLButtonElement || e.target instanceof HTMLAnchorElement)
       ) {
-        window.location.hash = `#/proposal/${encodeURIComponent(item.proposal.id)}`;
+        window.location.hash = `#/proposal/${encodeURIComponent(idOf(item))}`;
       }
     };
     window.addEventListener('keydown', onKey);
@@ -106,22 +106,26 @@ export function Queues({ api }: { api: Api }) {
             </tr>
           </thead>
           <tbody>
-            {page.items.map((p, i) => (
-              <tr key={p.proposal.id} class={i === selected ? 'selected' : ''} data-testid="queue-row">
-                <td>{p.seq}</td>
-                <td>
-                  <a href={`#/proposal/${encodeURIComponent(p.proposal.id)}`}>
-                    {p.proposal.server_id}/{p.proposal.tool_name}
-                  </a>
-                </td>
-                <td>{p.proposal.requester}</td>
-                <td>{p.proposal.target.env ?? '—'}</td>
-                <td>{time(p.proposal.proposed_at)}</td>
-                <td>
-                  <Badge tone={toneOf(p.stage)}>{p.stage}</Badge>
-                </td>
-              </tr>
-            ))}
+            {page.items.map((p, i) =>
+              'error' in p ? (
+                <ErrorRow key={p.proposal_id} item={p} selected={i === selected} />
+              ) : (
+                <tr key={p.proposal.id} class={i === selected ? 'selected' : ''} data-testid="queue-row">
+                  <td>{p.seq}</td>
+                  <td>
+                    <a href={`#/proposal/${encodeURIComponent(p.proposal.id)}`}>
+                      {p.proposal.server_id}/{p.proposal.tool_name}
+                    </a>
+                  </td>
+                  <td>{p.proposal.requester}</td>
+                  <td>{p.proposal.target.env ?? '—'}</td>
+                  <td>{time(p.proposal.proposed_at)}</td>
+                  <td>
+                    <Badge tone={toneOf(p.stage)}>{p.stage}</Badge>
+                  </td>
+                </tr>
+              ),
+            )}
           </tbody>
         </table>
       )}
@@ -131,5 +135,30 @@ export function Queues({ api }: { api: Api }) {
         </button>
       ) : null}
     </section>
+  );
+}
+
+const idOf = (item: ProposalListItem): string => ('error' in item ? item.proposal_id : item.proposal.id);
+
+/**
+ * A proposal whose records the server refused to derive a story from (a row that does not
+ * match the chain, or breaks its rules): the refusal in its row, the rest of the queue as usual.
+ */
+function ErrorRow({
+  item,
+  selected,
+}: {
+  item: Extract<ProposalListItem, { error: unknown }>;
+  selected: boolean;
+}) {
+  return (
+    <tr class={selected ? 'selected' : ''} data-testid="queue-row-error">
+      <td>{item.seq}</td>
+      <td colSpan={5}>
+        <a href={`#/proposal/${encodeURIComponent(item.proposal_id)}`}>{item.proposal_id}</a>{' '}
+        <Badge tone="bad">integrity</Badge> <code class="error-code">{item.error.code}</code>{' '}
+        {item.error.message}
+      </td>
+    </tr>
   );
 }

@@ -35,7 +35,17 @@ import type {
 
 // JSON columns hold canonical JSON text (never jsonb): what is parsed back is what was hashed.
 const json = (value: unknown): string => canonicalJson(value);
-const parse = <T = JsonValue>(text: string): T => JSON.parse(text) as T;
+/**
+ * A JSON column's value, refused (thrown) unless the text is exactly the canonical JSON the
+ * ledger wrote: text respelled to the same parsed value (keys reordered, whitespace, `5.0`,
+ * a duplicate key) rebuilds the same record, but is not what the chain holds, and a reader
+ * of the table (psql, an export, another language's parser) may read it otherwise.
+ */
+const parse = <T = JsonValue>(text: string): T => {
+  const value = JSON.parse(text) as T;
+  if (canonicalJson(value) !== text) throw new Error('a JSON column is not canonical JSON');
+  return value;
+};
 
 type Row<T extends { $inferSelect: unknown }> = T['$inferSelect'];
 

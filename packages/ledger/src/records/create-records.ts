@@ -20,7 +20,7 @@ import {
   listVerifications,
   type Page,
   type ProposalListFilter,
-  type ProposalSummary,
+  type ProposalListItem,
 } from './record-lists';
 import { mustGetProposal, notFound, recordsRuntime } from './records-runtime';
 import { type ProposalStory, story } from './story';
@@ -157,7 +157,7 @@ export interface Records {
   listProposals(
     log: string,
     options?: ProposalListFilter & { after?: number; limit?: number },
-  ): Promise<Page<ProposalSummary>>;
+  ): Promise<Page<ProposalListItem>>;
   /** Verification records in chain order, optionally of one recorded status. */
   listVerifications(
     log: string,

@@ -69,10 +69,10 @@ export interface LogReads extends RecordReads {
     after?: number;
     limit: number;
   }): Promise<Array<{ seq: number; request: ApprovalRequestRecord }>>;
-  /** Proposals in chain order after seq `after`, narrowed by their stored columns. */
+  /** The ids of proposals in chain order after seq `after`, narrowed by their stored columns (unchecked: read each). */
   listProposals(
     options: ProposalColumnFilter & { after: number; limit: number },
-  ): Promise<Array<{ seq: number; proposal: ProposalRecord }>>;
+  ): Promise<Array<{ seq: number; id: string; environment: string | null }>>;
   /** Verification records in chain order after seq `after`, optionally of one recorded status. */
   listVerifications(options: {
     status?: VerificationRecord['status'];

@@ -16,13 +16,12 @@ import {
   tools,
   verifications,
 } from '../schema/records';
-import { proposalCodec, refusedExecutionCodec, toolCodec, verificationCodec } from './codec';
+import { refusedExecutionCodec, toolCodec, verificationCodec } from './codec';
 import { checkedRecords } from './record-reads';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
   ApprovalUseRecord,
-  ProposalRecord,
   RefusedExecutionRecord,
   ToolRecord,
   VerificationRecord,
@@ -323,16 +322,17 @@ export interface ProposalColumnFilter {
 }
 
 /**
- * Proposals of a log in chain order after seq `after`, narrowed by their stored columns;
- * keyset-paged by event seq, so a page never shifts when new proposals arrive.
+ * The ids of a log's proposals in chain order after seq `after`, narrowed by their stored
+ * columns; keyset-paged by event seq, so a page never shifts when new proposals arrive. Only
+ * narrows: the caller reads each proposal through the checked reads.
  */
 export async function listProposalRows(
   db: Db,
   log: string,
   options: ProposalColumnFilter & { after: number; limit: number },
-): Promise<Array<{ seq: number; proposal: ProposalRecord }>> {
-  const rows = await db
-    .select()
+): Promise<Array<{ seq: number; id: string; environment: string | null }>> {
+  return db
+    .select({ seq: proposals.eventSeq, id: proposals.id, environment: proposals.targetEnv })
     .from(proposals)
     .where(
       and(
@@ -348,7 +348,6 @@ export async function listProposalRows(
     )
     .orderBy(asc(proposals.eventSeq))
     .limit(options.limit);
-  return rows.map((row) => ({ seq: row.eventSeq, proposal: proposalCodec.toRecord(row) }));
 }
 
 /**

@@ -18,9 +18,11 @@ export interface IntegrityViolation {
   /**
    * In `verifyChain`'s terms: `RECORD_MISMATCH`, the row no longer rebuilds the payload its
    * event hashed (an edited row); `RECORD_WITHOUT_EVENT`, the row names no event, or an event
-   * of another kind or entity (a row inserted behind the ledger's back).
+   * of another kind or entity (a row inserted behind the ledger's back). `RECORD_MISSING`:
+   * an event records it and its row is gone (a deleted row; `verifyChain` reports it as
+   * `RECORD_MISMATCH` at the event's seq); `id` and `seq` are then the event's.
    */
-  reason: 'RECORD_MISMATCH' | 'RECORD_WITHOUT_EVENT';
+  reason: 'RECORD_MISMATCH' | 'RECORD_WITHOUT_EVENT' | 'RECORD_MISSING';
 }
 
 /** How to check the rows of one record table: its name, its event kind and its codec. */
@@ -63,11 +65,15 @@ export function checkedRecord<Row extends { id: string; eventSeq: number }, R>(
   return record;
 }
 
-function integrityViolation(violation: IntegrityViolation): LedgerError {
-  const what =
-    violation.reason === 'RECORD_MISMATCH'
-      ? `differs from the payload of its event ${violation.seq}`
-      : `is not accounted for by its event ${violation.seq}`;
+const WHAT: Record<IntegrityViolation['reason'], string> = {
+  RECORD_MISMATCH: 'differs from the payload of its event',
+  RECORD_WITHOUT_EVENT: 'is not accounted for by its event',
+  RECORD_MISSING: 'is missing, and recorded by event',
+};
+
+/** The error for a violation (see {@link IntegrityViolation}); raise it with {@link raiseViolation}. */
+export function integrityViolation(violation: IntegrityViolation): LedgerError {
+  const what = `${WHAT[violation.reason]} ${violation.seq}`;
   return new LedgerError(
     'RECORD_INTEGRITY_VIOLATION',
     `${violation.table} row ${violation.id} in log ${violation.log} ${what}: the server refuses to act on it and wrote nothing; run \`vouch verify\``,

@@ -32,8 +32,15 @@ import {
   RECORD_TABLES,
   toolCodec,
 } from './codec';
+import { type EventWithoutRow, eventsWithoutRows, type SubjectKind } from './event-subjects';
 import { contentKey, openRecord, type RecordContent, readRecordContent } from './record-fields';
-import { type CheckedTable, checkedRecord, integrityViolationOf, raiseViolation } from './record-integrity';
+import {
+  type CheckedTable,
+  checkedRecord,
+  integrityViolation,
+  integrityViolationOf,
+  raiseViolation,
+} from './record-integrity';
 import type {
   ApprovalRequestRecord,
   ApprovalResolutionRecord,
@@ -294,6 +301,40 @@ function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordR
   );
 
   const one = async <R>(records: Promise<R[]>): Promise<R | null> => (await records)[0] ?? null;
+  /** The events of each (kind, subject) asked for whose rows are gone: one query per tick. */
+  const eventsWithoutRow = new DataLoader<string, EventWithoutRow[]>(
+    async (keys) => {
+      const pairs = keys.map((k) => JSON.parse(k) as [SubjectKind, string]);
+      const subjects = [...new Set(pairs.map(([, subject]) => subject))].filter((s) => !s.includes('\0'));
+      const found = await eventsWithoutRows(db, log, subjects);
+      return pairs.map(([kind, subject]) => found.filter((e) => e.kind === kind && e.subject === subject));
+    },
+    { cache: false },
+  );
+  /**
+   * `records` of `kind` about `subject` (a proposal, an approval request), refused when an
+   * event of that kind about it has lost its row: these reads decide whether an execution
+   * or a single-use approval already happened, and a deleted row must not make it look as
+   * if it had not (see `event-subjects.ts`).
+   */
+  const withEveryRow = async <R>(kind: SubjectKind, subject: string, records: Promise<R[]>): Promise<R[]> => {
+    if (!checkRows) return records;
+    const [found, gone] = await Promise.all([
+      records,
+      eventsWithoutRow.load(JSON.stringify([kind, subject])),
+    ]);
+    const first = gone[0];
+    if (first === undefined) return found;
+    const violation = {
+      log,
+      table: first.table,
+      id: first.entity,
+      seq: first.seq,
+      reason: 'RECORD_MISSING',
+    } as const;
+    raiseViolation(alarm, violation);
+    throw integrityViolation(violation);
+  };
   /**
    * The content of committed records' erasable members (see `openRecord`): one query per
    * tick for every kind, keyed by kind and record id.
@@ -338,9 +379,11 @@ function createBatchedReads(db: Db, log: string, alarm: IntegrityAlarm): RecordR
     toolById: (id) => one(toolsById.load(id)),
     requestById: (id) => one(requestsById.load(id)),
     resolutionOf: (requestId) => one(resolutionsByRequest.load(requestId)),
-    usesOf: (requestId) => usesByRequest.load(requestId),
-    observationOf: (proposalId) => opened('observation', observationsByProposal.load(proposalId)),
+    usesOf: (requestId) => withEveryRow('approval_use', requestId, usesByRequest.load(requestId)),
+    observationOf: (proposalId) =>
+      opened('observation', withEveryRow('observation', proposalId, observationsByProposal.load(proposalId))),
     observationById: (id) => opened('observation', observationsById.load(id)),
-    claimOf: (proposalId) => one(claimsByProposal.load(proposalId)),
+    claimOf: (proposalId) =>
+      one(withEveryRow('execution_claim', proposalId, claimsByProposal.load(proposalId))),
   };
 }

@@ -64,6 +64,12 @@ export const auditEvents = pgTable(
       sql`octet_length(${t.hash}) = 64 AND octet_length(${t.payloadHash}) = 64`,
     ),
     index('audit_events_entity').on(t.logId, t.entityId),
+    // The proposal (or, for an approval use, the approval request) an event of the kinds
+    // that decide "already executed" is about, so the reads that decide it find the event
+    // even when its record row was deleted (migration 0023, records/event-subjects.ts).
+    index('audit_events_subject')
+      .on(t.logId, sql`vouch_event_subject(${t.kind}, ${t.payload})`)
+      .where(sql`${t.kind} in ('approval_use', 'execution_claim', 'observation')`),
     check(
       'audit_events_commitment',
       sql`${t.commitment} IS NULL OR ${t.commitment} = 'fields/1' OR ${t.commitment} ~ '^member-fields/1:[a-z][a-z0-9_]{0,63}$'`,

@@ -11,6 +11,9 @@ import * as schema from './index';
 // production, so each table, column, type, nullability, key, constraint and index of a
 // freshly migrated database is compared with the schema, on both backends.
 
+/** How an index column that is an expression is named on both sides. */
+const EXPRESSION = '(expression)';
+
 interface Shape {
   columns: Record<string, { type: string; notNull: boolean }>;
   primaryKey: string[];
@@ -45,7 +48,10 @@ function declared(table: PgTable): Shape {
   }
   const indexes: Shape['indexes'] = {};
   for (const index of config.indexes) {
-    indexes[index.config.name!] = index.config.columns.map((c) => (c as { name: string }).name);
+    // An expression (an index on what a function reads from columns) has no column name.
+    indexes[index.config.name!] = index.config.columns.map((c) =>
+      'name' in c ? (c as { name: string }).name : EXPRESSION,
+    );
   }
   return {
     columns: Object.fromEntries(
@@ -80,8 +86,8 @@ async function actual(database: Database, table: string): Promise<Shape> {
     from pg_constraint c where c.conrelid = ${table}::regclass`);
   const indexes = await database.rows<{ name: string; columns: string[] }>(sql`
     select i.relname as name,
-      array(select a.attname::text from unnest(x.indkey) with ordinality k(n, o)
-            join pg_attribute a on a.attrelid = x.indrelid and a.attnum = k.n order by k.o) as columns
+      array(select coalesce(a.attname::text, ${EXPRESSION}) from unnest(x.indkey) with ordinality k(n, o)
+            left join pg_attribute a on a.attrelid = x.indrelid and a.attnum = k.n order by k.o) as columns
     from pg_index x join pg_class i on i.oid = x.indexrelid
     where x.indrelid = ${table}::regclass
       and not exists (select 1 from pg_constraint c where c.conindid = x.indexrelid)`);
