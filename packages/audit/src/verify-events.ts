@@ -42,7 +42,7 @@ export type ChainFailureCode =
   | 'KEY_WITHOUT_EVENT'
   /** An API key row that differs from its `api_key.created` event, or such an event whose row is gone. */
   | 'KEY_MISMATCH'
-  /** An API key issued before events committed to the key hash: all but the hash is proven; rotate it. */
+  /** An API key issued before events committed to the key hash, not adopted (`vouch keys adopt`): all but the hash is proven. */
   | 'KEY_UNPROVEN'
   /** A revocation row that no `api_key.revoked` event accounts for. */
   | 'REVOCATION_WITHOUT_EVENT'
