@@ -105,6 +105,7 @@ export const LEDGER_ERROR_CODES = [
   'SIGNATURE_REQUIRED',
   'SIGNATURE_INVALID',
   'PUBLIC_KEY_INVALID',
+  'RECORD_SIGNATURE_INVALID',
 ] as const;
 
 /** What `@vouch/audit` refuses with, as the server passes it on (mirrors its `AuditErrorCode`; its `LOG_NOT_FOUND` is listed with the ledger's). */
