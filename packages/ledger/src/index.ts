@@ -9,6 +9,12 @@
 export type { ConflictKeys } from './batch-plan';
 export { OPERATOR_ACTOR } from './check-redaction-rules';
 // Signed checkpoints: the store, the signer, the coalescing scheduler, and the log signing key.
+export type { CheckpointState, SavedCheckpoint } from './checkpoints/checkpoint-state';
+export {
+  CHECKPOINT_STATE_FORMAT,
+  checkpointStateDir,
+  defaultCheckpointStateDir,
+} from './checkpoints/checkpoint-state';
 export type { StoredCheckpoint } from './checkpoints/checkpoint-store';
 export { checkpointAt, latestCheckpoint } from './checkpoints/checkpoint-store';
 export type { Checkpointer, CheckpointerOptions } from './checkpoints/checkpointer';
