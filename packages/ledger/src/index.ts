@@ -14,6 +14,7 @@ export {
   CHECKPOINT_STATE_FORMAT,
   checkpointStateDir,
   defaultCheckpointStateDir,
+  keptCheckpointOf,
 } from './checkpoints/checkpoint-state';
 export type { StoredCheckpoint } from './checkpoints/checkpoint-store';
 export { checkpointAt, latestCheckpoint } from './checkpoints/checkpoint-store';
@@ -28,6 +29,8 @@ export {
   SIGNING_KEY_FILE,
   verifierKeysOf,
 } from './checkpoints/log-signing-key';
+export type { SavedComparison } from './checkpoints/saved-state-guard';
+export { compareWithSaved } from './checkpoints/saved-state-guard';
 export type { CheckpointSigning } from './checkpoints/sign-log-checkpoint';
 export { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';
 // The database: open it, migrate it, the runtime role.

@@ -162,6 +162,15 @@ describe('vouch (CLI)', () => {
       expect(code).toBe(1);
       expect(JSON.parse(out).failures.map((f: { code: string }) => f.code)).toContain('TRUNCATED');
     });
+
+    it('verify --expect-head names another event at the trusted seq REWRITTEN, not TRUNCATED', async () => {
+      const { code, out } = await run(['verify', '--log', 'system', '--expect-head', `1:${'a'.repeat(64)}`]);
+      expect(code).toBe(1);
+      expect(out).toMatch(
+        /seq 1 {2}REWRITTEN {2}event 1 is not the trusted head: history up to it was rewritten/,
+      );
+      expect(out).not.toContain('TRUNCATED');
+    });
   });
 
   describe('when another live process holds the PGlite data directory', () => {

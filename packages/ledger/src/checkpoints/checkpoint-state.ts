@@ -104,6 +104,25 @@ export function checkpointStateDir(dir: string): CheckpointState {
   };
 }
 
+/**
+ * A checkpoint of `log` someone kept (`vouch restore check --checkpoint`): a state file, or
+ * a signed note as a witness keeps it. Null for text that is neither, or a note of another
+ * log (its origin must end in `/<log>`).
+ */
+export function keptCheckpointOf(text: string, log: string, path: string): SavedCheckpoint | null {
+  if (text.trimStart().startsWith('{')) {
+    try {
+      return parseSaved(text, log, path);
+    } catch {
+      return null;
+    }
+  }
+  const stated = readCheckpointUnverified(text);
+  if (stated === undefined || !stated.origin.endsWith(`/${log}`)) return null;
+  const rootHash = Buffer.from(stated.rootHash).toString('hex');
+  return { log, treeSize: stated.treeSize, rootHash, note: text, cosignatures: [], savedAt: '', path };
+}
+
 /** Write temp, fsync, rename over, fsync the directory. */
 function writeAtomically(path: string, text: string): void {
   const temporary = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;

@@ -1,7 +1,7 @@
 import type { Database } from '../database';
 import { isLedgerError } from '../errors';
 import { readHead } from '../event-store';
-import type { CheckpointState } from './checkpoint-state';
+import type { CheckpointState, SavedCheckpoint } from './checkpoint-state';
 import type { StoredCheckpoint } from './checkpoint-store';
 import { cosignaturesAt } from './cosignature-store';
 import { type SignedPoint, savedPoint, verifySignedPoint } from './signed-point';
@@ -24,6 +24,23 @@ export interface SavedStateGuard {
   save(checkpoint: StoredCheckpoint): Promise<void>;
   /** Witnesses cosigned `log`'s checkpoint at `treeSize`: keep their lines beside it when it is the saved one. */
   cosigned(log: string, treeSize: number): Promise<void>;
+}
+
+/** A saved checkpoint beside the database it was compared with (`vouch restore check`). */
+export interface SavedComparison {
+  log: string;
+  /** The database's head seq for the log (0: no events). */
+  head: number;
+  saved: SavedCheckpoint;
+  /** What disagrees (`ROLLBACK_DETECTED`), or null when the database reaches and agrees with it. */
+  finding: TreeFinding | null;
+}
+
+/** Compare one saved checkpoint with the database: O(log n) rows. */
+export async function compareWithSaved(database: Database, saved: SavedCheckpoint): Promise<SavedComparison> {
+  const head = (await readHead(database, saved.log))?.seq ?? 0;
+  const checked = await verifySignedPoint(database, saved.log, savedPoint(saved), head);
+  return { log: saved.log, head, saved, finding: checked.ok ? null : checked.finding };
 }
 
 export function createSavedStateGuard(database: Database, state: CheckpointState): SavedStateGuard {
