@@ -99,7 +99,9 @@ describe.each(serverBackends())('restoring an older backup, on $name', (backend)
 
     // After the backup: the key is revoked, and that is signed.
     server = await start(live);
-    expect((await server.call('POST', `/v1/keys/${doomed.key.id}/revoke`, { key: adminKey })).status).toBe(200);
+    expect((await server.call('POST', `/v1/keys/${doomed.key.id}/revoke`, { key: adminKey })).status).toBe(
+      200,
+    );
     expect((await server.call('GET', '/v1/me', { key: doomed.secret })).status).toBe(401);
     expect(await server.stop()).toBe(0);
     expect((await vouch(['restore', 'check'], live)).code).toBe(0);
@@ -138,14 +140,19 @@ describe.each(serverBackends())('restoring an older backup, on $name', (backend)
       expect(await server.stop()).toBe(0);
     }
 
-    const accepted = await vouch(['restore', 'accept', '--reason', 'restored the backup on purpose'], restored);
+    const accepted = await vouch(
+      ['restore', 'accept', '--reason', 'restored the backup on purpose'],
+      restored,
+    );
     expect(accepted.code).toBe(0);
     expect(accepted.stdout).toMatch(/log system: restore accepted/);
     expect((await vouch(['restore', 'check'], restored)).code).toBe(0);
     server = await start(restored);
     try {
       expect((await server.call('GET', '/readyz')).status).toBe(200);
-      expect((await server.call('POST', `/v1/keys/${doomed.key.id}/revoke`, { key: adminKey })).status).toBe(200);
+      expect((await server.call('POST', `/v1/keys/${doomed.key.id}/revoke`, { key: adminKey })).status).toBe(
+        200,
+      );
       expect((await server.call('GET', '/v1/me', { key: doomed.secret })).status).toBe(401);
     } finally {
       expect(await server.stop()).toBe(0);
