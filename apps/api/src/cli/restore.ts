@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
 import {
@@ -23,6 +23,11 @@ async function openRestored(io: CliIo): Promise<{ database: Database; state: Che
   const config = serveConfig(io.env, io.cwd);
   const settings = await loadServerSettings({ file: config.verifierConfig, env: io.env });
   const dir = checkpointStatePath(settings.checkpoints.stateDir, config.database, io.cwd);
+  if (config.database.kind === 'pglite' && !existsSync(config.database.dataDir)) {
+    throw new CliError(
+      `no data directory at ${config.database.dataDir}: set VOUCH_DATA_DIR (or DATABASE_URL) to where the restored ledger is`,
+    );
+  }
   const database = await openTarget(config.database);
   try {
     if ((await migrationStatus(database)).applied === 0) {
@@ -41,8 +46,7 @@ async function savedCheckpoints(
   values: { log?: string; checkpoint?: string },
   cwd: string,
 ): Promise<SavedCheckpoint[]> {
-  if (values.checkpoint !== undefined) {
-    if (values.log === undefined) throw new CliError('--checkpoint needs --log: a checkpoint is of one log');
+  if (values.checkpoint !== undefined && values.log !== undefined) {
     const path = resolve(cwd, values.checkpoint);
     let text: string;
     try {
@@ -81,6 +85,9 @@ function describe(result: SavedComparison): string {
 }
 
 async function compareAll(io: CliIo, values: { log?: string; checkpoint?: string }) {
+  if (values.checkpoint !== undefined && values.log === undefined) {
+    throw new CliError('--checkpoint needs --log: a checkpoint is of one log');
+  }
   const { database, state } = await openRestored(io);
   try {
     const saved = await savedCheckpoints(state, values, io.cwd);

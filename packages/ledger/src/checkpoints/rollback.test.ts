@@ -8,7 +8,7 @@ import type { Database } from '../database';
 import { createIntegrityAlarm } from '../integrity-alarm';
 import { createLedger } from '../ledger';
 import { tamper, testBackends } from '../testing';
-import { type CheckpointState, checkpointStateDir } from './checkpoint-state';
+import { type CheckpointState, checkpointStateDir, keptCheckpointOf } from './checkpoint-state';
 import type { StoredCheckpoint } from './checkpoint-store';
 import { createCheckpointer } from './checkpointer';
 import { logOrigin } from './sign-log-checkpoint';
@@ -181,6 +181,20 @@ describe.each(testBackends())('a restored or cut-back database, on $name', ({ op
       await after.close();
       expect(after.alarm.raised).toBe(false);
       expect(after.signed.map((c) => c.treeSize)).toEqual([3]);
+    });
+
+    it('reads a kept checkpoint as a witness keeps it (a signed note) or as a state file, of its own log only', async () => {
+      const log = `rb-${++logNo}`;
+      const state = checkpointStateDir(join(stateDir, log));
+      const w = start(state);
+      await w.append(log, 1, 2);
+      await w.close();
+      const { note } = w.signed.at(-1)!;
+      expect(keptCheckpointOf(note, log, 'trusted.note')).toMatchObject({ log, treeSize: 2 });
+      expect(keptCheckpointOf(note, `${log}-other`, 'trusted.note')).toBeNull();
+      const file = (await state.read(log))!.path;
+      expect(keptCheckpointOf(readFileSync(file, 'utf8'), log, file)).toMatchObject({ treeSize: 2, note });
+      expect(keptCheckpointOf('not a note', log, 'x')).toBeNull();
     });
 
     it('refuses to sign on a state file it cannot read', async () => {
