@@ -92,5 +92,5 @@ export async function requireSignedRecords(
 ): Promise<void> {
   const present = records.filter((entry): entry is readonly [string, { id: string }] => Boolean(entry[1]));
   const messages = await Promise.all(present.map(([kind, record]) => reads.unsignedRecord(kind, record)));
-  messages.forEach((message, i) => refuseUnsigned(message, present[i]![0], present[i]![1].id));
+  for (const [i, message] of messages.entries()) refuseUnsigned(message, present[i]![0], present[i]![1].id);
 }
