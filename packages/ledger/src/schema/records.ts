@@ -143,6 +143,8 @@ export const decisions = pgTable(
   (t) => [
     primaryKey({ name: 'decisions_pk', columns: [t.logId, t.id] }),
     unique('decisions_event').on(t.logId, t.eventSeq),
+    // One signed statement speaks for one record (0024): a replayed envelope is refused.
+    uniqueIndex('decisions_signature_once').on(t.logId, sql`md5(${t.signature})`),
     unique('decisions_one_per_proposal').on(t.logId, t.proposalId),
     eventLink('decisions', t),
     foreignKey({
@@ -201,6 +203,8 @@ export const approvalResolutions = pgTable(
   (t) => [
     primaryKey({ name: 'approval_resolutions_pk', columns: [t.logId, t.id] }),
     unique('approval_resolutions_event').on(t.logId, t.eventSeq),
+    // One signed statement speaks for one record (0024): a replayed envelope is refused.
+    uniqueIndex('approval_resolutions_signature_once').on(t.logId, sql`md5(${t.signature})`),
     unique('approval_resolutions_one_per_request').on(t.logId, t.requestId),
     eventLink('approval_resolutions', t),
     foreignKey({
@@ -347,6 +351,8 @@ export const verifications = pgTable(
   (t) => [
     primaryKey({ name: 'verifications_pk', columns: [t.logId, t.id] }),
     unique('verifications_event').on(t.logId, t.eventSeq),
+    // One signed statement speaks for one record (0024): a replayed envelope is refused.
+    uniqueIndex('verifications_signature_once').on(t.logId, sql`md5(${t.signature})`),
     eventLink('verifications', t),
     foreignKey({
       name: 'verifications_observation',

@@ -203,35 +203,40 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
     expect((await records.story(log, proposal.id)).approval?.status).toBe('used');
   });
 
-  it('a signed approval moved to another request, or turned into a deny, is reported', async () => {
+  it('a signature Alice gave for one request, on a record for another or turned into a deny, is reported', async () => {
     const { log, agent, request } = await pending();
     const more = async (key: string, amount: number) =>
       (await records.propose(agent, refund(key, { arguments: { amount, currency: 'EUR' } }))).approval!;
-    const [second, third] = [await more('k2', 6), await more('k3', 7)];
-    const body = { request_id: request.id, validity: 'once' };
-    const signature = parsed(sign(alice, log, 'approval.approve', 'user:alice', body));
-    const { resolution } = await records.approve(
-      { log, caller: { identity: 'user:alice', signature } },
-      body,
-    );
-    await forgeRecords(ledger, log, (tx) => {
+    const second = await more('k2', 6);
+    // Statements Alice signed and never sent (or sent elsewhere): whoever holds one may try it.
+    const envelope = (claims: unknown) =>
+      signAuthorStatement(authorStatement(log, 'approval.approve', 'user:alice', claims), alice);
+    const answer = (id: string, requestId: string, resolution: 'approved' | 'denied', now: string) => ({
+      id,
+      request_id: requestId,
+      resolution,
+      resolver: 'user:alice',
+      validity: resolution === 'approved' ? ('once' as const) : null,
+      window_seconds: 3600,
+      window_source: 'policy',
+      valid_until: new Date(Date.parse(now) + 3_600_000).toISOString(),
+      comment: null,
+      resolved_at: now,
+    });
+    await forgeRecords(ledger, log, (tx, now) => {
       tx.write('approval_resolution', 'user:alice', {
-        ...resolution!,
-        id: 'res_moved',
-        request_id: second.id,
+        ...answer('res_moved', request.id, 'approved', now),
+        signature: envelope({ request_id: second.id, validity: 'once' }),
       });
       tx.write('approval_resolution', 'user:alice', {
-        ...resolution!,
-        id: 'res_denied',
-        request_id: third.id,
-        resolution: 'denied',
-        validity: null,
+        ...answer('res_denied', second.id, 'denied', now),
+        signature: envelope({ request_id: second.id }),
       });
     });
     expect(await rules(log)).toEqual(['SIGNATURE_CLAIMS_MISMATCH', 'SIGNATURE_MISMATCH']);
   });
 
-  it('one signed statement speaking for two records is reported as a replay', async () => {
+  it('one signed statement cannot speak for two records: the database refuses the replay', async () => {
     const { log, agent, proposal, request } = await pending();
     const body = { request_id: request.id };
     await records.approve(
@@ -255,10 +260,13 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
       { log, caller: { identity: 'service:checker', signature } },
       verification,
     );
-    await forgeRecords(ledger, log, (tx) => {
-      tx.write('verification', 'service:checker', { ...first, id: 'ver_again' });
-    });
-    expect(await rules(log)).toEqual(['SIGNATURE_REPLAYED']);
+    await expect(
+      forgeRecords(ledger, log, (tx) => {
+        tx.write('verification', 'service:checker', { ...first, id: 'ver_again' });
+      }),
+    ).rejects.toThrow();
+    expect((await records.story(log, proposal.id)).verifications.map((v) => v.id)).toEqual([first.id]);
+    expect(await rules(log)).toEqual([]);
   });
 
   it("the runtime role's verification in an enrolled verifier's name is reported", async () => {
