@@ -23,6 +23,7 @@ export {
   readAuthorStatementUnverified,
   signAuthorStatement,
 } from './author-signature';
+export { memberSha256, observationClaims, proposalClaims } from './gateway-claims';
 export type { BundleHeader } from './bundle-format';
 export {
   BUNDLE_EVENT_FIELDS,
