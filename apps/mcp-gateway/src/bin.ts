@@ -17,7 +17,7 @@ try {
   // OTEL_TRACES_EXPORTER=otlp: a span per governed call, continued by the API.
   tracing = startTracing(process.env, { name: 'vouch-mcp-gateway' });
   if (tracing) logger.info('tracing on', { endpoint: tracing.endpoint, protocol: tracing.protocol });
-  const { config, apiKey, agentApiKeys, upstreamSecrets } = await loadConfig({
+  const { config, apiKey, agentApiKeys, upstreamSecrets, signing } = await loadConfig({
     argv: process.argv.slice(2),
     env: process.env,
     readFile: (path) => readFile(path, 'utf8'),
@@ -49,6 +49,7 @@ try {
       config,
       apiKey: apiKey!,
       upstreamSecrets,
+      ...(signing ? { signing } : {}),
       agentTransport: new StdioServerTransport(),
       logger,
       onUpstreamClose: () => {

@@ -223,4 +223,45 @@ describe('loadConfig', () => {
       expect(await codeOf(loadConfig(sources({ env })))).toBe('CONFIG_INVALID');
     });
   });
+
+  describe('the signing key', () => {
+    const key = `vouch-author-key-v1:${'A'.repeat(43)}=`;
+    const env = (more: Record<string, string>) => ({ VOUCH_API_KEY: 'vk_test', ...more });
+
+    it('is read from VOUCH_SIGNING_KEY or a file, with the identity it signs as', async () => {
+      const inline = await loadConfig(
+        sources({ env: env({ VOUCH_SIGNING_KEY: key, VOUCH_SIGNING_IDENTITY: 'agent:gw' }) }),
+      );
+      expect(inline.signing).toEqual({ key, identity: 'agent:gw' });
+      const fromFile = await loadConfig(
+        sources({
+          env: env({ VOUCH_SIGNING_KEY_FILE: 'gw.key', VOUCH_SIGNING_IDENTITY: 'agent:gw' }),
+          files: { 'gateway.json': file, 'gw.key': `${key}\n` },
+        }),
+      );
+      expect(fromFile.signing).toEqual({ key, identity: 'agent:gw' });
+      expect((await loadConfig(sources())).signing).toBeUndefined();
+    });
+
+    it.each([
+      ['without an identity', { VOUCH_SIGNING_KEY: key }, 'CONFIG_INVALID'],
+      [
+        'that is not a key',
+        { VOUCH_SIGNING_KEY: 'ed25519:AAAA', VOUCH_SIGNING_IDENTITY: 'agent:gw' },
+        'CONFIG_INVALID',
+      ],
+      [
+        'given twice',
+        { VOUCH_SIGNING_KEY: key, VOUCH_SIGNING_KEY_FILE: 'gw.key', VOUCH_SIGNING_IDENTITY: 'a:b' },
+        'CONFIG_INVALID',
+      ],
+      [
+        'in a file that is not there',
+        { VOUCH_SIGNING_KEY_FILE: 'none.key', VOUCH_SIGNING_IDENTITY: 'a:b' },
+        'CONFIG_NOT_FOUND',
+      ],
+    ])('is refused %s', async (_what, more, code) => {
+      expect(await codeOf(loadConfig(sources({ env: env(more) })))).toBe(code);
+    });
+  });
 });

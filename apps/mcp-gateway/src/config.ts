@@ -294,7 +294,14 @@ export async function loadConfig(sources: ConfigSources): Promise<LoadedConfig> 
     if (!value) throw new GatewayError('CONFIG_INVALID', `${variable} is not set (${usedFor})`);
     upstreamSecrets[variable] = value;
   }
+  const signing = await signingOf(sources);
   if (config.agentServer) {
+    if (signing) {
+      throw new GatewayError(
+        'CONFIG_INVALID',
+        'VOUCH_SIGNING_KEY signs as one identity: serving agents over HTTP, each acts as its own (not supported yet)',
+      );
+    }
     const agentApiKeys: Record<string, string> = {};
     for (const agent of config.agentServer.agents) {
       const key = env[agent.apiKeyEnv];
@@ -311,7 +318,53 @@ export async function loadConfig(sources: ConfigSources): Promise<LoadedConfig> 
   const apiKey = env.VOUCH_API_KEY;
   if (!apiKey)
     throw new GatewayError('CONFIG_INVALID', 'VOUCH_API_KEY is not set (a key with the gateway role)');
-  return { config, apiKey, agentApiKeys: {}, upstreamSecrets };
+  return { config, apiKey, agentApiKeys: {}, upstreamSecrets, ...(signing ? { signing } : {}) };
+}
+
+/** The prefix of an author key's text (docs/chain.md, "Records signed by their authors"). */
+const AUTHOR_KEY_PREFIX = 'vouch-author-key-v1:';
+
+/**
+ * The gateway's signing key (`VOUCH_SIGNING_KEY`, or the file `VOUCH_SIGNING_KEY_FILE` names)
+ * and the identity of its API key (`VOUCH_SIGNING_IDENTITY`): with them it signs the
+ * proposals, execution claims and observations it writes. Undefined when neither is set.
+ */
+async function signingOf(sources: ConfigSources): Promise<GatewaySigning | undefined> {
+  const { env } = sources;
+  const file = env.VOUCH_SIGNING_KEY_FILE;
+  if (env.VOUCH_SIGNING_KEY && file) {
+    throw new GatewayError('CONFIG_INVALID', 'set VOUCH_SIGNING_KEY or VOUCH_SIGNING_KEY_FILE, not both');
+  }
+  let key = env.VOUCH_SIGNING_KEY;
+  if (file) {
+    try {
+      key = await sources.readFile(file);
+    } catch (cause) {
+      throw new GatewayError('CONFIG_NOT_FOUND', `cannot read the signing key file ${file}`, { cause });
+    }
+  }
+  const identity = env.VOUCH_SIGNING_IDENTITY;
+  if (key === undefined && identity === undefined) return undefined;
+  if (!key?.trim().startsWith(AUTHOR_KEY_PREFIX)) {
+    throw new GatewayError(
+      'CONFIG_INVALID',
+      `the signing key must be the text ${AUTHOR_KEY_PREFIX}<base64> (VOUCH_SIGNING_KEY or VOUCH_SIGNING_KEY_FILE)`,
+    );
+  }
+  if (!identity) {
+    throw new GatewayError(
+      'CONFIG_INVALID',
+      'VOUCH_SIGNING_IDENTITY is not set (the identity of the API key, e.g. agent:billing)',
+    );
+  }
+  return { key: key.trim(), identity };
+}
+
+/** The key the gateway signs what it writes with, and the identity it signs as. */
+export interface GatewaySigning {
+  /** `vouch-author-key-v1:<base64 seed>`. */
+  key: string;
+  identity: string;
 }
 
 /** The configuration and the secrets read from the environment for it. */
@@ -323,6 +376,8 @@ export interface LoadedConfig {
   agentApiKeys: Record<string, string>;
   /** The values of the environment variables the upstreams' headers and auth name (`{ "env": … }`). */
   upstreamSecrets: Record<string, string>;
+  /** On stdio: the key the gateway signs its records with, when one is configured. */
+  signing?: GatewaySigning;
 }
 
 /** The upstream connections of a configuration, by name (`default` for the single `upstream`). */

@@ -4,7 +4,7 @@ import { createVouchClient } from '@vouch/client';
 import { type AgentHttpServer, serveAgentsOverHttp } from './agent-http';
 import { awaitInitialize } from './await-initialize';
 import type { TokenSource } from './client-credentials';
-import { type GatewayConfig, upstreamConnectionsOf } from './config';
+import { type GatewayConfig, type GatewaySigning, upstreamConnectionsOf } from './config';
 import { connectUpstream } from './connect-upstream';
 import { GatewayError } from './errors';
 import { createGateway, type Gateway } from './gateway';
@@ -23,6 +23,8 @@ interface StartOptions {
   tokenSources?: Map<string, TokenSource>;
   /** Called when an upstream connection closes (its process exited). */
   onUpstreamClose?: () => void;
+  /** Sign the records the gateway writes (see `GatewaySigning`). */
+  signing?: GatewaySigning;
 }
 
 /**
@@ -78,6 +80,7 @@ export async function openGateway(
       baseUrl: config.vouch.url,
       apiKey: options.apiKey,
       ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.signing ? { signing: options.signing } : {}),
     }),
     environment: config.environment,
     approvalWait: { timeoutMs: config.approvalWaitMs },

@@ -53,6 +53,7 @@ export type { AuditErrorCode } from './errors';
 export { AuditError, isAuditError } from './errors';
 export type { EventHeader, StoredEvent } from './event-hash';
 export { eventHashOf, GENESIS_PREV_HASH, payloadHashOf } from './event-hash';
+export { memberSha256, observationClaims, proposalClaims } from './gateway-claims';
 export { canonicalIdentity, sameIdentity } from './identity';
 export { bytesEqual, eventLeafHash } from './merkle-hash';
 export { verifyConsistency, verifyInclusion } from './merkle-verify';

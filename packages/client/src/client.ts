@@ -2,7 +2,9 @@ import {
   type AuthorKey,
   authorStatement,
   detachedSignature,
+  observationClaims,
   parseAuthorPrivateKey,
+  proposalClaims,
   signAuthorStatement,
 } from '@vouch/audit';
 import type {
@@ -61,8 +63,8 @@ export interface VouchClientOptions extends HttpOptions {
    */
   journal?: ExecutionJournal;
   /**
-   * Sign what this client writes in its identity's name (approvals, denials, verifications,
-   * decisions) with an enrolled author key (docs/chain.md, "Records signed by their authors"):
+   * Sign what this client writes in its identity's name (proposals, execution claims and
+   * observations; approvals, denials, verifications, decisions) with an enrolled author key (docs/chain.md, "Records signed by their authors"):
    * the key (its `vouch-author-key-v1:` text, e.g. from `VOUCH_SIGNING_KEY` or a key file, or
    * the parsed key) and the identity the API key belongs to.
    */
@@ -191,6 +193,10 @@ export interface ProposalListQuery {
 
 const seg = encodeURIComponent;
 
+/** A body as the server will read it (what JSON drops, dropped): what a signature's claims are built from. */
+const onTheWire = (body: object | undefined): Record<string, unknown> =>
+  body === undefined ? {} : (JSON.parse(JSON.stringify(body)) as Record<string, unknown>);
+
 /**
  * A typed client for the Vouch HTTP API, built on `fetch` only (Node 20+, browsers, workers).
  * Failures are {@link VouchClientError}s carrying the server's `code`. Reads and
@@ -252,6 +258,7 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
           path: '/v1/proposals',
           query: { authorize },
           body,
+          ...signed('proposal.propose', proposalClaims(onTheWire(body))),
           retry: 'safe',
           ...o,
         }),
@@ -279,6 +286,7 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
           method: 'POST',
           path: `/v1/proposals/${seg(id)}/authorize`,
           body,
+          ...signed('execution.authorize', { ...onTheWire(body), proposal_id: id }),
           retry: 'never',
           ...o,
         }),
@@ -322,6 +330,7 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
           path: '/v1/observations',
           query: { verify: verify ? 'true' : undefined },
           body,
+          ...signed('execution.observe', observationClaims(onTheWire(body))),
           retry: 'never',
           ...o,
         }),
@@ -404,7 +413,7 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
         }),
     },
     execute: (action, invoke, executeOptions) =>
-      runExecute({ client, inflight, journal }, action, invoke, executeOptions),
+      runExecute({ client, inflight, journal, signs: signer !== undefined }, action, invoke, executeOptions),
   };
   return client;
 }

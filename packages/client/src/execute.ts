@@ -216,6 +216,11 @@ export interface ExecuteDeps {
   client: VouchClient;
   inflight: Map<string, Promise<ExecuteResult<unknown>>>;
   journal: ExecutionJournal;
+  /**
+   * The client signs what it writes: each record in a request of its own, since a fused
+   * request's second record (`?authorize=`, `?verify=true`) names an id not known when signing.
+   */
+  signs?: boolean;
 }
 
 /**
@@ -258,6 +263,7 @@ async function executeOnce<T>(
   input: { payload: ProposalPayload; key: string; invoke: Invoke<T>; options: ExecuteOptions<T> },
 ): Promise<ExecuteResult<T>> {
   const { client, journal } = deps;
+  const signs = deps.signs ?? false;
   const { payload, key, invoke, options } = input;
   const signal = options.signal;
   const wait = {
@@ -272,7 +278,7 @@ async function executeOnce<T>(
   // hash computed here, so a call needs no separate `authorize`.
   const created = await client.proposals.create(
     { ...payload, idempotency_key: key },
-    { ...call, authorize: sentHash },
+    { ...call, ...(signs ? {} : { authorize: sentHash }) },
   );
   const proposal = created.proposal;
   // The server hashes what it stored: what we sent, plus the postconditions the tool's
@@ -283,7 +289,7 @@ async function executeOnce<T>(
   const expectedHash = payloadHashOf(withRequiredPostconditions(payload, proposal));
   // With required postconditions added, the fast path was bound to a hash the server did
   // not record: it claimed nothing, and `authorize` below is asked with the recorded hash.
-  const fastPath = expectedHash === sentHash;
+  const fastPath = !signs && expectedHash === sentHash;
   if (proposal.payload_hash !== expectedHash) {
     throw new VouchClientError(
       'PAYLOAD_HASH_MISMATCH',
@@ -380,7 +386,7 @@ async function executeOnce<T>(
   }
   if (fastPath && created.authorization) {
     journal.add(key);
-    return invokeAndRecord(client, { base, decision, approval, invoke, options, expectedHash });
+    return invokeAndRecord(client, { base, decision, approval, invoke, options, expectedHash, signs });
   }
 
   try {
@@ -398,7 +404,7 @@ async function executeOnce<T>(
   }
 
   journal.add(key);
-  return invokeAndRecord(client, { base, decision, approval, invoke, options, expectedHash });
+  return invokeAndRecord(client, { base, decision, approval, invoke, options, expectedHash, signs });
 }
 
 /** What a refusal of `authorize` (its own call, or the fast path's) means for this execute. */
@@ -514,6 +520,8 @@ async function invokeAndRecord<T>(
     invoke: Invoke<T>;
     options: ExecuteOptions<T>;
     expectedHash: string;
+    /** The client signs: verification is asked for in a request of its own. */
+    signs: boolean;
   },
 ): Promise<ExecutedResult<T>> {
   const { base, decision, approval, invoke, options } = input;
@@ -582,7 +590,7 @@ async function invokeAndRecord<T>(
         payload_hash: input.expectedHash,
         ...(decision.approval_request_id ? { approval_request_id: decision.approval_request_id } : {}),
       },
-      { verify },
+      { verify: verify && !input.signs },
     );
   } catch (cause) {
     throw new VouchClientError(

@@ -163,6 +163,8 @@ export const proposalRecordSchema = z.object({
    * (they are gone from `arguments`; `payload_hash` still binds the exact payload approved).
    */
   redacted: z.object({ arguments: z.array(z.string()) }).optional(),
+  /** The gateway's signature (`proposal.propose`, over the body with `arguments` hashed); absent when unsigned. */
+  signature: authorSignatureSchema.optional(),
 });
 export type ProposalRecord = z.output<typeof proposalRecordSchema>;
 
@@ -295,6 +297,8 @@ export const executionClaimRecordSchema = z.object({
   get preconditions() {
     return preconditionResultSchema.optional();
   },
+  /** The gateway's signature (`execution.authorize`, over the authorize body); absent when unsigned. */
+  signature: authorSignatureSchema.optional(),
 });
 export type ExecutionClaimRecord = z.output<typeof executionClaimRecordSchema>;
 
@@ -319,6 +323,8 @@ export const observationRecordSchema = z.object({
   result_source: z.string().optional(),
   /** Only on an observation read back after a redaction: the keys of `result` that were erased (gone from `result`). */
   redacted: z.object({ result: z.array(z.string()) }).optional(),
+  /** The gateway's signature (`execution.observe`, over the body with `result` hashed); absent when unsigned. */
+  signature: authorSignatureSchema.optional(),
 });
 export type ObservationRecord = z.output<typeof observationRecordSchema>;
 

@@ -7,6 +7,7 @@ import type {
 } from '@vouch/ledger';
 import type { Metrics } from '../metrics/metrics';
 import { runPhase, type VerificationHost } from '../verification';
+import { unsigned } from './unsigned-context';
 
 // The verification use cases, written once: the routes (`POST /v1/observations/{id}/verify`,
 // `POST /v1/observations?verify=true`) and the background queue call these, and only check
@@ -100,7 +101,7 @@ export async function observeAndVerify(
   }
   try {
     const verification = await verifyObservation(services, {
-      ctx: request.ctx,
+      ctx: unsigned(request.ctx),
       observation,
       body: {},
       ...(request.signal ? { signal: request.signal } : {}),

@@ -1,9 +1,10 @@
 import { createRoute, type z } from '@hono/zod-openapi';
-import type { ProposalRecord, Records } from '@vouch/ledger';
+import type { ProposalRecord, RecordContext, Records } from '@vouch/ledger';
 import type { Authorization, ProposalListItem, StepRefusal } from '@vouch/records';
 import type { Context } from 'hono';
 import type { VouchApp } from '../app';
 import { authorizeWithPreconditions } from '../application/authorize-with-preconditions';
+import { unsigned } from '../application/unsigned-context';
 import { assertEnvironment, assertRole, mayActIn, requireRole } from '../auth/authorize';
 import { asStepRefusal } from '../error-response';
 import type { AppEnv } from '../http/app-env';
@@ -169,15 +170,15 @@ export function registerProposalRoutes(
 
   /** The `authorize` route, and the second half of `propose?authorize=`. */
   const authorizeExecution = (
+    ctx: RecordContext,
     c: Context<AppEnv>,
-    log: string,
     proposal: ProposalRecord,
     body: Record<string, unknown>,
   ): Promise<Authorization> =>
     authorizeWithPreconditions({
       records,
       verification: deps.verification,
-      ctx: recordContext(c, log),
+      ctx,
       proposal,
       body,
       signal: c.req.raw.signal,
@@ -208,7 +209,9 @@ export function registerProposalRoutes(
     // A replayed proposal may have been authorized, or executed, before: the caller reads its story.
     if (!result.replayed && result.decision?.verdict === 'allow') {
       try {
-        authorization = await authorizeExecution(c, log, result.proposal, { payload_hash: authorizeHash });
+        // The request's signature is the proposal's; the claim is written unsigned.
+        const ctx = unsigned(recordContext(c, log));
+        authorization = await authorizeExecution(ctx, c, result.proposal, { payload_hash: authorizeHash });
       } catch (error) {
         refused = asStepRefusal(error, c);
       }
@@ -281,6 +284,6 @@ export function registerProposalRoutes(
     const { id } = c.req.valid('param');
     const proposal = await records.getProposal(log, id);
     assertEnvironment(c.get('principal'), proposal.target.env);
-    return c.json(await authorizeExecution(c, log, proposal, rawBody(c)), 200);
+    return c.json(await authorizeExecution(recordContext(c, log), c, proposal, rawBody(c)), 200);
   });
 }

@@ -49,7 +49,7 @@ const parse = <T = JsonValue>(text: string): T => {
 
 type Row<T extends { $inferSelect: unknown }> = T['$inferSelect'];
 
-// An author's signature (since 0022) is a payload member only when there is one, so every
+// An author's signature (since 0022; proposals, observations, execution claims since 0025) is a payload member only when there is one, so every
 // record written before rebuilds its payload byte for byte.
 const signatureColumn = (envelope: DsseEnvelope | undefined): string | null =>
   envelope === undefined ? null : json(envelope);
@@ -125,6 +125,7 @@ export const proposalCodec = {
     impact: json(r.impact),
     payloadHash: r.payload_hash,
     proposedAt: r.proposed_at,
+    signature: signatureColumn(r.signature),
   }),
   toRecord: (row: Row<typeof proposals>): ProposalRecord => ({
     id: row.id,
@@ -143,6 +144,7 @@ export const proposalCodec = {
     impact: parse(row.impact),
     payload_hash: row.payloadHash,
     proposed_at: row.proposedAt,
+    ...signatureMember(row.signature),
   }),
 };
 
@@ -269,6 +271,7 @@ export const executionClaimCodec = {
     claimedAt: r.claimed_at,
     deadline: r.deadline,
     preconditions: r.preconditions === undefined ? null : json(r.preconditions),
+    signature: signatureColumn(r.signature),
   }),
   toRecord: (row: Row<typeof executionClaims>): ExecutionClaimRecord => ({
     id: row.id,
@@ -281,6 +284,7 @@ export const executionClaimCodec = {
     ...(row.preconditions === null
       ? {}
       : { preconditions: parse(row.preconditions) as ExecutionClaimRecord['preconditions'] }),
+    ...signatureMember(row.signature),
   }),
 };
 
@@ -302,6 +306,7 @@ export const observationCodec = {
     finishedAt: r.finished_at,
     observedAt: r.observed_at,
     resultSource: r.result_source ?? null,
+    signature: signatureColumn(r.signature),
   }),
   toRecord: (row: Row<typeof observations>): ObservationRecord => ({
     id: row.id,
@@ -319,6 +324,7 @@ export const observationCodec = {
     finished_at: row.finishedAt,
     observed_at: row.observedAt,
     ...(row.resultSource === null ? {} : { result_source: row.resultSource }),
+    ...signatureMember(row.signature),
   }),
 };
 

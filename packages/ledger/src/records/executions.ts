@@ -1,4 +1,4 @@
-import { sameIdentity } from '@vouch/audit';
+import { observationClaims, sameIdentity } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { LedgerError, type LedgerErrorCode } from '../errors';
 import { addSeconds, checkApproval, isPast } from '../policy/approval-validity';
@@ -96,6 +96,7 @@ export async function authorize(
     what: 'authorization',
     maxBytes: runtime.settings.maxInputBytes,
   });
+  const signature = await runtime.authorSignature(ctx, 'execution.authorize', body);
   const checked = await runtime.run(ctx, recordKeys.execute(input.proposal_id), async (tx) => {
     const now = tx.time();
     const proposal = await mustGetProposal(tx.reads, input.proposal_id);
@@ -165,6 +166,7 @@ export async function authorize(
       claimed_at: now,
       deadline: addSeconds(now, seconds),
       ...(preconditions ? { preconditions } : {}),
+      ...(signature ? { signature } : {}),
     });
     return { kind: 'claimed' as const, ...check, use, claim };
   });
@@ -300,6 +302,12 @@ export async function observe(
     what: 'observation',
     maxBytes: runtime.settings.maxInputBytes,
   });
+  // Over the body with `result` hashed: the envelope is kept whole, never erased.
+  const signature = await runtime.authorSignature(
+    ctx,
+    'execution.observe',
+    observationClaims(body as Record<string, unknown>),
+  );
   const outcome = await runtime.run(ctx, recordKeys.execute(input.proposal_id), async (tx) => {
     const now = tx.time();
     const proposal = await mustGetProposal(tx.reads, input.proposal_id);
@@ -378,6 +386,7 @@ export async function observe(
       finished_at: input.finished_at,
       observed_at: now,
       ...(input.result_source === undefined ? {} : { result_source: input.result_source }),
+      ...(signature ? { signature } : {}),
     });
     return { kind: 'observed' as const, replayed: false, observation };
   });

@@ -1,3 +1,4 @@
+import { proposalClaims } from '@vouch/audit';
 import { LedgerError } from '../errors';
 import { evaluatePolicy } from '../policy/built-in-policy';
 import { requestApproval } from './approvals';
@@ -11,6 +12,8 @@ import { newId } from './record-transaction';
 import { mustGetProposal, type RecordsRuntime } from './records-runtime';
 import { applyRequiredPostconditions, mergePostconditions } from './required-postconditions';
 import type { ApprovalRequestRecord, DecisionRecord, ProposalPayload, ProposalRecord } from './types';
+
+type JsonBody = Record<string, unknown>;
 
 /** What `propose` returns; `replayed` when the idempotency key had already been used with this payload. */
 export interface ProposalResult {
@@ -31,6 +34,8 @@ export async function propose(
     maxBytes: runtime.settings.maxInputBytes,
   });
   const declared = proposalPayloadOf(input);
+  // Over the body with `arguments` hashed: the envelope is kept whole, never erased.
+  const signature = await runtime.authorSignature(ctx, 'proposal.propose', proposalClaims(body as JsonBody));
   const caller = ctx.caller;
   const key = input.idempotency_key;
   return runtime.run(ctx, recordKeys.propose(caller.identity, key), async (tx) => {
@@ -68,6 +73,7 @@ export async function propose(
       ...payload,
       payload_hash: proposalPayloadHash(payload),
       proposed_at: now,
+      ...(signature ? { signature } : {}),
     });
     if (runtime.settings.policy === 'external') {
       return { proposal, decision: null, approval: null, replayed: false };

@@ -563,7 +563,7 @@ export type RecordRuleCheck = ReturnType<typeof createRecordRuleCheck>;
  * opening that does not hash to its field hash (the chain check reports that one as
  * `FIELD_MISMATCH`).
  */
-function shownRecord<R extends object, M extends keyof R & string>(
+export function shownRecord<R extends object, M extends keyof R & string>(
   event: StoredEvent,
   r: R,
   member: M,

@@ -110,6 +110,8 @@ export const proposals = pgTable(
     impact: text('impact').notNull(),
     payloadHash: text('payload_hash').notNull(),
     proposedAt: text('proposed_at').notNull(),
+    // Added by 0025: the gateway's DSSE envelope (canonical JSON); null on unsigned records.
+    signature: text('signature'),
   },
   (t) => [
     primaryKey({ name: 'proposals_pk', columns: [t.logId, t.id] }),
@@ -260,6 +262,8 @@ export const executionClaims = pgTable(
     deadline: text('deadline').notNull(),
     /** JSON: the precondition checks run at authorize and the status derived from them; null when none ran (absent). */
     preconditions: text('preconditions'),
+    // Added by 0025: the gateway's DSSE envelope (canonical JSON); null on unsigned records.
+    signature: text('signature'),
   },
   (t) => [
     primaryKey({ name: 'execution_claims_pk', columns: [t.logId, t.id] }),
@@ -295,6 +299,8 @@ export const observations = pgTable(
     observedAt: text('observed_at').notNull(),
     /** Null when the result is the tool's own answer (the field is then absent from the record). */
     resultSource: text('result_source'),
+    // Added by 0025: the gateway's DSSE envelope (canonical JSON); null on unsigned records.
+    signature: text('signature'),
   },
   (t) => [
     primaryKey({ name: 'observations_pk', columns: [t.logId, t.id] }),

@@ -1,12 +1,13 @@
 import type { DsseEnvelope, StoredEvent } from '@vouch/audit';
 import type { KeyHistory } from '../keys/key-history';
+import { gatewaySignedActionsOf } from './gateway-signatures';
 import { claimedAction, signedActionsOf } from './record-signatures';
 import type { SignatureViolation } from './signing-key-registry';
 
 /**
  * Judge the author signature of one record event (verification, as the events stream by):
  * a record that speaks for its actor (an approval answer, a verification, an external
- * decision) carries a signature by a key of the actor live at the event's time, over a
+ * decision; a gateway's proposal, execution claim and observation) carries a signature by a key of the actor live at the event's time, over a
  * statement whose claims are what the record says, used by no other record of the log
  * (`seen`); or none, when the actor need not sign then. Null when it holds.
  */
@@ -17,7 +18,7 @@ export function judgeRecordSignature(
   record: Record<string, unknown>,
   seen: Set<string>,
 ): SignatureViolation | null {
-  const actions = signedActionsOf(event.kind, record);
+  const actions = signedActionsOf(event.kind, record) ?? gatewaySignedActionsOf(event.kind, record, event);
   if (actions === null) return null;
   const signature = record.signature as DsseEnvelope | undefined;
   const at = Date.parse(event.at);

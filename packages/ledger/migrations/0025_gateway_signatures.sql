@@ -1,0 +1,3 @@
+ALTER TABLE "execution_claims" ADD COLUMN "signature" text;--> statement-breakpoint
+ALTER TABLE "observations" ADD COLUMN "signature" text;--> statement-breakpoint
+ALTER TABLE "proposals" ADD COLUMN "signature" text;
