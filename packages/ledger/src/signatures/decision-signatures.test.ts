@@ -104,7 +104,7 @@ describe.each(testBackends())('decisions signed by their engine on $name', ({ op
     expect(decision.signature?.signatures[0]?.keyid).toBe(opa.keyId);
     expect(await codeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe('SUCCEEDED');
     const failures = (await verifyBothWays(database, { log })).failures.filter((f) =>
-      f.rule?.startsWith('SIGN'),
+      String(f.rule).startsWith('SIGN'),
     );
     expect(failures).toEqual([]);
   });
@@ -137,7 +137,7 @@ describe.each(testBackends())('decisions signed by their engine on $name', ({ op
       });
     });
     expect(await codeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe(
-      'EXECUTION_NOT_AUTHORIZED',
+      'RECORD_SIGNATURE_INVALID',
     );
     const rules = (await verifyBothWays(database, { log })).failures.map((f) => f.rule);
     expect(rules).toContain('SIGNATURE_MISSING');
