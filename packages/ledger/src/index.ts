@@ -42,7 +42,7 @@ export type {
 export { createIntegrityAlarm } from './integrity-alarm';
 // The key store: API keys and revocations, bound to their events in the system log.
 export type { ApiKeyRecord, KeyProof } from './keys/api-key-events';
-export { keyHashCommitment, SYSTEM_LOG } from './keys/api-key-events';
+export { KEY_CREATE_ACTION, KEY_REVOKE_ACTION, keyHashCommitment, SYSTEM_LOG } from './keys/api-key-events';
 export type { FoundApiKey, IssueApiKeyInput } from './keys/api-keys';
 export {
   countApiKeys,
@@ -172,7 +172,7 @@ export type {
 } from './records/verification-status';
 export { effectiveVerification } from './records/verification-status';
 export type { FieldsAppendInput, RedactionInput, RedactionResult } from './redaction';
-export { appendWithFields, redactedAfter, redactFields } from './redaction';
+export { appendWithFields, REDACT_ACTION, redactedAfter, redactFields } from './redaction';
 export type { RoleStatus, RuntimeRoleOptions } from './runtime-role';
 export {
   assertMigrationsCurrent,
