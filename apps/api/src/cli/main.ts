@@ -27,6 +27,11 @@ export const vouchCommand = defineGroup({
       load: async () => (await import('./keys')).keysCommand,
     },
     {
+      name: 'vouch signing-keys',
+      summary: "make, enrol, revoke and list authors' signing keys; require signatures",
+      load: async () => (await import('./signing-keys')).signingKeysCommand,
+    },
+    {
       name: 'vouch sweep',
       summary: 'record lapsed execution claims as unknown outcomes, once',
       load: async () => (await import('./sweep')).sweepCommand,
