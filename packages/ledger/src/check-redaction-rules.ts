@@ -14,11 +14,13 @@ import type { Database, Db } from './database';
 import { type KeyHistory, OPERATOR_ACTOR, timeText } from './keys/key-history';
 import { loadKeyHistory } from './keys/load-key-history';
 import type { RecordRule } from './records/record-rules';
-import { REDACT_ACTION } from './redaction';
 import { auditEvents, eventFields } from './schema/core';
 import type { SignatureRule, SignatureViolation } from './signatures/signing-key-registry';
 
 export { OPERATOR_ACTOR };
+
+/** The action a redactor signs (claims: the body of `POST …/redactions`, the path's `seq` added). */
+export const REDACT_ACTION = 'event.redact';
 
 /** The role a key must hold to erase fields over HTTP (`POST …/redactions`). */
 const REDACTOR_ROLE = 'redactor';
@@ -62,7 +64,8 @@ export interface RedactionEventRow {
  * latest time of the log's events up to it, never an earlier one it claims; keys
  * are the `api_key.*` events of the `system` log, less those issued by someone who could
  * not: see `createKeyHistory`), or by the operator's CLI
- * ({@link OPERATOR_ACTOR}). Each break is a `RECORD_RULE_VIOLATION` at the redaction's seq,
+ * ({@link OPERATOR_ACTOR}), and signed by that redactor when it must sign then (a signature
+ * rule: such a redaction authorizes no erasure). Each break is a `RECORD_RULE_VIOLATION` at the redaction's seq,
  * `table: 'event_fields'` (the rows it let go), `target` the event it names.
  *
  * The database lets a field's row go under any redaction event naming it, and the runtime

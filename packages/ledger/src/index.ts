@@ -7,7 +7,7 @@
 
 // The append-only ledger, its logs, and its verification against the database.
 export type { ConflictKeys } from './batch-plan';
-export { OPERATOR_ACTOR } from './check-redaction-rules';
+export { OPERATOR_ACTOR, REDACT_ACTION } from './check-redaction-rules';
 // Signed checkpoints: the store, the signer, the coalescing scheduler, and the log signing key.
 export type { StoredCheckpoint } from './checkpoints/checkpoint-store';
 export { checkpointAt, latestCheckpoint } from './checkpoints/checkpoint-store';
@@ -172,7 +172,7 @@ export type {
 } from './records/verification-status';
 export { effectiveVerification } from './records/verification-status';
 export type { FieldsAppendInput, RedactionInput, RedactionResult } from './redaction';
-export { appendWithFields, REDACT_ACTION, redactedAfter, redactFields } from './redaction';
+export { appendWithFields, redactedAfter, redactFields } from './redaction';
 export type { RoleStatus, RuntimeRoleOptions } from './runtime-role';
 export {
   assertMigrationsCurrent,

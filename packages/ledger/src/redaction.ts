@@ -63,14 +63,11 @@ export interface RedactionInput {
   /** When the key the actor authenticated with was issued (see `BatchOptions.notBefore`). */
   keyIssuedAt?: string;
   /**
-   * The redactor's author signature over the request ({@link REDACT_ACTION}), kept in the
+   * The redactor's author signature over the request (`event.redact`), kept in the
    * `event.redacted` payload as `signature` (a redaction without one hashes as before).
    */
   signature?: DsseEnvelope;
 }
-
-/** The action a redactor signs (claims: the body of `POST …/redactions`, the path's `seq` added). */
-export const REDACT_ACTION = 'event.redact';
 
 /** What a redaction wrote. */
 export interface RedactionResult {
