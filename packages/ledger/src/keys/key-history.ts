@@ -84,6 +84,8 @@ export function createKeyHistory() {
   /** Keys issued without a key commitment and not adopted yet, in the order of their creation. */
   const unadopted = new Set<string>();
   let created = 0;
+  /** The signatures of the issuances taken so far: a signed request issues one key. */
+  const signedIssues = new Set<string>();
   /** The latest time of the events taken so far (ms). */
   let latest = Number.NEGATIVE_INFINITY;
   /** `at` as the time an event is judged at: the latest so far; NaN (no authority) when it is no time. */
@@ -133,7 +135,7 @@ export function createKeyHistory() {
     }
     // A payload that is not the one its hash covers issues no key anyway.
     if (key === null) return null;
-    return signingKeys.judge({
+    const unsigned = signingKeys.judge({
       log: SYSTEM_LOG,
       action: KEY_CREATE_ACTION,
       actor: event.actor,
@@ -141,6 +143,14 @@ export function createKeyHistory() {
       signature: key.signature,
       claimsMatch: (claims) => issuedAsSigned(claims, key),
     });
+    if (unsigned !== null || key.signature === undefined) return unsigned;
+    // The claims name no key id or hash (the server makes them): one signed request issues one key.
+    const sig = key.signature.signatures[0]!.sig;
+    if (signedIssues.has(sig)) {
+      return { rule: 'SIGNATURE_REPLAYED', why: 'the same signed request issued an earlier key' };
+    }
+    signedIssues.add(sig);
+    return null;
   };
 
   const revokerViolation = (event: KeyEvent, at: number): KeyAuthorityViolation | null => {

@@ -163,6 +163,16 @@ describe.each(testBackends())('keys and redactions signed by their authors, on $
     expect(await signatureRules(SYSTEM_LOG, key.id)).toEqual([['SIGNATURE_CLAIMS_MISMATCH', 'api_keys']]);
   });
 
+  it('one signed request replayed for a second key (a hash the runtime role knows) does not count', async () => {
+    const wanted = { identity: `user:rep-${++n}`, roles: ['admin'] };
+    const signature = envelope(ops, SYSTEM_LOG, 'api_key.create', 'user:ops', wanted);
+    const first = await issue(asServer, 'user:ops', wanted, signature);
+    const second = await issue(asServer, 'user:ops', wanted, signature);
+    expect((await lookUp(first.keyHash)).proof).toBe('proven');
+    expect((await lookUp(second.keyHash)).proof).toBe('forbidden');
+    expect(await signatureRules(SYSTEM_LOG, second.key.id)).toEqual([['SIGNATURE_REPLAYED', 'api_keys']]);
+  });
+
   it('a key issued by the operator needs no signature', async () => {
     const { key, keyHash } = await issue(asOwner, OPERATOR_ACTOR, {
       identity: `user:op-${++n}`,
