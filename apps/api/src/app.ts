@@ -199,7 +199,7 @@ export function createApp(options: AppOptions): VouchApp {
   registerHealthRoutes(app, { readiness });
   if (options.consoleDir !== undefined) registerConsoleAssets(app, { dir: options.consoleDir });
   registerOpenApiRoutes(app, { version: options.version ?? '0.1.0' });
-  registerKeyRoutes(app, { keys });
+  registerKeyRoutes(app, { keys, ledger: options.ledger });
   registerMeRoutes(app);
   registerSigningKeyRoutes(app, { ledger: options.ledger });
   registerToolRoutes(app, { records });

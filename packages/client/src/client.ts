@@ -64,7 +64,8 @@ export interface VouchClientOptions extends HttpOptions {
   journal?: ExecutionJournal;
   /**
    * Sign what this client writes in its identity's name (proposals, execution claims and
-   * observations; approvals, denials, verifications, decisions) with an enrolled author key (docs/chain.md, "Records signed by their authors"):
+   * observations; approvals, denials, verifications, decisions; redactions; API keys issued and
+   * revoked) with an enrolled author key (docs/chain.md, "Records signed by their authors"):
    * the key (its `vouch-author-key-v1:` text, e.g. from `VOUCH_SIGNING_KEY` or a key file, or
    * the parsed key) and the identity the API key belongs to.
    */
@@ -161,8 +162,13 @@ export interface VouchClient {
     redact(log: string, seq: number, body: RedactBody, options?: CallOptions): Promise<RedactionResult>;
   };
   keys: {
-    /** Issue an API key (admin); the secret is in the answer once. */
+    /**
+     * Issue an API key (admin); the secret is in the answer once. Signed (`api_key.create`)
+     * when the client is given `signing`.
+     */
     create(body: CreateKeyBody, options?: CallOptions): Promise<{ key: ApiKey; secret: string }>;
+    /** Revoke an API key (admin; idempotent). Signed (`api_key.revoke`) when the client is given `signing`. */
+    revoke(id: string, options?: CallOptions): Promise<{ key: ApiKey }>;
   };
   /**
    * propose -> decide -> (wait for approval) -> authorize -> invoke -> observe -> verify.
@@ -226,16 +232,17 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
         : options.signing.key,
     identity: options.signing.identity,
   };
-  /** The `Vouch-Signature` header over `claims` as `action`, when this client signs. */
-  const signed = (action: string, claims: unknown): { headers?: Record<string, string> } =>
+  /** The `Vouch-Signature` header over `claims` as `action` in `log`, when this client signs. */
+  const signed = (
+    action: string,
+    claims: unknown,
+    log = options.log ?? 'default',
+  ): { headers?: Record<string, string> } =>
     signer
       ? {
           headers: {
             'vouch-signature': detachedSignature(
-              signAuthorStatement(
-                authorStatement(options.log ?? 'default', action, signer.identity, claims),
-                signer.key,
-              ),
+              signAuthorStatement(authorStatement(log, action, signer.identity, claims), signer.key),
             ),
           },
         }
@@ -398,6 +405,7 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
           method: 'POST',
           path: `/v1/logs/${seg(log)}/events/${seq}/redactions`,
           body,
+          ...signed('event.redact', { ...body, seq }, log),
           retry: 'never',
           ...o,
         }),
@@ -408,6 +416,16 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
           method: 'POST',
           path: '/v1/keys',
           body,
+          // Keys are issued in the `system` log.
+          ...signed('api_key.create', body, 'system'),
+          retry: 'never',
+          ...o,
+        }),
+      revoke: (id, o) =>
+        http.json<{ key: ApiKey }>({
+          method: 'POST',
+          path: `/v1/keys/${seg(id)}/revoke`,
+          ...signed('api_key.revoke', { key_id: id }, 'system'),
           retry: 'never',
           ...o,
         }),

@@ -1,6 +1,8 @@
 import {
   type ChainFailure,
+  canonicalJson,
   committedFieldHashes,
+  type DsseEnvelope,
   parseRedaction,
   REDACTION_KIND,
   type StoredEvent,
@@ -13,8 +15,12 @@ import { type KeyHistory, OPERATOR_ACTOR, timeText } from './keys/key-history';
 import { loadKeyHistory } from './keys/load-key-history';
 import type { RecordRule } from './records/record-rules';
 import { auditEvents, eventFields } from './schema/core';
+import type { SignatureRule, SignatureViolation } from './signatures/signing-key-registry';
 
 export { OPERATOR_ACTOR };
+
+/** The action a redactor signs (claims: the body of `POST …/redactions`, the path's `seq` added). */
+export const REDACT_ACTION = 'event.redact';
 
 /** The role a key must hold to erase fields over HTTP (`POST …/redactions`). */
 const REDACTOR_ROLE = 'redactor';
@@ -58,7 +64,8 @@ export interface RedactionEventRow {
  * latest time of the log's events up to it, never an earlier one it claims; keys
  * are the `api_key.*` events of the `system` log, less those issued by someone who could
  * not: see `createKeyHistory`), or by the operator's CLI
- * ({@link OPERATOR_ACTOR}). Each break is a `RECORD_RULE_VIOLATION` at the redaction's seq,
+ * ({@link OPERATOR_ACTOR}), and signed by that redactor when it must sign then (a signature
+ * rule: such a redaction authorizes no erasure). Each break is a `RECORD_RULE_VIOLATION` at the redaction's seq,
  * `table: 'event_fields'` (the rows it let go), `target` the event it names.
  *
  * The database lets a field's row go under any redaction event naming it, and the runtime
@@ -117,7 +124,7 @@ async function* redactionFailures(
   const targets = await targetsOf(db, log, page);
   const content = await contentOf(db, log, [...targets.keys()]);
   for (const event of page) {
-    const fail = (rule: RedactionRule, message: string, target?: number): ChainFailure => ({
+    const fail = (rule: RedactionRule | SignatureRule, message: string, target?: number): ChainFailure => ({
       seq: event.seq,
       code: 'RECORD_RULE_VIOLATION',
       rule,
@@ -194,8 +201,54 @@ async function* redactionFailures(
         `${event.actor} ${authority.why} at ${timeText(event.at, event.judgedAt)}`,
         targetSeq,
       );
+      continue;
+    }
+    const unsigned = signatureViolation(keys, log, event, redaction);
+    if (unsigned !== null) {
+      yield fail(unsigned.rule, `${unsigned.why}: it authorizes no erasure`, targetSeq);
     }
   }
+}
+
+/**
+ * Why a redaction by a key holder does not carry its redactor's signature when it must (the
+ * redactor holds an enrolled signing key then, or every author must sign): signed as
+ * {@link REDACT_ACTION} over the request (`fields`, `reason`, the path's `seq`) this payload
+ * records. Null when it holds; the operator's CLI signs nothing.
+ */
+function signatureViolation(
+  keys: KeyHistory,
+  log: string,
+  event: RedactionEventRow,
+  redaction: { target: { seq: number }; fields: string[]; reason: string },
+): SignatureViolation | null {
+  if (event.actor === OPERATOR_ACTOR) return null;
+  const { signature } = JSON.parse(event.payload) as { signature?: DsseEnvelope };
+  return keys.signingKeys.judge({
+    log,
+    action: REDACT_ACTION,
+    actor: event.actor,
+    at: event.judgedAt,
+    signature,
+    claimsMatch: (claims) => redactsAsSigned(claims, redaction),
+  });
+}
+
+/** True when the signed request (`{fields, reason, seq}`) asks for exactly this redaction. */
+function redactsAsSigned(
+  claims: unknown,
+  redaction: { target: { seq: number }; fields: string[]; reason: string },
+): boolean {
+  if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) return false;
+  const { fields, reason, seq, ...rest } = claims as Record<string, unknown>;
+  if (Object.keys(rest).length > 0 || !Array.isArray(fields)) return false;
+  // The server sorts the names (and refuses a repeated one).
+  const sorted = [...fields].sort();
+  return (
+    seq === redaction.target.seq &&
+    reason === redaction.reason &&
+    canonicalJson(sorted) === canonicalJson(redaction.fields)
+  );
 }
 
 /** The redaction an event records, or why the server would not have written it. */
@@ -204,12 +257,12 @@ function wellFormed(event: {
   entity: string;
   payload: string;
   commitment: string | null;
-}): { target: { seq: number; hash: string }; fields: string[] } | string {
+}): { target: { seq: number; hash: string }; fields: string[]; reason: string } | string {
   if (event.commitment !== null) return `is written under commitment ${event.commitment}`;
   const redaction = parseRedaction(event.payload);
   if (redaction === null) return 'its payload is not a redaction';
   const payload = JSON.parse(event.payload) as Record<string, unknown>;
-  const extra = Object.keys(payload).filter((k) => !['target', 'fields', 'reason'].includes(k));
+  const extra = Object.keys(payload).filter((k) => !['target', 'fields', 'reason', 'signature'].includes(k));
   const extraTarget = Object.keys(redaction.target).filter((k) => k !== 'seq' && k !== 'hash');
   if (extra.length > 0 || extraTarget.length > 0) return 'its payload holds members a redaction has not';
   const { fields, reason, target } = redaction;
@@ -220,7 +273,7 @@ function wellFormed(event: {
   if (fields.some((name, i) => i > 0 && fields[i - 1]! >= name)) return 'names fields unsorted or twice';
   const trimmed = reason.trim().length;
   if (trimmed === 0 || trimmed > MAX_REASON) return `a reason of 1 to ${MAX_REASON} characters is required`;
-  return { target, fields };
+  return { target, fields, reason };
 }
 
 /** Why `actor` could not redact in `log` at `at` (ms), or null when it could. */

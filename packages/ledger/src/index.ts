@@ -7,7 +7,7 @@
 
 // The append-only ledger, its logs, and its verification against the database.
 export type { ConflictKeys } from './batch-plan';
-export { OPERATOR_ACTOR } from './check-redaction-rules';
+export { OPERATOR_ACTOR, REDACT_ACTION } from './check-redaction-rules';
 // Signed checkpoints: the store, the signer, the coalescing scheduler, and the log signing key.
 export type { CheckpointState, SavedCheckpoint } from './checkpoints/checkpoint-state';
 export {
@@ -51,7 +51,7 @@ export type {
 export { createIntegrityAlarm } from './integrity-alarm';
 // The key store: API keys and revocations, bound to their events in the system log.
 export type { ApiKeyRecord, KeyProof } from './keys/api-key-events';
-export { keyHashCommitment, SYSTEM_LOG } from './keys/api-key-events';
+export { KEY_CREATE_ACTION, KEY_REVOKE_ACTION, keyHashCommitment, SYSTEM_LOG } from './keys/api-key-events';
 export type { FoundApiKey, IssueApiKeyInput } from './keys/api-keys';
 export {
   countApiKeys,

@@ -1,6 +1,7 @@
 import {
   commitFields,
   committedFieldHashes,
+  type DsseEnvelope,
   FIELDS_COMMITMENT,
   parseRedaction,
   REDACTION_KIND,
@@ -61,6 +62,11 @@ export interface RedactionInput {
   actor: string;
   /** When the key the actor authenticated with was issued (see `BatchOptions.notBefore`). */
   keyIssuedAt?: string;
+  /**
+   * The redactor's author signature over the request (`event.redact`), kept in the
+   * `event.redacted` payload as `signature` (a redaction without one hashes as before).
+   */
+  signature?: DsseEnvelope;
 }
 
 /** What a redaction wrote. */
@@ -172,7 +178,7 @@ export async function redactFields(ledger: Ledger, input: RedactionInput): Promi
       kind: REDACTION_KIND,
       entity: `event/${input.seq}`,
       actor: input.actor,
-      payload,
+      payload: input.signature ? { ...payload, signature: input.signature } : payload,
     });
     // The event above is what the table's trigger looks for before it lets a row go.
     const deleted = await deleteFieldRows(tx.db, input.log, input.seq, fields);

@@ -1,3 +1,4 @@
+import type { DsseEnvelope } from '@vouch/audit';
 import {
   type ApiKeyRecord,
   BOOTSTRAP_ACTOR,
@@ -37,6 +38,8 @@ export interface NewApiKey {
   createdBy: string;
   /** Issue it even if its roles must stay apart (see {@link SEPARATED_ROLES}); default: the store's setting. */
   allowRoleCombination?: boolean;
+  /** The issuing admin's author signature over the request (`api_key.create`). */
+  signature?: DsseEnvelope;
 }
 
 /**
@@ -72,8 +75,8 @@ export interface KeyStore {
    */
   create(input: NewApiKey): Promise<{ key: StoredApiKey; secret: string }>;
   list(): Promise<StoredApiKey[]>;
-  /** Revoke a key (idempotent); `KEY_NOT_FOUND` for an unknown id. */
-  revoke(id: string, by: string): Promise<StoredApiKey>;
+  /** Revoke a key (idempotent); `KEY_NOT_FOUND` for an unknown id. `signature`: the admin's (`api_key.revoke`). */
+  revoke(id: string, by: string, signature?: DsseEnvelope): Promise<StoredApiKey>;
   /**
    * End a key `graceSeconds` from now (a rotation's grace period), recorded in the chain as
    * an `api_key.expires` event; from then on it is refused with `KEY_EXPIRED`. The first
@@ -148,6 +151,7 @@ export function createKeyStore(ledger: Ledger, options: KeyStoreOptions = {}): K
         environments: input.environments ?? null,
         logs: input.logs ?? null,
         createdBy: input.createdBy,
+        ...(input.signature ? { signature: input.signature } : {}),
       },
       { onlyIfNone },
     );
@@ -172,8 +176,8 @@ export function createKeyStore(ledger: Ledger, options: KeyStoreOptions = {}): K
     async list() {
       return (await listApiKeys(database.db)).map(toStored);
     },
-    async revoke(id, by) {
-      const record = await revokeApiKey(ledger, id, by);
+    async revoke(id, by, signature) {
+      const record = await revokeApiKey(ledger, id, by, signature);
       // This process at once; the others when the database's notification reaches them.
       if (record) remembered.revoked(id);
       if (!record) throw new ApiError('KEY_NOT_FOUND', `no API key with id ${id}`, { details: { id } });

@@ -32,6 +32,11 @@ export const vouchCommand = defineGroup({
       load: async () => (await import('./restore')).restoreCommand,
     },
     {
+      name: 'vouch signing-keys',
+      summary: "make, enrol, revoke and list authors' signing keys; require signatures",
+      load: async () => (await import('./signing-keys')).signingKeysCommand,
+    },
+    {
       name: 'vouch sweep',
       summary: 'record lapsed execution claims as unknown outcomes, once',
       load: async () => (await import('./sweep')).sweepCommand,

@@ -8,6 +8,8 @@ const EXPECTED: Record<string, readonly Role[]> = {
   'POST /v1/keys': ['admin'],
   'GET /v1/keys': ['admin'],
   'POST /v1/keys/{id}/revoke': ['admin'],
+  'POST /v1/signing-keys': ['admin'],
+  'GET /v1/signing-keys': ['gateway', 'policy', 'approver', 'verifier', 'auditor', 'admin', 'redactor'],
   'GET /v1/me': ['gateway', 'policy', 'approver', 'verifier', 'auditor', 'admin', 'redactor'],
   'POST /v1/tools': ['admin', 'gateway'],
   'GET /v1/tools': ['admin', 'gateway', 'auditor'],

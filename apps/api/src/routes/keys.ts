@@ -1,8 +1,17 @@
 import { createRoute } from '@hono/zod-openapi';
+import {
+  KEY_CREATE_ACTION,
+  KEY_REVOKE_ACTION,
+  type Ledger,
+  SYSTEM_LOG,
+  signatureOfRequest,
+} from '@vouch/ledger';
+import type { Context } from 'hono';
 import type { VouchApp } from '../app';
 import { assertEnvironment, assertLog, requireRole } from '../auth/authorize';
 import type { KeyStore, StoredApiKey } from '../auth/key-store';
 import { ApiError } from '../errors';
+import type { AppEnv } from '../http/app-env';
 import { jsonBody } from '../http/json-body';
 import { bearerSecurity, bodyErrors, commonErrors, errorResponseSpec } from '../schemas/common';
 import {
@@ -12,6 +21,7 @@ import {
   KeyIdParamSchema,
   RevokedKeySchema,
 } from '../schemas/keys';
+import { rawBody, recordContext } from './record-context';
 
 /** The API view of a stored key (snake_case, no hash). */
 export function keyView(key: StoredApiKey) {
@@ -35,7 +45,7 @@ const createKey = createRoute({
   tags: ['keys'],
   summary: 'Issue an API key (admin)',
   description:
-    "Returns the secret once; only its SHA-256 is stored. Issuing is recorded as an `api_key.created` event in the `system` log (without the secret or its hash: a commitment to the hash). An identity spelled differently from an existing key's identity but the same in canonical form (Unicode NFKC + case folding), or a look-alike of it, is refused with 409 `IDENTITY_COLLISION`.",
+    "Returns the secret once; only its SHA-256 is stored. Issuing is recorded as an `api_key.created` event in the `system` log (without the secret or its hash: a commitment to the hash). An identity spelled differently from an existing key's identity but the same in canonical form (Unicode NFKC + case folding), or a look-alike of it, is refused with 409 `IDENTITY_COLLISION`. An admin who holds an enrolled signing key (or once `signatures.required` is recorded) signs the request (`Vouch-Signature`, action `api_key.create`, claims: this body), or is refused with 403 `SIGNATURE_REQUIRED` / `SIGNATURE_INVALID`; a key whose issuance lacks that signature authenticates nothing.",
   security: bearerSecurity,
   middleware: [requireRole('admin'), jsonBody({ required: true })] as const,
   request: { body: { required: true, content: { 'application/json': { schema: CreateKeyBodySchema } } } },
@@ -68,6 +78,8 @@ const revokeKey = createRoute({
   path: '/v1/keys/{id}/revoke',
   tags: ['keys'],
   summary: 'Revoke an API key (admin)',
+  description:
+    'Recorded as an `api_key.revoked` event in the `system` log. An admin who must sign (see `POST /v1/keys`) signs the request (`Vouch-Signature`, action `api_key.revoke`, claims `{"key_id": id}`), or is refused with 403 `SIGNATURE_REQUIRED` / `SIGNATURE_INVALID`.',
   security: bearerSecurity,
   middleware: [requireRole('admin')] as const,
   request: { params: KeyIdParamSchema },
@@ -82,7 +94,16 @@ const revokeKey = createRoute({
 });
 
 /** `/v1/keys`: issue, list and revoke API keys. */
-export function registerKeyRoutes(app: VouchApp, deps: { keys: KeyStore }): void {
+export function registerKeyRoutes(app: VouchApp, deps: { keys: KeyStore; ledger: Ledger }): void {
+  /** The admin's signature over the request as `action` (refused when it must sign and did not). */
+  const signatureOf = (c: Context<AppEnv>, action: string, claims: unknown) =>
+    signatureOfRequest(
+      deps.ledger.database,
+      recordContext(c, SYSTEM_LOG),
+      action,
+      claims,
+      new Date().toISOString(),
+    );
   app.openapi(createKey, async (c) => {
     const body = c.req.valid('json');
     const principal = c.get('principal');
@@ -96,6 +117,7 @@ export function registerKeyRoutes(app: VouchApp, deps: { keys: KeyStore }): void
         throw new ApiError('LOG_FORBIDDEN', 'this key may only issue keys limited to its own logs');
       for (const log of body.logs) assertLog(principal, log);
     }
+    const signature = await signatureOf(c, KEY_CREATE_ACTION, rawBody(c));
     const { key, secret } = await deps.keys.create({
       identity: body.identity,
       roles: body.roles,
@@ -103,12 +125,15 @@ export function registerKeyRoutes(app: VouchApp, deps: { keys: KeyStore }): void
       environments: body.environments ?? null,
       logs: body.logs ?? null,
       createdBy: principal.identity,
+      ...(signature ? { signature } : {}),
     });
     return c.json({ key: keyView(key), secret }, 201);
   });
   app.openapi(listKeys, async (c) => c.json({ keys: (await deps.keys.list()).map(keyView) }, 200));
   app.openapi(revokeKey, async (c) => {
-    const key = await deps.keys.revoke(c.req.valid('param').id, c.get('principal').identity);
+    const { id } = c.req.valid('param');
+    const signature = await signatureOf(c, KEY_REVOKE_ACTION, { key_id: id });
+    const key = await deps.keys.revoke(id, c.get('principal').identity, signature);
     return c.json({ key: keyView(key) }, 200);
   });
 }

@@ -1,4 +1,4 @@
-import { canonicalJson, payloadHashOf, sha256Hex } from '@vouch/audit';
+import { canonicalJson, type DsseEnvelope, payloadHashOf, sha256Hex } from '@vouch/audit';
 
 /** The log that records key creation and revocation (and nothing a caller controls). */
 export const SYSTEM_LOG = 'system';
@@ -43,14 +43,43 @@ export interface ApiKeyRecord {
   expiresAt: string | null;
 }
 
-/** What a key row holds, hash included: the input of the proofs below. */
-export type KeyRow = Omit<ApiKeyRecord, 'revokedAt' | 'revokedBy' | 'expiresAt'> & { keyHash: string };
+/**
+ * What a key row holds, hash included: the input of the proofs below. `signature`: the
+ * issuing admin's author signature as the column holds it (the canonical JSON of the
+ * envelope; since migration 0024), null or absent when the key was issued unsigned.
+ */
+export type KeyRow = Omit<ApiKeyRecord, 'revokedAt' | 'revokedBy' | 'expiresAt'> & {
+  keyHash: string;
+  signature?: string | null;
+};
 
-/** What a revocation row holds. */
+/** What a revocation row holds (`signature`: as in {@link KeyRow}). */
 export interface RevocationRow {
   keyId: string;
   revokedBy: string;
   revokedAt: string;
+  signature?: string | null;
+}
+
+/** The actions an admin signs when issuing or revoking a key over HTTP (docs/chain.md). */
+export const KEY_CREATE_ACTION = 'api_key.create';
+export const KEY_REVOKE_ACTION = 'api_key.revoke';
+
+/** The column text of an author signature: the canonical JSON of its envelope, or null for none. */
+export function signatureColumn(envelope: DsseEnvelope | undefined): string | null {
+  return envelope === undefined ? null : canonicalJson(envelope);
+}
+
+/**
+ * The payload member a signature column adds: none for null (so a payload written before
+ * 0024, or unsigned, hashes as it did). Throws for text that is not canonical JSON: a
+ * column respelled behind the ledger's back is not the signature the chain holds.
+ */
+function signatureMember(text: string | null | undefined): { signature?: unknown } {
+  if (text === null || text === undefined) return {};
+  const value: unknown = JSON.parse(text);
+  if (canonicalJson(value) !== text) throw new Error('a signature column is not canonical JSON');
+  return { signature: value };
 }
 
 /** The event a row is proven against (the columns of `audit_events` that matter here). */
@@ -85,6 +114,7 @@ export function keyCreatedPayload(row: KeyRow) {
     logs: row.logs,
     created_by: row.createdBy,
     key_commitment: keyHashCommitment(row.keyHash),
+    ...signatureMember(row.signature),
   };
 }
 
@@ -95,7 +125,7 @@ export function keyAdoptedPayload(input: { keyId: string; keyHash: string; adopt
 
 /** The payload of the `api_key.revoked` event of a revocation row. */
 export function keyRevokedPayload(row: RevocationRow) {
-  return { id: row.keyId, revoked_by: row.revokedBy };
+  return { id: row.keyId, revoked_by: row.revokedBy, ...signatureMember(row.signature) };
 }
 
 /**
@@ -130,7 +160,8 @@ export function proveKeyRow(
 ): KeyProof {
   if (event === null || event.kind !== KEY_CREATED || event.entityId !== row.id) return 'no_event';
   if (event.recordedAt !== row.createdAt) return 'mismatch';
-  const payload = keyCreatedPayload(row);
+  const payload = payloadOrNull(() => keyCreatedPayload(row));
+  if (payload === null) return 'mismatch';
   if (hashOf(payload) === event.payloadHash) return 'proven';
   if (!provesLegacy(payload, event)) return 'mismatch';
   if (adoption === null) return 'unproven';
@@ -190,7 +221,17 @@ export function expiryOf(
 export function proveRevocationRow(row: RevocationRow, event: BindingEvent | null): KeyProof {
   if (event === null || event.kind !== KEY_REVOKED || event.entityId !== row.keyId) return 'no_event';
   if (event.recordedAt !== row.revokedAt) return 'mismatch';
-  return hashOf(keyRevokedPayload(row)) === event.payloadHash ? 'proven' : 'mismatch';
+  const payload = payloadOrNull(() => keyRevokedPayload(row));
+  return payload !== null && hashOf(payload) === event.payloadHash ? 'proven' : 'mismatch';
+}
+
+/** A payload rebuilt from a row, or null when a column of it cannot be read (see `signatureMember`). */
+function payloadOrNull<T>(rebuild: () => T): T | null {
+  try {
+    return rebuild();
+  } catch {
+    return null;
+  }
 }
 
 function hashOf(payload: unknown): string | null {

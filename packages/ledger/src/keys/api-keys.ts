@@ -1,3 +1,4 @@
+import type { DsseEnvelope } from '@vouch/audit';
 import { and, asc, count, eq, sql } from 'drizzle-orm';
 import { type Database, type Db, rowsOf } from '../database';
 import { LedgerError } from '../errors';
@@ -21,12 +22,17 @@ import {
   OPERATOR_ACTOR,
   proveKeyRow,
   SYSTEM_LOG,
+  signatureColumn,
 } from './api-key-events';
 import { forbiddenKeyIds } from './forbidden-keys';
 import { KEY_REVOKED_CHANNEL } from './key-revocation-feed';
 
-/** What to issue a key for; the caller made the secret and passes only its hash. */
-export type IssueApiKeyInput = Omit<KeyRow, 'createdAt'>;
+/**
+ * What to issue a key for; the caller made the secret and passes only its hash. `signature`:
+ * the issuing admin's author signature over the request (`api_key.create`), kept in the row
+ * and the event's payload.
+ */
+export type IssueApiKeyInput = Omit<KeyRow, 'createdAt' | 'signature'> & { signature?: DsseEnvelope };
 
 /** A key found by its hash, with how its row stands against its event. */
 export interface FoundApiKey {
@@ -63,11 +69,13 @@ export function issueApiKey(
         { details: { identity: input.identity, existing: collision.identity } },
       );
     }
+    const { signature, ...rest } = input;
     const row: KeyRow = {
-      ...input,
+      ...rest,
       roles: [...new Set(input.roles)],
       scopes: [...new Set(input.scopes)],
       createdAt: tx.now,
+      signature: signatureColumn(signature),
     };
     const event = await tx.append({
       kind: KEY_CREATED,
@@ -82,21 +90,26 @@ export function issueApiKey(
 
 /**
  * Revoke a key by adding its revocation row and `api_key.revoked` event (idempotent: an
- * already revoked key is returned as it is). Null for an unknown id.
+ * already revoked key is returned as it is). Null for an unknown id. `signature`: the
+ * revoking admin's author signature (`api_key.revoke`), kept in the row and the payload.
  */
-export function revokeApiKey(ledger: Ledger, id: string, by: string): Promise<ApiKeyRecord | null> {
+export function revokeApiKey(
+  ledger: Ledger,
+  id: string,
+  by: string,
+  signature?: DsseEnvelope,
+): Promise<ApiKeyRecord | null> {
   return ledger.transact(SYSTEM_LOG, async (tx) => {
     const [found] = await listApiKeysWhere(tx.db, eq(apiKeys.id, id));
     if (!found || found.revokedAt !== null) return found ?? null;
+    const row = { keyId: id, revokedBy: by, revokedAt: tx.now, signature: signatureColumn(signature) };
     const event = await tx.append({
       kind: KEY_REVOKED,
       entity: id,
       actor: by,
-      payload: keyRevokedPayload({ keyId: id, revokedBy: by, revokedAt: tx.now }),
+      payload: keyRevokedPayload(row),
     });
-    await tx.db
-      .insert(apiKeyRevocations)
-      .values({ keyId: id, eventSeq: event.seq, revokedBy: by, revokedAt: event.at });
+    await tx.db.insert(apiKeyRevocations).values({ ...row, eventSeq: event.seq, revokedAt: event.at });
     return { ...found, revokedAt: event.at, revokedBy: by };
   });
 }
@@ -161,7 +174,7 @@ export async function findApiKeysByHash(
   const rows = rowsOf<LookupRow>(
     await database.db.execute(sql`
       select k.id, k.event_seq as "eventSeq", k.key_hash as "keyHash", k.identity, k.roles, k.scopes, k.environments, k.logs,
-             k.created_by as "createdBy", k.created_at as "createdAt",
+             k.created_by as "createdBy", k.created_at as "createdAt", k.signature,
              e.kind as "eventKind", e.entity_id as "eventEntity", e.recorded_at as "eventAt",
              e.payload as "eventPayload", e.payload_hash as "eventPayloadHash",
              coalesce(r.revoked_at, re.recorded_at) as "revokedAt",
@@ -202,6 +215,7 @@ export async function findApiKeysByHash(
       logs: row.logs ?? null,
       createdBy: row.createdBy,
       createdAt: row.createdAt,
+      signature: row.signature,
     };
     const event =
       row.eventKind === null
@@ -221,7 +235,7 @@ export async function findApiKeysByHash(
         log: SYSTEM_LOG,
         ...(row.eventSeq === null ? {} : { seq: Number(row.eventSeq) }),
         table: 'api_keys',
-        message: `api_keys row ${row.id} was issued by ${row.createdBy}, who could not issue keys then: the key is refused`,
+        message: `api_keys row ${row.id} was issued by ${row.createdBy}, who could not issue it so (${forbidden!.get(row.id)}): the key is refused`,
       });
     }
     if (proof === 'no_event' || proof === 'mismatch') {
@@ -274,6 +288,7 @@ interface LookupRow {
   logs: string[] | null;
   createdBy: string;
   createdAt: string;
+  signature: string | null;
   eventKind: string | null;
   eventEntity: string | null;
   eventAt: string | null;

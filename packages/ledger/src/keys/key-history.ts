@@ -1,14 +1,17 @@
-import { payloadHashOf, type StoredEvent } from '@vouch/audit';
+import { canonicalJson, type DsseEnvelope, payloadHashOf, type StoredEvent } from '@vouch/audit';
 import { SIGNING_KEY_EVENT_KINDS } from '../signatures/signing-key-events';
 import { createSigningKeyRegistry, type SignatureRule } from '../signatures/signing-key-registry';
 import {
   BOOTSTRAP_ACTOR,
   expiryOf,
   KEY_ADOPTED,
+  KEY_CREATE_ACTION,
   KEY_CREATED,
   KEY_EXPIRES,
+  KEY_REVOKE_ACTION,
   KEY_REVOKED,
   OPERATOR_ACTOR,
+  SYSTEM_LOG,
 } from './api-key-events';
 
 export { BOOTSTRAP_ACTOR, OPERATOR_ACTOR };
@@ -62,7 +65,12 @@ export type KeyEvent = Pick<StoredEvent, 'kind' | 'entity' | 'actor' | 'at' | 'p
  * - `api_key.adopted`: the operator only, once, of a key whose `api_key.created` event
  *   carries no key commitment (issued before migration 0005: `vouch keys adopt`);
  * - and the payload names the event's actor as who did it (`created_by`, `revoked_by`,
- *   `set_by`, `adopted_by`).
+ *   `set_by`, `adopted_by`);
+ * - an admin who must sign then (it holds an enrolled signing key, or `signatures.required`
+ *   is recorded: `signingKeys.judge`) signs an issuance (`api_key.create`, claims: the body
+ *   of `POST /v1/keys`, which must ask for exactly the key the payload issues) and a
+ *   revocation (`api_key.revoke`, claims `{key_id}`); the envelope is the payload's
+ *   `signature`. The operator and the first start sign nothing.
  *
  * A key whose creation breaks the rule, or whose payload is not the one its chained hash
  * covers, counts for nothing afterwards: it issues no key and authorizes no redaction. An
@@ -74,6 +82,8 @@ export function createKeyHistory() {
   /** Keys issued without a key commitment and not adopted yet, in the order of their creation. */
   const unadopted = new Set<string>();
   let created = 0;
+  /** The signatures of the issuances taken so far: a signed request issues one key. */
+  const signedIssues = new Set<string>();
   /** The latest time of the events taken so far (ms). */
   let latest = Number.NEGATIVE_INFINITY;
   /** `at` as the time an event is judged at: the latest so far; NaN (no authority) when it is no time. */
@@ -121,6 +131,23 @@ export function createKeyHistory() {
         why: `${event.actor}'s ${KEY_ADMIN_ROLE} keys are limited to environments or logs the new key is not`,
       };
     }
+    // A payload that is not the one its hash covers issues no key anyway.
+    if (key === null) return null;
+    const unsigned = signingKeys.judge({
+      log: SYSTEM_LOG,
+      action: KEY_CREATE_ACTION,
+      actor: event.actor,
+      at,
+      signature: key.signature,
+      claimsMatch: (claims) => issuedAsSigned(claims, key),
+    });
+    if (unsigned !== null || key.signature === undefined) return unsigned;
+    // The claims name no key id or hash (the server makes them): one signed request issues one key.
+    const sig = key.signature.signatures[0]!.sig;
+    if (signedIssues.has(sig)) {
+      return { rule: 'SIGNATURE_REPLAYED', why: 'the same signed request issued an earlier key' };
+    }
+    signedIssues.add(sig);
     return null;
   };
 
@@ -133,11 +160,23 @@ export function createKeyHistory() {
       };
     }
     if (event.actor === OPERATOR_ACTOR) return null;
-    if (!Number.isNaN(at) && liveAdminKeys(event.actor, at).length > 0) return null;
-    return {
-      rule: 'KEY_REVOKER_FORBIDDEN',
-      why: `${event.actor} held no live ${KEY_ADMIN_ROLE} key at ${timeText(event.at, at)}`,
-    };
+    if (Number.isNaN(at) || liveAdminKeys(event.actor, at).length === 0) {
+      return {
+        rule: 'KEY_REVOKER_FORBIDDEN',
+        why: `${event.actor} held no live ${KEY_ADMIN_ROLE} key at ${timeText(event.at, at)}`,
+      };
+    }
+    // `api_key.expires` is the operator's alone (`vouch keys rotate`): nothing an admin signs.
+    if (event.kind !== KEY_REVOKED) return null;
+    const payload = payloadHashOf(event.payload) === event.payload_hash ? parseJson(event.payload) : null;
+    return signingKeys.judge({
+      log: SYSTEM_LOG,
+      action: KEY_REVOKE_ACTION,
+      actor: event.actor,
+      at,
+      signature: payload?.signature as DsseEnvelope | undefined,
+      claimsMatch: (claims) => canonicalJson(claims) === canonicalJson({ key_id: event.entity }),
+    });
   };
 
   const adopterViolation = (event: KeyEvent): KeyAuthorityViolation | null => {
@@ -236,6 +275,32 @@ interface NewKey {
   /** Whether the payload commits to the key hash (`key_commitment`; not before migration 0005). */
   committed: boolean;
   window: Pick<KeyWindow, 'identity' | 'roles' | 'environments' | 'logs'>;
+  scopes: string[];
+  /** The issuing admin's author signature (since migration 0026), when there is one. */
+  signature: DsseEnvelope | undefined;
+}
+
+/** The members of `POST /v1/keys`' body: what an admin signs (`api_key.create`). */
+const CREATE_KEY_CLAIMS = new Set(['identity', 'roles', 'scopes', 'environments', 'logs']);
+
+/**
+ * True when the claims an admin signed (the body of `POST /v1/keys`) ask for exactly `key`:
+ * its identity, its roles and scopes (repeats dropped, as the server does), its environments
+ * and logs (omitted or null: any), and nothing else.
+ */
+function issuedAsSigned(claims: unknown, key: NewKey): boolean {
+  if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) return false;
+  const c = claims as Record<string, unknown>;
+  if (!Object.keys(c).every((name) => CREATE_KEY_CLAIMS.has(name))) return false;
+  const unique = (value: unknown) => (strings(value) ? [...new Set(value)] : null);
+  const same = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
+  return (
+    c.identity === key.window.identity &&
+    same(unique(c.roles), key.window.roles) &&
+    same(unique(c.scopes ?? []), key.scopes) &&
+    same(c.environments ?? null, key.window.environments) &&
+    same(c.logs ?? null, key.window.logs)
+  );
 }
 
 /** True when an admin key limited as `admin` may issue `key` (the limits of `POST /v1/keys`). */
@@ -258,7 +323,8 @@ const strings = (value: unknown): value is string[] =>
   Array.isArray(value) && value.every((item) => typeof item === 'string');
 
 function parseCreated(payload: string): NewKey | null {
-  const { id, identity, roles, environments, logs, created_by, key_commitment } = parseJson(payload) ?? {};
+  const { id, identity, roles, scopes, environments, logs, created_by, key_commitment, signature } =
+    parseJson(payload) ?? {};
   if (typeof id !== 'string' || typeof identity !== 'string' || typeof created_by !== 'string') return null;
   if (!strings(roles)) return null;
   // Keys issued before keys could be limited name no limit: every environment, every log.
@@ -272,6 +338,9 @@ function parseCreated(payload: string): NewKey | null {
     createdBy: created_by,
     committed: typeof key_commitment === 'string',
     window: { identity, roles, environments: envs, logs: inLogs },
+    // Keys issued before scopes existed hold none.
+    scopes: strings(scopes) ? scopes : [],
+    signature: signature === undefined ? undefined : (signature as DsseEnvelope),
   };
 }
 

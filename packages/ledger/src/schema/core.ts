@@ -123,6 +123,8 @@ export const apiKeys = pgTable('api_keys', {
   createdAt: text('created_at').notNull(),
   /** The seq of its `api_key.created` event in the `system` log; NULL only for a row no event names. */
   eventSeq: bigint('event_seq', { mode: 'number' }).unique('api_keys_event'),
+  /** The issuing admin's author signature (canonical JSON of the envelope; since 0026), in its event's payload too. */
+  signature: text('signature'),
 });
 
 /** Key revocations, one row per revoked key, each bound to its `api_key.revoked` event. */
@@ -134,6 +136,8 @@ export const apiKeyRevocations = pgTable('api_key_revocations', {
   eventSeq: bigint('event_seq', { mode: 'number' }).unique('api_key_revocations_event'),
   revokedBy: text('revoked_by').notNull(),
   revokedAt: text('revoked_at').notNull(),
+  /** The revoking admin's author signature (canonical JSON of the envelope; since 0026), in its event's payload too. */
+  signature: text('signature'),
 });
 
 /**
