@@ -13,6 +13,7 @@ import type { VouchApp } from '../app';
 import { requireRole } from '../auth/authorize';
 import { jsonBody } from '../http/json-body';
 import { bearerSecurity, bodyErrors, commonErrors } from '../schemas/common';
+import { registerEnrolmentCodeRoutes } from './enrolment-codes';
 import { rawBody, recordContext } from './record-context';
 
 const EnrollInputSchema = z
@@ -22,7 +23,7 @@ const EnrollInputSchema = z
   })
   .openapi('SigningKeyEnrollment');
 
-const SigningKeySchema = z
+export const SigningKeySchema = z
   .object({
     key_id: z.string(),
     identity: z.string(),
@@ -69,6 +70,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 /** `/v1/signing-keys`: the public keys authors sign their records with. */
 export function registerSigningKeyRoutes(app: VouchApp, deps: { ledger: Ledger }): void {
+  registerEnrolmentCodeRoutes(app, deps);
   app.openapi(enroll, async (c) => {
     const body = c.req.valid('json');
     const ctx = recordContext(c, SYSTEM_LOG);

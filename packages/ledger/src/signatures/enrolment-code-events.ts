@@ -88,7 +88,7 @@ export function issueEnrolmentCode(
 export function enrolWithCode(
   ledger: Ledger,
   input: { identity: string; publicKey: string; code: string; proof: { keyid: string; sig: string } },
-): Promise<EnrolledKey> {
+): Promise<EnrolledKey & { enrolled_at: string }> {
   const key = parseAuthorPublicKey(input.publicKey);
   if (!key) {
     throw new LedgerError(
@@ -128,12 +128,12 @@ export function enrolWithCode(
     }
     const refused = registry.codeEnrolmentRefusal({ ...payload, publicKey: key }, Date.parse(tx.now));
     if (refused) throw new LedgerError(refused.refusal, refused.why, { details: { field: 'code' } });
-    await tx.append({
+    const event = await tx.append({
       kind: SIGNING_KEY_ENROLLED,
       entity: payload.key_id,
       actor: input.identity,
       payload,
     });
-    return payload;
+    return { ...payload, enrolled_at: event.at };
   });
 }

@@ -138,20 +138,16 @@ describe.each(testBackends())('enrolment by one-time code on $name', ({ open }) 
         ...(fields.proof === undefined ? {} : { proof: fields.proof }),
       },
     });
-  const proofEnvelope = (key: AuthorKey, code: string) =>
-    attachSignature(
-      authorStatement(
-        SYSTEM_LOG,
-        ENROL_BY_CODE_ACTION,
-        'user:alice',
-        enrolByCodeClaims({
-          identity: 'user:alice',
-          public_key: publicText(key),
-          code_commitment: enrolmentCodeCommitment(code),
-        }),
-      ),
-      proofOf(key, 'user:alice', code),
+  /** The new key's proof as the event keeps it, over `commitment` (by default the code's own). */
+  const proofEnvelope = (key: AuthorKey, code: string, commitment = enrolmentCodeCommitment(code)) => {
+    const statement = authorStatement(
+      SYSTEM_LOG,
+      ENROL_BY_CODE_ACTION,
+      'user:alice',
+      enrolByCodeClaims({ identity: 'user:alice', public_key: publicText(key), code_commitment: commitment }),
     );
+    return attachSignature(statement, detached(detachedSignature(signAuthorStatement(statement, key))));
+  };
 
   it('the log holds the code’s commitment, never the code', async () => {
     const { code, code_commitment } = await issue();
@@ -190,7 +186,11 @@ describe.each(testBackends())('enrolment by one-time code on $name', ({ open }) 
     const before = await head();
     expect(await codeOf(enrol(key, 'not-the-code'))).toBe('ENROLMENT_CODE_INVALID');
     expect(await head()).toBe(before);
-    await forge(key, { code: 'not-the-code', commitment: code_commitment, proof: proofEnvelope(key, 'x') });
+    await forge(key, {
+      code: 'not-the-code',
+      commitment: code_commitment,
+      proof: proofEnvelope(key, 'not-the-code', code_commitment),
+    });
     expect(await live(key)).toBe(false);
     expect(await reported(key.keyId)).toEqual(['SIGNING_KEY_ENROLLER_FORBIDDEN']);
   });
