@@ -13,7 +13,6 @@ import type { VouchApp } from '../app';
 import { requireRole } from '../auth/authorize';
 import { jsonBody } from '../http/json-body';
 import { bearerSecurity, bodyErrors, commonErrors } from '../schemas/common';
-import { registerEnrolmentCodeRoutes } from './enrolment-codes';
 import { rawBody, recordContext } from './record-context';
 
 const EnrollInputSchema = z
@@ -70,7 +69,6 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 /** `/v1/signing-keys`: the public keys authors sign their records with. */
 export function registerSigningKeyRoutes(app: VouchApp, deps: { ledger: Ledger }): void {
-  registerEnrolmentCodeRoutes(app, deps);
   app.openapi(enroll, async (c) => {
     const body = c.req.valid('json');
     const ctx = recordContext(c, SYSTEM_LOG);
