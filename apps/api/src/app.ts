@@ -87,6 +87,8 @@ export interface AppOptions {
   checkpointKeys?: (log: string) => CheckpointKeys;
   /** Witness verifier keys (`cosignature/v1`) whose cosignatures this server collects and serves (`VOUCH_WITNESS_KEYS`). */
   witnessKeys?: readonly string[];
+  /** Cosignatures were kept for a checkpoint (the server copies them into its checkpoint state). */
+  onCosigned?: (log: string, treeSize: number) => Promise<void>;
   /**
    * The c2sp.org/tlog-tiles endpoints at `/tlog/<log>/` (`VOUCH_TILES_PUBLIC`): `public`
    * serves them to anyone, as monitors and witnesses expect; `auditor` (the default) needs an
@@ -227,6 +229,7 @@ export function createApp(options: AppOptions): VouchApp {
     database: options.ledger.database,
     alarm: options.ledger.integrityAlarm,
     ...(options.witnessKeys ? { witnessKeys: options.witnessKeys } : {}),
+    ...(options.onCosigned ? { onCosigned: options.onCosigned } : {}),
   });
   registerWebhookRoutes(app, { database: options.ledger.database });
   registerLogRoutes(app, { ledger: options.ledger });

@@ -96,6 +96,11 @@ export interface ServeConfig {
    * limits, rate limits, keys): `loadServerSettings`. Default: `DEFAULT_SERVER_SETTINGS`.
    */
   settings?: ServerSettings;
+  /**
+   * Where the last checkpoint signed per log is kept outside the database, resolved
+   * (`checkpointStatePath` of `settings.checkpoints.stateDir`). Default: resolved at start.
+   */
+  checkpointStateDir?: string;
   /** Signed checkpoints: VOUCH_LOG_SIGNING_KEY, VOUCH_LOG_ORIGIN, VOUCH_CHECKPOINT_INTERVAL_MS, VOUCH_LOG_SHARED_SIGNATURE, VOUCH_WITNESS_KEYS, VOUCH_TILES_PUBLIC (docs/transparency.md). */
   transparency?: TransparencyConfig;
   /** Outbound webhooks: the `webhooks` section of the JSON configuration file (docs/webhooks.md). */

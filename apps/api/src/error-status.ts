@@ -136,6 +136,8 @@ export const STATUS_BY_CODE = {
   // The Vouch-Signature header does not verify for this request with a live key of the caller.
   SIGNATURE_INVALID: 403,
   PUBLIC_KEY_INVALID: 400,
+  // A stored record in an enrolled author's name without their signature: the server never wrote it.
+  RECORD_SIGNATURE_INVALID: 409,
   // No live code for the caller's identity hashes to this code (or the code is for someone else).
   ENROLMENT_CODE_INVALID: 403,
   ENROLMENT_CODE_EXPIRED: 403,

@@ -24,6 +24,7 @@ import { createExternalDecider, startPolicyRetryLoop } from './policy/external-d
 import { pinnedPolicyOf } from './policy/pinned-policy';
 import { DEFAULT_SERVER_SETTINGS, policyEngineOf } from './settings/server-settings';
 import { checkpointKeysFor } from './transparency/checkpoint-keys';
+import { checkpointStatePath } from './transparency/checkpoint-state-dir';
 import { transparencyConfig } from './transparency/config';
 import { startCheckpoints } from './transparency/start-checkpoints';
 import { emptyVerificationHost, loadVerificationHost, type VerificationHost } from './verification';
@@ -114,13 +115,16 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const dispatcher = webhooks;
     await dispatcher?.prepare();
     const metrics = createMetrics({ database });
-    const checkpoints = startCheckpoints({
+    const checkpoints = await startCheckpoints({
       database,
       config: config.transparency ?? transparencyConfig({}),
       target: config.database,
       logger,
       integrityAlarm,
       onCheckpoint: metrics.observeCheckpoint,
+      stateDir:
+        config.checkpointStateDir ??
+        checkpointStatePath(config.settings?.checkpoints.stateDir, config.database, process.cwd()),
     });
     checkpointer = checkpoints;
     ledger = createLedger(database, {
@@ -172,6 +176,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       verification,
       ...(checkpoints.keys ? { checkpointKeys: checkpointKeysFor(checkpoints.keys) } : {}),
       witnessKeys: config.transparency?.witnessKeys ?? [],
+      onCosigned: checkpoints.cosigned,
       tiles: config.transparency?.tilesPublic ? 'public' : 'auditor',
       ...(options.version ? { version: options.version } : {}),
       ...(config.consoleDir ? { consoleDir: config.consoleDir } : {}),

@@ -307,10 +307,18 @@ describe('verifyBundle', () => {
   });
 
   describe('when the auditor holds a trusted chain head', () => {
-    it('reports TRUNCATED when the bundle disagrees with it', async () => {
+    it('reports REWRITTEN when the bundle disagrees with it', async () => {
       const events = chain(4);
       const report = await verify(await linesOf(events), { expectHead: { seq: 2, hash: events[2]!.hash } });
-      expect(codes(report)).toEqual(['2 TRUNCATED']);
+      expect(codes(report)).toEqual(['2 REWRITTEN']);
+    });
+
+    it('reports TRUNCATED when the bundle ends before it', async () => {
+      const events = chain(4);
+      const report = await verify(await linesOf(events.slice(0, 2)), {
+        expectHead: { seq: 3, hash: events[2]!.hash },
+      });
+      expect(codes(report)).toContain('3 TRUNCATED');
     });
   });
 

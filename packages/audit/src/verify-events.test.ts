@@ -227,11 +227,19 @@ describe('verifyEvents', () => {
       ]);
     });
 
-    it('finds a rewritten history (another hash at that seq) as TRUNCATED', async () => {
+    it('finds a rewritten history (another hash at that seq) as REWRITTEN, not TRUNCATED', async () => {
       const events = chainOf([1, 2, 3]);
       const rewritten = chainOf([1, 2, 'forged']);
       expect(await codesOf(rewritten, { expectHead: { seq: 3, hash: events[2]!.hash } })).toEqual([
-        [3, 'TRUNCATED'],
+        [3, 'REWRITTEN'],
+      ]);
+    });
+
+    it('finds a log cut back and written on past the head (a truncate-and-fork) as REWRITTEN', async () => {
+      const events = chainOf([1, 2, 3]);
+      const forked = chainOf([1, 'forked', 3, 4]);
+      expect(await codesOf(forked, { expectHead: { seq: 3, hash: events[2]!.hash } })).toEqual([
+        [3, 'REWRITTEN'],
       ]);
     });
   });

@@ -30,8 +30,13 @@ export type ChainFailureCode =
   | 'TIME_REGRESSION'
   /** A seq is missing (or repeated, or the log does not start at 1): a row was deleted. */
   | 'SEQ_GAP'
-  /** The log ends before, or disagrees with, the head the auditor trusts. */
+  /** The log ends before the head the auditor trusts: events were deleted (or a backup from before it restored). */
   | 'TRUNCATED'
+  /**
+   * The log reaches the head the auditor trusts, but holds another event at its seq: history
+   * up to it was rewritten (a fork; a witness calls it `FORKED`), not merely cut back.
+   */
+  | 'REWRITTEN'
   /** A record table holds a row that no event accounts for. */
   | 'RECORD_WITHOUT_EVENT'
   /** A record row's content differs from the payload of its event. */
@@ -396,7 +401,7 @@ export function createChainChecker(options: VerifyEventsOptions): ChainChecker {
         if (event.hash !== options.expectHead.hash) {
           fail({
             seq,
-            code: 'TRUNCATED',
+            code: 'REWRITTEN',
             message: `event ${seq} is not the trusted head: history up to it was rewritten`,
             expected: options.expectHead.hash,
             actual: event.hash,

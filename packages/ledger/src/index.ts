@@ -9,6 +9,13 @@
 export type { ConflictKeys } from './batch-plan';
 export { OPERATOR_ACTOR } from './check-redaction-rules';
 // Signed checkpoints: the store, the signer, the coalescing scheduler, and the log signing key.
+export type { CheckpointState, SavedCheckpoint } from './checkpoints/checkpoint-state';
+export {
+  CHECKPOINT_STATE_FORMAT,
+  checkpointStateDir,
+  defaultCheckpointStateDir,
+  keptCheckpointOf,
+} from './checkpoints/checkpoint-state';
 export type { StoredCheckpoint } from './checkpoints/checkpoint-store';
 export { checkpointAt, latestCheckpoint } from './checkpoints/checkpoint-store';
 export type { Checkpointer, CheckpointerOptions } from './checkpoints/checkpointer';
@@ -22,6 +29,8 @@ export {
   SIGNING_KEY_FILE,
   verifierKeysOf,
 } from './checkpoints/log-signing-key';
+export type { SavedComparison } from './checkpoints/saved-state-guard';
+export { compareWithSaved } from './checkpoints/saved-state-guard';
 export type { CheckpointSigning } from './checkpoints/sign-log-checkpoint';
 export { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';
 // The database: open it, migrate it, the runtime role.

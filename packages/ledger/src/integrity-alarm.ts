@@ -30,7 +30,14 @@ export type IntegrityAlarmCode =
    * A log's head is recorded further ahead of this server's clock than clocks differ
    * (`headTimeAhead`): every later event would take its time.
    */
-  | 'TIME_AHEAD';
+  | 'TIME_AHEAD'
+  /**
+   * The database is behind, or disagrees with, the last checkpoint this server signed as it
+   * kept it outside the database (`checkpoint-state.ts`): an older backup was restored, or the
+   * log was cut back and written again. Nothing is signed until an operator accepts the
+   * restore (`vouch restore accept`).
+   */
+  | 'ROLLBACK_DETECTED';
 
 /** One finding, as raised. Plain JSON, never secrets (it is logged and shown on `/readyz`). */
 export interface IntegrityAlarmReport {

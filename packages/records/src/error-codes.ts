@@ -105,6 +105,7 @@ export const LEDGER_ERROR_CODES = [
   'SIGNATURE_REQUIRED',
   'SIGNATURE_INVALID',
   'PUBLIC_KEY_INVALID',
+  'RECORD_SIGNATURE_INVALID',
   // enrolment of a signing key by a one-time code (docs/console.md, "Signing key")
   'ENROLMENT_CODE_INVALID',
   'ENROLMENT_CODE_EXPIRED',

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '@vouch/ledger';
@@ -42,10 +42,19 @@ describe('vouch (CLI)', () => {
       [['keys', 'create', '--identity', 'user:alice']],
       [['keys', 'revoke']],
       [['serve', '--port']],
+      [['restore', 'check', '--checkpoint', 'trusted.note']],
+      [['restore', 'accept']],
     ])('exits 2 with a message for %j', async (argv) => {
       const { code, err } = await run(argv);
       expect(code).toBe(2);
       expect(err.length).toBeGreaterThan(10);
+    });
+
+    it('restore check --checkpoint without --log says why, and creates no data directory', async () => {
+      const { code, err } = await run(['restore', 'check', '--checkpoint', 'trusted.note']);
+      expect(code).toBe(2);
+      expect(err).toContain('--checkpoint needs --log');
+      expect(existsSync(dataDir)).toBe(false);
     });
 
     it('prints help with exit 0', async () => {
@@ -161,6 +170,15 @@ describe('vouch (CLI)', () => {
       ]);
       expect(code).toBe(1);
       expect(JSON.parse(out).failures.map((f: { code: string }) => f.code)).toContain('TRUNCATED');
+    });
+
+    it('verify --expect-head names another event at the trusted seq REWRITTEN, not TRUNCATED', async () => {
+      const { code, out } = await run(['verify', '--log', 'system', '--expect-head', `1:${'a'.repeat(64)}`]);
+      expect(code).toBe(1);
+      expect(out).toMatch(
+        /seq 1 {2}REWRITTEN {2}event 1 is not the trusted head: history up to it was rewritten/,
+      );
+      expect(out).not.toContain('TRUNCATED');
     });
   });
 

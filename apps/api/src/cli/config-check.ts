@@ -2,6 +2,7 @@ import { redactUrl } from '@vouch/ledger';
 import { type ServeConfig, serveConfig } from '../config';
 import { loadServerSettings } from '../settings/server-settings';
 import { vouchConfigJsonSchemaText } from '../settings/vouch-config-json-schema';
+import { checkpointStatePath } from '../transparency/checkpoint-state-dir';
 import { defineCommand, defineGroup } from './command';
 import { EXIT } from './io';
 
@@ -29,6 +30,8 @@ export function maskedConfig(config: ServeConfig): Record<string, unknown> {
         }
       : {}),
     database: database.kind === 'postgres' ? { ...database, url: redactUrl(database.url) } : database,
+    // null: a restored older backup goes unnoticed (docs/operations.md#restoring-a-backup).
+    checkpointStateDir: config.checkpointStateDir ?? null,
     adminKey: adminKey === undefined ? null : MASK,
     ...(transparency
       ? { transparency: { ...transparency, signingKey: transparency.signingKey === undefined ? null : MASK } }
@@ -42,7 +45,8 @@ export const configCheckCommand = defineCommand({
   summary: 'validate the configuration and print it (secrets masked)',
   description: `Read the configuration \`vouch serve\` would run with: the environment, and the file
 (--file, else VOUCH_CONFIG, else ./vouch.config.json when it exists) whose \`server\`
-section sets the policy engine, approvals, limits, rate limits and keys. Print it as JSON
+section sets the policy engine, approvals, limits, rate limits, keys and where the last
+signed checkpoints are kept (checkpointStateDir). Print it as JSON
 with every secret masked, or name the setting at fault and why (exit 2).`,
   options: {
     file: {
@@ -56,7 +60,13 @@ with every secret masked, or name the setting at fault and why (exit 2).`,
     // A bad setting throws a ConfigError naming it and why; the CLI prints that and exits 2.
     const config = serveConfig(env, io.cwd);
     const settings = await loadServerSettings({ file: config.verifierConfig, env });
-    io.out(`${JSON.stringify(maskedConfig({ ...config, settings }), null, 2)}\n`);
+    const stateDir = checkpointStatePath(settings.checkpoints.stateDir, config.database, io.cwd);
+    const effective = {
+      ...config,
+      settings,
+      ...(stateDir === undefined ? {} : { checkpointStateDir: stateDir }),
+    };
+    io.out(`${JSON.stringify(maskedConfig(effective), null, 2)}\n`);
     return EXIT.OK;
   },
 });

@@ -27,6 +27,11 @@ export const vouchCommand = defineGroup({
       load: async () => (await import('./keys')).keysCommand,
     },
     {
+      name: 'vouch restore',
+      summary: 'check a restored database against the last checkpoints signed; accept a restore',
+      load: async () => (await import('./restore')).restoreCommand,
+    },
+    {
       name: 'vouch sweep',
       summary: 'record lapsed execution claims as unknown outcomes, once',
       load: async () => (await import('./sweep')).sweepCommand,

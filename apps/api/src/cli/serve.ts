@@ -4,6 +4,7 @@ import { createJsonLogger } from '../logger';
 import { startServer } from '../server';
 import { loadServerSettings } from '../settings/server-settings';
 import { startTracing } from '../tracing/start-tracing';
+import { checkpointStatePath } from '../transparency/checkpoint-state-dir';
 import { defineCommand } from './command';
 import { EXIT } from './io';
 import { superviseWorkers, withFields, workerCount } from './serve-workers';
@@ -56,7 +57,9 @@ worker did not stop cleanly; every log line then carries the pid of the process 
     const json = createJsonLogger((line) => io.out(line));
     const logger = workers > 1 ? withFields(json, { pid: process.pid }) : json;
     let config = serveConfig(env, io.cwd);
-    config = { ...config, settings: await loadServerSettings({ file: config.verifierConfig, env }) };
+    const settings = await loadServerSettings({ file: config.verifierConfig, env });
+    const stateDir = checkpointStatePath(settings.checkpoints.stateDir, config.database, io.cwd);
+    config = { ...config, settings, ...(stateDir === undefined ? {} : { checkpointStateDir: stateDir }) };
     if (values['allow-owner-role'])
       config = { ...config, allowOwnerRole: true, allowOwnerRoleBy: '--allow-owner-role' };
     // Listen for SIGTERM/SIGINT before starting: a signal that arrives while the server

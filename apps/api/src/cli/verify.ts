@@ -100,7 +100,7 @@ const DATABASE_OPTIONS = {
   'expect-head': {
     type: 'string',
     value: 'SEQ:HASH',
-    help: 'a head you trusted earlier; a log cut back before it is TRUNCATED',
+    help: 'a head you trusted earlier: a log that ends before it is TRUNCATED,\none with another event at its seq is REWRITTEN',
   },
   'public-key': {
     type: 'string',

@@ -127,6 +127,7 @@ const ReadinessSchema = z
               'RECORD_RULE_VIOLATION',
               'WEBHOOK_MISMATCH',
               'TIME_AHEAD',
+              'ROLLBACK_DETECTED',
             ]),
             log: z.string(),
             seq: z.number().optional(),

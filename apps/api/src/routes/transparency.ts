@@ -208,6 +208,8 @@ export function registerTransparencyRoutes(
     witnessKeys?: readonly string[];
     /** Raised when a kept cosignature does not verify (see {@link servedCosignatures}). */
     alarm?: IntegrityAlarm;
+    /** New cosignatures were kept: the server keeps them in its checkpoint state too. */
+    onCosigned?: (log: string, treeSize: number) => Promise<void>;
   },
 ): void {
   /** The stored note with the kept witness cosignatures that verify appended (c2sp.org/tlog-cosignature). */
@@ -352,6 +354,16 @@ export function registerTransparencyRoutes(
         };
       }),
     );
+    if (stored > 0 && deps.onCosigned) {
+      // The row is what witnesses are served; a state file that did not take it only lacks a copy.
+      await deps
+        .onCosigned(log, tree_size)
+        .catch((error: unknown) =>
+          c
+            .get('logger')
+            .warn('cosignatures not kept in the checkpoint state', { log, error: String(error) }),
+        );
+    }
     const kept = await withCosignatures(database, checkpoint);
     return c.json({ log, tree_size, accepted: accepted.length, stored, note: kept.note }, 200);
   });

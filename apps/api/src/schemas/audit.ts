@@ -55,7 +55,7 @@ export const VerifyQuerySchema = z.strictObject({
     .openapi({
       param: { name: 'expect_head', in: 'query' },
       description:
-        'SEQ:HASH of a head you trust from earlier; a log that no longer contains it is reported TRUNCATED',
+        'SEQ:HASH of a head you trust from earlier; a log that ends before it is reported TRUNCATED, one with another event at its seq REWRITTEN',
     }),
 });
 

@@ -85,6 +85,22 @@ export const serverSettingsSchema = z.strictObject({
       allowRoleCombinations: z.boolean().optional(),
     })
     .optional(),
+  checkpoints: z
+    .strictObject({
+      /**
+       * Where the last checkpoint signed per log is kept outside the database, to notice a
+       * restored older backup (docs/operations.md#restoring-a-backup). Relative paths are
+       * resolved against the working directory. Default: `<data dir>.checkpoints` beside a
+       * PGlite data directory; none on Postgres. Keep it out of database backups.
+       */
+      stateDir: z
+        .string()
+        .min(1)
+        .max(4096)
+        .refine((dir) => !dir.includes('\0'), 'no NUL character')
+        .optional(),
+    })
+    .optional(),
 });
 
 /** The `server` section as written. */

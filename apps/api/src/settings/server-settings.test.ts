@@ -48,7 +48,10 @@ describe('vouch config check', () => {
         limits: { bodyBytes: 1024 * 1024, jsonDepth: 32, pageSize: 1000 },
         rateLimit: { requestsPerSecond: 20, burst: 10 },
         keys: { maxAgeDays: 90, allowRoleCombinations: false },
+        checkpoints: {},
       });
+      // Postgres and no setting: nothing kept outside the database, and the check says so.
+      expect(printed.checkpointStateDir).toBeNull();
       expect(printed.adminKey).toBe('[set, not shown]');
       expect(printed.transparency.signingKey).toBe('[set, not shown]');
       for (const secret of [adminKey, 'secretsecretsecret', 'hunter2hunter2'])
@@ -59,6 +62,22 @@ describe('vouch config check', () => {
       const { code, out } = await check([]);
       expect(code).toBe(0);
       expect(JSON.parse(out).settings.rateLimit).toEqual({ requestsPerSecond: 0, burst: 1 });
+    });
+
+    it('shows where the last signed checkpoints are kept: beside a PGlite data directory by default', async () => {
+      const { out } = await check([]);
+      expect(JSON.parse(out).checkpointStateDir).toBe(`${join(root, 'data')}.checkpoints`);
+    });
+
+    it('takes server.checkpoints.stateDir, resolved against the working directory, and the variable over it', async () => {
+      const file = configFile('state.json', { server: { checkpoints: { stateDir: 'kept/state' } } });
+      const fromFile = JSON.parse((await check(['--file', file])).out);
+      expect(fromFile.checkpointStateDir).toBe(join(root, 'kept/state'));
+      expect(fromFile.settings.checkpoints).toEqual({ stateDir: 'kept/state' });
+      const fromEnv = JSON.parse(
+        (await check(['--file', file], { VOUCH_CHECKPOINT_STATE_DIR: '/var/lib/vouch/state' })).out,
+      );
+      expect(fromEnv.checkpointStateDir).toBe('/var/lib/vouch/state');
     });
   });
 
@@ -92,6 +111,12 @@ describe('vouch config check', () => {
       ],
       ['an unknown policy engine', { server: { policy: { engine: 'opa' } } }, {}, 'server.policy.engine'],
       ['a server section that is not an object', { server: [] }, {}, 'server'],
+      [
+        'an empty checkpoint state directory',
+        { server: { checkpoints: { stateDir: '' } } },
+        {},
+        'server.checkpoints.stateDir',
+      ],
       ['an environment variable of the serve settings', {}, { PORT: '99999' }, 'PORT'],
     ])('names the key and the reason: %s', async (_, content, env, key) => {
       const file = configFile(`bad-${key}.json`, content);

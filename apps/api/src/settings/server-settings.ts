@@ -46,6 +46,8 @@ export interface ServerSettings {
   /** Per key, per instance (an in-process token bucket); `requestsPerSecond` 0 is off. */
   rateLimit: { requestsPerSecond: number; burst: number };
   keys: { maxAgeDays: number; allowRoleCombinations: boolean };
+  /** `stateDir` as written (resolve it with `checkpointStatePath`); undefined: the default. */
+  checkpoints: { stateDir: string | undefined };
 }
 
 /** The defaults: what a server without a `server` section and without these variables runs with. */
@@ -55,6 +57,7 @@ export const DEFAULT_SERVER_SETTINGS: ServerSettings = {
   limits: DEFAULT_LIMITS,
   rateLimit: { requestsPerSecond: 0, burst: 1 },
   keys: { maxAgeDays: 0, allowRoleCombinations: false },
+  checkpoints: { stateDir: undefined },
 };
 
 type Path = readonly [section: keyof ServerSettingsInput, member: string];
@@ -72,6 +75,7 @@ const ENVIRONMENT: ReadonlyArray<{ name: string; path: Path; read: 'number' | 'b
   { name: 'VOUCH_RATE_LIMIT_BURST', path: ['rateLimit', 'burst'], read: 'number' },
   { name: 'VOUCH_KEY_MAX_AGE_DAYS', path: ['keys', 'maxAgeDays'], read: 'number' },
   { name: 'VOUCH_ALLOW_ROLE_COMBINATIONS', path: ['keys', 'allowRoleCombinations'], read: 'boolean' },
+  { name: 'VOUCH_CHECKPOINT_STATE_DIR', path: ['checkpoints', 'stateDir'], read: 'string' },
 ];
 
 /** The names of the environment variables the settings read, for `vouch config check`. */
@@ -185,6 +189,7 @@ function withDefaults(
       maxAgeDays: input.keys?.maxAgeDays ?? d.keys.maxAgeDays,
       allowRoleCombinations: input.keys?.allowRoleCombinations ?? d.keys.allowRoleCombinations,
     },
+    checkpoints: { stateDir: input.checkpoints?.stateDir },
   };
 }
 

@@ -103,7 +103,7 @@ describe('startCheckpoints', () => {
     it('keeps the Merkle tree, signs nothing, and warns once', async () => {
       const database = await openDatabase();
       const logger = createMemoryLogger();
-      const started = startCheckpoints({
+      const started = await startCheckpoints({
         database,
         config: transparencyConfig({}),
         target: postgres,
@@ -188,7 +188,7 @@ describe('per-log keys', () => {
       });
       await ledger.append({ log, kind: 'note', entity: 'e2', actor: 'user:alice', payload: { i: 2 } });
       const logger = createMemoryLogger();
-      const started = startCheckpoints({
+      const started = await startCheckpoints({
         database,
         config: transparencyConfig({
           VOUCH_LOG_SIGNING_KEY: master.signerKey,

@@ -3,9 +3,11 @@ import type { Database } from '../database';
 import { LedgerError } from '../errors';
 import { createIntegrityAlarm, type IntegrityAlarm, type IntegrityAlarmCode } from '../integrity-alarm';
 import type { AppendHook } from '../ledger';
-import { logsAheadOfCheckpoint, type StoredCheckpoint } from './checkpoint-store';
+import type { CheckpointState } from './checkpoint-state';
+import { checkpointAt, logsAheadOfCheckpoint, type StoredCheckpoint } from './checkpoint-store';
+import { createSavedStateGuard } from './saved-state-guard';
 import { type CheckpointSigning, signLogCheckpoint, trustedKeysOf } from './sign-log-checkpoint';
-import { checkTreeToSign, refusalToSign, type VerifiedTree } from './verified-tree';
+import { checkTreeToSign, refusalToSign, type TreeFinding, type VerifiedTree } from './verified-tree';
 
 export interface CheckpointerOptions extends CheckpointSigning {
   database: Database;
@@ -21,6 +23,13 @@ export interface CheckpointerOptions extends CheckpointSigning {
    * fresh one.
    */
   integrityAlarm?: IntegrityAlarm;
+  /**
+   * Where the last checkpoint signed per log is kept outside the database
+   * (`checkpointStateDir`): before signing, the database must reach it and agree with it
+   * (else `ROLLBACK_DETECTED`), and each new checkpoint is kept there once its row is stored.
+   * Without it a restored backup is not noticed by the server.
+   */
+  state?: CheckpointState;
   /** Clock, for tests. */
   now?: () => Date;
 }
@@ -39,6 +48,14 @@ export interface Checkpointer {
    * (`checkTreeToSign`), never on the stored tree's word. Resolves with the logs noted.
    */
   catchUp(): Promise<string[]>;
+  /**
+   * Compare every log of the saved state (`state`) with the database, and raise
+   * `ROLLBACK_DETECTED` for each that is behind it or disagrees with it: call once at
+   * start-up, before serving. Resolves with what was raised.
+   */
+  checkSavedState(): Promise<TreeFinding[]>;
+  /** Witnesses cosigned `log`'s checkpoint at `treeSize`: keep their lines in the saved state too. */
+  cosigned(log: string, treeSize: number): Promise<void>;
   /** Sign every log with pending appends now, ignoring the interval, and wait for it. */
   flush(): Promise<void>;
   /** Flush, then stop: later notifications are ignored. */
@@ -80,6 +97,7 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
   const logs = new Map<string, LogState>();
   /** Per log, the tree this process has rebuilt from the events up to its last signature. */
   const verified = new Map<string, VerifiedTree>();
+  const saved = options.state ? createSavedStateGuard(options.database, options.state) : undefined;
   let closed = false;
 
   const refuse = (log: string) =>
@@ -87,19 +105,43 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
       details: { log },
     });
 
+  const fail = (finding: TreeFinding): never => {
+    alarm.raise(finding);
+    throw refusalToSign(finding);
+  };
+
   const guard = async (head: { log: string; treeSize: number; rootHash: Uint8Array }) => {
     if (alarm.raised) throw refuse(head.log);
+    const kept = saved ? await saved.check(head.log, head.treeSize) : { ok: true as const, point: undefined };
+    if (!kept.ok) return fail(kept.finding);
     const checked = await checkTreeToSign(
       options.database,
       head,
       { verifiers: trustedKeysOf(options, head.log), origin: options.origin(head.log) },
       verified.get(head.log),
+      kept.point,
     );
-    if (!checked.ok) {
-      alarm.raise(checked.finding);
-      throw refusalToSign(checked.finding);
+    if (!checked.ok) return fail(checked.finding);
+    const other = await checkpointAt(options.database, head.log, head.treeSize);
+    if (other !== null && other.rootHash !== Buffer.from(head.rootHash).toString('hex')) {
+      return fail({
+        code: 'CHECKPOINT_MISMATCH',
+        log: head.log,
+        seq: head.treeSize,
+        table: 'checkpoints',
+        message: `a checkpoint of another root is stored at size ${head.treeSize}: a second root is never signed at a size already signed`,
+      });
     }
     verified.set(head.log, checked.tree);
+  };
+
+  /** The row is stored: keep it outside the database too, then tell the listener. */
+  const kept = async (checkpoint: StoredCheckpoint) => {
+    try {
+      await saved?.save(checkpoint);
+    } finally {
+      options.onCheckpoint?.(checkpoint);
+    }
   };
 
   const sign = (log: string, state: LogState): Promise<void> => {
@@ -115,13 +157,11 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
       now: clock,
       guard,
     })
-      .then(
-        (checkpoint) => options.onCheckpoint?.(checkpoint),
-        (error: unknown) => {
-          raiseFinding(alarm, error, log);
-          options.onError?.(error, log);
-        },
-      )
+      .then(kept)
+      .catch((error: unknown) => {
+        raiseFinding(alarm, error, log);
+        options.onError?.(error, log);
+      })
       .finally(() => {
         state.running = null;
         if (state.dirty && !closed) schedule(log, state);
@@ -175,10 +215,18 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
     return behind.map(({ log }) => log);
   };
 
+  const checkSavedState = async () => {
+    const findings = (await saved?.checkAll()) ?? [];
+    for (const finding of findings) alarm.raise(finding);
+    return findings;
+  };
+
   return {
     afterAppend: notifyingHook((log) => notify(log)),
     notify,
     catchUp,
+    checkSavedState,
+    cosigned: async (log, treeSize) => saved?.cosigned(log, treeSize),
     flush,
     async close() {
       closed = true;
@@ -216,6 +264,7 @@ const ALARM_CODES = {
   COSIGNATURE_MISMATCH: true,
   WEBHOOK_MISMATCH: true,
   TIME_AHEAD: true,
+  ROLLBACK_DETECTED: true,
 } satisfies Record<IntegrityAlarmCode, true>;
 
 function isAlarmCode(code: unknown): code is IntegrityAlarmCode {

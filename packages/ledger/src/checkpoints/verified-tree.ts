@@ -1,21 +1,10 @@
-import {
-  bytesEqual,
-  type ChainHead,
-  createChainChecker,
-  eventHashOf,
-  eventLeafHash,
-  openCheckpoint,
-  payloadHashOf,
-  verifyInclusion,
-} from '@vouch/audit';
-import { CompactRange, rootSubtrees } from '@vouch/audit/merkle';
+import { bytesEqual, type ChainHead, createChainChecker, eventLeafHash } from '@vouch/audit';
+import { CompactRange } from '@vouch/audit/merkle';
 import type { Database } from '../database';
 import { LedgerError } from '../errors';
-import { readEvents, streamEvents } from '../event-store';
+import { streamEvents } from '../event-store';
 import type { IntegrityAlarmReport } from '../integrity-alarm';
-import { readSubtreeHashes } from '../merkle/merkle-node-store';
-import { merkleInclusionProof } from '../merkle/merkle-proofs';
-import { latestCheckpoint } from './checkpoint-store';
+import { highestSignedPoint, type SignedPoint, verifySignedPoint } from './signed-point';
 
 /**
  * What this process has itself recomputed about a log: the Merkle tree over its first
@@ -30,76 +19,36 @@ export interface VerifiedTree {
 
 /** A disagreement found, ready to raise (see `IntegrityAlarm`). */
 export type TreeFinding = IntegrityAlarmReport & {
-  code: 'TREE_MISMATCH' | 'CHAIN_MISMATCH' | 'CHECKPOINT_MISMATCH';
+  code: 'TREE_MISMATCH' | 'CHAIN_MISMATCH' | 'CHECKPOINT_MISMATCH' | 'ROLLBACK_DETECTED';
 };
 
 export type TreeCheck = { ok: true; tree: VerifiedTree } | { ok: false; finding: TreeFinding };
 
 /**
- * Where a process that has verified nothing yet starts: the latest checkpoint of `log` that
- * verifies under this server's own keys, after checking that the stored frontier still folds
- * to its signed root and that the stored event at its size is the leaf it signed. O(log n)
- * rows. A log without such a checkpoint starts from the empty tree (so its first check reads
- * every event once): an unsigned row proves nothing.
+ * Where a process that has verified nothing yet starts: the largest size this server is known
+ * to have signed, from its checkpoints table (the largest row that opens under its own keys,
+ * whatever the log's head: see `highestSignedPoint`) and from the state it keeps outside the
+ * database (`saved`). Each is checked against the database first (`verifySignedPoint`): the
+ * log reaches it, the stored frontier folds to its root, the stored event at its size is the
+ * leaf it signed. So a log cut back and written again while no signer ran is caught here,
+ * before anything is signed. O(log n) rows. With neither, it starts from the empty tree (its
+ * first check reads every event once): an unsigned row proves nothing.
  */
 export async function resumeVerifiedTree(
   database: Database,
   log: string,
   trust: { verifiers: readonly string[]; origin: string },
+  at: { headSize: number; saved?: SignedPoint | undefined },
 ): Promise<TreeCheck> {
-  const stored = await latestCheckpoint(database, log);
-  const empty: TreeCheck = { ok: true, tree: { range: new CompactRange(), head: null } };
-  if (stored === null || stored.treeSize === 0) return empty;
-  const opened = openCheckpoint(stored.note, trust);
-  // Signed by none of today's keys (one rotated out before it signed again): nothing to resume from.
-  if (!opened.ok) return empty;
-  const { treeSize, rootHash } = opened.checkpoint;
-  const mismatch = (message: string, seq = treeSize): TreeCheck => ({
-    ok: false,
-    finding: { code: 'CHECKPOINT_MISMATCH', log, seq, table: 'merkle_nodes', message },
-  });
-  const frontier = await readSubtreeHashes(database, log, rootSubtrees(treeSize));
-  if (frontier.some((hash) => hash === undefined)) {
-    return mismatch(`the stored Merkle tree no longer reaches the signed checkpoint at ${treeSize}`);
+  const stored = await highestSignedPoint(database, log, trust);
+  const points = [stored, at.saved].filter((p): p is SignedPoint => p != null && p.treeSize > 0);
+  let start: TreeCheck = { ok: true, tree: { range: new CompactRange(), head: null } };
+  for (const point of points) {
+    const checked = await verifySignedPoint(database, log, point, at.headSize);
+    if (!checked.ok) return checked;
+    if (start.ok && checked.tree.range.size >= start.tree.range.size) start = checked;
   }
-  const range = CompactRange.fromFrontier(treeSize, frontier as Uint8Array[]);
-  if (!bytesEqual(range.root(), rootHash)) {
-    return mismatch(`the stored Merkle nodes at size ${treeSize} do not give the root this server signed`);
-  }
-  // The head: the stored event at the signed size must recompute, and be the leaf that was signed.
-  const [event] = await readEvents(database, log, treeSize - 1, 1);
-  if (event === undefined || event.seq !== treeSize) {
-    return {
-      ok: false,
-      finding: {
-        code: 'CHECKPOINT_MISMATCH',
-        log,
-        seq: treeSize,
-        table: 'audit_events',
-        message: `the event at seq ${treeSize}, covered by a checkpoint this server signed, is gone`,
-      },
-    };
-  }
-  // A missing proof node is damage too: the frontier above was complete.
-  const proof = await merkleInclusionProof(database, { log, seq: treeSize, treeSize }).catch(() => null);
-  if (
-    proof === null ||
-    payloadHashOf(event.payload) !== event.payload_hash ||
-    eventHashOf(event) !== event.hash ||
-    !verifyInclusion(eventLeafHash(event.hash), treeSize - 1, treeSize, proof, rootHash)
-  ) {
-    return {
-      ok: false,
-      finding: {
-        code: 'CHECKPOINT_MISMATCH',
-        log,
-        seq: treeSize,
-        table: 'audit_events',
-        message: `the event at seq ${treeSize} is not the one the checkpoint this server signed covers: history was rewritten`,
-      },
-    };
-  }
-  return { ok: true, tree: { range, head: { seq: event.seq, hash: event.hash } } };
+  return start;
 }
 
 /**
@@ -189,18 +138,19 @@ export async function extendVerifiedTree(
 
 /**
  * Check the tree about to be signed (`head`: its size and the stored root) against the
- * events: from `from` when this process verified up to there, else from this server's own
- * latest checkpoint (see {@link resumeVerifiedTree}).
+ * events: from `from` when this process verified up to there, else from the largest size
+ * this server signed, in the database or in its saved state (see {@link resumeVerifiedTree}).
  */
 export async function checkTreeToSign(
   database: Database,
   head: { log: string; treeSize: number; rootHash: Uint8Array },
   trust: { verifiers: readonly string[]; origin: string },
   from?: VerifiedTree,
+  saved?: SignedPoint,
 ): Promise<TreeCheck> {
   let start = from;
   if (start === undefined) {
-    const resumed = await resumeVerifiedTree(database, head.log, trust);
+    const resumed = await resumeVerifiedTree(database, head.log, trust, { headSize: head.treeSize, saved });
     if (!resumed.ok) return resumed;
     start = resumed.tree;
   }

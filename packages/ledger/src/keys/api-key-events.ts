@@ -24,6 +24,9 @@ export const KEY_ADOPTED = 'api_key.adopted';
  */
 export const OPERATOR_ACTOR = 'system:cli';
 
+/** The actor of the first key, which the server issues itself on an empty database. */
+export const BOOTSTRAP_ACTOR = 'system:bootstrap';
+
 /** A key row as the ledger stores it (no secret; the hash only in {@link KeyRow}). */
 export interface ApiKeyRecord {
   id: string;

@@ -2,6 +2,7 @@ import { payloadHashOf, type StoredEvent } from '@vouch/audit';
 import { SIGNING_KEY_EVENT_KINDS } from '../signatures/signing-key-events';
 import { createSigningKeyRegistry, type SignatureRule } from '../signatures/signing-key-registry';
 import {
+  BOOTSTRAP_ACTOR,
   expiryOf,
   KEY_ADOPTED,
   KEY_CREATED,
@@ -10,10 +11,7 @@ import {
   OPERATOR_ACTOR,
 } from './api-key-events';
 
-export { OPERATOR_ACTOR };
-
-/** The actor of the first key, which the server issues itself on an empty database. */
-export const BOOTSTRAP_ACTOR = 'system:bootstrap';
+export { BOOTSTRAP_ACTOR, OPERATOR_ACTOR };
 
 /** The role a key must hold to issue and revoke keys over HTTP (`POST /v1/keys`, `…/revoke`). */
 export const KEY_ADMIN_ROLE = 'admin';

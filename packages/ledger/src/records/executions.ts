@@ -415,6 +415,9 @@ async function checkExecution(
   // Nor a decision from another source than the policy the log pinned then (policy-pins.ts).
   const unpinned = await tx.reads.unpinnedDecision(decision);
   if (unpinned !== null) return refuse('DECISION_SOURCE_NOT_PINNED', unpinned);
+  // Nor a decision, in an enrolled engine's name, that it did not sign (signatures/).
+  const unsignedDecision = await tx.reads.unsignedRecord('decision', decision);
+  if (unsignedDecision !== null) return refuse('RECORD_SIGNATURE_INVALID', unsignedDecision);
   // The runtime role can append a built-in decision the policy never gave (an allow where it
   // asks a human): re-derive it, with the tool in force then, before acting on it.
   if (isBuiltInDecision(decision)) {
@@ -448,6 +451,8 @@ async function checkExecution(
     tx.reads.resolutionOf(request.id),
     tx.reads.usesOf(request.id),
   ]);
+  const unsignedAnswer = resolution && (await tx.reads.unsignedRecord('approval_resolution', resolution));
+  if (unsignedAnswer) return refuse('RECORD_SIGNATURE_INVALID', unsignedAnswer);
   const verdict = checkApproval({ request, resolution, uses, proposal, now });
   if (!verdict.ok) {
     if (verdict.code === 'APPROVAL_BOUNDS_VIOLATED' || verdict.code === 'SELF_APPROVAL')

@@ -3,6 +3,7 @@ import type { Db } from '../database';
 import { readEventsOfEntities } from '../event-store';
 import type { IntegrityAlarm } from '../integrity-alarm';
 import { type RevokedApproverKey, revokedApproverKeys } from '../keys/revoked-approver-keys';
+import { unsignedRecord } from '../signatures/signed-record-check';
 import { requireOwnEvidence } from './evidence-reuse-check';
 import { unpinnedDecision } from './policy-pins';
 import { requireProposalPayload } from './proposal-payload-check';
@@ -96,6 +97,11 @@ export interface LogReads extends RecordReads {
    * (see `unpinnedDecision`); a break raises the alarm.
    */
   unpinnedDecision(decision: DecisionRecord): Promise<string | null>;
+  /**
+   * Why a stored record in its actor's name lacks the signature the rule requires, or null
+   * (see `unsignedRecord`); a break raises the alarm.
+   */
+  unsignedRecord(kind: string, record: { id: string }): Promise<string | null>;
   /** Raise the integrity alarm for a record of `table` that breaks a rule the server writes under. */
   raiseRuleViolation(table: string, message: string): void;
   /** Keys of an approver live when it answered and revoked since (see `revokedApproverKeys`). */
@@ -150,6 +156,8 @@ export function logReads(db: Db, log: string, alarm: IntegrityAlarm): LogReads {
     requireAssessedChecks: (proposal, observation, verifications) =>
       requireAssessedChecks(alarm, log, proposal, observation, verifications),
     unpinnedDecision: (decision) => unpinnedDecision(db, log, alarm, decision),
+    unsignedRecord: (kind, record) =>
+      unsignedRecord(db, log, alarm, kind, record as Record<string, unknown> & { id: string }),
     raiseRuleViolation: (table, message) =>
       alarm.raise({ code: 'RECORD_RULE_VIOLATION', log, table, message }),
     revokedApproverKeys: (options) => revokedApproverKeys(db, options),

@@ -607,7 +607,7 @@ export function recordRuleFailure(
 }
 
 /** The table a record kind is stored in, for a failure's `table`. */
-function tableNameOf(kind: string): string {
+export function tableNameOf(kind: string): string {
   const entry = RECORD_TABLE_OF.get(kind);
   return entry === undefined ? kind : getTableName(entry.table);
 }

@@ -1,5 +1,6 @@
 import { type StoredEvent, sameIdentity } from '@vouch/audit';
 import { ownRefusals } from '@vouch/records';
+import { requireSignedRecords } from '../signatures/signed-record-check';
 import { type ApprovalView, approvalView } from './approvals';
 import { deriveOutcome, deriveStage, type ProposalStage } from './outcome';
 import { requirePinnedDecision } from './policy-pins';
@@ -57,6 +58,11 @@ export async function story(
     ? await reads.requestById(decision.approval_request_id)
     : null;
   const approval = request ? await approvalView(reads, request, runtime.wallNow()) : null;
+  await requireSignedRecords(reads, [
+    ['decision', decision],
+    ['approval_resolution', approval?.resolution],
+    ...verificationList.map((v) => ['verification', v] as const),
+  ]);
   const verification = verificationList.at(-1) ?? null;
   reads.requireAssessedChecks(proposal, observation, verificationList);
   await reads.requireOwnEvidence(proposal.id, verificationList);

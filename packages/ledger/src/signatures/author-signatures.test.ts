@@ -162,6 +162,47 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
     expect(await rules(log)).toEqual(['SIGNATURE_MISSING']);
   });
 
+  it("the server refuses to act on the runtime role's approval in an enrolled approver's name", async () => {
+    const { log, agent, request, proposal } = await pending();
+    await forgeRecords(ledger, log, (tx, now) => {
+      tx.write('approval_resolution', 'user:alice', {
+        id: 'res_forged',
+        request_id: request.id,
+        resolution: 'approved',
+        resolver: 'user:alice',
+        validity: 'once',
+        window_seconds: 3600,
+        window_source: 'policy',
+        valid_until: new Date(Date.parse(now) + 3_600_000).toISOString(),
+        comment: null,
+        resolved_at: now,
+      });
+    });
+    const before = ledger.integrityAlarm.alarms().length;
+    expect(await codeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe(
+      'RECORD_SIGNATURE_INVALID',
+    );
+    expect(await codeOf(records.story(log, proposal.id))).toBe('RECORD_SIGNATURE_INVALID');
+    expect(ledger.integrityAlarm.alarms().length).toBeGreaterThan(before);
+  });
+
+  it('a signed approval authorizes the execution', async () => {
+    const { log, agent, request, proposal } = await pending();
+    const body = { request_id: request.id };
+    await records.approve(
+      {
+        log,
+        caller: {
+          identity: 'user:alice',
+          signature: parsed(sign(alice, log, 'approval.approve', 'user:alice', body)),
+        },
+      },
+      body,
+    );
+    expect(await codeOf(records.authorize(agent, { proposal_id: proposal.id }))).toBe('SUCCEEDED');
+    expect((await records.story(log, proposal.id)).approval?.status).toBe('used');
+  });
+
   it('a signed approval moved to another request, or turned into a deny, is reported', async () => {
     const { log, agent, request } = await pending();
     const more = async (key: string, amount: number) =>
@@ -248,6 +289,8 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
       });
     });
     expect(await rules(log)).toEqual(['SIGNATURE_MISSING']);
+    // Online too: the story never derives "verified" from it.
+    expect(await codeOf(records.story(log, proposal.id))).toBe('RECORD_SIGNATURE_INVALID');
   });
 
   it('a revoked signing key signs nothing afterwards', async () => {

@@ -6,8 +6,8 @@ import {
   parseAuthorPublicKey,
   sameIdentity,
 } from '@vouch/audit';
-import { SYSTEM_LOG } from '../keys/api-key-events';
-import { BOOTSTRAP_ACTOR, type KeyEvent, type KeyHistory, OPERATOR_ACTOR } from '../keys/key-history';
+import { BOOTSTRAP_ACTOR, OPERATOR_ACTOR, SYSTEM_LOG } from '../keys/api-key-events';
+import type { KeyEvent, KeyWindow } from '../keys/key-history';
 import {
   type CodeEnrolment,
   createEnrolmentCodes,
@@ -70,7 +70,7 @@ export interface SignedAction {
  * holds a live enrolled key, or any actor once `signatures.required` is recorded, must sign,
  * and a signature present must verify with a key of the actor live at the time.
  */
-export function createSigningKeyRegistry(keys: KeyHistory) {
+export function createSigningKeyRegistry(keys: { keysOf(identity: string): readonly KeyWindow[] }) {
   const byId = new Map<string, EnrolledWindow>();
   const codes = createEnrolmentCodes();
   let enrolled = 0;
