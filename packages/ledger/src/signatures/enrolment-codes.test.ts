@@ -223,6 +223,20 @@ describe.each(testBackends())('enrolment by one-time code on $name', ({ open }) 
     expect(await codeOf(enrol(generateAuthorKey(), code))).toBe('ENROLMENT_CODE_USED');
   });
 
+  it('a code revealed by any enrolment event is spent, even one that names no valid key', async () => {
+    const { code } = await issue();
+    const key = generateAuthorKey();
+    await ledger.append({
+      log: SYSTEM_LOG,
+      kind: SIGNING_KEY_ENROLLED,
+      entity: key.keyId,
+      actor: 'user:alice',
+      payload: { key_id: key.keyId, identity: 'user:alice', public_key: 'ed25519:AAAA', code },
+    });
+    expect(await reported(key.keyId)).toEqual(['SIGNATURE_MALFORMED']);
+    expect(await codeOf(enrol(generateAuthorKey(), code))).toBe('ENROLMENT_CODE_USED');
+  });
+
   it('a self-enrolment written in another actor’s name is reported', async () => {
     const { code } = await issue();
     const key = generateAuthorKey();

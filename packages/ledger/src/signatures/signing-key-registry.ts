@@ -108,6 +108,17 @@ export function createSigningKeyRegistry(keys: { keysOf(identity: string): reado
 
   const enrolment = (event: KeyEvent, at: number): SignatureViolation | null => {
     const payload = signingKeyPayload(event);
+    const violation = enrolmentViolation(event, at, payload);
+    // A revealed code is spent whether or not its enrolment holds: anyone can read it now.
+    if (typeof payload?.code === 'string') codes.use(enrolmentCodeCommitment(payload.code));
+    return violation;
+  };
+
+  const enrolmentViolation = (
+    event: KeyEvent,
+    at: number,
+    payload: Record<string, unknown> | null,
+  ): SignatureViolation | null => {
     const publicKey = parseAuthorPublicKey(payload?.public_key);
     if (!payload || !publicKey || typeof payload.identity !== 'string' || payload.key_id !== event.entity) {
       return {
@@ -147,8 +158,6 @@ export function createSigningKeyRegistry(keys: { keysOf(identity: string): reado
       proof: payload.proof,
     };
     const refused = codes.refusal(enrolment, at);
-    // A revealed code is spent whether or not its enrolment holds: anyone can read it now.
-    if (typeof payload.code === 'string') codes.use(enrolmentCodeCommitment(payload.code));
     if (payload.enrolled_by !== event.actor || key.identity !== event.actor) {
       return {
         rule: 'SIGNING_KEY_ENROLLER_FORBIDDEN',
