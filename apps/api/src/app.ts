@@ -28,6 +28,7 @@ import { primaryReads, type ReadRouter, type ReadSide } from './read-routing';
 import { type ApprovalEventsOptions, registerApprovalEventRoutes } from './routes/approval-events';
 import { registerApprovalRoutes } from './routes/approvals';
 import { registerAuditRoutes } from './routes/audit';
+import { registerEnrolmentCodeRoutes } from './routes/enrolment-codes';
 import { databaseReadiness, type Readiness, registerHealthRoutes, withIntegrity } from './routes/health';
 import { registerKeyRoutes } from './routes/keys';
 import { registerLogRoutes } from './routes/logs';
@@ -202,6 +203,7 @@ export function createApp(options: AppOptions): VouchApp {
   registerKeyRoutes(app, { keys, ledger: options.ledger });
   registerMeRoutes(app);
   registerSigningKeyRoutes(app, { ledger: options.ledger });
+  registerEnrolmentCodeRoutes(app, { ledger: options.ledger });
   registerToolRoutes(app, { records });
   registerProposalRoutes(app, {
     records,

@@ -138,6 +138,16 @@ export const STATUS_BY_CODE = {
   PUBLIC_KEY_INVALID: 400,
   // A stored record in an enrolled author's name without their signature: the server never wrote it.
   RECORD_SIGNATURE_INVALID: 409,
+  // No live code for the caller's identity hashes to this code (or the code is for someone else).
+  ENROLMENT_CODE_INVALID: 403,
+  ENROLMENT_CODE_EXPIRED: 403,
+  // A code enrols one key: it was revealed when it was used.
+  ENROLMENT_CODE_USED: 409,
+  // The proof is not the new key's signature over {identity, public_key, code_commitment}.
+  ENROLMENT_PROOF_INVALID: 403,
+  SIGNING_KEY_ENROLLED: 409,
+  // One signed request issues one enrolment code.
+  SIGNATURE_REPLAYED: 409,
 
   // @vouch/verifier-sdk: configuration problems are the server's (they fail at startup)…
   VERIFIER_INVALID: 500,

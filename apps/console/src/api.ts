@@ -16,14 +16,19 @@ export class ApiError extends Error {
 export interface Api {
   get<T>(path: string, query?: Record<string, string | number | undefined>): Promise<T>;
   getText(path: string, accept: string): Promise<string>;
-  post<T>(path: string, body: unknown): Promise<T>;
+  post<T>(path: string, body: unknown, headers?: Record<string, string>): Promise<T>;
 }
 
 export function createApi(key: string, log: () => string): Api {
   const request = async (
     method: string,
     path: string,
-    init: { query?: Record<string, string | number | undefined>; body?: unknown; accept?: string } = {},
+    init: {
+      query?: Record<string, string | number | undefined>;
+      body?: unknown;
+      accept?: string;
+      headers?: Record<string, string>;
+    } = {},
   ) => {
     const url = new URL(path, window.location.origin);
     for (const [name, value] of Object.entries(init.query ?? {})) {
@@ -40,6 +45,7 @@ export function createApi(key: string, log: () => string): Api {
           authorization: `Bearer ${key}`,
           accept: init.accept ?? 'application/json',
           ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...init.headers,
         },
         ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
       });
@@ -61,7 +67,8 @@ export function createApi(key: string, log: () => string): Api {
   return {
     get: async (path, query) => (await request('GET', path, query ? { query } : {})).json(),
     getText: async (path, accept) => (await request('GET', path, { accept })).text(),
-    post: async (path, body) => (await request('POST', path, { body })).json(),
+    post: async (path, body, headers) =>
+      (await request('POST', path, { body, ...(headers ? { headers } : {}) })).json(),
   };
 }
 

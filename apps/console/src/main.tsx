@@ -7,6 +7,7 @@ import { ErrorBox } from './ui';
 import { Inbox } from './views/inbox';
 import { Logs } from './views/logs';
 import { Queues } from './views/queues';
+import { SigningKey } from './views/signing-key';
 import { Timeline } from './views/timeline';
 
 /** What each view needs, and what each role may do there (the server enforces it either way). */
@@ -14,6 +15,12 @@ const VIEWS = [
   { path: 'inbox', title: 'Inbox', key: '1', roles: ['approver', 'auditor'] },
   { path: 'queues', title: 'Queues', key: '2', roles: ['approver', 'verifier', 'auditor'] },
   { path: 'logs', title: 'Log', key: '3', roles: ['auditor'] },
+  {
+    path: 'signing-key',
+    title: 'Signing key',
+    key: '4',
+    roles: ['approver', 'verifier', 'auditor', 'gateway', 'policy', 'admin', 'redactor'],
+  },
 ] as const satisfies ReadonlyArray<{ path: string; title: string; key: string; roles: readonly Role[] }>;
 
 const ALLOWS: Record<Role, string> = {
@@ -199,6 +206,7 @@ function App() {
         {view === 'inbox' ? <Inbox api={api} me={me} apiKey={key} log={log} /> : null}
         {view === 'queues' ? <Queues api={api} /> : null}
         {view === 'logs' ? <Logs api={api} log={log} setLog={setLog} /> : null}
+        {view === 'signing-key' ? <SigningKey api={api} me={me} /> : null}
         {view === 'proposal' ? <Timeline api={api} id={decodeURIComponent(param)} /> : null}
         {view === 'none' ? <p>This key's roles have no view in the console.</p> : null}
       </main>

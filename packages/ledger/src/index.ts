@@ -190,6 +190,17 @@ export {
   postgresReason,
   roleStatus,
 } from './runtime-role';
+export type { IssuedEnrolmentCode } from './signatures/enrolment-code-events';
+export { enrolWithCode, issueEnrolmentCode } from './signatures/enrolment-code-events';
+export type { CodeRefusal } from './signatures/enrolment-codes';
+export {
+  ENROL_BY_CODE_ACTION,
+  ENROLMENT_CODE_ACTION,
+  ENROLMENT_CODE_TTL_MS,
+  enrolByCodeClaims,
+  enrolmentCodeCommitment,
+  SIGNING_KEY_ENROLMENT_CODE,
+} from './signatures/enrolment-codes';
 export { currentKeyHistory, signatureOfRequest } from './signatures/request-signature';
 export type { EnrolledKey } from './signatures/signing-key-events';
 export {

@@ -106,6 +106,13 @@ export const LEDGER_ERROR_CODES = [
   'SIGNATURE_INVALID',
   'PUBLIC_KEY_INVALID',
   'RECORD_SIGNATURE_INVALID',
+  // enrolment of a signing key by a one-time code (docs/console.md, "Signing key")
+  'ENROLMENT_CODE_INVALID',
+  'ENROLMENT_CODE_EXPIRED',
+  'ENROLMENT_CODE_USED',
+  'ENROLMENT_PROOF_INVALID',
+  'SIGNING_KEY_ENROLLED',
+  'SIGNATURE_REPLAYED',
 ] as const;
 
 /** What `@vouch/audit` refuses with, as the server passes it on (mirrors its `AuditErrorCode`; its `LOG_NOT_FOUND` is listed with the ledger's). */

@@ -22,7 +22,7 @@ const EnrollInputSchema = z
   })
   .openapi('SigningKeyEnrollment');
 
-const SigningKeySchema = z
+export const SigningKeySchema = z
   .object({
     key_id: z.string(),
     identity: z.string(),

@@ -3,6 +3,7 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 import { type Api, ApiError } from '../api';
 import { openEventStream } from '../event-stream';
 import { countdown, diffJson, shortHash } from '../format';
+import { browserKeys, signAsAuthor } from '../signing-key';
 import type { ApprovalDetail, ApprovalPage, Me } from '../types';
 import { Badge, ErrorBox, Field, Json, Redacted, toneOf } from '../ui';
 import { useListKeys } from './list-keys';
@@ -123,6 +124,7 @@ export function Inbox({ api, me, apiKey, log }: { api: Api; me: Me; apiKey: stri
               key={a.request.id}
               api={api}
               me={me}
+              log={log}
               approval={a}
               previous={lastApprovedFor(a, history)}
               now={now}
@@ -136,9 +138,44 @@ export function Inbox({ api, me, apiKey, log }: { api: Api; me: Me; apiKey: stri
   );
 }
 
+/**
+ * The `Vouch-Signature` header over an answer, when this browser holds a signing key for the
+ * signed-in identity (the Signing key page enrols one); none otherwise.
+ */
+async function signatureHeader(
+  me: Me,
+  statement: { log: string; action: string; claims: unknown },
+): Promise<Record<string, string> | undefined> {
+  const key = await browserKeys.load(me.identity);
+  return key ? { 'vouch-signature': await signAsAuthor(key, statement) } : undefined;
+}
+
+/** What to do about a refusal the console can explain further. */
+function SignatureHint({ error }: { error: unknown }) {
+  if (!(error instanceof ApiError)) return null;
+  if (error.code === 'SIGNATURE_REQUIRED') {
+    return (
+      <p class="note" data-testid="signature-hint">
+        Your answers must be signed, and this browser holds no signing key for you: enrol one on the{' '}
+        <a href="#/signing-key">Signing key</a> page with a one-time code from your admin.
+      </p>
+    );
+  }
+  if (error.code === 'SIGNATURE_INVALID') {
+    return (
+      <p class="note" data-testid="signature-hint">
+        This browser's signing key is not (or no longer) enrolled for you: enrol a new one on the{' '}
+        <a href="#/signing-key">Signing key</a> page.
+      </p>
+    );
+  }
+  return null;
+}
+
 function ApprovalCard(props: {
   api: Api;
   me: Me;
+  log: string;
   approval: ApprovalDetail;
   previous: ApprovalDetail | null;
   now: number;
@@ -171,7 +208,9 @@ function ApprovalCard(props: {
           : comment
             ? { comment }
             : {};
-      await api.post(`/v1/approvals/${encodeURIComponent(a.request.id)}/${kind}`, body);
+      const claims = { ...body, request_id: a.request.id };
+      const headers = await signatureHeader(me, { log: props.log, action: `approval.${kind}`, claims });
+      await api.post(`/v1/approvals/${encodeURIComponent(a.request.id)}/${kind}`, body, headers);
       props.onAnswered();
     } catch (e) {
       setError(e instanceof ApiError ? e : new ApiError('ERROR', String(e), 0));
@@ -281,6 +320,7 @@ function ApprovalCard(props: {
             </p>
           ) : null}
           <ErrorBox error={error} />
+          <SignatureHint error={error} />
         </div>
       ) : (
         <p class="note">Your key has no approver role: you can read requests, not answer them.</p>

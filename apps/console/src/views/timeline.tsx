@@ -79,13 +79,28 @@ export function Timeline({ api, id }: { api: Api; id: string }) {
               requested {time(approval.request.requested_at)}, expires {time(approval.request.expires_at)}
             </p>
             {approval.resolution ? (
-              <p>
-                <strong>{approval.resolution.resolution}</strong> by {approval.resolution.resolver} at{' '}
-                {time(approval.resolution.resolved_at)}
-                {approval.resolution.validity ? `, valid ${approval.resolution.validity}` : ''}
-                {approval.resolution.valid_until ? ` until ${time(approval.resolution.valid_until)}` : ''}
-                {approval.resolution.comment ? <q>{approval.resolution.comment}</q> : null}
-              </p>
+              <>
+                <p>
+                  <strong>{approval.resolution.resolution}</strong> by {approval.resolution.resolver} at{' '}
+                  {time(approval.resolution.resolved_at)}
+                  {approval.resolution.validity ? `, valid ${approval.resolution.validity}` : ''}
+                  {approval.resolution.valid_until ? ` until ${time(approval.resolution.valid_until)}` : ''}
+                  {approval.resolution.comment ? <q>{approval.resolution.comment}</q> : null}
+                </p>
+                <p data-testid="answer-signature">
+                  {approval.resolution.signature ? (
+                    <>
+                      <Badge tone="good">signed</Badge> by {approval.resolution.resolver}'s key{' '}
+                      <code>{approval.resolution.signature.signatures[0]?.keyid}</code>
+                    </>
+                  ) : (
+                    <>
+                      <Badge tone="neutral">unsigned</Badge> no author signature (the resolver held no
+                      enrolled key then)
+                    </>
+                  )}
+                </p>
+              </>
             ) : (
               <p class="muted">Not answered.</p>
             )}

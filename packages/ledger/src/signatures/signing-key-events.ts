@@ -8,6 +8,7 @@ import {
 import { LedgerError } from '../errors';
 import { SYSTEM_LOG } from '../keys/api-key-events';
 import type { Ledger } from '../ledger';
+import { SIGNING_KEY_ENROLMENT_CODE } from './enrolment-codes';
 
 /** An author's public key bound to an identity: the key its signatures are checked with. */
 export const SIGNING_KEY_ENROLLED = 'signing_key.enrolled';
@@ -20,6 +21,7 @@ export const SIGNING_KEY_EVENT_KINDS: readonly string[] = [
   SIGNING_KEY_ENROLLED,
   SIGNING_KEY_REVOKED,
   SIGNATURES_REQUIRED,
+  SIGNING_KEY_ENROLMENT_CODE,
 ];
 
 /** The actions an admin signs when enrolling or revoking someone's key. */

@@ -9,6 +9,13 @@ import {
 import { BOOTSTRAP_ACTOR, OPERATOR_ACTOR, SYSTEM_LOG } from '../keys/api-key-events';
 import type { KeyEvent, KeyWindow } from '../keys/key-history';
 import {
+  type CodeEnrolment,
+  createEnrolmentCodes,
+  ENROLMENT_CODE_ACTION,
+  enrolmentCodeCommitment,
+  SIGNING_KEY_ENROLMENT_CODE,
+} from './enrolment-codes';
+import {
   ENROLL_ACTION,
   REVOKE_SIGNING_KEY_ACTION,
   SIGNATURES_REQUIRED,
@@ -58,12 +65,14 @@ export interface SignedAction {
  * The authors' signing keys, built from the `system` log's `signing_key.*` events in seq
  * order beside the API key history (who may enrol a key for someone: the operator, the first
  * start while none is enrolled, or an identity holding a live admin key, signing as itself
- * once it has a signing key), and the rule every signed record is judged by: an actor that
+ * once it has a signing key; or the identity itself, with a one-time code such an enroller
+ * issued for it: `enrolment-codes.ts`), and the rule every signed record is judged by: an actor that
  * holds a live enrolled key, or any actor once `signatures.required` is recorded, must sign,
  * and a signature present must verify with a key of the actor live at the time.
  */
 export function createSigningKeyRegistry(keys: { keysOf(identity: string): readonly KeyWindow[] }) {
   const byId = new Map<string, EnrolledWindow>();
+  const codes = createEnrolmentCodes();
   let enrolled = 0;
   let requiredSince = Number.POSITIVE_INFINITY;
 
@@ -99,6 +108,17 @@ export function createSigningKeyRegistry(keys: { keysOf(identity: string): reado
 
   const enrolment = (event: KeyEvent, at: number): SignatureViolation | null => {
     const payload = signingKeyPayload(event);
+    const violation = enrolmentViolation(event, at, payload);
+    // A revealed code is spent whether or not its enrolment holds: anyone can read it now.
+    if (typeof payload?.code === 'string') codes.use(enrolmentCodeCommitment(payload.code));
+    return violation;
+  };
+
+  const enrolmentViolation = (
+    event: KeyEvent,
+    at: number,
+    payload: Record<string, unknown> | null,
+  ): SignatureViolation | null => {
     const publicKey = parseAuthorPublicKey(payload?.public_key);
     if (!payload || !publicKey || typeof payload.identity !== 'string' || payload.key_id !== event.entity) {
       return {
@@ -106,10 +126,9 @@ export function createSigningKeyRegistry(keys: { keysOf(identity: string): reado
         why: 'an enrolment names a key id, an identity and its Ed25519 key',
       };
     }
-    const violation = enrollerViolation(event, at, payload, {
-      identity: payload.identity,
-      public_key: payload.public_key,
-    });
+    const violation = Object.hasOwn(payload, 'code_commitment')
+      ? selfEnrolmentViolation(event, at, payload, { identity: payload.identity, publicKey })
+      : enrollerViolation(event, at, payload, { identity: payload.identity, public_key: payload.public_key });
     if (violation === null && !byId.has(event.entity)) {
       byId.set(event.entity, {
         keyId: event.entity,
@@ -123,13 +142,64 @@ export function createSigningKeyRegistry(keys: { keysOf(identity: string): reado
     return violation;
   };
 
+  /** A key enrolled by its own identity with a one-time code: the code's rule, and nothing else. */
+  const selfEnrolmentViolation = (
+    event: KeyEvent,
+    at: number,
+    payload: Record<string, unknown>,
+    key: { identity: string; publicKey: Uint8Array },
+  ): SignatureViolation | null => {
+    const enrolment: CodeEnrolment = {
+      identity: key.identity,
+      public_key: String(payload.public_key),
+      publicKey: key.publicKey,
+      code: payload.code,
+      code_commitment: payload.code_commitment,
+      proof: payload.proof,
+    };
+    const refused = codes.refusal(enrolment, at);
+    if (payload.enrolled_by !== event.actor || key.identity !== event.actor) {
+      return {
+        rule: 'SIGNING_KEY_ENROLLER_FORBIDDEN',
+        why: `a key enrolled by code is enrolled by its own identity, not ${event.actor} for ${key.identity}`,
+      };
+    }
+    return refused && { rule: 'SIGNING_KEY_ENROLLER_FORBIDDEN', why: refused.why };
+  };
+
+  const codeIssue = (event: KeyEvent, at: number): SignatureViolation | null => {
+    const payload = signingKeyPayload(event);
+    if (!payload || typeof payload.identity !== 'string' || payload.code_commitment !== event.entity) {
+      return {
+        rule: 'SIGNATURE_MALFORMED',
+        why: 'an enrolment code names an identity and its commitment, the event entity',
+      };
+    }
+    const signature = payload.signature as DsseEnvelope | undefined;
+    if (codes.replayed(signature)) {
+      return { rule: 'SIGNATURE_REPLAYED', why: 'the signed request already issued another code' };
+    }
+    const claims = {
+      identity: payload.identity,
+      ...(payload.note === undefined ? {} : { note: payload.note }),
+    };
+    const violation = enrollerViolation(event, at, payload, claims);
+    if (violation === null) codes.issue(payload, at, signature);
+    return violation;
+  };
+
   const enrollerViolation = (
     event: KeyEvent,
     at: number,
     payload: Record<string, unknown>,
     claims: Record<string, unknown>,
   ): SignatureViolation | null => {
-    const namedBy = event.kind === SIGNING_KEY_ENROLLED ? payload.enrolled_by : payload.revoked_by;
+    const namedBy =
+      event.kind === SIGNING_KEY_ENROLLED
+        ? payload.enrolled_by
+        : event.kind === SIGNING_KEY_ENROLMENT_CODE
+          ? payload.issued_by
+          : payload.revoked_by;
     if (namedBy !== event.actor) {
       return {
         rule: 'SIGNING_KEY_ENROLLER_FORBIDDEN',
@@ -141,7 +211,11 @@ export function createSigningKeyRegistry(keys: { keysOf(identity: string): reado
     if (!adminAt(event.actor, at)) {
       return { rule: 'SIGNING_KEY_ENROLLER_FORBIDDEN', why: `${event.actor} held no live admin key then` };
     }
-    const action = event.kind === SIGNING_KEY_ENROLLED ? ENROLL_ACTION : REVOKE_SIGNING_KEY_ACTION;
+    const action =
+      {
+        [SIGNING_KEY_ENROLLED]: ENROLL_ACTION,
+        [SIGNING_KEY_ENROLMENT_CODE]: ENROLMENT_CODE_ACTION,
+      }[event.kind] ?? REVOKE_SIGNING_KEY_ACTION;
     const signature = payload.signature as DsseEnvelope | undefined;
     return judge({
       log: SYSTEM_LOG,
@@ -160,9 +234,14 @@ export function createSigningKeyRegistry(keys: { keysOf(identity: string): reado
     liveKeysOf,
     /** Every key ever enrolled, in enrolment order. */
     all: () => [...byId.values()],
+    /** Why a self-enrolment by code at `at` would not hold (null: it would), for the server to refuse it. */
+    codeEnrolmentRefusal: (enrolment: CodeEnrolment, at: number) => codes.refusal(enrolment, at),
+    /** Whether an admin's signed request for a code was already used for another. */
+    codeRequestReplayed: (signature: DsseEnvelope | undefined) => codes.replayed(signature),
     /** Take one `signing_key.*` / `signatures.required` event (other kinds are ignored). */
     add(event: KeyEvent, at: number): SignatureViolation | null {
       if (event.kind === SIGNING_KEY_ENROLLED) return enrolment(event, at);
+      if (event.kind === SIGNING_KEY_ENROLMENT_CODE) return codeIssue(event, at);
       if (event.kind === SIGNING_KEY_REVOKED) {
         const payload = signingKeyPayload(event);
         const key = byId.get(event.entity);
