@@ -170,7 +170,10 @@ describe.each(serverBackends())('an upgrade from release b0bc381 on $name', (bac
     const all = await vouch(['verify', '--public-key', release.verifier_key]);
     expect({ code: all.code, stderr: all.stderr }).toEqual({ code: 0, stderr: '' });
     expect(all.stdout).toContain('all 2 logs intact');
-    expect(all.stdout).not.toContain('NOT checked');
+    expect(all.stdout).not.toContain('signatures NOT checked');
+    expect(all.stdout).not.toContain('record writers NOT checked');
+    // The old release's decisions were written before any policy was pinned: said, not hidden.
+    expect(all.stdout).toContain('decision sources NOT checked against a pinned policy');
     after = await everyCheck();
     expect(after.database).toMatchObject({ code: 0, report: { ok: true, failures: [] } });
     expect(after.api).toMatchObject({ ok: true, failures: [] });
