@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { generateNoteKeys, parseSignerKey } from '@vouch/audit';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codeOf as outcomeOf } from './__fixtures__/code-of';
 import { latestCheckpoint } from './checkpoints/checkpoint-store';
 import { logOrigin, signLogCheckpoint } from './checkpoints/sign-log-checkpoint';
 import type { Database } from './database';
-import { isLedgerError } from './errors';
 import { SYSTEM_LOG } from './keys/api-key-events';
 import { findApiKeysByHash, issueApiKey, revokeApiKey } from './keys/api-keys';
 import { OPERATOR_ACTOR } from './keys/key-history';
@@ -36,17 +36,6 @@ const signers = [parseSignerKey(logKey.signerKey)];
 const origin = (log: string) => logOrigin(PREFIX, log);
 
 const codes = (report: LogVerificationReport) => report.failures.map((f) => f.code);
-
-/** The code of the LedgerError `promise` rejects with, or `SUCCEEDED`. */
-async function outcomeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isLedgerError(error)) return error.code;
-    throw error;
-  }
-  return 'SUCCEEDED';
-}
 
 describe.each(testBackends())('red team: the ledger on $name', ({ open }) => {
   let database: Database;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codeOf as outcomeOf } from '../__fixtures__/code-of';
 import type { Database } from '../database';
-import { isLedgerError } from '../errors';
 import { issueApiKey } from '../keys/api-keys';
 import { OPERATOR_ACTOR } from '../keys/key-history';
 import { createLedger, type Ledger } from '../ledger';
@@ -29,17 +29,6 @@ const OPA: PolicyConfiguration = {
   identity: 'service:opa',
   source: 'opa',
 };
-
-/** The code of the LedgerError `promise` rejects with, or `SUCCEEDED`. */
-async function outcomeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isLedgerError(error)) return error.code;
-    throw error;
-  }
-  return 'SUCCEEDED';
-}
 
 describe.each(testBackends())('the pinned policy on $name', ({ open }) => {
   let database: Database;

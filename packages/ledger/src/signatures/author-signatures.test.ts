@@ -1,45 +1,20 @@
-import { randomBytes } from 'node:crypto';
-import {
-  type AuthorKey,
-  authorStatement,
-  detachedSignature,
-  formatAuthorPublicKey,
-  generateAuthorKey,
-  signAuthorStatement,
-} from '@vouch/audit';
+import { authorStatement, formatAuthorPublicKey, generateAuthorKey, signAuthorStatement } from '@vouch/audit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codeOf } from '../__fixtures__/code-of';
 import type { Database } from '../database';
-import { isLedgerError } from '../errors';
-import { issueApiKey } from '../keys/api-keys';
 import { OPERATOR_ACTOR } from '../keys/key-history';
 import { createLedger, type Ledger } from '../ledger';
 import { refund, refundTool } from '../records/__fixtures__/refund';
 import { createRecords, type RecordContext, type Records } from '../records/create-records';
 import { forgeRecords, verifyBothWays } from '../tamper-testing';
 import { testBackends } from '../testing';
+import { issueTestKeys, signedBy } from './__fixtures__/signing';
 import { enrollSigningKey, requireSignatures, revokeSigningKey } from './signing-key-events';
 
 // The runtime role holds only its database credentials: it can append any record, in any
 // actor's name, every hash right. Once an author holds an enrolled signing key, a record in
 // their name without their signature over what it says is refused by the server when asked
 // for, and reported by verification when forged.
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isLedgerError(error)) return error.code;
-    throw error;
-  }
-  return 'SUCCEEDED';
-}
-
-const sign = (key: AuthorKey, log: string, action: string, signer: string, claims: unknown) =>
-  detachedSignature(signAuthorStatement(authorStatement(log, action, signer, claims), key));
-const parsed = (header: string) => {
-  const [, keyid, sig] = /^keyid=(\S+); sig=(\S+)$/.exec(header)!;
-  return { keyid: keyid!, sig: sig! };
-};
 
 describe.each(testBackends())('author signatures on $name', ({ open }) => {
   let database: Database;
@@ -53,26 +28,14 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
     database = await open();
     ledger = createLedger(database);
     records = createRecords(ledger);
-    const people: [string, string][] = [
+    await issueTestKeys(ledger, [
       ['user:ops', 'admin'],
       ['agent:billing', 'gateway'],
       ['user:alice', 'approver'],
       ['user:bob', 'approver'],
       ['service:checker', 'verifier'],
       ['service:opa', 'policy'],
-    ];
-    for (const [identity, role] of people) {
-      await issueApiKey(ledger, {
-        id: `key_${identity}`,
-        keyHash: randomBytes(32).toString('hex'),
-        identity,
-        roles: [role],
-        scopes: [],
-        environments: null,
-        logs: null,
-        createdBy: OPERATOR_ACTOR,
-      });
-    }
+    ]);
     await enrollSigningKey(ledger, {
       identity: 'user:alice',
       publicKey: formatAuthorPublicKey(alice.publicKey),
@@ -115,7 +78,7 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
   it('a signed approval is recorded with its envelope, and verifies', async () => {
     const { log, request } = await pending();
     const body = { request_id: request.id, validity: 'once' };
-    const signature = parsed(sign(alice, log, 'approval.approve', 'user:alice', body));
+    const signature = signedBy(alice, log, 'approval.approve', 'user:alice', body);
     const view = await records.approve({ log, caller: { identity: 'user:alice', signature } }, body);
     expect(view.resolution?.signature?.signatures[0]?.keyid).toBe(alice.keyId);
     expect(await rules(log)).toEqual([]);
@@ -127,7 +90,7 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
   ])('a signature over %s is refused (SIGNATURE_INVALID)', async (_what, claimsOf) => {
     const { log, request } = await pending();
     const action = _what === 'a deny for an approve' ? 'approval.deny' : 'approval.approve';
-    const signature = parsed(sign(alice, log, action, 'user:alice', claimsOf(request.id)));
+    const signature = signedBy(alice, log, action, 'user:alice', claimsOf(request.id));
     const ctx = { log, caller: { identity: 'user:alice', signature } };
     expect(await codeOf(records.approve(ctx, { request_id: request.id, validity: 'once' }))).toBe(
       'SIGNATURE_INVALID',
@@ -137,7 +100,7 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
   it("a signature by someone else's key is refused", async () => {
     const { log, request } = await pending();
     const body = { request_id: request.id };
-    const signature = parsed(sign(checker, log, 'approval.approve', 'user:alice', body));
+    const signature = signedBy(checker, log, 'approval.approve', 'user:alice', body);
     expect(await codeOf(records.approve({ log, caller: { identity: 'user:alice', signature } }, body))).toBe(
       'SIGNATURE_INVALID',
     );
@@ -194,7 +157,7 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
         log,
         caller: {
           identity: 'user:alice',
-          signature: parsed(sign(alice, log, 'approval.approve', 'user:alice', body)),
+          signature: signedBy(alice, log, 'approval.approve', 'user:alice', body),
         },
       },
       body,
@@ -244,7 +207,7 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
         log,
         caller: {
           identity: 'user:alice',
-          signature: parsed(sign(alice, log, 'approval.approve', 'user:alice', body)),
+          signature: signedBy(alice, log, 'approval.approve', 'user:alice', body),
         },
       },
       body,
@@ -255,7 +218,7 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
       observation_id: observation.id,
       checks: [{ name: 'refund.recorded', status: 'pass' as const, source: 'billing-ledger' }],
     };
-    const signature = parsed(sign(checker, log, 'verification.record', 'service:checker', verification));
+    const signature = signedBy(checker, log, 'verification.record', 'service:checker', verification);
     const { verification: first } = await records.recordVerification(
       { log, caller: { identity: 'service:checker', signature } },
       verification,
@@ -277,7 +240,7 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
         log,
         caller: {
           identity: 'user:alice',
-          signature: parsed(sign(alice, log, 'approval.approve', 'user:alice', body)),
+          signature: signedBy(alice, log, 'approval.approve', 'user:alice', body),
         },
       },
       body,
@@ -311,7 +274,7 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
     await revokeSigningKey(ledger, { keyId: enrolled.key_id, revokedBy: OPERATOR_ACTOR });
     const { log, request } = await pending();
     const body = { request_id: request.id };
-    const signature = parsed(sign(bob, log, 'approval.approve', 'user:bob', body));
+    const signature = signedBy(bob, log, 'approval.approve', 'user:bob', body);
     expect(await codeOf(records.approve({ log, caller: { identity: 'user:bob', signature } }, body))).toBe(
       'SIGNATURE_INVALID',
     );
@@ -326,7 +289,7 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
     });
     const { log, request } = await pending();
     const body = { request_id: request.id };
-    const signature = parsed(sign(mallory, log, 'approval.approve', 'user:alice', body));
+    const signature = signedBy(mallory, log, 'approval.approve', 'user:alice', body);
     expect(await codeOf(records.approve({ log, caller: { identity: 'user:alice', signature } }, body))).toBe(
       'SIGNATURE_INVALID',
     );

@@ -1,35 +1,18 @@
-import { randomBytes } from 'node:crypto';
-import {
-  authorStatement,
-  detachedSignature,
-  formatAuthorPublicKey,
-  generateAuthorKey,
-  signAuthorStatement,
-} from '@vouch/audit';
+import { formatAuthorPublicKey, generateAuthorKey } from '@vouch/audit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codeOf } from '../__fixtures__/code-of';
 import type { Database } from '../database';
-import { isLedgerError } from '../errors';
-import { issueApiKey } from '../keys/api-keys';
 import { OPERATOR_ACTOR } from '../keys/key-history';
 import { createLedger, type Ledger } from '../ledger';
 import { refund, refundTool } from '../records/__fixtures__/refund';
 import { createRecords, type RecordContext, type Records } from '../records/create-records';
 import { forgeRecords, verifyBothWays } from '../tamper-testing';
 import { testBackends } from '../testing';
+import { issueTestKeys, signedBy } from './__fixtures__/signing';
 import { enrollSigningKey } from './signing-key-events';
 
 // An external policy engine with an enrolled key: its decisions carry its signature, and one
 // appended in its name without it is refused before an execution and reported.
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isLedgerError(error)) return error.code;
-    throw error;
-  }
-  return 'SUCCEEDED';
-}
 
 describe.each(testBackends())('decisions signed by their engine on $name', ({ open }) => {
   let database: Database;
@@ -42,22 +25,11 @@ describe.each(testBackends())('decisions signed by their engine on $name', ({ op
     database = await open();
     ledger = createLedger(database);
     records = createRecords(ledger, { policy: 'external' });
-    for (const [identity, role] of [
+    await issueTestKeys(ledger, [
       ['user:ops', 'admin'],
       ['agent:billing', 'gateway'],
       ['service:opa', 'policy'],
-    ] as const) {
-      await issueApiKey(ledger, {
-        id: `key_${identity}`,
-        keyHash: randomBytes(32).toString('hex'),
-        identity,
-        roles: [role],
-        scopes: [],
-        environments: null,
-        logs: null,
-        createdBy: OPERATOR_ACTOR,
-      });
-    }
+    ]);
     await enrollSigningKey(ledger, {
       identity: 'service:opa',
       publicKey: formatAuthorPublicKey(opa.publicKey),
@@ -82,14 +54,8 @@ describe.each(testBackends())('decisions signed by their engine on $name', ({ op
     reasons: [{ code: 'OK', effect: 'allow', message: 'fine' }],
     source: 'opa',
   });
-  const signature = (log: string, claims: unknown) => {
-    const [, keyid, sig] = /^keyid=(\S+); sig=(\S+)$/.exec(
-      detachedSignature(
-        signAuthorStatement(authorStatement(log, 'decision.record', 'service:opa', claims), opa),
-      ),
-    )!;
-    return { keyid: keyid!, sig: sig! };
-  };
+  const signature = (log: string, claims: unknown) =>
+    signedBy(opa, log, 'decision.record', 'service:opa', claims);
 
   it('unsigned is refused; signed is recorded with its envelope and lets the execution run', async () => {
     const { log, agent, proposal } = await undecided();

@@ -10,8 +10,8 @@ import {
   signAuthorStatement,
 } from '@vouch/audit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codeOf } from '../__fixtures__/code-of';
 import type { Database } from '../database';
-import { isLedgerError } from '../errors';
 import { SYSTEM_LOG } from '../keys/api-key-events';
 import { issueApiKey } from '../keys/api-keys';
 import { OPERATOR_ACTOR } from '../keys/key-history';
@@ -33,16 +33,6 @@ import { enrollSigningKey, SIGNING_KEY_ENROLLED } from './signing-key-events';
 // runtime role can append any event in anyone's name: a self-enrolment it forges (a code it
 // does not know, a code used already, expired, for someone else, or without the new key's
 // proof) counts for nothing and is reported; the server refuses the same, writing nothing.
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isLedgerError(error)) return error.code;
-    throw error;
-  }
-  return 'SUCCEEDED';
-}
 
 const detached = (text: string) => parseDetachedSignature(text)!;
 const publicText = (key: AuthorKey) => formatAuthorPublicKey(key.publicKey);

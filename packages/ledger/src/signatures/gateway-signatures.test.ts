@@ -11,8 +11,8 @@ import {
 } from '@vouch/audit';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { codeOf } from '../__fixtures__/code-of';
 import type { Database } from '../database';
-import { isLedgerError } from '../errors';
 import { issueApiKey } from '../keys/api-keys';
 import { OPERATOR_ACTOR } from '../keys/key-history';
 import { createLedger, type Ledger } from '../ledger';
@@ -28,16 +28,6 @@ import { enrollSigningKey } from './signing-key-events';
 // once it holds an enrolled signing key, the runtime role can no longer append one in its
 // name, nor change what a signed one says, without verification reporting it. The signed
 // claims hold `arguments` and `result` only as hashes, so an erasure leaves them verifiable.
-
-async function codeOf(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isLedgerError(error)) return error.code;
-    throw error;
-  }
-  return 'SUCCEEDED';
-}
 
 const GATEWAY = 'agent:billing';
 
