@@ -99,6 +99,7 @@ describe.each(testBackends())('verifyChain on $name', ({ open }) => {
           writers: 'not_checked',
           // Nor was a policy pinned, and there is no decision to judge.
           policy: 'no_decisions',
+          authors: { signed: 0, unsigned: 0 },
         });
         expect(progress.at(-1)).toBe(8);
       });

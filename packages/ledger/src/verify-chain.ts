@@ -107,6 +107,13 @@ export interface LogVerificationReport extends ChainReport {
    * log holds neither a decision nor a pin.
    */
   policy: 'pinned' | 'not_pinned' | 'no_decisions';
+  /**
+   * The records that speak for their author (approvals, verifications, external decisions, a
+   * gateway's proposals, claims and observations): how many carry the author's signature and
+   * how many do not (written before the author enrolled a key, or by an author who need not
+   * sign). An unsigned one that had to be signed is also a failure (`SIGNATURE_MISSING`).
+   */
+  authors: { signed: number; unsigned: number };
 }
 
 /**
@@ -321,6 +328,7 @@ async function finishReport(
     },
     writers,
     policy: checks.policy.status(),
+    authors: checks.writers.authors(),
   };
 }
 

@@ -84,6 +84,12 @@ function printHuman(io: CliIo, report: LogVerificationReport): void {
       '  record writers NOT checked (the system log holds no API key: the ledger is used without the API)\n',
     );
   }
+  const { signed, unsigned } = report.authors;
+  if (signed + unsigned > 0) {
+    io.out(
+      `  author signatures: ${count(signed)} record(s) signed by their author, ${count(unsigned)} unsigned${unsigned > 0 ? ' (written before their author enrolled a key, or by an author who need not sign)' : ''}\n`,
+    );
+  }
   if (report.policy === 'not_pinned') {
     io.out(
       '  decision sources NOT checked against a pinned policy (no policy.configured event before every decision: an older server, or the ledger used without the API)\n',

@@ -4,7 +4,9 @@ import { KEY_TIME_AHEAD_MS } from '../append-time';
 import type { Database, Db } from '../database';
 import type { KeyHistory, KeyWindow } from '../keys/key-history';
 import { type LoadedKeyHistory, loadKeyHistory } from '../keys/load-key-history';
+import { gatewaySignedActionsOf } from '../signatures/gateway-signatures';
 import { judgeRecordSignature } from '../signatures/judge-record-signature';
+import { signedActionsOf } from '../signatures/record-signatures';
 import { BUILT_IN_POLICY } from './built-in-decisions';
 import { RECORD_TABLE_OF } from './codec';
 import { recordRuleFailure } from './record-rules';
@@ -81,6 +83,7 @@ export function createRecordWriterCheck(
   const unknownObservations = new Set<string>();
   /** The signatures seen so far: one signed statement speaks for one record. */
   const signatures = new Set<string>();
+  const authors = { signed: 0, unsigned: 0 };
 
   const judge = (history: KeyHistory | null, event: StoredEvent, record: Json) => {
     const report = (rule: RecordWriterRule, why: string) =>
@@ -213,11 +216,14 @@ export function createRecordWriterCheck(
         }
         if (typeof record !== 'object' || record === null || Array.isArray(record)) continue;
         judge(keysIssued ? history : null, event, record as Json);
+        countAuthor(authors, event, record as Json);
         const unsigned = judgeRecordSignature(history, log, event, record as Json, signatures);
         if (unsigned !== null)
           fail(recordRuleFailure(event, unsigned.rule, unsigned.why, { actor: event.actor }));
       }
     },
+    /** How many records that speak for their author carry a signature, and how many do not. */
+    authors: () => ({ ...authors }),
     /** Whether the writers were judged: only where keys were ever issued. */
     async status(): Promise<'checked' | 'not_checked'> {
       return (await keys()).keysIssued ? 'checked' : 'not_checked';
@@ -226,6 +232,13 @@ export function createRecordWriterCheck(
 }
 
 export type RecordWriterCheck = ReturnType<typeof createRecordWriterCheck>;
+
+function countAuthor(authors: { signed: number; unsigned: number }, event: StoredEvent, record: Json): void {
+  if ((signedActionsOf(event.kind, record) ?? gatewaySignedActionsOf(event.kind, record, event)) === null)
+    return;
+  if (record.signature === undefined) authors.unsigned++;
+  else authors.signed++;
+}
 
 /** The roles whose live key may record a verification: the verify route's, judged here and by the queue. */
 export const VERIFICATION_WRITERS: readonly string[] = ['verifier', 'gateway'];

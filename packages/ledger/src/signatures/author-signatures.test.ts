@@ -82,6 +82,8 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
     const view = await records.approve({ log, caller: { identity: 'user:alice', signature } }, body);
     expect(view.resolution?.signature?.signatures[0]?.keyid).toBe(alice.keyId);
     expect(await rules(log)).toEqual([]);
+    // The gateway holds no signing key: its proposal is counted unsigned, and allowed.
+    expect((await verifyBothWays(database, { log })).authors).toEqual({ signed: 1, unsigned: 1 });
   });
 
   it.each([
