@@ -138,6 +138,7 @@ export {
 export type { ProposalStage, StageApproval } from './records/outcome';
 export { PROPOSAL_OUTCOMES, PROPOSAL_STAGES } from './records/outcome';
 export { proposalPayloadOf } from './records/payload-hash';
+export { createPolicyPinCheck, POLICY_PIN_KINDS } from './records/policy-pin-check';
 export type { ApprovalStatus } from './records/queries';
 export type { IntegrityViolation } from './records/record-integrity';
 export type {

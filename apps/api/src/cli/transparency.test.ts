@@ -133,6 +133,27 @@ describe.each(storages)('vouch export and vouch verify --bundle on $name', (stor
     ] as const) {
       await ledger.append({ log: 'forged', kind, entity, actor: agent, payload });
     }
+    // A log pinned to the built-in policy, and then an external engine's allow in it.
+    await ledger.append({
+      log: 'pinned',
+      kind: 'policy.configured',
+      entity: 'policy',
+      actor: 'vouch:server',
+      payload: { format: 'policy/1', policy: { engine: 'built_in' } },
+    });
+    await ledger.append({
+      log: 'pinned',
+      kind: 'decision',
+      entity: 'dec_1',
+      actor: 'service:opa',
+      payload: {
+        id: 'dec_1',
+        proposal_id: 'prop_1',
+        verdict: 'allow',
+        source: 'opa',
+        decided_by: 'service:opa',
+      },
+    });
     // A key in the system log that no admin issued: every hash right, and the issuer no admin.
     await issueApiKey(ledger, {
       id: 'key_forged',
@@ -230,6 +251,24 @@ describe.each(storages)('vouch export and vouch verify --bundle on $name', (stor
           code: 'RECORD_RULE_VIOLATION',
           rule: 'SELF_APPROVAL',
           id: 'res_1',
+        }),
+      );
+    });
+  });
+
+  describe('when a decision comes from another source than the policy the log pinned', () => {
+    it('exits 1 with DECISION_SOURCE_NOT_PINNED at the decision', async () => {
+      const exported = await run(['export', '--log', 'pinned'], env);
+      expect(exported.code).toBe(0);
+      const path = file('pinned.jsonl', exported.out);
+      const args = ['verify', '--bundle', path, '--public-key', keys.verifierKey, '--json'];
+      const { code, out } = await run(args);
+      expect(code).toBe(1);
+      expect(JSON.parse(out).failures).toContainEqual(
+        expect.objectContaining({
+          seq: 2,
+          code: 'RECORD_RULE_VIOLATION',
+          rule: 'DECISION_SOURCE_NOT_PINNED',
         }),
       );
     });

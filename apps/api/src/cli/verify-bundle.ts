@@ -12,8 +12,10 @@ import {
 import { verifyBundleFile } from '@vouch/audit/node';
 import {
   createKeyAuthorityCheck,
+  createPolicyPinCheck,
   createRecordRuleCheck,
   KEY_EVENT_KINDS,
+  POLICY_PIN_KINDS,
   type RecordRuleCheck,
 } from '@vouch/ledger';
 import { RECORD_KINDS } from '@vouch/records';
@@ -147,19 +149,23 @@ checkpoint must also carry valid cosignatures by --threshold of those witnesses.
     const progress = bundleProgress(io, `verifying ${values.bundle}`);
     let rules: RecordRuleCheck | undefined;
     let keys: ReturnType<typeof createKeyAuthorityCheck> | undefined;
+    let pins: ReturnType<typeof createPolicyPinCheck> | undefined;
     const read = await verifyBundleFile(values.bundle, {
       verifiers,
       threads,
       // Only record and key events matter to the rules: the others stay in the worker threads.
-      onEventKinds: [...RECORD_KINDS, ...KEY_EVENT_KINDS],
+      onEventKinds: [...new Set([...RECORD_KINDS, ...KEY_EVENT_KINDS, ...POLICY_PIN_KINDS])],
       // A bundle holds the whole log from seq 1: its records are re-checked against the rules
       // the server enforces when it writes one (RECORD_RULE_VIOLATION), as verifyChain does,
-      // and in a bundle of the `system` log who wrote each key event.
+      // and in a bundle of the `system` log who wrote each key event; every decision is
+      // judged by the policy the log pinned before it (DECISION_SOURCE_NOT_PINNED).
       onEvent: (event, fail) => {
         rules ??= createRecordRuleCheck(fail);
         keys ??= createKeyAuthorityCheck(event.log, fail);
+        pins ??= createPolicyPinCheck(fail);
         rules.add(event);
         keys.add(event);
+        pins.add(event);
       },
       ...(values.origin ? { origin: values.origin } : {}),
       ...(values.log ? { log: values.log } : {}),
