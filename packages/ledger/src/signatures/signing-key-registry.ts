@@ -234,6 +234,8 @@ export function createSigningKeyRegistry(keys: { keysOf(identity: string): reado
     liveKeysOf,
     /** Every key ever enrolled, in enrolment order. */
     all: () => [...byId.values()],
+    /** No key was ever enrolled and signatures were never required: nobody must sign, ever. */
+    isEmpty: () => byId.size === 0 && requiredSince === Number.POSITIVE_INFINITY,
     /** Why a self-enrolment by code at `at` would not hold (null: it would), for the server to refuse it. */
     codeEnrolmentRefusal: (enrolment: CodeEnrolment, at: number) => codes.refusal(enrolment, at),
     /** Whether an admin's signed request for a code was already used for another. */
