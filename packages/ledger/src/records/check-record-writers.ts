@@ -4,9 +4,7 @@ import { KEY_TIME_AHEAD_MS } from '../append-time';
 import type { Database, Db } from '../database';
 import type { KeyHistory, KeyWindow } from '../keys/key-history';
 import { type LoadedKeyHistory, loadKeyHistory } from '../keys/load-key-history';
-import { gatewaySignedActionsOf } from '../signatures/gateway-signatures';
-import { judgeRecordSignature } from '../signatures/judge-record-signature';
-import { signedActionsOf } from '../signatures/record-signatures';
+import { judgeRecordSignature, signedActionsOfEvent } from '../signatures/judge-record-signature';
 import { BUILT_IN_POLICY } from './built-in-decisions';
 import { RECORD_TABLE_OF } from './codec';
 import { recordRuleFailure } from './record-rules';
@@ -234,8 +232,7 @@ export function createRecordWriterCheck(
 export type RecordWriterCheck = ReturnType<typeof createRecordWriterCheck>;
 
 function countAuthor(authors: { signed: number; unsigned: number }, event: StoredEvent, record: Json): void {
-  if ((signedActionsOf(event.kind, record) ?? gatewaySignedActionsOf(event.kind, record, event)) === null)
-    return;
+  if (signedActionsOfEvent(event, record) === null) return;
   if (record.signature === undefined) authors.unsigned++;
   else authors.signed++;
 }

@@ -5,6 +5,14 @@ import { claimedAction, signedActionsOf } from './record-signatures';
 import type { SignatureViolation } from './signing-key-registry';
 
 /**
+ * The signed actions a record event may carry (an author's record, or a gateway's), each with
+ * how its claims must match the record; null for records nobody signs.
+ */
+export function signedActionsOfEvent(event: StoredEvent, record: Record<string, unknown>) {
+  return signedActionsOf(event.kind, record) ?? gatewaySignedActionsOf(event.kind, record, event);
+}
+
+/**
  * Judge the author signature of one record event (verification, as the events stream by):
  * a record that speaks for its actor (an approval answer, a verification, an external
  * decision; a gateway's proposal, execution claim and observation) carries a signature by a key of the actor live at the event's time, over a
@@ -18,7 +26,7 @@ export function judgeRecordSignature(
   record: Record<string, unknown>,
   seen: Set<string>,
 ): SignatureViolation | null {
-  const actions = signedActionsOf(event.kind, record) ?? gatewaySignedActionsOf(event.kind, record, event);
+  const actions = signedActionsOfEvent(event, record);
   if (actions === null) return null;
   const signature = record.signature as DsseEnvelope | undefined;
   const at = Date.parse(event.at);

@@ -1,26 +1,42 @@
 import { attachSignature, authorStatement, type DsseEnvelope } from '@vouch/audit';
-import type { Database } from '../database';
+import { desc, eq } from 'drizzle-orm';
+import type { Database, Db } from '../database';
 import { LedgerError } from '../errors';
-import { readHead } from '../event-store';
 import { SYSTEM_LOG } from '../keys/api-key-events';
 import { createKeyHistory, type KeyHistory } from '../keys/key-history';
 import { readKeyEvents } from '../keys/load-key-history';
 import type { RecordContext } from '../records/record-context';
+import { auditEvents } from '../schema/core';
 
-const built = new WeakMap<Database, Promise<{ head: number; history: KeyHistory }>>();
+const built = new WeakMap<object, Promise<{ head: number; history: KeyHistory }>>();
 
-/** The key history (API keys and signing keys) at the `system` log's head, built again only when it moved. */
-export async function currentKeyHistory(database: Database): Promise<KeyHistory> {
-  const head = (await readHead(database, SYSTEM_LOG))?.seq ?? 0;
-  const cached = await built.get(database)?.catch(() => null);
+/**
+ * The key history (API keys and signing keys) at the `system` log's head, read through `db`
+ * and kept under `owner` (one per database or ledger) until that head moves: one probe of the
+ * head per call while no key event is written.
+ */
+export async function keyHistoryThrough(db: Db, owner: object): Promise<KeyHistory> {
+  const [row] = await db
+    .select({ seq: auditEvents.seq })
+    .from(auditEvents)
+    .where(eq(auditEvents.logId, SYSTEM_LOG))
+    .orderBy(desc(auditEvents.seq))
+    .limit(1);
+  const head = row === undefined ? 0 : Number(row.seq);
+  const cached = await built.get(owner)?.catch(() => null);
   if (cached && cached.head === head) return cached.history;
-  const building = readKeyEvents(database.db, head).then((events) => {
+  const building = readKeyEvents(db, head).then((events) => {
     const history = createKeyHistory();
     for (const event of events) history.add(event);
     return { head, history };
   });
-  built.set(database, building);
+  built.set(owner, building);
   return (await building).history;
+}
+
+/** The key history at the `system` log's head (see {@link keyHistoryThrough}). */
+export function currentKeyHistory(database: Database): Promise<KeyHistory> {
+  return keyHistoryThrough(database.db, database);
 }
 
 /**

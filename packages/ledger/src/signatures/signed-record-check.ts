@@ -1,37 +1,13 @@
-import { and, desc, eq, sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import type { Db } from '../database';
 import { LedgerError } from '../errors';
 import type { IntegrityAlarm } from '../integrity-alarm';
-import { SYSTEM_LOG } from '../keys/api-key-events';
-import { createKeyHistory, type KeyHistory } from '../keys/key-history';
-import { readKeyEvents } from '../keys/load-key-history';
 import { RECORD_TABLE_OF } from '../records/codec';
 import { tableNameOf } from '../records/record-rules';
 import { auditEvents } from '../schema/core';
 import { judgeRecordSignature } from './judge-record-signature';
 import { signedActionsOf } from './record-signatures';
-
-const histories = new WeakMap<IntegrityAlarm, Promise<{ head: number; history: KeyHistory }>>();
-
-/** The key history at the `system` log's head, read through `db`, kept per ledger (its alarm) until the head moves. */
-async function keyHistoryFor(db: Db, alarm: IntegrityAlarm): Promise<KeyHistory> {
-  const [row] = await db
-    .select({ seq: auditEvents.seq })
-    .from(auditEvents)
-    .where(eq(auditEvents.logId, SYSTEM_LOG))
-    .orderBy(desc(auditEvents.seq))
-    .limit(1);
-  const head = row === undefined ? 0 : Number(row.seq);
-  const cached = await histories.get(alarm)?.catch(() => null);
-  if (cached && cached.head === head) return cached.history;
-  const building = readKeyEvents(db, head).then((events) => {
-    const history = createKeyHistory();
-    for (const event of events) history.add(event);
-    return { head, history };
-  });
-  histories.set(alarm, building);
-  return (await building).history;
-}
+import { keyHistoryThrough } from './request-signature';
 
 /**
  * Why a stored record that speaks for its actor (an approval answer, a verification, an
@@ -48,7 +24,7 @@ export async function unsignedRecord(
   record: Record<string, unknown> & { id: string },
 ): Promise<string | null> {
   if (signedActionsOf(kind, record) === null) return null;
-  const history = await keyHistoryFor(db, alarm);
+  const history = await keyHistoryThrough(db, alarm);
   // No author has a key and none must sign: nothing to judge, and no event to read for it.
   if (history.signingKeys.isEmpty() && record.signature === undefined) return null;
   const entry = RECORD_TABLE_OF.get(kind);
