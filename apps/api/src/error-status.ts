@@ -143,6 +143,8 @@ export const STATUS_BY_CODE = {
   ENROLMENT_CODE_EXPIRED: 403,
   // A code enrols one key: it was revealed when it was used.
   ENROLMENT_CODE_USED: 409,
+  // A key for the server's own identity: the operator's alone to enrol.
+  SIGNING_KEY_ENROLLER_FORBIDDEN: 403,
   // The proof is not the new key's signature over {identity, public_key, code_commitment}.
   ENROLMENT_PROOF_INVALID: 403,
   SIGNING_KEY_ENROLLED: 409,

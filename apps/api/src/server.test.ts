@@ -31,6 +31,18 @@ afterAll(async () => {
 });
 
 describe('startServer', () => {
+  describe('when it starts on a database that enrols no signing key yet', () => {
+    it("enrols the server's own key, derived from the log signing key, for vouch:server", async () => {
+      const listed = await fetch(`${server.url}/v1/signing-keys`, {
+        headers: { authorization: `Bearer ${adminKey}` },
+      });
+      const { keys } = (await listed.json()) as { keys: Array<{ identity: string; key_id: string }> };
+      expect(keys.map((k) => k.identity)).toEqual(['vouch:server']);
+      const said = logger.lines.find((l) => l.msg === 'the server signs its own records');
+      expect(said).toMatchObject({ key_id: keys[0]!.key_id, enrolled: 'enrolled' });
+    });
+  });
+
   describe('when it is asked to stop with a request in flight', () => {
     it('lets that request finish, then stops and closes the database', async () => {
       const { port } = new URL(server.url);

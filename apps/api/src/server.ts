@@ -26,6 +26,7 @@ import { DEFAULT_SERVER_SETTINGS, policyEngineOf } from './settings/server-setti
 import { checkpointKeysFor } from './transparency/checkpoint-keys';
 import { checkpointStatePath } from './transparency/checkpoint-state-dir';
 import { transparencyConfig } from './transparency/config';
+import { serverSigningKey } from './transparency/server-key';
 import { startCheckpoints } from './transparency/start-checkpoints';
 import { emptyVerificationHost, loadVerificationHost, type VerificationHost } from './verification';
 import { createVerificationQueue } from './verification-queue';
@@ -140,7 +141,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     keyStore = keys;
     standby = await openStandby({ config, primary: { ledger }, logger });
     let draining = false;
+    const serverKey = await serverSigningKey(ledger, checkpoints.keys?.serverKey, logger);
     const records = createRecords(ledger, {
+      ...(serverKey ? { serverKey } : {}),
       unknownOutcomeSettleSeconds: config.unknownOutcomeSettleSeconds,
       executionClaimSeconds: config.executionClaimSeconds,
       pinnedPolicy: pinnedPolicyOf(settings.policy),

@@ -36,6 +36,7 @@ describe('@vouch/audit public surface', () => {
         "cosignedMessage",
         "createChainChecker",
         "decodeCosignatureLine",
+        "deriveAuthorKey",
         "deriveSignerKey",
         "detachedSignature",
         "encodeBundle",

@@ -47,6 +47,7 @@ export {
   parseCosignerSignerKey,
   verifyCosignatures,
 } from './cosignature';
+export { deriveAuthorKey } from './derive-author-key';
 export type { DsseEnvelope, DsseFailure, DsseSignature } from './dsse';
 export { preAuthEncoding, signDsse, verifyDsse } from './dsse';
 export type { AuditErrorCode } from './errors';

@@ -191,6 +191,8 @@ export {
   postgresReason,
   roleStatus,
 } from './runtime-role';
+export type { ServerKeyState } from './signatures/enrol-signing-key';
+export { enrollSigningKey, ensureServerKeyEnrolled } from './signatures/enrol-signing-key';
 export type { IssuedEnrolmentCode } from './signatures/enrolment-code-events';
 export { enrolWithCode, issueEnrolmentCode } from './signatures/enrolment-code-events';
 export type { CodeRefusal } from './signatures/enrolment-codes';
@@ -203,10 +205,10 @@ export {
   SIGNING_KEY_ENROLMENT_CODE,
 } from './signatures/enrolment-codes';
 export { currentKeyHistory, signatureOfRequest } from './signatures/request-signature';
+export { isServerIdentity, SERVER_SIGNER } from './signatures/server-signer';
 export type { EnrolledKey } from './signatures/signing-key-events';
 export {
   ENROLL_ACTION,
-  enrollSigningKey,
   REVOKE_SIGNING_KEY_ACTION,
   requireSignatures,
   revokeSigningKey,

@@ -85,6 +85,30 @@ describe('vouch signing-keys', () => {
     expect((await run(['signing-keys', '--help'])).out).toContain('require');
   });
 
+  it("enroll-server enrols the server's key, derived from the log signing key, once", async () => {
+    const first = await run(['signing-keys', 'enroll-server', '--json']);
+    expect(first.code, first.err).toBe(0);
+    const shown = JSON.parse(first.out) as { key_id: string; enrolled: boolean };
+    expect(shown.enrolled).toBe(true);
+    expect((await list()).keys).toContainEqual(
+      expect.objectContaining({ key_id: shown.key_id, identity: 'vouch:server', revoked_at: null }),
+    );
+    expect(await run(['signing-keys', 'enroll-server'])).toMatchObject({
+      code: 0,
+      out: `enrolled already ${shown.key_id} for vouch:server\n`,
+    });
+    const twice = await run([
+      'signing-keys',
+      'enroll',
+      '--identity',
+      'user:y',
+      '--public-key',
+      (await list()).keys.find((k) => k.key_id === shown.key_id)!.public_key,
+    ]);
+    expect(twice.code).toBe(2);
+    expect(twice.err).toContain('SIGNING_KEY_ENROLLED');
+  });
+
   it('require records signatures.required once', async () => {
     expect((await list()).signatures_required).toBe(false);
     expect(await run(['signing-keys', 'require'])).toMatchObject({

@@ -1,7 +1,14 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { formatAuthorPrivateKey, formatAuthorPublicKey, generateAuthorKey } from '@vouch/audit';
-import { currentKeyHistory, enrollSigningKey, requireSignatures, revokeSigningKey } from '@vouch/ledger';
+import {
+  currentKeyHistory,
+  enrollSigningKey,
+  requireSignatures,
+  revokeSigningKey,
+  SERVER_SIGNER,
+} from '@vouch/ledger';
+import { serverKeyOf } from '../transparency/server-key';
 import { defineCommand, defineGroup } from './command';
 import { CliError, EXIT } from './io';
 import { CLI_ACTOR, withStore } from './keys';
@@ -188,6 +195,51 @@ nothing.`,
     }),
 });
 
+/** `vouch signing-keys enroll-server`: the key the server signs its own records with. */
+const enrollServerCommand = defineCommand({
+  name: 'vouch signing-keys enroll-server',
+  summary: "enrol the server's own signing key (vouch:server)",
+  description: `Enrol, for vouch:server, the key the server signs its own records with: the policy pin, a
+lapsed claim's unknown outcome and a settle verification (docs/chain.md, "The server signs its
+own"). The key is derived from the log signing key, as \`vouch serve\` derives it:
+VOUCH_LOG_SIGNING_KEY, or on PGlite the key file in the data directory; run this with the
+same settings as the server. A first start enrols it by itself; run this after an upgrade,
+after the server key was revoked, or after a new log signing key. Enrolled already: exit 0,
+nothing written.`,
+  options: { json: { type: 'boolean', help: 'print {key_id, public_key, enrolled} as JSON' } },
+  footer: OPERATOR,
+  action: ({ values }, io) =>
+    withStore(io, async ({ ledger, database, target }) => {
+      const key = serverKeyOf(io.env, target);
+      if (!key) {
+        throw new CliError(
+          'no log signing key to derive the server key from: set VOUCH_LOG_SIGNING_KEY as for vouch serve',
+        );
+      }
+      const live = (await currentKeyHistory(database)).signingKeys
+        .liveKeysOf(SERVER_SIGNER, Date.now())
+        .some((k) => k.keyId === key.keyId);
+      if (!live) {
+        await enrollSigningKey(ledger, {
+          identity: SERVER_SIGNER,
+          publicKey: formatAuthorPublicKey(key.publicKey),
+          enrolledBy: CLI_ACTOR,
+        });
+      }
+      if (values.json) {
+        const shown = {
+          key_id: key.keyId,
+          public_key: formatAuthorPublicKey(key.publicKey),
+          enrolled: !live,
+        };
+        io.out(`${JSON.stringify(shown, null, 2)}\n`);
+      } else {
+        io.out(`${live ? 'enrolled already' : 'enrolled'} ${key.keyId} for ${SERVER_SIGNER}\n`);
+      }
+      return EXIT.OK;
+    }),
+});
+
 /** Whether `signatures.required` is recorded: whether an identity that holds no key must sign now. */
 function signaturesRequired(mustSign: (identity: string, at: number) => boolean): boolean {
   // No enrolment can name this identity (not one an API key can hold).
@@ -199,5 +251,5 @@ export const signingKeysCommand = defineGroup({
   name: 'vouch signing-keys',
   description: `Make, enrol, revoke and list the Ed25519 keys authors sign their records with, and require
 signatures of every author (docs/operations.md, "Author signing keys").`,
-  commands: [generateCommand, enrollCommand, revokeCommand, listCommand, requireCommand],
+  commands: [generateCommand, enrollCommand, enrollServerCommand, revokeCommand, listCommand, requireCommand],
 });

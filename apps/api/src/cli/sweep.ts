@@ -1,4 +1,5 @@
 import { createRecords } from '@vouch/ledger';
+import { serverKeyOf } from '../transparency/server-key';
 import { defineCommand } from './command';
 import { EXIT } from './io';
 import { withStore } from './keys';
@@ -18,8 +19,10 @@ servers sweep too: each claim gets one outcome.`,
   },
   footer: 'Storage: DATABASE_URL (Postgres), else PGlite in VOUCH_DATA_DIR (default ./.vouch/data).',
   action: ({ values }, io) =>
-    withStore(io, async ({ ledger }) => {
-      const records = createRecords(ledger);
+    withStore(io, async ({ ledger, target }) => {
+      // The sweeper's observations are the server's own: signed with its key, as `vouch serve` signs them.
+      const serverKey = serverKeyOf(io.env, target);
+      const records = createRecords(ledger, serverKey ? { serverKey } : {});
       const swept: Awaited<ReturnType<typeof records.sweepLapsedClaims>> = [];
       // One page at a time (oldest deadline first) until none is left.
       for (;;) {

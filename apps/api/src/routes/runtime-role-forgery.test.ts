@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import {
   authorStatement,
   detachedSignature,
@@ -6,76 +5,18 @@ import {
   generateAuthorKey,
   signAuthorStatement,
 } from '@vouch/audit';
-import {
-  createLedger,
-  type Database,
-  enrollSigningKey,
-  grantRuntimeRole,
-  type Ledger,
-  migrate,
-  OPERATOR_ACTOR,
-  openDatabase,
-} from '@vouch/ledger';
-import { createTestDatabase, forgeRecords, testBackends } from '@vouch/ledger/testing';
+import { enrollSigningKey, type Ledger, OPERATOR_ACTOR } from '@vouch/ledger';
+import { forgeRecords } from '@vouch/ledger/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../testing/app-harness';
+import { attackerBackends } from '../testing/runtime-attacker';
 
 // The red team's attacker: nothing but the runtime role's connection string (INSERT only, every
 // trigger and foreign key on; on PGlite, which has one user, the same database). Every author
 // holds an enrolled signing key. What it appends in their names, every hash right, is refused
 // by the server before it acts and reported by verification.
 
-interface Backend {
-  name: string;
-  /** The server's database, and a ledger over the attacker's connection to it. */
-  open(): Promise<{
-    database: Database;
-    attacker: () => Promise<{ ledger: Ledger; close(): Promise<void> }>;
-  }>;
-}
-
-const backends: Backend[] = testBackends().map(({ name, open }) =>
-  name === 'postgres'
-    ? {
-        name,
-        async open() {
-          const created = await createTestDatabase(process.env.DATABASE_URL!);
-          const owner = await openDatabase({ url: created.url });
-          await migrate(owner);
-          const role = `vouch_rt_${randomBytes(4).toString('hex')}`;
-          const password = randomBytes(18).toString('base64url');
-          await grantRuntimeRole(owner, { role, password });
-          const url = new URL(created.url);
-          url.username = role;
-          url.password = password;
-          const database: Database = {
-            ...owner,
-            close: async () => {
-              await owner.close();
-              await created.drop();
-            },
-          };
-          return {
-            database,
-            attacker: async () => {
-              const runtime = await openDatabase({ url: url.toString() });
-              const ledger = createLedger(runtime);
-              return { ledger, close: async () => (await ledger.close(), await runtime.close()) };
-            },
-          };
-        },
-      }
-    : {
-        name,
-        async open() {
-          const database = await open();
-          return {
-            database,
-            attacker: async () => ({ ledger: createLedger(database), close: async () => {} }),
-          };
-        },
-      },
-);
+const backends = attackerBackends;
 
 describe.each(backends)('the runtime role forges records in enrolled authors’ names on $name', (backend) => {
   let h: Harness;

@@ -1,5 +1,12 @@
 // Internal test support for @vouch/api (not exported): one app over a fresh database.
-import { createLedger, type Database, type Ledger, OPERATOR_ACTOR } from '@vouch/ledger';
+import {
+  createLedger,
+  createRecords,
+  type Database,
+  type Ledger,
+  OPERATOR_ACTOR,
+  type RecordsOptions,
+} from '@vouch/ledger';
 import { tableRowCounts, testBackends } from '@vouch/ledger/testing';
 import { type AppOptions, createApp, type VouchApp } from '../app';
 import { createKeyStore, type KeyStore } from '../auth/key-store';
@@ -34,7 +41,11 @@ export interface Harness {
 
 /** A harness on PGlite (in memory); pass `open` to use another backend. */
 export async function createHarness(
-  options: Partial<Omit<AppOptions, 'ledger'>> & { open?: () => Promise<Database> } = {},
+  options: Partial<Omit<AppOptions, 'ledger'>> & {
+    open?: () => Promise<Database>;
+    /** The app's records service over the harness's ledger, with these options. */
+    recordsOptions?: RecordsOptions;
+  } = {},
 ): Promise<Harness> {
   const open = options.open ?? testBackends()[0]!.open;
   const database = await open();
@@ -42,7 +53,9 @@ export async function createHarness(
   const ledger = createLedger(database, options.metrics ? { onBatch: options.metrics.observeBatch } : {});
   const keys = options.keys ?? createKeyStore(ledger);
   const logger = createMemoryLogger();
-  const app = createApp({ logger, ...options, ledger, keys });
+  const { recordsOptions, ...appOptions } = options;
+  const records = recordsOptions ? { records: createRecords(ledger, recordsOptions) } : {};
+  const app = createApp({ logger, ...appOptions, ...records, ledger, keys });
   const harness: Harness = {
     app,
     database,

@@ -1,10 +1,18 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { deriveSignerKey, isValidKeyName, type NoteSigner, parseSignerKey } from '@vouch/audit';
+import {
+  type AuthorKey,
+  deriveAuthorKey,
+  deriveSignerKey,
+  isValidKeyName,
+  type NoteSigner,
+  parseSignerKey,
+} from '@vouch/audit';
 import {
   logOrigin,
   parseLogSigners,
   readOrCreateSigningKeyFile,
+  SERVER_SIGNER,
   SIGNING_KEY_FILE,
   verifierKeysOf,
 } from '@vouch/ledger';
@@ -37,6 +45,11 @@ export interface LogKeys {
   logVerifierKeys(log: string): string[];
   /** Every verifier key `log`'s checkpoints may carry, old ones included: its own, then the shared ones. */
   verifierKeysFor(log: string): string[];
+  /**
+   * The key the server signs its own records with (`vouch:server`; docs/chain.md, "The server
+   * signs its own"), derived from the first master key: one secret, and every instance alike.
+   */
+  serverKey: AuthorKey;
   /** Where the keys came from: the environment, or the PGlite data directory's key file. */
   source: { kind: 'env' } | { kind: 'file'; path: string; created: boolean };
 }
@@ -143,6 +156,7 @@ export function logKeysOf(options: {
     signersFor: (log) => (sharedSignature ? [...ownSigners(log), ...masterSigners] : ownSigners(log)),
     logVerifierKeys,
     verifierKeysFor: (log) => [...logVerifierKeys(log), ...sharedVerifierKeys],
+    serverKey: deriveAuthorKey(masterTexts[0]!, SERVER_SIGNER),
     source,
   };
 }

@@ -1,4 +1,4 @@
-import { canonicalJson, sameIdentity } from '@vouch/audit';
+import { canonicalJson, type DsseEnvelope, sameIdentity } from '@vouch/audit';
 import { BUILT_IN_POLICY, isBuiltInDecision } from '../records/built-in-decisions';
 import type { DecisionRecord } from '../records/types';
 
@@ -31,10 +31,14 @@ export const POLICY_FORMAT = 'policy/1';
 /** Who writes the pin: the server itself; no API key can act as it (identities are `agent:…`, `service:…`, `user:…`). */
 export const POLICY_PINNER = 'vouch:server';
 
-/** The payload of a `policy.configured` event. A signature can later be added beside `policy`. */
+/** What the server signs a pin as (claims: the pinned policy, canonical). */
+export const PIN_POLICY_ACTION = 'policy.configure';
+
+/** The payload of a `policy.configured` event: the policy, and the server's signature once its key is enrolled. */
 export interface PolicyConfiguredPayload {
   format: typeof POLICY_FORMAT;
   policy: PolicyConfiguration;
+  signature?: DsseEnvelope;
 }
 
 /**

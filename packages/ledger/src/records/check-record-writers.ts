@@ -4,6 +4,7 @@ import { KEY_TIME_AHEAD_MS } from '../append-time';
 import type { Database, Db } from '../database';
 import type { KeyHistory, KeyWindow } from '../keys/key-history';
 import { type LoadedKeyHistory, loadKeyHistory } from '../keys/load-key-history';
+import { POLICY_CONFIGURED_KIND } from '../policy/policy-configuration';
 import { judgeRecordSignature, signedActionsOfEvent } from '../signatures/judge-record-signature';
 import { BUILT_IN_POLICY } from './built-in-decisions';
 import { RECORD_TABLE_OF } from './codec';
@@ -197,7 +198,7 @@ export function createRecordWriterCheck(
 
   return {
     add(event: StoredEvent): void {
-      if (RECORD_TABLE_OF.has(event.kind)) page.push(event);
+      if (RECORD_TABLE_OF.has(event.kind) || event.kind === POLICY_CONFIGURED_KIND) page.push(event);
     },
     /** Judge the record events added since the last flush. */
     async flush(): Promise<void> {
@@ -213,7 +214,8 @@ export function createRecordWriterCheck(
           continue; // the chain check reports a payload that is not what was hashed
         }
         if (typeof record !== 'object' || record === null || Array.isArray(record)) continue;
-        judge(keysIssued ? history : null, event, record as Json);
+        // A pin is the server's own: no writer role, only the server's signature to judge.
+        if (event.kind !== POLICY_CONFIGURED_KIND) judge(keysIssued ? history : null, event, record as Json);
         countAuthor(authors, event, record as Json);
         const unsigned = judgeRecordSignature(history, log, event, record as Json, signatures);
         if (unsigned !== null)

@@ -1,3 +1,4 @@
+import type { AuthorKey } from '@vouch/audit';
 import type { Ledger } from '../ledger';
 import { canonicalPolicy, type PolicyConfiguration } from '../policy/policy-configuration';
 import { type ApprovalView, approve, deny, getApproval, listApprovals } from './approvals';
@@ -79,6 +80,13 @@ export interface RecordsOptions {
    * the longest a gateway may ask for (`claim_seconds`). After it the sweep records `unknown`.
    */
   executionClaimSeconds?: number;
+  /**
+   * The key the server signs its own records with (the policy pin, a lapsed claim's `unknown`
+   * outcome, a settle verification; docs/chain.md, "The server signs its own"), used while it is
+   * enrolled and live for `vouch:server`. Without it, or while it is not enrolled, they are
+   * written unsigned (and refused once another key signs for the server).
+   */
+  serverKey?: AuthorKey;
 }
 
 /** The records service: every write appends its record's audit event in the same transaction. */
@@ -196,8 +204,11 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
       executionClaimSeconds: options.executionClaimSeconds ?? 600,
     },
     options.now,
+    options.serverKey,
   );
-  const pinner = options.pinnedPolicy ? createPolicyPinner(ledger, options.pinnedPolicy) : undefined;
+  const pinner = options.pinnedPolicy
+    ? createPolicyPinner(ledger, options.pinnedPolicy, runtime.serverSigner)
+    : undefined;
   return {
     registerTool: (ctx, body) => registerTool(runtime, ctx, body),
     listTools: (log) => runtime.reads(log).latestTools(),

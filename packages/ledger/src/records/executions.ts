@@ -2,6 +2,7 @@ import { observationClaims, sameIdentity } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { LedgerError, type LedgerErrorCode } from '../errors';
 import { addSeconds, checkApproval, isPast } from '../policy/approval-validity';
+import { SWEEP_ACTION, sweepClaims } from '../signatures/gateway-signatures';
 import { approverKeysAt } from './approvals';
 import { builtInDecisionBreak, isBuiltInDecision } from './built-in-decisions';
 import { authorizeInputSchema, observationInputSchema, parseInput } from './inputs';
@@ -254,6 +255,7 @@ export async function sweepLapsedClaims(
     limit: options.limit ?? 500,
     ...(options.log === undefined ? {} : { log: options.log }),
   });
+  const sign = await runtime.serverSigner(CLAIM_SWEEPER_IDENTITY);
   const swept = await Promise.all(
     lapsed.map(({ log, proposalId }) =>
       runtime.run({ log }, recordKeys.execute(proposalId), async (tx) => {
@@ -264,6 +266,12 @@ export async function sweepLapsedClaims(
           tx.reads.observationOf(proposalId),
         ]);
         if (!proposal || !claim || observed || !isPast(claim.deadline, now)) return null;
+        const signature = sign?.({
+          log,
+          action: SWEEP_ACTION,
+          actor: CLAIM_SWEEPER_IDENTITY,
+          claims: sweepClaims({ proposal_id: proposal.id, started_at: claim.claimed_at }),
+        });
         return tx.write('observation', CLAIM_SWEEPER_IDENTITY, {
           id: newId('obs'),
           proposal_id: proposal.id,
@@ -285,6 +293,7 @@ export async function sweepLapsedClaims(
           started_at: claim.claimed_at,
           finished_at: null,
           observed_at: now,
+          ...(signature ? { signature } : {}),
         });
       }),
     ),

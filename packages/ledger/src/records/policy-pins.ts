@@ -7,6 +7,7 @@ import type { Ledger } from '../ledger';
 import {
   canonicalPolicy,
   decisionSourceBreak,
+  PIN_POLICY_ACTION,
   POLICY_CONFIGURED_KIND,
   POLICY_ENTITY,
   POLICY_FORMAT,
@@ -18,7 +19,10 @@ import {
 } from '../policy/policy-configuration';
 import { auditEvents } from '../schema/core';
 import { decisions } from '../schema/records';
+import { judgeRecordSignature } from '../signatures/judge-record-signature';
+import { keyHistoryThrough } from '../signatures/request-signature';
 import type { LogReads } from './log-reads';
+import type { ServerSigner } from './records-runtime';
 import type { DecisionRecord } from './types';
 
 /**
@@ -29,10 +33,17 @@ import type { DecisionRecord } from './types';
 async function pinBefore(
   db: Db,
   log: string,
+  owner: object,
   before?: ReturnType<typeof sql>,
 ): Promise<{ seq: number; policy: PolicyConfiguration | null } | undefined> {
   const [row] = await db
-    .select({ seq: auditEvents.seq, payload: auditEvents.payload, payloadHash: auditEvents.payloadHash })
+    .select({
+      seq: auditEvents.seq,
+      payload: auditEvents.payload,
+      payloadHash: auditEvents.payloadHash,
+      actor: auditEvents.actor,
+      at: auditEvents.recordedAt,
+    })
     .from(auditEvents)
     .where(
       and(
@@ -52,7 +63,18 @@ async function pinBefore(
   } catch {
     return { seq: row.seq, policy: null };
   }
-  return { seq: row.seq, policy: pinnedPolicyOf(payload) };
+  if (typeof payload !== 'object' || payload === null) return { seq: row.seq, policy: null };
+  // A pin in the server's name that its key had to sign and did not pins nothing.
+  const history = await keyHistoryThrough(db, owner);
+  const event = { seq: Number(row.seq), kind: POLICY_CONFIGURED_KIND, actor: row.actor, at: row.at };
+  const unsigned = judgeRecordSignature(
+    history,
+    log,
+    event as Parameters<typeof judgeRecordSignature>[2],
+    payload as Record<string, unknown>,
+    new Set(),
+  );
+  return { seq: row.seq, policy: unsigned === null ? pinnedPolicyOf(payload) : null };
 }
 
 /**
@@ -67,7 +89,7 @@ export async function unpinnedDecision(
   decision: DecisionRecord,
 ): Promise<string | null> {
   const at = sql`(select ${decisions.eventSeq} from ${decisions} where ${decisions.logId} = ${log} and ${decisions.id} = ${decision.id})`;
-  const pin = await pinBefore(db, log, at);
+  const pin = await pinBefore(db, log, alarm, at);
   const broken = decisionSourceBreak(pin === undefined ? undefined : pin.policy, decision);
   if (broken === null) return null;
   const message = `decision ${decision.id} in log ${log} was ${broken}: the server never wrote it and refuses to act on it; run \`vouch verify\``;
@@ -118,13 +140,27 @@ export function refuseUnpinnedSource(
  * another policy, or there is none. Two processes with the same policy may both append one;
  * the second changes nothing.
  */
-export function createPolicyPinner(ledger: Ledger, policy: PolicyConfiguration) {
+export function createPolicyPinner(
+  ledger: Ledger,
+  policy: PolicyConfiguration,
+  serverSigner: (actor: string) => Promise<ServerSigner | undefined>,
+) {
   const pinned = canonicalPolicy(policy);
   const done = new Map<string, Promise<void>>();
   const pin = async (log: string) => {
-    const latest = await pinBefore(ledger.database.db, log);
+    const latest = await pinBefore(ledger.database.db, log, ledger.database);
     if (latest?.policy && samePolicy(latest.policy, pinned)) return;
-    const payload: PolicyConfiguredPayload = { format: POLICY_FORMAT, policy: pinned };
+    const signature = (await serverSigner(POLICY_PINNER))?.({
+      log,
+      action: PIN_POLICY_ACTION,
+      actor: POLICY_PINNER,
+      claims: pinned,
+    });
+    const payload: PolicyConfiguredPayload = {
+      format: POLICY_FORMAT,
+      policy: pinned,
+      ...(signature ? { signature } : {}),
+    };
     await ledger.append({
       log,
       kind: POLICY_CONFIGURED_KIND,

@@ -1,9 +1,13 @@
-import type { DsseEnvelope } from '@vouch/audit';
+import type { AuthorKey, DsseEnvelope } from '@vouch/audit';
 import type { ConflictKeys } from '../batch-plan';
 import { LedgerError } from '../errors';
 import { keyTimeFloor, type Ledger } from '../ledger';
 import type { PolicyConfiguration } from '../policy/policy-configuration';
-import { signatureOfRequest } from '../signatures/request-signature';
+import { type ServerStatement, serverSignerOf, signatureOfRequest } from '../signatures/request-signature';
+
+/** Signs a statement with the server's enrolled key. */
+export type ServerSigner = (statement: ServerStatement) => DsseEnvelope;
+
 import { type LogReads, logReads } from './log-reads';
 import { lapsedClaims, undecidedProposals } from './queries';
 import type { RecordContext } from './record-context';
@@ -41,6 +45,8 @@ export interface RecordsRuntime {
   wallNow(): string;
   /** The envelope of the caller's signature over `claims` as `action`, or undefined (see `signatureOfRequest`). */
   authorSignature(ctx: RecordContext, action: string, claims: unknown): Promise<DsseEnvelope | undefined>;
+  /** The server's signer of records it writes as `actor` (see `serverSignerOf`), or undefined; ask before a transaction. */
+  serverSigner(actor: string): Promise<ServerSigner | undefined>;
   /** Claims past their deadline with no observation, in every log or one (see `lapsedClaims`). */
   lapsedClaims(options: {
     now: string;
@@ -59,6 +65,7 @@ export function recordsRuntime(
   ledger: Ledger,
   settings: RecordsSettings,
   clock: (() => Date) | undefined,
+  serverKey?: AuthorKey,
 ): RecordsRuntime {
   // Checked reads raise the ledger's alarm on a row its event does not account for.
   const alarm = ledger.integrityAlarm;
@@ -75,6 +82,8 @@ export function recordsRuntime(
     wallNow: () => (clock ?? (() => new Date()))().toISOString(),
     authorSignature: (ctx, action, claims) =>
       signatureOfRequest(ledger.database, ctx, action, claims, (clock ?? (() => new Date()))().toISOString()),
+    serverSigner: (actor) =>
+      serverSignerOf(ledger.database, serverKey, actor, (clock ?? (() => new Date()))().toISOString()),
     lapsedClaims: (options) => lapsedClaims(ledger.database.db, options),
     undecidedProposals: (options) => undecidedProposals(ledger.database.db, options),
   };

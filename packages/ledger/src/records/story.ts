@@ -59,7 +59,10 @@ export async function story(
     : null;
   const approval = request ? await approvalView(reads, request, runtime.wallNow()) : null;
   await requireSignedRecords(reads, [
+    ['proposal', proposal],
     ['decision', decision],
+    ['execution_claim', claim],
+    ['observation', observation],
     ['approval_resolution', approval?.resolution],
     ...verificationList.map((v) => ['verification', v] as const),
   ]);

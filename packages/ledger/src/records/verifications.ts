@@ -2,12 +2,13 @@ import { canonicalIdentity } from '@vouch/audit';
 import { answeredConditions, assessAllowedVerifier, assessIndependence } from '@vouch/verifier-sdk';
 import { LedgerError } from '../errors';
 import { evidenceRefs } from '../schema/records';
+import { isServerIdentity } from '../signatures/server-signer';
 import { markReusedEvidence, ownersIn, passingRefsOf } from './evidence-refs';
 import { parseInput, verificationInputSchema } from './inputs';
 import type { RecordContext } from './record-context';
 import { recordKeys } from './record-keys';
 import { newId } from './record-transaction';
-import { mustGetProposal, notFound, type RecordsRuntime } from './records-runtime';
+import { mustGetProposal, notFound, type RecordsRuntime, type ServerSigner } from './records-runtime';
 import type { VerificationCheck, VerificationRecord } from './types';
 import { verificationInputBytes } from './verification-input';
 import {
@@ -67,13 +68,18 @@ export async function recordVerification(
     maxBytes: verificationInputBytes(body, runtime.settings.maxInputBytes, options),
   });
   if (!options.checksRunByServer) refuseHostFields(input.checks);
-  const signature = options.checksRunByServer
-    ? await runtime.authorSignature(
-        ctx,
-        'verification.run',
-        options.runRequest ?? { observation_id: input.observation_id },
-      )
-    : await runtime.authorSignature(ctx, 'verification.record', body);
+  // The server's own identity (the settle verifier) signs with its key once the checks are known.
+  const byServer = isServerIdentity(ctx.caller.identity);
+  const serverSigner = byServer ? await runtime.serverSigner(ctx.caller.identity) : undefined;
+  const signature = byServer
+    ? undefined
+    : options.checksRunByServer
+      ? await runtime.authorSignature(
+          ctx,
+          'verification.run',
+          options.runRequest ?? { observation_id: input.observation_id },
+        )
+      : await runtime.authorSignature(ctx, 'verification.record', body);
   const settleSeconds = runtime.settings.unknownOutcomeSettleSeconds;
   return runtime.run(ctx, recordKeys.verify(input.observation_id), async (tx) => {
     const observation = await tx.reads.observationById(input.observation_id);
@@ -114,19 +120,18 @@ export async function recordVerification(
     const owners = ownersIn(await tx.reads.firstUsesOf(refs), refs);
     const checks = markReusedEvidence(assessed, owners, proposal.id);
     const firstUses = passingRefsOf(checks).filter((ref) => !owners.has(ref));
-    const verification = {
-      ...toVerificationRecord({
-        id,
-        observation,
-        proposal,
-        checks,
-        verifier: ctx.caller.identity,
-        verifiedAt: now,
-        settleSeconds,
-        supersedes: input.supersedes && { ids: input.supersedes, reason: input.reason! },
-      }),
-      ...(signature ? { signature } : {}),
-    };
+    const record = toVerificationRecord({
+      id,
+      observation,
+      proposal,
+      checks,
+      verifier: ctx.caller.identity,
+      verifiedAt: now,
+      settleSeconds,
+      supersedes: input.supersedes && { ids: input.supersedes, reason: input.reason! },
+    });
+    const signed = serverSigner ? serverSigned(serverSigner, ctx.log, record) : signature;
+    const verification = { ...record, ...(signed ? { signature: signed } : {}) };
     assertSupersession({ caller: ctx.caller, proposal, observation, earlier, next: verification });
     tx.write('verification', ctx.caller.identity, verification, (link) =>
       firstUses.map((ref) => ({
@@ -144,6 +149,24 @@ export async function recordVerification(
         now,
       }),
     };
+  });
+}
+
+/** The server's signature of a verification it records as itself: the checks as recorded. */
+function serverSigned(sign: ServerSigner, log: string, record: VerificationRecord) {
+  return sign({
+    log,
+    action: 'verification.record',
+    actor: record.verifier,
+    claims: {
+      observation_id: record.observation_id,
+      checks: record.checks.map((c) => ({
+        name: c.name,
+        status: c.status,
+        ...(c.source ? { source: c.source } : {}),
+      })),
+      supersedes: record.supersedes ?? null,
+    },
   });
 }
 

@@ -9,7 +9,8 @@ import { createRecords, type RecordContext, type Records } from '../records/crea
 import { forgeRecords, verifyBothWays } from '../tamper-testing';
 import { testBackends } from '../testing';
 import { issueTestKeys, signedBy } from './__fixtures__/signing';
-import { enrollSigningKey, requireSignatures, revokeSigningKey } from './signing-key-events';
+import { enrollSigningKey } from './enrol-signing-key';
+import { requireSignatures, revokeSigningKey } from './signing-key-events';
 
 // The runtime role holds only its database credentials: it can append any record, in any
 // actor's name, every hash right. Once an author holds an enrolled signing key, a record in

@@ -9,7 +9,7 @@ import { createRecords, type RecordContext, type Records } from '../records/crea
 import { forgeRecords, verifyBothWays } from '../tamper-testing';
 import { testBackends } from '../testing';
 import { issueTestKeys, signedBy } from './__fixtures__/signing';
-import { enrollSigningKey } from './signing-key-events';
+import { enrollSigningKey } from './enrol-signing-key';
 
 // An external policy engine with an enrolled key: its decisions carry its signature, and one
 // appended in its name without it is refused before an execution and reported.

@@ -4,14 +4,11 @@ import {
   authorStatement,
   type DsseEnvelope,
   formatAuthorPublicKey,
-  parseAuthorPublicKey,
 } from '@vouch/audit';
-import type { Db } from '../database';
 import { LedgerError } from '../errors';
 import { SYSTEM_LOG } from '../keys/api-key-events';
-import { createKeyHistory, type KeyHistory } from '../keys/key-history';
-import { readKeyEvents } from '../keys/load-key-history';
 import type { Ledger } from '../ledger';
+import { historyIn, requirePublicKey } from './enrol-signing-key';
 import {
   ENROL_BY_CODE_ACTION,
   ENROLMENT_CODE_TTL_MS,
@@ -28,12 +25,6 @@ export interface IssuedEnrolmentCode {
   code: string;
   code_commitment: string;
   expires_at: string;
-}
-
-async function historyIn(db: Db): Promise<KeyHistory> {
-  const history = createKeyHistory();
-  for (const event of await readKeyEvents(db)) history.add(event);
-  return history;
 }
 
 /**
@@ -89,16 +80,7 @@ export function enrolWithCode(
   ledger: Ledger,
   input: { identity: string; publicKey: string; code: string; proof: { keyid: string; sig: string } },
 ): Promise<EnrolledKey & { enrolled_at: string }> {
-  const key = parseAuthorPublicKey(input.publicKey);
-  if (!key) {
-    throw new LedgerError(
-      'PUBLIC_KEY_INVALID',
-      'public_key must be ed25519:<base64 of a 32-byte Ed25519 point>',
-      {
-        details: { field: 'public_key' },
-      },
-    );
-  }
+  const key = requirePublicKey(input.publicKey);
   const publicKey = formatAuthorPublicKey(key);
   const commitment = enrolmentCodeCommitment(input.code);
   const claims = enrolByCodeClaims({

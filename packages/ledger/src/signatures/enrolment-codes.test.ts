@@ -18,6 +18,7 @@ import { OPERATOR_ACTOR } from '../keys/key-history';
 import { createLedger, type Ledger } from '../ledger';
 import { verifyBothWays } from '../tamper-testing';
 import { testBackends } from '../testing';
+import { enrollSigningKey } from './enrol-signing-key';
 import { enrolWithCode, issueEnrolmentCode } from './enrolment-code-events';
 import {
   ENROL_BY_CODE_ACTION,
@@ -27,7 +28,7 @@ import {
   enrolmentCodeCommitment,
 } from './enrolment-codes';
 import { currentKeyHistory } from './request-signature';
-import { enrollSigningKey, SIGNING_KEY_ENROLLED } from './signing-key-events';
+import { SIGNING_KEY_ENROLLED } from './signing-key-events';
 
 // A person enrols their own signing key with a one-time code an admin issued for them. The
 // runtime role can append any event in anyone's name: a self-enrolment it forges (a code it

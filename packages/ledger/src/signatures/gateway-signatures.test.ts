@@ -22,7 +22,7 @@ import type { ObservationRecord, ProposalRecord } from '../records/types';
 import { redactFields } from '../redaction';
 import { forgeRecords, verifyBothWays } from '../tamper-testing';
 import { testBackends } from '../testing';
-import { enrollSigningKey } from './signing-key-events';
+import { enrollSigningKey } from './enrol-signing-key';
 
 // What a gateway writes (its proposals, execution claims and observations) speaks for it:
 // once it holds an enrolled signing key, the runtime role can no longer append one in its

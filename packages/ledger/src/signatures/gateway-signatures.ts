@@ -8,6 +8,14 @@ import type { ObservationRecord, ProposalRecord } from '../records/types';
 type Json = Record<string, unknown>;
 type ClaimsMatch = (claims: unknown) => boolean;
 
+/** What the server signs a lapsed claim's `unknown` observation as, by the claim sweeper. */
+export const SWEEP_ACTION = 'execution.sweep';
+
+/** The claims of a sweep: the proposal and when its claim began; the outcome is always `unknown`. */
+export function sweepClaims(record: { proposal_id: unknown; started_at: unknown }) {
+  return { proposal_id: record.proposal_id, outcome: 'unknown', started_at: record.started_at };
+}
+
 /**
  * The signed actions of what a gateway writes (docs/chain.md, "Records signed by their
  * authors"), each with how its claims must match the record: a proposal (`proposal.propose`),
@@ -15,7 +23,8 @@ type ClaimsMatch = (claims: unknown) => boolean;
  * claims of a proposal and an observation hold their erasable member as a hash
  * (`proposalClaims`, `observationClaims` in @vouch/audit), compared while the member is there
  * (`event.fields` opens it); after an erasure the rest of the claims still binds the record.
- * Null for other kinds, and for the claim sweeper's observation, which is the server's own.
+ * The claim sweeper's observation is the server's own, signed by its key (`execution.sweep`).
+ * Null for other kinds.
  */
 export function gatewaySignedActionsOf(
   kind: string,
@@ -26,7 +35,13 @@ export function gatewaySignedActionsOf(
     case 'proposal':
       return { 'proposal.propose': (c) => proposalClaimsMatch(c, record as ProposalRecord, event) };
     case 'observation':
-      if (sameIdentity(event.actor, CLAIM_SWEEPER_IDENTITY)) return null;
+      if (sameIdentity(event.actor, CLAIM_SWEEPER_IDENTITY)) {
+        return {
+          [SWEEP_ACTION]: (c) =>
+            canonicalJson(c) ===
+            canonicalJson(sweepClaims({ proposal_id: record.proposal_id, started_at: record.started_at })),
+        };
+      }
       return { 'execution.observe': (c) => observationClaimsMatch(c, record as ObservationRecord, event) };
     case 'execution_claim':
       // What else the body names (the payload hash, the approval request) the server checked

@@ -25,7 +25,7 @@ import { appendWithFields, redactFields } from '../redaction';
 import { grantRuntimeRole } from '../runtime-role';
 import { verifyBothWays } from '../tamper-testing';
 import { createTestDatabase, testBackends } from '../testing';
-import { enrollSigningKey } from './signing-key-events';
+import { enrollSigningKey } from './enrol-signing-key';
 
 /**
  * The red team's finding (issue #33): with only the runtime role's credentials, an outsider

@@ -1,4 +1,10 @@
 import { canonicalJson, type DsseEnvelope, readAuthorStatementUnverified } from '@vouch/audit';
+import {
+  canonicalPolicy,
+  PIN_POLICY_ACTION,
+  POLICY_CONFIGURED_KIND,
+  pinnedPolicyOf,
+} from '../policy/policy-configuration';
 import { BUILT_IN_POLICY } from '../records/built-in-decisions';
 
 type Json = Record<string, unknown>;
@@ -40,6 +46,14 @@ export function signedActionsOf(kind: string, record: Json): Record<string, Clai
           field(c, 'verdict') === record.verdict &&
           field(c, 'source') === record.source,
       };
+    case POLICY_CONFIGURED_KIND: {
+      // The server's pin, signed by its own key: the policy it pins, as it pins it.
+      const pinned = pinnedPolicyOf(record);
+      return {
+        [PIN_POLICY_ACTION]: (c) =>
+          pinned !== null && canonicalJson(c) === canonicalJson(canonicalPolicy(pinned)),
+      };
+    }
     default:
       return null;
   }

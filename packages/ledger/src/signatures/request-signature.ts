@@ -1,4 +1,4 @@
-import { attachSignature, authorStatement, type DsseEnvelope } from '@vouch/audit';
+import { type AuthorKey, attachSignature, authorStatement, type DsseEnvelope } from '@vouch/audit';
 import { desc, eq } from 'drizzle-orm';
 import type { Database, Db } from '../database';
 import { LedgerError } from '../errors';
@@ -7,6 +7,7 @@ import { createKeyHistory, type KeyHistory } from '../keys/key-history';
 import { readKeyEvents } from '../keys/load-key-history';
 import type { RecordContext } from '../records/record-context';
 import { auditEvents } from '../schema/core';
+import { serverEnvelope } from './server-signer';
 
 const built = new WeakMap<object, Promise<{ head: number; history: KeyHistory }>>();
 
@@ -78,4 +79,31 @@ export async function signatureOfRequest(
   throw new LedgerError('SIGNATURE_INVALID', `the request's signature does not hold: ${violation.why}`, {
     details: { action, rule: violation.rule },
   });
+}
+
+/** A statement the server signs as one of its own identities. */
+export interface ServerStatement {
+  log: string;
+  action: string;
+  actor: string;
+  claims: unknown;
+}
+
+/**
+ * The server's signer for records it writes as `actor` (a `vouch:` identity): a function that
+ * signs a statement with `key`, when that key is enrolled and live for `vouch:server` at `now`;
+ * undefined otherwise (a key nobody enrolled makes signatures nobody can check, so the record is
+ * written unsigned). Asked before a record transaction, so signing inside it reads nothing.
+ */
+export async function serverSignerOf(
+  database: Database,
+  key: AuthorKey | undefined,
+  actor: string,
+  now: string,
+): Promise<((statement: ServerStatement) => DsseEnvelope) | undefined> {
+  if (key === undefined) return undefined;
+  const history = await currentKeyHistory(database);
+  const live = history.signingKeys.liveKeysOf(actor, Date.parse(now));
+  if (!live.some((k) => k.keyId === key.keyId)) return undefined;
+  return (statement) => serverEnvelope(key, statement);
 }

@@ -6,12 +6,11 @@ import { RECORD_TABLE_OF } from '../records/codec';
 import { tableNameOf } from '../records/record-rules';
 import { auditEvents } from '../schema/core';
 import { judgeRecordSignature } from './judge-record-signature';
-import { signedActionsOf } from './record-signatures';
 import { keyHistoryThrough } from './request-signature';
 
 /**
  * Why a stored record that speaks for its actor (an approval answer, a verification, an
- * external decision) does not carry that actor's signature as the rule requires, judged at
+ * external decision, a gateway's proposal, claim and observation, the server's own) does not carry that actor's signature as the rule requires, judged at
  * its event's time, or null: what the server checks before it acts on such a record or shows
  * it. The runtime role can append one in an enrolled author's name; this is where the server
  * stops believing it. A break raises the integrity alarm.
@@ -23,7 +22,6 @@ export async function unsignedRecord(
   kind: string,
   record: Record<string, unknown> & { id: string },
 ): Promise<string | null> {
-  if (signedActionsOf(kind, record) === null) return null;
   const history = await keyHistoryThrough(db, alarm);
   // No author has a key and none must sign: nothing to judge, and no event to read for it.
   if (history.signingKeys.isEmpty() && record.signature === undefined) return null;
@@ -31,7 +29,12 @@ export async function unsignedRecord(
   if (!entry) return null;
   const table = entry.table;
   const [event] = await db
-    .select({ at: auditEvents.recordedAt, actor: auditEvents.actor, seq: auditEvents.seq })
+    .select({
+      at: auditEvents.recordedAt,
+      actor: auditEvents.actor,
+      seq: auditEvents.seq,
+      commitment: auditEvents.commitment,
+    })
     .from(auditEvents)
     .where(
       and(
@@ -43,9 +46,15 @@ export async function unsignedRecord(
       ),
     );
   if (!event) return null; // a row without its event is the record check's to refuse
-  const stored = { seq: Number(event.seq), kind, actor: event.actor, at: event.at } as Parameters<
-    typeof judgeRecordSignature
-  >[2];
+  // Without the field openings an erasable member (a proposal's arguments, an observation's
+  // result) is not compared here; the rest of the signed claims still binds the record.
+  const stored = {
+    seq: Number(event.seq),
+    kind,
+    actor: event.actor,
+    at: event.at,
+    commitment: event.commitment,
+  } as Parameters<typeof judgeRecordSignature>[2];
   const violation = judgeRecordSignature(history, log, stored, record, new Set());
   if (violation === null) return null;
   const message = `${kind} ${record.id} in log ${log} is in ${event.actor}'s name without a signature that holds (${violation.rule}: ${violation.why}): the server refuses to act on it; run \`vouch verify\``;

@@ -1,11 +1,4 @@
-import {
-  authorKeyId,
-  type DsseEnvelope,
-  formatAuthorPublicKey,
-  parseAuthorPublicKey,
-  payloadHashOf,
-} from '@vouch/audit';
-import { LedgerError } from '../errors';
+import { type DsseEnvelope, payloadHashOf } from '@vouch/audit';
 import { SYSTEM_LOG } from '../keys/api-key-events';
 import type { Ledger } from '../ledger';
 import { SIGNING_KEY_ENROLMENT_CODE } from './enrolment-codes';
@@ -35,38 +28,6 @@ export interface EnrolledKey {
   public_key: string;
   enrolled_by: string;
   signature?: DsseEnvelope;
-}
-
-/** Append the enrolment of `publicKey` for `identity` to the `system` log, by `enrolledBy`. */
-export async function enrollSigningKey(
-  ledger: Ledger,
-  input: { identity: string; publicKey: string; enrolledBy: string; signature?: DsseEnvelope },
-): Promise<EnrolledKey> {
-  const key = parseAuthorPublicKey(input.publicKey);
-  if (!key) {
-    throw new LedgerError(
-      'PUBLIC_KEY_INVALID',
-      'public_key must be ed25519:<base64 of a 32-byte Ed25519 point>',
-      {
-        details: { field: 'public_key' },
-      },
-    );
-  }
-  const payload: EnrolledKey = {
-    key_id: authorKeyId(key),
-    identity: input.identity,
-    public_key: formatAuthorPublicKey(key),
-    enrolled_by: input.enrolledBy,
-    ...(input.signature ? { signature: input.signature } : {}),
-  };
-  await ledger.append({
-    log: SYSTEM_LOG,
-    kind: SIGNING_KEY_ENROLLED,
-    entity: payload.key_id,
-    actor: input.enrolledBy,
-    payload,
-  });
-  return payload;
 }
 
 /** Append the revocation of an enrolled key. */

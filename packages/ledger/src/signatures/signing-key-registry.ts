@@ -4,7 +4,6 @@ import {
   type DsseEnvelope,
   openAuthorSignature,
   parseAuthorPublicKey,
-  sameIdentity,
 } from '@vouch/audit';
 import { BOOTSTRAP_ACTOR, OPERATOR_ACTOR, SYSTEM_LOG } from '../keys/api-key-events';
 import type { KeyEvent, KeyWindow } from '../keys/key-history';
@@ -15,6 +14,7 @@ import {
   enrolmentCodeCommitment,
   SIGNING_KEY_ENROLMENT_CODE,
 } from './enrolment-codes';
+import { isServerIdentity, signsFor } from './server-signer';
 import {
   ENROLL_ACTION,
   REVOKE_SIGNING_KEY_ACTION,
@@ -76,10 +76,13 @@ export function createSigningKeyRegistry(keys: { keysOf(identity: string): reado
   let enrolled = 0;
   let requiredSince = Number.POSITIVE_INFINITY;
 
+  /** The keys that sign for `identity` at `at`: its own, or the server's for a `vouch:` identity. */
   const liveKeysOf = (identity: string, at: number) =>
-    [...byId.values()].filter((k) => sameIdentity(k.identity, identity) && k.from <= at && at < k.until);
+    [...byId.values()].filter((k) => signsFor(k.identity, identity) && k.from <= at && at < k.until);
+  // The server's own identities sign once its key is enrolled: `signatures.required` asks
+  // authors, and a server without a key (Postgres without a log key) would break it itself.
   const mustSign = (identity: string, at: number) =>
-    at >= requiredSince || liveKeysOf(identity, at).length > 0;
+    (at >= requiredSince && !isServerIdentity(identity)) || liveKeysOf(identity, at).length > 0;
 
   const judge = (signed: SignedAction): SignatureViolation | null => {
     if (signed.signature === undefined) {
@@ -158,7 +161,11 @@ export function createSigningKeyRegistry(keys: { keysOf(identity: string): reado
       proof: payload.proof,
     };
     const refused = codes.refusal(enrolment, at);
-    if (payload.enrolled_by !== event.actor || key.identity !== event.actor) {
+    if (
+      payload.enrolled_by !== event.actor ||
+      key.identity !== event.actor ||
+      isServerIdentity(key.identity)
+    ) {
       return {
         rule: 'SIGNING_KEY_ENROLLER_FORBIDDEN',
         why: `a key enrolled by code is enrolled by its own identity, not ${event.actor} for ${key.identity}`,
@@ -208,6 +215,14 @@ export function createSigningKeyRegistry(keys: { keysOf(identity: string): reado
     }
     if (event.actor === OPERATOR_ACTOR) return null;
     if (event.actor === BOOTSTRAP_ACTOR && event.kind === SIGNING_KEY_ENROLLED && enrolled === 0) return null;
+    if (event.kind === SIGNING_KEY_ENROLLED && isServerIdentity(String(payload.identity))) {
+      // The server's key is the operator's (or the first start's) to enrol: an admin who could
+      // enrol one could sign what the server alone may write.
+      return {
+        rule: 'SIGNING_KEY_ENROLLER_FORBIDDEN',
+        why: `a key for ${String(payload.identity)} is enrolled by the operator or the first start, not ${event.actor}`,
+      };
+    }
     if (!adminAt(event.actor, at)) {
       return { rule: 'SIGNING_KEY_ENROLLER_FORBIDDEN', why: `${event.actor} held no live admin key then` };
     }
