@@ -26,6 +26,8 @@ export interface VerificationQueue {
     observation: ObservationRecord;
     requestedBy: string;
     body: Record<string, unknown>;
+    /** The requester's detached signature over the run request, checked before queueing. */
+    signature?: { keyid: string; sig: string };
   }): Promise<VerificationJob>;
   /** The jobs of a proposal that have not finished: the story shows `verifying` while there are any. */
   pendingOf(log: string, proposalId: string): Promise<VerificationJob[]>;
@@ -174,6 +176,8 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
       environments: null,
       // Its key was issued by a server whose clock runs ahead of this one's: recorded no earlier.
       ...(writer.keyIssuedAt === undefined ? {} : { keyIssuedAt: writer.keyIssuedAt }),
+      // The signature it sent when it asked: the record is judged by it as if written then.
+      ...(job.signature ? { signature: job.signature } : {}),
     };
     return { caller, body: job.body };
   };
@@ -240,6 +244,7 @@ export function createVerificationQueue(options: VerificationQueueOptions): Veri
         requestedBy: request.requestedBy,
         body: request.body,
         requestedAt: now().toISOString(),
+        ...(request.signature ? { signature: request.signature } : {}),
       };
       await store.enqueue(job);
       await claimAndStart(job);

@@ -1,4 +1,17 @@
-import { createRecords, createVerificationJobStore, type Records } from '@vouch/ledger';
+import {
+  authorStatement,
+  detachedSignature,
+  formatAuthorPublicKey,
+  generateAuthorKey,
+  signAuthorStatement,
+} from '@vouch/audit';
+import {
+  createRecords,
+  createVerificationJobStore,
+  enrollSigningKey,
+  OPERATOR_ACTOR,
+  type Records,
+} from '@vouch/ledger';
 import { testBackends } from '@vouch/ledger/testing';
 import { createVerifierRegistry, defineVerifier, VERIFIER_API_VERSION } from '@vouch/verifier-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -140,6 +153,43 @@ describe.each(testBackends())('verifying an observation, on $name', ({ open }) =
       const story = await call('GET', `/v1/proposals/${proposals[2]}`, gw);
       expect(story.body.verifications).toMatchObject([
         { verifier: 'agent:gw', checks: [judgedByTheDecidedRegistration] },
+      ]);
+    });
+
+    it('records the signature of a requester who must sign, and refuses one without it, queueing nothing', async () => {
+      const checker = await h.keyFor('service:checker', ['verifier']);
+      const key = generateAuthorKey();
+      await enrollSigningKey(h.ledger, {
+        identity: 'service:checker',
+        publicKey: formatAuthorPublicKey(key.publicKey),
+        enrolledBy: OPERATOR_ACTOR,
+      });
+      const proposalId = await propose();
+      const observed = await call('POST', '/v1/observations', gw, observation(proposalId));
+      const id = observed.body.observation.id as string;
+      const path = `/v1/observations/${id}/verify`;
+      const jobs = async () => (await h.rowCounts()).verification_jobs;
+      const before = await jobs();
+      const unsigned = await call('POST', path, checker, {}, { prefer: 'respond-async' });
+      expect(unsigned).toMatchObject({ status: 403, body: { error: { code: 'SIGNATURE_REQUIRED' } } });
+      expect(await jobs()).toBe(before);
+      const statement = authorStatement('default', 'verification.run', 'service:checker', {
+        observation_id: id,
+      });
+      const signature = detachedSignature(signAuthorStatement(statement, key));
+      const queued = await call(
+        'POST',
+        path,
+        checker,
+        {},
+        { prefer: 'respond-async', 'vouch-signature': signature },
+      );
+      expect(queued.status).toBe(202);
+      await queue.idle();
+      const story = await call('GET', `/v1/proposals/${proposalId}`, gw);
+      expect(story.status).toBe(200);
+      expect(story.body.verifications).toMatchObject([
+        { verifier: 'service:checker', signature: { signatures: [{ keyid: key.keyId }] } },
       ]);
     });
   });

@@ -172,11 +172,15 @@ export function registerObservationRoutes(
     if (body.supersedes !== undefined) assertMaySupersede(c.get('principal'));
     const observation = await records.getObservation(log, id);
     if (/\brespond-async\b/i.test(c.req.header('prefer') ?? '')) {
+      // The signature is judged now, as the record will be: a refusal is answered, not queued.
+      const ctx = recordContext(c, log);
+      await records.requestSignature(ctx, 'verification.run', { ...body, observation_id: observation.id });
       const job = await deps.queue.enqueue({
         log,
         observation,
         requestedBy: c.get('principal').identity,
         body,
+        ...(ctx.caller.signature ? { signature: ctx.caller.signature } : {}),
       });
       c.header('Preference-Applied', 'respond-async');
       return c.json(

@@ -161,6 +161,11 @@ export interface Records {
   verificationWriter(log: string, identity: string): Promise<VerificationWriter>;
   /** The proposal, its decision, approval, observation, verifications, outcome and events. */
   story(log: string, proposalId: string): Promise<ProposalStory>;
+  /**
+   * Judge the caller's signature over `claims` as `action` now, as a record written with it
+   * would be (`SIGNATURE_REQUIRED`, `SIGNATURE_INVALID`): for a request that is queued first.
+   */
+  requestSignature(ctx: RecordContext, action: string, claims: unknown): Promise<void>;
   /** Proposals in chain order, filtered by stored columns and by derived stage and outcome. */
   listProposals(
     log: string,
@@ -249,6 +254,9 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     verificationWriter: (log, identity) =>
       verificationWriter(ledger.database.db, log, identity, runtime.wallNow()),
     story: (log, proposalId) => story(runtime, log, proposalId),
+    requestSignature: async (ctx, action, claims) => {
+      await runtime.authorSignature(ctx, action, claims);
+    },
     listProposals: (log, opts = {}) => listProposals(runtime, log, opts),
     listVerifications: (log, opts = {}) => listVerifications(runtime, log, opts),
   };

@@ -19,6 +19,12 @@ export const verificationJobs = pgTable(
     /** The re-verification body (`supersedes`, `reason`) as canonical JSON; `{}` when none. */
     body: text('body').notNull(),
     requestedAt: text('requested_at').notNull(),
+    /**
+     * The requester's detached author signature over the run request (`verification.run`), as
+     * JSON `{keyid, sig}`, checked when it was queued and again when the record is written:
+     * an author who must sign is recorded with its signature, however late the job runs.
+     */
+    signature: text('signature'),
   },
   (t) => [
     primaryKey({ name: 'verification_jobs_pk', columns: [t.logId, t.id] }),

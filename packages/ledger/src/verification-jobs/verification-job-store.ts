@@ -15,6 +15,8 @@ export interface VerificationJob {
   /** The re-verification body (`supersedes`, `reason`), or `{}`. */
   body: Record<string, unknown>;
   requestedAt: string;
+  /** The requester's detached signature over the run request, when it signed. */
+  signature?: { keyid: string; sig: string };
 }
 
 /** How a job ended. */
@@ -78,6 +80,7 @@ interface JobRow {
   requested_by: string;
   body: string;
   requested_at: string;
+  signature: string | null;
 }
 
 const toJob = (r: JobRow): VerificationJob => ({
@@ -88,6 +91,7 @@ const toJob = (r: JobRow): VerificationJob => ({
   requestedBy: r.requested_by,
   body: JSON.parse(r.body) as Record<string, unknown>,
   requestedAt: r.requested_at,
+  ...(r.signature === null ? {} : { signature: JSON.parse(r.signature) as { keyid: string; sig: string } }),
 });
 
 /**
@@ -103,9 +107,10 @@ export function createVerificationJobStore(database: Database): VerificationJobS
       // A job id chosen by its subject (one settle job per observation) is written once,
       // whatever the number of processes writing it: the primary key decides.
       const written = await database.rows<{ id: string }>(
-        sql`insert into verification_jobs (log_id, id, observation_id, proposal_id, requested_by, body, requested_at)
+        sql`insert into verification_jobs (log_id, id, observation_id, proposal_id, requested_by, body, requested_at, signature)
             values (${job.log}, ${job.id}, ${job.observationId}, ${job.proposalId}, ${job.requestedBy},
-                    ${JSON.stringify(job.body)}, ${job.requestedAt})
+                    ${JSON.stringify(job.body)}, ${job.requestedAt},
+                    ${job.signature === undefined ? null : JSON.stringify(job.signature)})
             on conflict (log_id, id) do nothing returning id`,
       );
       return written.length === 1;
@@ -148,7 +153,7 @@ export function createVerificationJobStore(database: Database): VerificationJobS
     },
     async pending() {
       const rows = await database.rows<JobRow>(
-        sql`select j.log_id, j.id, j.observation_id, j.proposal_id, j.requested_by, j.body, j.requested_at
+        sql`select j.log_id, j.id, j.observation_id, j.proposal_id, j.requested_by, j.body, j.requested_at, j.signature
             from verification_jobs j
             where not exists (select 1 from verification_job_results r where r.log_id = j.log_id and r.job_id = j.id)
             order by j.requested_at, j.id`,
@@ -157,7 +162,7 @@ export function createVerificationJobStore(database: Database): VerificationJobS
     },
     async pendingOf(log, proposalId) {
       const rows = await database.rows<JobRow>(
-        sql`select j.log_id, j.id, j.observation_id, j.proposal_id, j.requested_by, j.body, j.requested_at
+        sql`select j.log_id, j.id, j.observation_id, j.proposal_id, j.requested_by, j.body, j.requested_at, j.signature
             from verification_jobs j
             where j.log_id = ${log} and j.proposal_id = ${proposalId}
               and not exists (select 1 from verification_job_results r where r.log_id = j.log_id and r.job_id = j.id)

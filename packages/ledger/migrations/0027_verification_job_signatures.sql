@@ -1,0 +1,1 @@
+ALTER TABLE "verification_jobs" ADD COLUMN "signature" text;
