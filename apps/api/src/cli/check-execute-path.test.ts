@@ -259,6 +259,11 @@ export const proxy = new Proxy({}, { get: () => (a, invoke) => invoke(a) });
 export const loaded = (spec) => require(spec);
 export const applied = (f, client) => Reflect.apply(f, client, []);
 export class Host { constructor(runner) { this.vouch = runner.spread ? { ...runner } : runner; } }
+export const global = (Runner) => { globalThis.vouch = new Runner(); };
+export const legacy = (proto, k) => proto.__lookupGetter__(k);
+export const raw = (client, m) => client['transport'].send(m);
+export const whole = async () => Object.values(await import('./upstream-call'));
+export const lazy = async () => (await import('./upstream-call')).viaName;
 `,
       });
       expect(await found(root)).toEqual([
@@ -269,6 +274,10 @@ export class Host { constructor(runner) { this.vouch = runner.spread ? { ...runn
         'shapes.ts:5 COMPUTED_MEMBER_CALL', // require(spec)
         'shapes.ts:6 COMPUTED_MEMBER_CALL', // Reflect.apply
         'shapes.ts:7 UNTRUSTED_EXECUTE', // this.vouch = { ...runner }
+        'shapes.ts:8 UNTRUSTED_EXECUTE', // globalThis.vouch = new Runner()
+        'shapes.ts:9 COMPUTED_MEMBER_CALL', // __lookupGetter__(k)
+        'shapes.ts:10 COMPUTED_MEMBER_CALL', // client['transport'].send(m)
+        'shapes.ts:11 COMPUTED_MEMBER_CALL', // Object.values(await import(…))
       ]);
     });
 
@@ -285,6 +294,7 @@ export const http = (verb) => fetch('http://127.0.0.1:1/', { method: verb });
 export const reply = (res, body) => res.send(body);
 export const errorReply = { jsonrpc: '2.0', id: null, error: { code: -32000, message: 'x' } };
 export const own = Object.getOwnPropertyDescriptor(Object, 'keys');
+export const iterate = (source) => source[Symbol.asyncIterator]();
 export const joined = path.join('a', 'b');
 export const governed = (mcp, a) => vouch.execute(a, () => mcp.callTool({ name: 'x' }));
 `,

@@ -4,6 +4,7 @@ import {
   type Constants,
   foldString,
   isCalled,
+  isFixedKey,
   isModuleLoad,
   nameOf,
   outermost,
@@ -47,10 +48,11 @@ export function runTimeReach(t: typeof ts, node: ts.Node, context: ReachContext)
   return (
     computedMember(t, node, context) ??
     reflection(t, node, context.constants) ??
+    legacyReflection(t, node, context.constants) ??
     codeAtRunTime(t, node, context.constants) ??
     codeObjectUsedWhole(t, node, context) ??
     unfixedMessage(t, node, context.constants) ??
-    rawTransportSend(t, node)
+    rawTransportSend(t, node, context.constants)
   );
 }
 
@@ -59,7 +61,7 @@ function computedMember(t: typeof ts, node: ts.Node, context: ReachContext): str
   const fold = (key: ts.Node) => foldString(t, key, context.constants);
   if (t.isElementAccessExpression(node)) {
     const key = node.argumentExpression;
-    if (t.isNumericLiteral(key) || fold(key) !== undefined || looksNumeric(t, key)) return undefined;
+    if (isFixedKey(t, key, context.constants) || looksNumeric(t, key)) return undefined;
     if (context.mode === 'all' || isCalled(t, node)) {
       return `${node.getText()}: a member chosen at run time could be an upstream tool call; ${REMEDY}`;
     }
@@ -99,6 +101,16 @@ function reflection(t: typeof ts, node: ts.Node, constants: Constants): string |
     return `${qualified}(…) calls a function the guard cannot name; ${REMEDY}`;
   }
   return undefined;
+}
+
+/** `x.__lookupGetter__(k)` and its kin: the legacy reflection every object has. */
+function legacyReflection(t: typeof ts, node: ts.Node, constants: Constants): string | undefined {
+  if (!t.isCallExpression(node) || !t.isPropertyAccessExpression(node.expression)) return undefined;
+  const method = node.expression.name.text;
+  if (!/^__(lookup|define)[GS]etter__$/.test(method)) return undefined;
+  const key = node.arguments[0];
+  if (key !== undefined && foldString(t, key, constants) !== undefined) return undefined;
+  return `${method}(…) reaches a member the guard cannot name; ${REMEDY}`;
 }
 
 /** `eval(…)`, `Function(…)`, `new Proxy(…)`, `import(spec)` and `require(spec)` with a spec chosen at run time. */
@@ -147,7 +159,16 @@ function codeObject(t: typeof ts, node: ts.Node, namespaces: ReadonlySet<string>
   if (call && call.method === 'getPrototypeOf' && ['Object', 'Reflect'].includes(call.object)) {
     return `the prototype ${node.getText()}`;
   }
+  if (t.isCallExpression(node) && isModuleLoad(t, node) && !boundToAName(t, outermost(t, node))) {
+    return `the module ${node.getText()}`;
+  }
   return undefined;
+}
+
+/** `const ns = await import(…)`: the name is followed as a namespace instead. */
+function boundToAName(t: typeof ts, at: ts.Node): boolean {
+  const parent = at.parent;
+  return t.isVariableDeclaration(parent) && parent.initializer === at && t.isIdentifier(parent.name);
 }
 
 /** `ns.name`, `ns['name']`, `ns(…)`, `new ns()`, `typeof ns`, `ns === x`, `const { a } = ns`. */
@@ -155,7 +176,7 @@ function usedThroughAName(t: typeof ts, at: ts.Node, constants: Constants): bool
   const parent = at.parent;
   if (t.isPropertyAccessExpression(parent) && parent.expression === at) return true;
   if (t.isElementAccessExpression(parent) && parent.expression === at) {
-    return foldString(t, parent.argumentExpression, constants) !== undefined;
+    return isFixedKey(t, parent.argumentExpression, constants);
   }
   if ((t.isCallExpression(parent) || t.isNewExpression(parent)) && parent.expression === at) return true;
   if (t.isTypeOfExpression(parent)) return true;
@@ -218,10 +239,14 @@ function unfixedMessage(t: typeof ts, node: ts.Node, constants: Constants): stri
 }
 
 /** `transport.send(message)`: a message handed to an MCP transport as it is, below the client. */
-function rawTransportSend(t: typeof ts, node: ts.Node): string | undefined {
+function rawTransportSend(t: typeof ts, node: ts.Node, constants: Constants): string | undefined {
   if (!t.isCallExpression(node) || !t.isPropertyAccessExpression(node.expression)) return undefined;
   if (node.expression.name.text !== 'send') return undefined;
-  if (!/transport/i.test(nameOf(t, node.expression.expression) ?? '')) return undefined;
+  const target = skipWrappers(t, node.expression.expression);
+  const name = t.isElementAccessExpression(target)
+    ? foldString(t, target.argumentExpression, constants)
+    : nameOf(t, target);
+  if (!/transport/i.test(name ?? '')) return undefined;
   const message = node.arguments[0];
   if (message !== undefined && t.isObjectLiteralExpression(skipWrappers(t, message))) return undefined;
   return `${node.expression.getText()}(…) sends a message the guard cannot read straight to a transport; ${REMEDY}`;

@@ -79,9 +79,9 @@ function untrustedBinding(t: typeof ts, node: ts.Node, context: ReceiverContext)
 
 /**
  * The value a receiver name is bound to at `node`: a declaration, a default, a class field, or
- * an assignment to the name or to `this.<name>`. A property of another object (`{ vouch: … }`,
- * `deps.vouch = …`) is not judged here: configuration objects name their Vouch settings so, and
- * an `execute` put into such an object is caught where it is defined.
+ * an assignment (`vouch = …`, `this.vouch = …`, `globalThis.vouch = …`). A property written in
+ * an object literal (`{ vouch: … }`) is not judged here: configuration objects and schemas name
+ * their Vouch settings so, and an `execute` put into such an object is caught where it is defined.
  */
 function boundValue(
   t: typeof ts,
@@ -100,12 +100,7 @@ function boundValue(
     return { name: node.name.text, value: node.initializer };
   }
   if (t.isBinaryExpression(node) && node.operatorToken.kind === t.SyntaxKind.EqualsToken) {
-    const target = skipWrappers(t, node.left);
-    const name = t.isIdentifier(target)
-      ? target.text
-      : t.isPropertyAccessExpression(target) && target.expression.kind === t.SyntaxKind.ThisKeyword
-        ? target.name.text
-        : undefined;
+    const name = nameOf(t, node.left);
     if (name !== undefined && receivers.has(name)) return { name, value: node.right };
   }
   return undefined;

@@ -68,6 +68,14 @@ export function foldString(t: typeof ts, node: ts.Node, constants: Constants, de
   return undefined;
 }
 
+/** A member key the file fixes: a string it can fold, a number, or a well-known symbol (`Symbol.iterator`). */
+export function isFixedKey(t: typeof ts, key: ts.Expression, constants: Constants): boolean {
+  if (t.isNumericLiteral(key) || foldString(t, key, constants) !== undefined) return true;
+  return (
+    t.isPropertyAccessExpression(key) && t.isIdentifier(key.expression) && key.expression.text === 'Symbol'
+  );
+}
+
 /** A string built from parts: `a + b`, a template with substitutions, `.concat(…)`, `[…].join(…)`. */
 export function isComposedString(t: typeof ts, node: ts.Node): boolean {
   if (t.isBinaryExpression(node)) return node.operatorToken.kind === t.SyntaxKind.PlusToken;
