@@ -293,6 +293,7 @@ export const pairs = (o) => Object.entries(o).concat(Object.keys(o)).concat(Obje
 export const http = (verb) => fetch('http://127.0.0.1:1/', { method: verb });
 export const reply = (res, body) => res.send(body);
 export const errorReply = { jsonrpc: '2.0', id: null, error: { code: -32000, message: 'x' } };
+export const logEntry = (req, id) => ({ id, method: req.method, url: req.url });
 export const own = Object.getOwnPropertyDescriptor(Object, 'keys');
 export const iterate = (source) => source[Symbol.asyncIterator]();
 export const joined = path.join('a', 'b');

@@ -211,17 +211,16 @@ function isDeclarationName(t: typeof ts, node: ts.Identifier): boolean {
 }
 
 /**
- * A JSON-RPC message (an object with `jsonrpc`, or a `method` with `params` or `id`) whose
- * method the file does not fix: sent through a transport, a socket or `fetch`, it could be
- * `tools/call`.
+ * A JSON-RPC message (an object with `jsonrpc`, or a `method` with `params`; a log entry's
+ * `{ id, method }` is not one) whose method the file does not fix: sent through a transport, a
+ * socket or `fetch`, it could be `tools/call`.
  */
 function unfixedMessage(t: typeof ts, node: ts.Node, constants: Constants): string | undefined {
   if (!t.isObjectLiteralExpression(node)) return undefined;
   const named = (name: string) =>
     node.properties.find((p) => p.name !== undefined && t.isIdentifier(p.name) && p.name.text === name);
   const method = named('method');
-  const isMessage =
-    named('jsonrpc') !== undefined || (method !== undefined && (named('params') ?? named('id')));
+  const isMessage = named('jsonrpc') !== undefined || (method !== undefined && named('params') !== undefined);
   if (!isMessage) return undefined;
   if (method === undefined) {
     return node.properties.some((p) => t.isSpreadAssignment(p))
