@@ -262,6 +262,7 @@ export class Host { constructor(runner) { this.vouch = runner.spread ? { ...runn
 export const global = (Runner) => { globalThis.vouch = new Runner(); };
 export const legacy = (proto, k) => proto.__lookupGetter__(k);
 export const raw = (client, m) => client['transport'].send(m);
+export const held = (upstream, m) => { const t = upstream.client.transport; return t.send(m); };
 export const whole = async () => Object.values(await import('./upstream-call'));
 export const lazy = async () => (await import('./upstream-call')).viaName;
 `,
@@ -277,7 +278,8 @@ export const lazy = async () => (await import('./upstream-call')).viaName;
         'shapes.ts:8 UNTRUSTED_EXECUTE', // globalThis.vouch = new Runner()
         'shapes.ts:9 COMPUTED_MEMBER_CALL', // __lookupGetter__(k)
         'shapes.ts:10 COMPUTED_MEMBER_CALL', // client['transport'].send(m)
-        'shapes.ts:11 COMPUTED_MEMBER_CALL', // Object.values(await import(…))
+        'shapes.ts:11 COMPUTED_MEMBER_CALL', // t = upstream.client.transport; t.send(m)
+        'shapes.ts:12 COMPUTED_MEMBER_CALL', // Object.values(await import(…))
       ]);
     });
 

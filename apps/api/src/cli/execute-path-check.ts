@@ -3,13 +3,14 @@ import { join, relative, sep } from 'node:path';
 import type ts from 'typescript';
 import { globMatcher } from './execute-path-glob';
 import { namespaceNames, runTimeReach } from './execute-path-reach';
-import { untrustedExecute, variableInitializers } from './execute-path-receiver';
+import { untrustedExecute } from './execute-path-receiver';
 import {
   constantStrings,
   foldString,
   isComposedString,
   isModuleSpecifier,
   nameOf,
+  variableInitializers,
 } from './execute-path-syntax';
 
 // The execute-path guard: code may reach an upstream MCP tool call only inside the `invoke`
@@ -145,13 +146,14 @@ function scanSource(typescript: typeof ts, file: string, text: string, options: 
   const source = t.createSourceFile(file, text, t.ScriptTarget.Latest, true, scriptKind(t, file));
   const constants = constantStrings(t, source);
   const fold = (node: ts.Node) => foldString(t, node, constants);
-  const reach = { constants, namespaces: namespaceNames(t, source), mode: options.computedMembers };
-  const receiver = {
+  const initializers = variableInitializers(t, source);
+  const reach = {
     constants,
-    receivers: options.receivers,
-    factories: options.factories,
-    initializers: variableInitializers(t, source),
+    initializers,
+    namespaces: namespaceNames(t, source),
+    mode: options.computedMembers,
   };
+  const receiver = { constants, initializers, receivers: options.receivers, factories: options.factories };
   const found: Found[] = [];
   const report = (node: ts.Node, rule: ExecutePathRule, message: string) => {
     const at = source.getLineAndCharacterOfPosition(node.getStart(source));

@@ -20,6 +20,8 @@ import {
 /** What one file's rules need to know beyond the node. */
 export interface ReachContext {
   constants: Constants;
+  /** Every `NAME = <initializer>` of a variable in the file, to follow a name one step. */
+  initializers: ReadonlyMap<string, readonly ts.Expression[]>;
   /** Names bound to a module namespace: `import * as ns`, `await import(…)`, `require(…)`. */
   namespaces: ReadonlySet<string>;
   mode: 'calls' | 'all';
@@ -52,7 +54,7 @@ export function runTimeReach(t: typeof ts, node: ts.Node, context: ReachContext)
     codeAtRunTime(t, node, context.constants) ??
     codeObjectUsedWhole(t, node, context) ??
     unfixedMessage(t, node, context.constants) ??
-    rawTransportSend(t, node, context.constants)
+    rawTransportSend(t, node, context)
   );
 }
 
@@ -238,17 +240,27 @@ function unfixedMessage(t: typeof ts, node: ts.Node, constants: Constants): stri
 }
 
 /** `transport.send(message)`: a message handed to an MCP transport as it is, below the client. */
-function rawTransportSend(t: typeof ts, node: ts.Node, constants: Constants): string | undefined {
+function rawTransportSend(t: typeof ts, node: ts.Node, context: ReachContext): string | undefined {
   if (!t.isCallExpression(node) || !t.isPropertyAccessExpression(node.expression)) return undefined;
-  if (node.expression.name.text !== 'send') return undefined;
-  const target = skipWrappers(t, node.expression.expression);
-  const name = t.isElementAccessExpression(target)
-    ? foldString(t, target.argumentExpression, constants)
-    : nameOf(t, target);
-  if (!/transport/i.test(name ?? '')) return undefined;
+  if (node.expression.name.text !== 'send' || !isTransport(t, node.expression.expression, context, 0)) {
+    return undefined;
+  }
   const message = node.arguments[0];
   if (message !== undefined && t.isObjectLiteralExpression(skipWrappers(t, message))) return undefined;
   return `${node.expression.getText()}(…) sends a message the guard cannot read straight to a transport; ${REMEDY}`;
+}
+
+/** Named like a transport (`transport`, `_transport`, `['transport']`), or a name bound to one here. */
+function isTransport(t: typeof ts, expression: ts.Expression, context: ReachContext, depth: number): boolean {
+  const target = skipWrappers(t, expression);
+  const name = t.isElementAccessExpression(target)
+    ? foldString(t, target.argumentExpression, context.constants)
+    : nameOf(t, target);
+  if (/transport/i.test(name ?? '')) return true;
+  if (!t.isIdentifier(target) || depth > 5) return false;
+  return (context.initializers.get(target.text) ?? []).some((value) =>
+    isTransport(t, value, context, depth + 1),
+  );
 }
 
 /** `xs[i]`, `xs[i + 1]`, `xs[xs.length - 1]`: index arithmetic, not a member name. */

@@ -145,19 +145,6 @@ function fakeClient(t: typeof ts, node: ts.Node): string | undefined {
   return undefined;
 }
 
-/** Every `NAME = <initializer>` of a variable in the file. */
-export function variableInitializers(t: typeof ts, source: ts.SourceFile): Map<string, ts.Expression[]> {
-  const found = new Map<string, ts.Expression[]>();
-  const visit = (node: ts.Node): void => {
-    if (t.isVariableDeclaration(node) && t.isIdentifier(node.name) && node.initializer) {
-      found.set(node.name.text, [...(found.get(node.name.text) ?? []), node.initializer]);
-    }
-    t.forEachChild(node, visit);
-  };
-  visit(source);
-  return found;
-}
-
 function isAssignment(t: typeof ts, kind: ts.SyntaxKind): boolean {
   return kind >= t.SyntaxKind.FirstAssignment && kind <= t.SyntaxKind.LastAssignment;
 }

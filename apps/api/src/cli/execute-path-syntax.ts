@@ -25,6 +25,19 @@ export function constantStrings(t: typeof ts, source: ts.SourceFile): Map<string
   return constants;
 }
 
+/** Every `NAME = <initializer>` of a variable in the file. */
+export function variableInitializers(t: typeof ts, source: ts.SourceFile): Map<string, ts.Expression[]> {
+  const found = new Map<string, ts.Expression[]>();
+  const visit = (node: ts.Node): void => {
+    if (t.isVariableDeclaration(node) && t.isIdentifier(node.name) && node.initializer) {
+      found.set(node.name.text, [...(found.get(node.name.text) ?? []), node.initializer]);
+    }
+    t.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
 /** The string an expression always evaluates to, when the file alone says so. */
 export function foldString(t: typeof ts, node: ts.Node, constants: Constants, depth = 0): string | undefined {
   if (depth > 20) return undefined;
