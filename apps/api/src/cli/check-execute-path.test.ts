@@ -283,6 +283,35 @@ export const lazy = async () => (await import('./upstream-call')).viaName;
       ]);
     });
 
+    it('flags an import of code it does not read: an excluded file, or one outside the directory', async () => {
+      const root = project({
+        'host/src/agent.ts': `import { vouch } from './__mocks__/vouch';
+import { helper } from './agent.test';
+import { shared } from '../../shared/upstream';
+import { logger } from './logger.js';
+import config from './config.json';
+import type { Types } from './types';
+export const go = (mcp, a) => vouch.execute(a, () => mcp.callTool({ name: 'x' }));
+export const other = async () => (await import('./__mocks__/vouch')).vouch;
+`,
+        'host/src/__mocks__/vouch.ts': 'export const vouch = { execute: (a, invoke) => invoke(a) };\n',
+        'host/src/agent.test.ts': 'export const helper = 1;\n',
+        'host/src/logger.ts': 'export const logger = console;\n',
+        'host/src/config.json': '{}',
+        'host/src/types.d.ts': 'export type Types = string;\n',
+        'shared/upstream.ts': 'export const shared = (c) => c.callTool({ name: "x" });\n',
+      });
+      const { code, out } = await check(join(root, 'host'), '--json');
+      const report = JSON.parse(out) as { violations: Array<{ file: string; line: number; rule: string }> };
+      expect(report.violations.map((v) => `${v.file}:${v.line} ${v.rule}`)).toEqual([
+        'src/agent.ts:1 UNSCANNED_IMPORT', // an excluded mock, with a fake execute
+        'src/agent.ts:2 UNSCANNED_IMPORT', // a test file
+        'src/agent.ts:3 UNSCANNED_IMPORT', // outside the directory
+        'src/agent.ts:8 UNSCANNED_IMPORT', // import() of the mock
+      ]);
+      expect(code).toBe(1);
+    });
+
     it('leaves ordinary code alone, and trusts the factories the configuration names', async () => {
       const root = project({
         'ordinary.ts': `import * as path from 'node:path';

@@ -28,6 +28,8 @@ has an execute().
   UNTRUSTED_EXECUTE              anything that could stand in for the Vouch client: an
                                  execute defined in the code, a receiver bound to other than
                                  createVouchClient(…), @vouch/client/testing
+  UNSCANNED_IMPORT               a relative import of a source file the scan does not read
+                                 (excluded, a test, or outside DIR)
 
 Configuration: --config FILE, else DIR/${EXECUTE_PATH_CONFIG_FILE} when it exists:
 include/exclude globs, receivers (the Vouch client's names, default ["vouch"]), factories

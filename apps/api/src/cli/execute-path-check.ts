@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import type ts from 'typescript';
 import { globMatcher } from './execute-path-glob';
+import { unscannedImport } from './execute-path-imports';
 import { namespaceNames, runTimeReach } from './execute-path-reach';
 import { untrustedExecute } from './execute-path-receiver';
 import {
@@ -22,12 +23,17 @@ import {
 // missed, and so is anything that could stand in for the client's execute().
 
 /** One reason the guard refuses the code. */
-export type ExecutePathRule = 'UPSTREAM_CALL_OUTSIDE_EXECUTE' | 'COMPUTED_MEMBER_CALL' | 'UNTRUSTED_EXECUTE';
+export type ExecutePathRule =
+  | 'UPSTREAM_CALL_OUTSIDE_EXECUTE'
+  | 'COMPUTED_MEMBER_CALL'
+  | 'UNTRUSTED_EXECUTE'
+  | 'UNSCANNED_IMPORT';
 
 export const EXECUTE_PATH_RULES: readonly ExecutePathRule[] = [
   'UPSTREAM_CALL_OUTSIDE_EXECUTE',
   'COMPUTED_MEMBER_CALL',
   'UNTRUSTED_EXECUTE',
+  'UNSCANNED_IMPORT',
 ];
 
 /** One place that can reach an upstream tool call outside the execute path. */
@@ -94,6 +100,7 @@ export function checkExecutePath(
   const files = listFiles(root, '').filter(
     (file) => SOURCE_EXTENSIONS.test(file) && included(file) && !excluded(file),
   );
+  const scanned = new Set(files);
   const allow = options.allow.map((entry) => ({ ...entry, matches: globMatcher([entry.file]) }));
   // An allowed upstream call inside a function makes that function an upstream call itself.
   const wrappers = allow
@@ -111,6 +118,8 @@ export function checkExecutePath(
       factories: new Set(options.factories),
       computedMembers: options.computedMembers,
       ownWrappers: new Set(wrappers.filter((w) => w.matches(file)).map((w) => w.name)),
+      root,
+      scanned,
     });
     for (const violation of found) {
       const allowed = allow.some(
@@ -137,6 +146,9 @@ interface ScanOptions {
   computedMembers: 'calls' | 'all';
   /** Wrapper functions declared in this file: their own declaration name is not a use. */
   ownWrappers: ReadonlySet<string>;
+  root: string;
+  /** Every file the scan reads, relative to the root. */
+  scanned: ReadonlySet<string>;
 }
 
 type Found = ExecutePathViolation & { functions: string[] };
@@ -154,6 +166,7 @@ function scanSource(typescript: typeof ts, file: string, text: string, options: 
     mode: options.computedMembers,
   };
   const receiver = { constants, initializers, receivers: options.receivers, factories: options.factories };
+  const imports = { constants, root: options.root, file, scanned: options.scanned };
   const found: Found[] = [];
   const report = (node: ts.Node, rule: ExecutePathRule, message: string) => {
     const at = source.getLineAndCharacterOfPosition(node.getStart(source));
@@ -199,6 +212,8 @@ function scanSource(typescript: typeof ts, file: string, text: string, options: 
       }
     }
 
+    const unscanned = unscannedImport(t, node, imports);
+    if (unscanned) report(node, 'UNSCANNED_IMPORT', unscanned);
     const untrusted = untrustedExecute(t, node, receiver);
     if (untrusted) report(node, 'UNTRUSTED_EXECUTE', untrusted);
     const computed = runTimeReach(t, node, reach);
