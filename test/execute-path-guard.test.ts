@@ -29,6 +29,15 @@ async function guard(dir: string): Promise<{ code: number; out: string; err: str
   }
 }
 
+/** A copy of the gateway's sources and its allow-list, to plant bypasses in. */
+function gatewayCopy(): string {
+  const copy = mkdtempSync(join(tmpdir(), 'vouch-guard-'));
+  temporary.push(copy);
+  cpSync(join(gateway, 'src'), join(copy, 'src'), { recursive: true });
+  cpSync(join(gateway, '.vouch-execute-path.json'), join(copy, '.vouch-execute-path.json'));
+  return copy;
+}
+
 // This test is how `npm test` runs the CI guard on this repository's own gateway (with the
 // allow-list in apps/mcp-gateway/.vouch-execute-path.json), and proves it would notice a bypass.
 describe('vouch check-execute-path on the MCP gateway', () => {
@@ -40,10 +49,7 @@ describe('vouch check-execute-path on the MCP gateway', () => {
   }, 30_000);
 
   it('flags a bypass added to a copy of the gateway', async () => {
-    const copy = mkdtempSync(join(tmpdir(), 'vouch-guard-'));
-    temporary.push(copy);
-    cpSync(join(gateway, 'src'), join(copy, 'src'), { recursive: true });
-    cpSync(join(gateway, '.vouch-execute-path.json'), join(copy, '.vouch-execute-path.json'));
+    const copy = gatewayCopy();
     writeFileSync(
       join(copy, 'src', 'shortcut.js'),
       'export const shortcut = (u) => u.client.callTool({ name: "close_account" });\n' +
@@ -65,6 +71,47 @@ describe('vouch check-execute-path on the MCP gateway', () => {
       'src/forged.ts:2:47 UPSTREAM_CALL_OUTSIDE_EXECUTE', // the allowed wrapper, with a forged context
       'src/shortcut.js:1:41 UPSTREAM_CALL_OUTSIDE_EXECUTE', // callTool in a .js file
       'src/shortcut.js:2:42 UPSTREAM_CALL_OUTSIDE_EXECUTE', // 'call' + 'Tool'
+    ]);
+    expect(code).toBe(1);
+  }, 30_000);
+
+  // The four bypasses issue #40 found: each reaches the upstream without a name the guard knew.
+  it('flags a fake vouch, a descriptor call, a raw transport send and a namespace lookup', async () => {
+    const copy = gatewayCopy();
+    writeFileSync(
+      join(copy, 'src', 'bypasses.ts'),
+      [
+        "import * as upstreamCall from './upstream-call';",
+        'import type { Upstream } from "./upstream-call";',
+        'const vouch = { execute: (a: never, invoke: (c: never) => unknown) => invoke(a) };',
+        'export const fake = (u: Upstream, a: never) => vouch.execute(a, (c) => upstreamCall.callUpstreamTool(u, c));',
+        'export async function descriptor(u: Upstream) {',
+        "  const sdk = await import('@modelcontextprotocol/sdk/client/index.js');",
+        "  const key = Object.getOwnPropertyNames(sdk.Client.prototype).find((k) => k.endsWith('Tool'))!;",
+        '  return Object.getOwnPropertyDescriptor(sdk.Client.prototype, key)!.value.call(u.client, { name: "x" });',
+        '}',
+        'export const raw = (u: Upstream, verb: string) =>',
+        "  u.client.transport!.send({ jsonrpc: '2.0', id: 1, method: 'tools/' + verb, params: { name: 'x' } });",
+        'export const lookup = (u: never, c: never) =>',
+        "  (Object.values(upstreamCall).find((f) => f.name.endsWith('UpstreamTool')) as (u: never, c: never) => unknown)(u, c);",
+        '',
+      ].join('\n'),
+    );
+    const { code, out } = await guard(copy);
+    expect(
+      out
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => {
+          const [where, rule] = line.split(': ');
+          return `${where!.split(':').slice(0, 2).join(':')} ${rule}`;
+        }),
+    ).toEqual([
+      'src/bypasses.ts:3 UNTRUSTED_EXECUTE', // a local fake vouch
+      'src/bypasses.ts:7 COMPUTED_MEMBER_CALL', // a method found at run time…
+      'src/bypasses.ts:8 COMPUTED_MEMBER_CALL', // …called through its descriptor
+      'src/bypasses.ts:11 COMPUTED_MEMBER_CALL', // a raw transport send of 'tools/' + verb
+      'src/bypasses.ts:13 COMPUTED_MEMBER_CALL', // the allowed helper through Object.values
     ]);
     expect(code).toBe(1);
   }, 30_000);

@@ -6,7 +6,7 @@ import { CLI_CACHE } from './helpers/cli-build';
 import { runVouchWithEnv, VOUCH_BIN, vouchCli } from './helpers/server';
 
 // The end-to-end tests run the `vouch` CLI bundled once by test/global-setup.ts rather than
-// the launcher `npx vouch` runs (which compiles the sources with tsx at every start). The
+// the launcher `npx --no-install vouch` runs (which compiles the sources with tsx at every start). The
 // bundle must be that same CLI: it is used, and it answers as the launcher does.
 describe('the CLI build the end-to-end tests run', () => {
   const dir = mkdtempSync(join(tmpdir(), 'vouch-test-cli-'));

@@ -1,4 +1,4 @@
-// One build of the `vouch` CLI for a test run. `npx vouch` in the repository compiles the
+// One build of the `vouch` CLI for a test run. `npx --no-install vouch` in the repository compiles the
 // TypeScript sources with tsx on every start, about two seconds of CPU each time; the suite
 // starts hundreds of servers and commands. This bundles apps/api's cli entry once, with the
 // workspace packages taken from their sources (the "@vouch/source" condition, as tests read

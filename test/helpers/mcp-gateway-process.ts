@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-/** The gateway launcher, exactly as `npx vouch-mcp-gateway` runs it. */
+/** The gateway launcher, exactly as `npx --no-install vouch-mcp-gateway` runs it. */
 export const GATEWAY_BIN = fileURLToPath(
   new URL('../../apps/mcp-gateway/bin/vouch-mcp-gateway.js', import.meta.url),
 );

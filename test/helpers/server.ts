@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 
-/** The `vouch` launcher, exactly as `npx vouch` runs it (tsx over the TypeScript sources). */
+/** The `vouch` launcher, exactly as `npx --no-install vouch` runs it (tsx over the TypeScript sources). */
 export const VOUCH_BIN = fileURLToPath(new URL('../../apps/api/bin/vouch.js', import.meta.url));
 
 /**

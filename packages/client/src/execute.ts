@@ -28,8 +28,17 @@ import {
 /** The action to execute: a proposal body whose idempotency key may be left to the client. */
 export type ExecuteAction = Omit<ProposeBody, 'idempotency_key'> & { idempotency_key?: string };
 
-/** What `invoke` is given: the records that authorize the call, and a signal to stop on. */
+// Type-only and never exported: code outside this module cannot name the key, so it cannot
+// write an InvokeContext without a cast. A fake `execute`, or a direct call of a function that
+// takes one (a gateway's `callUpstreamTool(upstream, context)`), then fails to compile.
+declare const madeByExecute: unique symbol;
+
+/**
+ * What `invoke` is given: the records that authorize the call, and a signal to stop on. Only
+ * `execute` makes one (a cast is the only other way, and a reviewer sees it).
+ */
 export interface InvokeContext {
+  readonly [madeByExecute]: true;
   /** Fires when the invoke timeout passes or the caller cancels; the tool should stop. */
   signal: AbortSignal;
   proposal: ProposalRecord;
@@ -544,7 +553,7 @@ async function invokeAndRecord<T>(
           decision,
           approval,
           idempotencyKey: base.idempotencyKey,
-        }),
+        } as Omit<InvokeContext, typeof madeByExecute> as InvokeContext),
       { controller, timeoutMs, outer },
     );
     observed = options.observe

@@ -12,18 +12,30 @@ export const checkExecutePathCommand = defineCommand({
   summary: 'fail when code can call an MCP tool outside vouch.execute() (for CI)',
   description: `Scan the .ts, .tsx, .mts, .cts, .js, .jsx, .mjs and .cjs files under DIR (default: the
 current directory) and report every place that can reach an upstream MCP tool call other
-than inside the invoke of vouch.execute(action, (context) => …):
+than inside the invoke of vouch.execute(action, (context) => …). The rule: every member,
+method and module the code reaches has a name the file fixes, and only the Vouch client
+has an execute().
 
   UPSTREAM_CALL_OUTSIDE_EXECUTE  callTool, callToolStream, CallToolResultSchema or the
                                  'tools/call' method, also when built from parts
                                  ('call' + 'Tool'), outside execute's invoke
-  COMPUTED_MEMBER_CALL           a call through a member chosen at run time (client[name](),
-                                 Reflect.get/apply, request({ method: m }))
+  COMPUTED_MEMBER_CALL           something reached without a fixed name: client[name](),
+                                 reflection (Reflect.get/apply, getOwnPropertyNames,
+                                 getOwnPropertyDescriptor(s)), a module namespace or a
+                                 prototype used whole (Object.values(ns), {...ns}), a
+                                 JSON-RPC message whose method is chosen at run time,
+                                 transport.send(message), import(spec), eval, Proxy
+  UNTRUSTED_EXECUTE              anything that could stand in for the Vouch client: an
+                                 execute defined in the code, a receiver bound to other than
+                                 createVouchClient(…), @vouch/client/testing
+  UNSCANNED_IMPORT               a relative import of a source file the scan does not read
+                                 (excluded, a test, or outside DIR)
 
 Configuration: --config FILE, else DIR/${EXECUTE_PATH_CONFIG_FILE} when it exists:
-include/exclude globs, receivers (the Vouch client's names, default ["vouch"]), more names
-and methods to guard, computedMembers ("calls" or "all"), and allow: [{ file, function?,
-rule?, reason }]. Skipped by default: ${DEFAULT_EXCLUDE.join(' ')}.
+include/exclude globs, receivers (the Vouch client's names, default ["vouch"]), factories
+(what makes it, default ["createVouchClient"]), more names and methods to guard,
+computedMembers ("calls" or "all"), and allow: [{ file, function?, rule?, reason }].
+Skipped by default: ${DEFAULT_EXCLUDE.join(' ')}.
 Needs the \`typescript\` package (its parser) installed in the project.`,
   options: {
     config: {

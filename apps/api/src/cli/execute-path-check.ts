@@ -2,18 +2,38 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import type ts from 'typescript';
 import { globMatcher } from './execute-path-glob';
+import { unscannedImport } from './execute-path-imports';
+import { namespaceNames, runTimeReach } from './execute-path-reach';
+import { untrustedExecute } from './execute-path-receiver';
+import {
+  constantStrings,
+  foldString,
+  isComposedString,
+  isModuleSpecifier,
+  nameOf,
+  variableInitializers,
+} from './execute-path-syntax';
 
 // The execute-path guard: code may reach an upstream MCP tool call only inside the `invoke`
 // (second argument) of `<receiver>.execute(…)`, so Vouch authorizes it first and records its
-// outcome after. It reads syntax trees, not text: comments never trip it, and a name built at
-// run time (`'call' + 'Tool'`, `client[name]()`) is flagged rather than missed.
+// outcome after. It reads syntax trees, not text: comments never trip it. Its rule is that
+// every member, method and module the code reaches has a name the file fixes, and that the
+// receiver is the Vouch client: whatever it cannot name (`client[name]()`, reflection, a
+// namespace used whole, a message with a method chosen at run time) is flagged rather than
+// missed, and so is anything that could stand in for the client's execute().
 
 /** One reason the guard refuses the code. */
-export type ExecutePathRule = 'UPSTREAM_CALL_OUTSIDE_EXECUTE' | 'COMPUTED_MEMBER_CALL';
+export type ExecutePathRule =
+  | 'UPSTREAM_CALL_OUTSIDE_EXECUTE'
+  | 'COMPUTED_MEMBER_CALL'
+  | 'UNTRUSTED_EXECUTE'
+  | 'UNSCANNED_IMPORT';
 
 export const EXECUTE_PATH_RULES: readonly ExecutePathRule[] = [
   'UPSTREAM_CALL_OUTSIDE_EXECUTE',
   'COMPUTED_MEMBER_CALL',
+  'UNTRUSTED_EXECUTE',
+  'UNSCANNED_IMPORT',
 ];
 
 /** One place that can reach an upstream tool call outside the execute path. */
@@ -48,6 +68,8 @@ export interface ExecutePathOptions {
   exclude: readonly string[];
   /** Names the Vouch client has where `execute` is called on it (`vouch.execute`, `this.vouch.execute`). */
   receivers: readonly string[];
+  /** Functions that return the Vouch client; a receiver may be bound only to their result (`createVouchClient`). */
+  factories: readonly string[];
   /** Member and binding names that call an upstream tool (`callTool`, …). */
   names: readonly string[];
   /** JSON-RPC method names that call an upstream tool, matched in any string (`tools/call`). */
@@ -78,6 +100,7 @@ export function checkExecutePath(
   const files = listFiles(root, '').filter(
     (file) => SOURCE_EXTENSIONS.test(file) && included(file) && !excluded(file),
   );
+  const scanned = new Set(files);
   const allow = options.allow.map((entry) => ({ ...entry, matches: globMatcher([entry.file]) }));
   // An allowed upstream call inside a function makes that function an upstream call itself.
   const wrappers = allow
@@ -92,8 +115,11 @@ export function checkExecutePath(
       guarded,
       methods: options.methods,
       receivers: new Set(options.receivers),
+      factories: new Set(options.factories),
       computedMembers: options.computedMembers,
       ownWrappers: new Set(wrappers.filter((w) => w.matches(file)).map((w) => w.name)),
+      root,
+      scanned,
     });
     for (const violation of found) {
       const allowed = allow.some(
@@ -109,16 +135,20 @@ export function checkExecutePath(
     }
   }
   violations.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line || a.column - b.column);
-  return { files, violations };
+  return { files, violations: onePerLineAndRule(violations) };
 }
 
 interface ScanOptions {
   guarded: ReadonlySet<string>;
   methods: readonly string[];
   receivers: ReadonlySet<string>;
+  factories: ReadonlySet<string>;
   computedMembers: 'calls' | 'all';
   /** Wrapper functions declared in this file: their own declaration name is not a use. */
   ownWrappers: ReadonlySet<string>;
+  root: string;
+  /** Every file the scan reads, relative to the root. */
+  scanned: ReadonlySet<string>;
 }
 
 type Found = ExecutePathViolation & { functions: string[] };
@@ -128,6 +158,15 @@ function scanSource(typescript: typeof ts, file: string, text: string, options: 
   const source = t.createSourceFile(file, text, t.ScriptTarget.Latest, true, scriptKind(t, file));
   const constants = constantStrings(t, source);
   const fold = (node: ts.Node) => foldString(t, node, constants);
+  const initializers = variableInitializers(t, source);
+  const reach = {
+    constants,
+    initializers,
+    namespaces: namespaceNames(t, source),
+    mode: options.computedMembers,
+  };
+  const receiver = { constants, initializers, receivers: options.receivers, factories: options.factories };
+  const imports = { constants, root: options.root, file, scanned: options.scanned };
   const found: Found[] = [];
   const report = (node: ts.Node, rule: ExecutePathRule, message: string) => {
     const at = source.getLineAndCharacterOfPosition(node.getStart(source));
@@ -173,7 +212,11 @@ function scanSource(typescript: typeof ts, file: string, text: string, options: 
       }
     }
 
-    const computed = computedMember(t, node, fold, options.computedMembers);
+    const unscanned = unscannedImport(t, node, imports);
+    if (unscanned) report(node, 'UNSCANNED_IMPORT', unscanned);
+    const untrusted = untrustedExecute(t, node, receiver);
+    if (untrusted) report(node, 'UNTRUSTED_EXECUTE', untrusted);
+    const computed = runTimeReach(t, node, reach);
     if (computed) report(node, 'COMPUTED_MEMBER_CALL', computed);
     t.forEachChild(node, visit);
   };
@@ -208,169 +251,10 @@ function mentionedName(t: typeof ts, node: ts.Node): string | undefined {
   if (t.isIdentifier(node) || t.isPrivateIdentifier(node)) return node.text;
   if (t.isStringLiteral(node) || t.isNoSubstitutionTemplateLiteral(node)) {
     // Module specifiers name files, not calls.
-    const parent = node.parent;
-    if (
-      t.isImportDeclaration(parent) ||
-      t.isExportDeclaration(parent) ||
-      t.isExternalModuleReference(parent)
-    ) {
-      return undefined;
-    }
-    return node.text;
+    return isModuleSpecifier(t, node) ? undefined : node.text;
   }
   if (t.isTemplateHead(node) || t.isTemplateMiddle(node) || t.isTemplateTail(node)) return node.text;
   return undefined;
-}
-
-/** A string built from parts: `a + b`, a template with substitutions, `.concat(…)`, `[…].join(…)`. */
-function isComposedString(t: typeof ts, node: ts.Node): boolean {
-  if (t.isBinaryExpression(node)) return node.operatorToken.kind === t.SyntaxKind.PlusToken;
-  if (t.isTemplateExpression(node)) return true;
-  if (t.isCallExpression(node) && t.isPropertyAccessExpression(node.expression)) {
-    return ['concat', 'join'].includes(node.expression.name.text);
-  }
-  return false;
-}
-
-/** `const NAME = <string expression>` at any level of the file, when NAME is bound once. */
-function constantStrings(t: typeof ts, source: ts.SourceFile): Map<string, ts.Expression | null> {
-  const constants = new Map<string, ts.Expression | null>();
-  const visit = (node: ts.Node): void => {
-    if (
-      t.isVariableDeclaration(node) &&
-      t.isIdentifier(node.name) &&
-      node.initializer &&
-      t.isVariableDeclarationList(node.parent) &&
-      (node.parent.flags & t.NodeFlags.Const) !== 0
-    ) {
-      const name = node.name.text;
-      constants.set(name, constants.has(name) ? null : node.initializer);
-    }
-    t.forEachChild(node, visit);
-  };
-  visit(source);
-  return constants;
-}
-
-/** The string an expression always evaluates to, when the file alone says so. */
-function foldString(
-  t: typeof ts,
-  node: ts.Node,
-  constants: ReadonlyMap<string, ts.Expression | null>,
-  depth = 0,
-): string | undefined {
-  if (depth > 20) return undefined;
-  const again = (next: ts.Node) => foldString(t, next, constants, depth + 1);
-  if (t.isStringLiteral(node) || t.isNoSubstitutionTemplateLiteral(node)) return node.text;
-  if (t.isParenthesizedExpression(node) || t.isAsExpression(node) || t.isSatisfiesExpression(node)) {
-    return again(node.expression);
-  }
-  if (t.isBinaryExpression(node) && node.operatorToken.kind === t.SyntaxKind.PlusToken) {
-    const left = again(node.left);
-    const right = left === undefined ? undefined : again(node.right);
-    return right === undefined ? undefined : left! + right;
-  }
-  if (t.isTemplateExpression(node)) {
-    let text = node.head.text;
-    for (const span of node.templateSpans) {
-      const value = again(span.expression);
-      if (value === undefined) return undefined;
-      text += value + span.literal.text;
-    }
-    return text;
-  }
-  if (t.isIdentifier(node)) {
-    const initializer = constants.get(node.text);
-    return initializer ? again(initializer) : undefined;
-  }
-  if (t.isCallExpression(node) && t.isPropertyAccessExpression(node.expression)) {
-    const method = node.expression.name.text;
-    if (method === 'concat') {
-      const parts = [node.expression.expression, ...node.arguments].map(again);
-      return parts.every((part) => part !== undefined) ? parts.join('') : undefined;
-    }
-    if (method === 'join' && t.isArrayLiteralExpression(node.expression.expression)) {
-      const parts = node.expression.expression.elements.map(again);
-      const separator = node.arguments[0] === undefined ? ',' : again(node.arguments[0]);
-      return separator !== undefined && parts.every((part) => part !== undefined)
-        ? parts.join(separator)
-        : undefined;
-    }
-  }
-  return undefined;
-}
-
-/** Why `node` reaches a member whose name the guard cannot see, or undefined. */
-function computedMember(
-  t: typeof ts,
-  node: ts.Node,
-  fold: (node: ts.Node) => string | undefined,
-  mode: 'calls' | 'all',
-): string | undefined {
-  const remedy = 'name it, or allow-list the line with a reason';
-  if (t.isElementAccessExpression(node)) {
-    const key = node.argumentExpression;
-    if (t.isNumericLiteral(key) || fold(key) !== undefined || looksNumeric(t, key)) return undefined;
-    if (mode === 'all' || isCalled(t, node)) {
-      return `${node.getText()}: a member chosen at run time could be an upstream tool call; ${remedy}`;
-    }
-    return undefined;
-  }
-  if (!t.isCallExpression(node)) return undefined;
-  const callee = node.expression;
-  // Reflect.get(client, name) / Reflect.apply(fn, …) with a name the file does not fix.
-  if (
-    t.isPropertyAccessExpression(callee) &&
-    t.isIdentifier(callee.expression) &&
-    callee.expression.text === 'Reflect' &&
-    (callee.name.text === 'get' || callee.name.text === 'apply')
-  ) {
-    const key = callee.name.text === 'get' ? node.arguments[1] : undefined;
-    if (key === undefined || fold(key) === undefined) {
-      return `Reflect.${callee.name.text}(…) reaches a member the guard cannot name; ${remedy}`;
-    }
-    return undefined;
-  }
-  // An MCP client's `request({ method, … }, Schema)` whose method is not a fixed string.
-  if (t.isPropertyAccessExpression(callee) && callee.name.text === 'request') {
-    const [message, schema] = node.arguments;
-    if (message && t.isObjectLiteralExpression(message)) {
-      const method = message.properties.find(
-        (p) => p.name !== undefined && t.isIdentifier(p.name) && p.name.text === 'method',
-      );
-      if (method && !(t.isPropertyAssignment(method) && fold(method.initializer) !== undefined)) {
-        return `request() with a method chosen at run time could be tools/call; ${remedy}`;
-      }
-    } else if (message && schema && /Schema$/.test(nameOf(t, schema) ?? '')) {
-      return `request(${message.getText()}, ${schema.getText()}) forwards a request whose method the guard cannot see; ${remedy}`;
-    }
-  }
-  return undefined;
-}
-
-/** `xs[i]`, `xs[i + 1]`, `xs[xs.length - 1]`: index arithmetic, not a member name. */
-function looksNumeric(t: typeof ts, key: ts.Expression): boolean {
-  if (t.isPrefixUnaryExpression(key) || t.isPostfixUnaryExpression(key)) return true;
-  if (t.isBinaryExpression(key)) {
-    return [t.SyntaxKind.MinusToken, t.SyntaxKind.AsteriskToken, t.SyntaxKind.SlashToken].includes(
-      key.operatorToken.kind,
-    );
-  }
-  return false;
-}
-
-/** Called directly, or through `.call`, `.apply` or `.bind`. */
-function isCalled(t: typeof ts, node: ts.Expression): boolean {
-  let at: ts.Node = node;
-  while (t.isParenthesizedExpression(at.parent) || t.isNonNullExpression(at.parent)) at = at.parent;
-  const parent = at.parent;
-  if (t.isCallExpression(parent) && parent.expression === at) return true;
-  if (t.isTaggedTemplateExpression(parent) && parent.tag === at) return true;
-  return (
-    t.isPropertyAccessExpression(parent) &&
-    ['call', 'apply', 'bind'].includes(parent.name.text) &&
-    t.isCallExpression(parent.parent)
-  );
 }
 
 function isTypeOnly(t: typeof ts, node: ts.Node): boolean {
@@ -437,10 +321,15 @@ function insideExecuteInvoke(t: typeof ts, node: ts.Node, receivers: ReadonlySet
   );
 }
 
-function nameOf(t: typeof ts, expression: ts.Expression): string | undefined {
-  if (t.isIdentifier(expression)) return expression.text;
-  if (t.isPropertyAccessExpression(expression)) return expression.name.text;
-  return undefined;
+/** One violation per file, line and rule (the first column): one finding is enough to read the line. */
+function onePerLineAndRule(violations: ExecutePathViolation[]): ExecutePathViolation[] {
+  const seen = new Set<string>();
+  return violations.filter((v) => {
+    const key = `${v.file}:${v.line}:${v.rule}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 function receiverText(options: ScanOptions): string {

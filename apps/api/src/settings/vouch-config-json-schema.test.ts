@@ -16,7 +16,7 @@ const validate = new Ajv2020({ strict: false, allErrors: true }).compile(vouchCo
 
 describe('vouch.config.schema.json', () => {
   describe('when compared with the zod schemas it is generated from', () => {
-    // After changing a config schema: npx vouch config schema > apps/api/vouch.config.schema.json
+    // After changing a config schema: npx --no-install vouch config schema > apps/api/vouch.config.schema.json
     it('is the committed file, byte for byte', () => {
       expect(vouchConfigJsonSchemaText()).toBe(committed);
     });
