@@ -251,7 +251,14 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
   const client: VouchClient = {
     tools: {
       register: (body, o) =>
-        record<RegisterToolResponse>({ method: 'POST', path: '/v1/tools', body, retry: 'never', ...o }),
+        record<RegisterToolResponse>({
+          method: 'POST',
+          path: '/v1/tools',
+          body,
+          retry: 'never',
+          ...signed('tool.register', onTheWire(body)),
+          ...o,
+        }),
       list: async (o) =>
         (await record<{ tools: ToolRecord[] }>({ method: 'GET', path: '/v1/tools', retry: 'safe', ...o }))
           .tools,

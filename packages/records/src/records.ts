@@ -128,6 +128,8 @@ export const toolRecordSchema = z.object({
   unproven_preconditions: z.enum(['block', 'warn']).optional(),
   registered_by: z.string(),
   registered_at: timeSchema,
+  /** The registrar's signature (`tool.register`, over the registration body); absent when unsigned. */
+  signature: authorSignatureSchema.optional(),
 });
 export type ToolRecord = z.output<typeof toolRecordSchema>;
 

@@ -24,6 +24,7 @@ describe.each(backends)('the runtime role forges records in enrolled authors’ 
   let keys: Record<'admin' | 'gateway' | 'approver' | 'verifier' | 'auditor', string>;
   const alice = generateAuthorKey();
   const checker = generateAuthorKey();
+  const root = generateAuthorKey();
   let n = 0;
 
   beforeAll(async () => {
@@ -40,6 +41,7 @@ describe.each(backends)('the runtime role forges records in enrolled authors’ 
     for (const [identity, key] of [
       ['user:alice', alice],
       ['service:checker', checker],
+      ['user:root', root],
     ] as const) {
       await enrollSigningKey(h.ledger, {
         identity,
@@ -53,6 +55,12 @@ describe.each(backends)('the runtime role forges records in enrolled authors’ 
     await h?.close();
   });
 
+  const signed = (log: string, action: string, signer: string, claims: unknown, key = alice) => ({
+    'vouch-signature': detachedSignature(
+      signAuthorStatement(authorStatement(log, action, signer, claims), key),
+    ),
+  });
+
   const pending = async () => {
     const log = `forged-${++n}`;
     const tool = {
@@ -61,7 +69,12 @@ describe.each(backends)('the runtime role forges records in enrolled authors’ 
       side_effect: 'irreversible',
       approval_required: true,
     };
-    expect((await h.json('POST', `/v1/tools?log=${log}`, keys.admin, tool)).status).toBe(201);
+    const registered = await h.call('POST', `/v1/tools?log=${log}`, {
+      key: keys.admin,
+      body: tool,
+      headers: signed(log, 'tool.register', 'user:root', tool, root),
+    });
+    expect(registered.status).toBe(201);
     const proposed = await h.json('POST', `/v1/proposals?log=${log}`, keys.gateway, {
       idempotency_key: 'k1',
       action: 'refund.issue',
@@ -84,12 +97,6 @@ describe.each(backends)('the runtime role forges records in enrolled authors’ 
       .map((f) => f.rule)
       .filter((r) => r?.startsWith('SIGN'));
   };
-  const signed = (log: string, action: string, signer: string, claims: unknown, key = alice) => ({
-    'vouch-signature': detachedSignature(
-      signAuthorStatement(authorStatement(log, action, signer, claims), key),
-    ),
-  });
-
   it('an approval: authorize and the story refuse it (409), verification reports it', async () => {
     const { log, proposalId, requestId } = await pending();
     await forgeRecords(attacker.ledger, log, (tx, now) => {
@@ -148,6 +155,33 @@ describe.each(backends)('the runtime role forges records in enrolled authors’ 
     });
     const story = await h.json('GET', `/v1/proposals/${proposalId}?log=${log}`, keys.auditor);
     expect(story).toMatchObject({ status: 409, body: { error: { code: 'RECORD_SIGNATURE_INVALID' } } });
+    expect(await rules(log)).toEqual(['SIGNATURE_MISSING']);
+  });
+
+  it("a registration forged in the admin's name decides nothing: the next proposal is refused", async () => {
+    const { log } = await pending();
+    const tools = await h.json('GET', `/v1/tools?log=${log}`, keys.auditor);
+    const current = tools.body.tools[0];
+    await forgeRecords(attacker.ledger, log, (tx, now) => {
+      const { signature: _signature, ...unsigned } = current;
+      tx.write('tool', 'user:root', {
+        ...unsigned,
+        id: 'tool_forged',
+        version: current.version + 1,
+        approval_required: false,
+        registered_at: now,
+      });
+    });
+    const proposed = await h.json('POST', `/v1/proposals?log=${log}`, keys.gateway, {
+      idempotency_key: 'k-after-forgery',
+      action: 'refund.issue',
+      server_id: 'payments',
+      tool_name: 'refund',
+      target: { kind: 'order', id: 'A-2', env: 'prod' },
+      arguments: { amount: 1 },
+      side_effect: 'irreversible',
+    });
+    expect(proposed).toMatchObject({ status: 409, body: { error: { code: 'RECORD_SIGNATURE_INVALID' } } });
     expect(await rules(log)).toEqual(['SIGNATURE_MISSING']);
   });
 

@@ -77,6 +77,7 @@ export const toolCodec = {
     unprovenPreconditions: r.unproven_preconditions ?? null,
     registeredBy: r.registered_by,
     registeredAt: r.registered_at,
+    signature: signatureColumn(r.signature),
   }),
   toRecord: (row: Row<typeof tools>): ToolRecord => ({
     id: row.id,
@@ -101,6 +102,7 @@ export const toolCodec = {
       : { unproven_preconditions: row.unprovenPreconditions as ToolRecord['unproven_preconditions'] }),
     registered_by: row.registeredBy,
     registered_at: row.registeredAt,
+    ...signatureMember(row.signature),
   }),
 };
 

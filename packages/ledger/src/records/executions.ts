@@ -440,6 +440,9 @@ async function checkExecution(
   // asks a human): re-derive it, with the tool in force then, before acting on it.
   if (isBuiltInDecision(decision)) {
     const tool = await tx.reads.toolAtDecision(proposal.server_id, proposal.tool_name, decision.id);
+    // Nor one re-derived from a registration in an enrolled registrar's name it did not sign.
+    const unsignedTool = tool && (await tx.reads.unsignedRecord('tool', tool));
+    if (unsignedTool) return refuse('RECORD_SIGNATURE_INVALID', unsignedTool);
     const broken = builtInDecisionBreak(proposal, decision, tool);
     if (broken !== null) {
       const message = `decision ${decision.id} in log ${tx.log} ${broken}: the server never wrote it and refuses to act on it; run \`vouch verify\``;

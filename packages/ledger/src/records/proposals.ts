@@ -1,6 +1,7 @@
 import { proposalClaims } from '@vouch/audit';
 import { LedgerError } from '../errors';
 import { evaluatePolicy } from '../policy/built-in-policy';
+import { refuseUnsigned } from '../signatures/signed-record-check';
 import { requestApproval } from './approvals';
 import { BUILT_IN_POLICY } from './built-in-decisions';
 import { decisionInputSchema, parseInput, proposalInputSchema } from './inputs';
@@ -63,6 +64,8 @@ export async function propose(
     // The registration the policy reads, read here in every policy mode: what must be proven is
     // fixed when the proposal is recorded, also when an external engine decides later.
     const tool = await tx.reads.latestTool(declared.server_id, declared.tool_name);
+    // A registration in an enrolled registrar's name without its signature decides nothing.
+    refuseUnsigned(tool && (await tx.reads.unsignedRecord('tool', tool)), 'tool', tool?.id ?? '');
     const payload = applyRequiredPostconditions(declared, tool);
     const proposal = tx.write('proposal', caller.identity, {
       id: newId('prop'),

@@ -23,6 +23,7 @@ export async function registerTool(
   requireCelBindings(postconditions ?? []);
   // None required is the field left out, so a registration without it rebuilds as before.
   const fields = postconditions?.length ? { ...rest, postconditions } : rest;
+  const signature = await runtime.authorSignature(ctx, TOOL_REGISTER_ACTION, body);
   return runtime.run(ctx, recordKeys.registerTool(), async (tx) => {
     const current = await tx.reads.latestTool(fields.server_id, fields.tool_name);
     if (current) {
@@ -45,9 +46,22 @@ export async function registerTool(
       version: (current?.version ?? 0) + 1,
       registered_by: ctx.caller.identity,
       registered_at: tx.time(),
+      ...(signature ? { signature } : {}),
     });
     return { tool, replayed: false };
   });
+}
+
+/** What a registrar signs a registration as: its body, as sent. */
+export const TOOL_REGISTER_ACTION = 'tool.register';
+
+/** Whether a registration body (`tool.register` claims) is what `record` registered. */
+export function registrationClaimsMatch(claims: unknown, record: ToolRecord): boolean {
+  const parsed = toolInputSchema.safeParse(claims);
+  if (!parsed.success) return false;
+  const { replaces_version: _replaces, postconditions, ...rest } = parsed.data;
+  const sent = postconditions?.length ? { ...rest, postconditions } : rest;
+  return sameRegistration(record, sent);
 }
 
 function sameRegistration(

@@ -77,9 +77,12 @@ export const tools = pgTable(
     unprovenPreconditions: text('unproven_preconditions'),
     registeredBy: text('registered_by').notNull(),
     registeredAt: text('registered_at').notNull(),
+    /** The registrar's author signature (`tool.register`, since 0028); null when unsigned. */
+    signature: text('signature'),
   },
   (t) => [
     primaryKey({ name: 'tools_pk', columns: [t.logId, t.id] }),
+    uniqueIndex('tools_signature_once').on(t.logId, sql`md5(${t.signature})`),
     unique('tools_event').on(t.logId, t.eventSeq),
     unique('tools_version').on(t.logId, t.serverId, t.toolName, t.version),
     eventLink('tools', t),

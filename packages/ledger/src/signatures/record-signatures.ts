@@ -6,6 +6,8 @@ import {
   pinnedPolicyOf,
 } from '../policy/policy-configuration';
 import { BUILT_IN_POLICY } from '../records/built-in-decisions';
+import { registrationClaimsMatch, TOOL_REGISTER_ACTION } from '../records/tool-registry';
+import type { ToolRecord } from '../records/types';
 
 type Json = Record<string, unknown>;
 type ClaimsMatch = (claims: unknown) => boolean;
@@ -46,6 +48,9 @@ export function signedActionsOf(kind: string, record: Json): Record<string, Clai
           field(c, 'verdict') === record.verdict &&
           field(c, 'source') === record.source,
       };
+    case 'tool':
+      // A gateway's discovery is written as it was found: signed by the gateway when it signs.
+      return { [TOOL_REGISTER_ACTION]: (c) => registrationClaimsMatch(c, record as ToolRecord) };
     case POLICY_CONFIGURED_KIND: {
       // The server's pin, signed by its own key: the policy it pins, as it pins it.
       const pinned = pinnedPolicyOf(record);
