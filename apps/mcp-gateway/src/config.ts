@@ -170,12 +170,27 @@ export const gatewayConfigSchema = z
     /** How long a call waits for an approval before answering "pending" (default 0). */
     approvalWaitMs: z.number().int().min(0).max(3_600_000).default(0),
     invokeTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
-    /** Keep approval waits across gateway restarts by fixing the session (default: random per process). */
+    /**
+     * Names whose journal this is, beside the Vouch URL and key (default: none). Gateways with
+     * the same session take over each other's journal after a stop; with another, they do not.
+     * It never makes a result replay: see `journal` and the agent's idempotency key.
+     */
     session: name.optional(),
+    /**
+     * The directory of the call journal (what the gateway claimed and has not seen recorded,
+     * and the calls waiting for an approval), so a restart records in-doubt calls `unknown`
+     * and goes on with pending ones. `false`: in memory only. Default: the user's state
+     * directory (`$XDG_STATE_HOME/vouch-mcp-gateway` or `~/.local/state/vouch-mcp-gateway`).
+     */
+    journal: z.union([z.string().min(1), z.literal(false)]).optional(),
     /** Time limit of a passed-through request (resources, prompts, sampling, …). */
     requestTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
-    /** On SIGTERM, SIGINT or agent disconnect: how long running calls may finish before they are stopped. */
-    drainTimeoutMs: z.number().int().min(0).max(3_600_000).default(10_000),
+    /**
+     * On SIGTERM, SIGINT or agent disconnect: how long running calls may finish before they are
+     * stopped and recorded `unknown`. The default fits the MCP SDK's `StdioClientTransport.close()`
+     * (stdin closed, 2 s, SIGTERM, 2 s, SIGKILL): the outcome is recorded well before SIGKILL.
+     */
+    drainTimeoutMs: z.number().int().min(0).max(3_600_000).default(1500),
     /** Serve agents over Streamable HTTP (default: one agent on stdio). */
     agentServer: agentServer.optional(),
     /**

@@ -52,7 +52,6 @@ async function setup(options: { governed: GovernedMethod[]; decide?: (target: st
     vouch: createVouchClient({ baseUrl: 'http://vouch.test', apiKey: 'k', fetch: vouch.fetch }),
     serverId: 'files',
     environment: 'production',
-    session: 'test',
     governed: options.governed,
   });
   await gateway.discover();
