@@ -20,6 +20,7 @@ import { createVouchClient, type VouchClient } from '@vouch/client';
 import { type ExecutionMeta, META_KEY } from '@vouch/mcp-gateway';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serverBackends } from './helpers/backends';
+import { eventually, isRunning } from './helpers/eventually';
 import { type BankBooks, readBooks, writeBooks } from './helpers/mcp-bank-upstream';
 import {
   bankUpstream,
@@ -40,25 +41,6 @@ const metaOf = (result: CallToolResult) => result._meta?.[META_KEY] as Execution
 const textOf = (result: CallToolResult) =>
   result.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n');
 
-/** Poll `read` until it returns a value (not undefined), or fail after `ms`. */
-async function eventually<T>(what: string, read: () => Promise<T | undefined> | T | undefined, ms = 60_000) {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-const isRunning = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 const killIfAlive = (pid: number) => {
   if (isRunning(pid)) process.kill(pid, 'SIGKILL');
 };
@@ -161,7 +143,7 @@ describe.each(serverBackends())('calls through the gateway on $name', { timeout:
     const storage = await backend.setup(dir);
     drop = storage.drop;
     booksPath = join(dir, 'books.json');
-    const accounts = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`acct-${i + 1}`, 100]));
+    const accounts = Object.fromEntries(Array.from({ length: 13 }, (_, i) => [`acct-${i + 1}`, 100]));
     writeBooks(booksPath, { accounts, calls: [] } satisfies BankBooks);
     // The server's own claim deadline and sweep stay at their defaults (600 s): whatever is
     // recorded here in time, the gateway recorded.
@@ -272,6 +254,8 @@ describe.each(serverBackends())('calls through the gateway on $name', { timeout:
 
   describe('when two agents over HTTP share a Vouch identity and make the same call', () => {
     let http: HttpGatewayProcess;
+    let httpConfig: string;
+    let httpEnv: Record<string, string>;
     const tokens = { a: randomBytes(24).toString('base64url'), b: randomBytes(24).toString('base64url') };
     const agentOver = async (token: string) => {
       const agent = new Client({ name: 'http-agent', version: '0.0.0' });
@@ -288,7 +272,7 @@ describe.each(serverBackends())('calls through the gateway on $name', { timeout:
       const keyOf = async () =>
         (await admin.keys.create({ identity: 'agent:desk', roles: ['gateway'] })).secret;
       const sha = (token: string) => createHash('sha256').update(token).digest('hex');
-      const configPath = configOf('http', {
+      httpConfig = configOf('http', {
         session: 'shared',
         agentServer: {
           port: 0,
@@ -298,10 +282,8 @@ describe.each(serverBackends())('calls through the gateway on $name', { timeout:
           ],
         },
       });
-      http = await startHttpGatewayProcess({
-        configPath,
-        env: { AGENT_A_KEY: await keyOf(), AGENT_B_KEY: await keyOf() },
-      });
+      httpEnv = { AGENT_A_KEY: await keyOf(), AGENT_B_KEY: await keyOf() };
+      http = await startHttpGatewayProcess({ configPath: httpConfig, env: httpEnv });
     });
     afterAll(async () => {
       await http?.stop();
@@ -328,6 +310,33 @@ describe.each(serverBackends())('calls through the gateway on $name', { timeout:
       }
       expect(callsTo('close_account', 'acct-7')).toHaveLength(3);
       await b.close();
+    });
+
+    it('after a kill -9, the restarted gateway records the agent’s call unknown and does not run it again', async () => {
+      const a = await agentOver(tokens.a);
+      a.callTool({ name: 'wire_transfer', arguments: { account: 'acct-13' } }).catch(() => {});
+      const taken = await eventually(
+        'the bank to take the call',
+        () => callsTo('wire_transfer', 'acct-13')[0],
+      );
+      process.kill(http.pid, 'SIGKILL');
+      killIfAlive(taken.pid!);
+      await a.close().catch(() => {});
+      http = await startHttpGatewayProcess({ configPath: httpConfig, env: httpEnv });
+      // Recorded before the gateway listened, by the agent's own identity.
+      const [story] = await storiesOf('wire_transfer', 'acct-13');
+      expect(story!.observation).toMatchObject({
+        executed_by: 'agent:desk',
+        outcome: 'unknown',
+        result: { error: { code: 'EXECUTION_IN_DOUBT' } },
+      });
+      const again = await agentOver(tokens.a);
+      const refused = await again
+        .callTool({ name: 'wire_transfer', arguments: { account: 'acct-13' } })
+        .catch((error: unknown) => error);
+      expect(String((refused as Error).message)).toMatch(/unknown/);
+      expect(callsTo('wire_transfer', 'acct-13')).toHaveLength(1);
+      await again.close();
     });
 
     it('keeps the keys agents send apart: the same key from agent B is agent B’s own call', async () => {

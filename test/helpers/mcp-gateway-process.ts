@@ -69,6 +69,8 @@ export async function startGatewayAgent(options: {
 /** A `vouch-mcp-gateway` process serving agents over Streamable HTTP. */
 export interface HttpGatewayProcess {
   url: string;
+  /** The gateway process's id (to signal it). */
+  pid: number;
   stderr(): string;
   /** SIGTERM, then wait for the exit code. */
   stop(): Promise<number | null>;
@@ -99,6 +101,7 @@ export async function startHttpGatewayProcess(options: {
   });
   return {
     url,
+    pid: child.pid!,
     stderr: () => stderr,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');

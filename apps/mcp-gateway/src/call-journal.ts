@@ -110,7 +110,8 @@ export interface OpenedJournal {
  *
  * `scope` names whose calls these are (one Vouch identity at one server); only files of the
  * same scope are taken over. Entries are appended as they happen; a crash of the process
- * (kill -9) loses none, a crash of the machine may lose the last ones.
+ * (kill -9) loses none, a crash of the machine may lose the last ones. The file exists only
+ * while there is something to remember.
  */
 export function openFileJournal(dir: string, scope: string, pid = process.pid): OpenedJournal {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -137,10 +138,16 @@ export function openFileJournal(dir: string, scope: string, pid = process.pid): 
     written = lines.length;
   };
   // Taken over before the others are removed: a crash in between loses nothing.
-  rewrite();
+  if (state.carried.size > 0 || state.claims.size > 0) rewrite();
   for (const path of taken) if (path !== own) rmSync(path, { force: true });
   const journal = journalOver(state, (entry) => {
-    appendFileSync(own, `${JSON.stringify(entry)}\n`);
+    // Nothing left to remember: no file, so a gateway that stops idle leaves none behind.
+    if (state.carried.size === 0 && state.claims.size === 0) {
+      rmSync(own, { force: true });
+      written = 0;
+      return;
+    }
+    appendFileSync(own, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
     written++;
     // Keep the file about as small as its state: settled calls need not be remembered.
     if (written > 2 * (state.carried.size + state.claims.size) + 256) rewrite();
