@@ -52,6 +52,7 @@ describe.each(serverBackends())('calls through the gateway on $name', { timeout:
   let booksPath: string;
   let gatewaySecret: string;
   let auditor: VouchClient;
+  let approver: VouchClient;
   const open: GatewayAgent[] = [];
 
   /** A gateway config for the bank; `name` makes its file, `extra` is merged in. */
@@ -143,7 +144,7 @@ describe.each(serverBackends())('calls through the gateway on $name', { timeout:
     const storage = await backend.setup(dir);
     drop = storage.drop;
     booksPath = join(dir, 'books.json');
-    const accounts = Object.fromEntries(Array.from({ length: 13 }, (_, i) => [`acct-${i + 1}`, 100]));
+    const accounts = Object.fromEntries(Array.from({ length: 14 }, (_, i) => [`acct-${i + 1}`, 100]));
     writeBooks(booksPath, { accounts, calls: [] } satisfies BankBooks);
     // The server's own claim deadline and sweep stay at their defaults (600 s): whatever is
     // recorded here in time, the gateway recorded.
@@ -153,6 +154,10 @@ describe.each(serverBackends())('calls through the gateway on $name', { timeout:
     auditor = createVouchClient({
       baseUrl: server.url,
       apiKey: (await admin.keys.create({ identity: 'user:auditor', roles: ['auditor'] })).secret,
+    });
+    approver = createVouchClient({
+      baseUrl: server.url,
+      apiKey: (await admin.keys.create({ identity: 'user:alice', roles: ['approver'] })).secret,
     });
     for (const [tool_name, side_effect] of [
       ['get_balance', 'read_only'],
@@ -206,6 +211,29 @@ describe.each(serverBackends())('calls through the gateway on $name', { timeout:
       expect(metaOf(again)).toMatchObject({ status: 'executed', replayed: false, outcome: 'failed' });
       expect(textOf(again)).toBe('no account acct-2');
       expect(callsTo('close_account', 'acct-2')).toHaveLength(2);
+      await second.close();
+    });
+  });
+
+  describe('when a call waits for an approval and the gateway restarts', () => {
+    it('the same call through the new gateway continues that proposal and runs once approved', async () => {
+      // Claimed stricter than registered, so the policy asks a human.
+      const configPath = configOf('approval', { tools: { close_account: { sideEffect: 'irreversible' } } });
+      const first = await startAgent(configPath);
+      const pending = metaOf(await call(first, 'close_account', { account: 'acct-14' }));
+      expect(pending).toMatchObject({ status: 'approval_pending' });
+      await first.close();
+      await approver.approvals.approve(pending.approval!.request_id);
+
+      const second = await startAgent(configPath);
+      const ran = await call(second, 'close_account', { account: 'acct-14' });
+      expect(metaOf(ran)).toMatchObject({
+        status: 'executed',
+        proposal_id: pending.proposal_id,
+        replayed: false,
+      });
+      expect(textOf(ran)).toBe('closed acct-14');
+      expect(callsTo('close_account', 'acct-14')).toHaveLength(1);
       await second.close();
     });
   });
