@@ -187,10 +187,9 @@ export const gatewayConfigSchema = z
     requestTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
     /**
      * On SIGTERM, SIGINT or agent disconnect: how long running calls may finish before they are
-     * stopped and recorded `unknown`. The default fits the MCP SDK's `StdioClientTransport.close()`
-     * (stdin closed, 2 s, SIGTERM, 2 s, SIGKILL): the outcome is recorded well before SIGKILL.
+     * stopped and recorded `unknown` (default: see {@link drainTimeoutOf}).
      */
-    drainTimeoutMs: z.number().int().min(0).max(3_600_000).default(1500),
+    drainTimeoutMs: z.number().int().min(0).max(3_600_000).optional(),
     /** Serve agents over Streamable HTTP (default: one agent on stdio). */
     agentServer: agentServer.optional(),
     /**
@@ -244,6 +243,15 @@ export const gatewayConfigSchema = z
 
 /** The parsed configuration. */
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
+
+/**
+ * The drain bound: `drainTimeoutMs`, else one that ends before the usual SIGKILL. On stdio,
+ * 1.5 s: the MCP SDK's `StdioClientTransport.close()` closes stdin, waits 2 s, sends SIGTERM,
+ * waits 2 s and sends SIGKILL. Over HTTP, 8 s: `docker stop` sends SIGKILL 10 s after SIGTERM.
+ */
+export function drainTimeoutOf(config: Pick<GatewayConfig, 'drainTimeoutMs' | 'agentServer'>): number {
+  return config.drainTimeoutMs ?? (config.agentServer ? 8000 : 1500);
+}
 
 /** Where configuration comes from: an optional JSON file, then the environment. */
 export interface ConfigSources {

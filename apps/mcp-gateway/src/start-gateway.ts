@@ -5,7 +5,7 @@ import { type AgentHttpServer, serveAgentsOverHttp } from './agent-http';
 import { awaitInitialize } from './await-initialize';
 import type { CallJournal } from './call-journal';
 import type { TokenSource } from './client-credentials';
-import { type GatewayConfig, type GatewaySigning, upstreamConnectionsOf } from './config';
+import { drainTimeoutOf, type GatewayConfig, type GatewaySigning, upstreamConnectionsOf } from './config';
 import { connectUpstream } from './connect-upstream';
 import { GatewayError } from './errors';
 import { callsOf, createGateway, type Gateway } from './gateway';
@@ -148,7 +148,7 @@ export async function startHttpGateway(
   }
   const server = await serveAgentsOverHttp({
     ...settings,
-    drainTimeoutMs: options.config.drainTimeoutMs,
+    drainTimeoutMs: drainTimeoutOf(options.config),
     logger: options.logger,
     openSession: (agent, initialize) =>
       openGateway({
