@@ -37,8 +37,11 @@ export async function openGateway(
   options: StartOptions & {
     apiKey: string;
     agentCapabilities?: ClientCapabilities;
-    /** The agent's calls (shared by its sessions): its name and its journal. */
-    calls: { agent: string; journal: CallJournal };
+    /**
+     * The agent's calls (shared by its sessions): its name and its journal (see
+     * `openCallJournal`). Default: one agent, `stdio`, with a journal in memory.
+     */
+    calls?: { agent: string; journal: CallJournal };
   },
 ): Promise<Gateway> {
   const { config, logger } = options;
@@ -98,7 +101,7 @@ export async function openGateway(
     },
     invokeTimeoutMs: config.invokeTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
-    calls: callsOf(options.calls.agent, options.calls.journal),
+    ...(options.calls ? { calls: callsOf(options.calls.agent, options.calls.journal) } : {}),
     logger,
   });
   // Register before serving, so the first call already finds its tool; a failure is logged
