@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createVouchClient, type VouchClient } from '@vouch/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from './helpers/eventually';
 import { type BankBooks, readBooks, writeBooks } from './helpers/mcp-bank-upstream';
 import { bankUpstream, type GatewayAgent, startGatewayAgent } from './helpers/mcp-gateway-process';
 import { runVouch, startVouchServer, type VouchServer } from './helpers/server';
@@ -24,17 +25,6 @@ let auditor: VouchClient;
 /** The identity the server records a lapsed claim's outcome under (`CLAIM_SWEEPER_IDENTITY`). */
 const CLAIM_SWEEPER_IDENTITY = 'vouch:claim-sweeper';
 const storage = () => ({ VOUCH_DATA_DIR: join(dir, 'data') });
-
-/** Poll `read` until it returns a value (not undefined), or fail after `ms`. */
-async function eventually<T>(what: string, read: () => Promise<T | undefined> | T | undefined, ms = 60_000) {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
 
 /** The stories of every `wire_transfer` proposal in the log. */
 async function wireStories(): Promise<ProposalStory[]> {

@@ -1,6 +1,7 @@
 // End-to-end support: run the real `vouch-mcp-gateway` bin as a child process and talk to it
 // as an agent does, with the MCP SDK's own client over stdio, or serving agents over HTTP.
 import { spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -22,6 +23,14 @@ export function bankUpstream(booksPath: string, env: Record<string, string> = {}
   };
 }
 
+/**
+ * The gateway's state directory (its default call journal) beside its configuration, in the
+ * test's own folder: a test run leaves nothing in the user's ~/.local/state.
+ */
+function testStateOf(configPath: string): { XDG_STATE_HOME: string } {
+  return { XDG_STATE_HOME: join(dirname(configPath), 'state') };
+}
+
 /** An agent connected to a running gateway process. */
 export interface GatewayAgent {
   agent: Client;
@@ -34,8 +43,9 @@ export interface GatewayAgent {
 
 /**
  * Start `vouch-mcp-gateway --config <configPath>` with `VOUCH_API_KEY` (and `env`) and connect
- * an MCP client to it. Only PATH and HOME are passed through: nothing else of the test
- * runner's environment (no DATABASE_URL, no keys) reaches the gateway.
+ * an MCP client to it. Only PATH and HOME are passed through (and XDG_STATE_HOME, into the
+ * test's folder): nothing else of the test runner's environment (no DATABASE_URL, no keys)
+ * reaches the gateway.
  */
 export async function startGatewayAgent(options: {
   configPath: string;
@@ -48,6 +58,7 @@ export async function startGatewayAgent(options: {
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
+      ...testStateOf(options.configPath),
       VOUCH_API_KEY: options.apiKey,
       ...options.env,
     },
@@ -69,6 +80,8 @@ export async function startGatewayAgent(options: {
 /** A `vouch-mcp-gateway` process serving agents over Streamable HTTP. */
 export interface HttpGatewayProcess {
   url: string;
+  /** The gateway process's id (to signal it). */
+  pid: number;
   stderr(): string;
   /** SIGTERM, then wait for the exit code. */
   stop(): Promise<number | null>;
@@ -83,7 +96,12 @@ export async function startHttpGatewayProcess(options: {
   env: Record<string, string>;
 }): Promise<HttpGatewayProcess> {
   const child = spawn(process.execPath, [GATEWAY_BIN, '--config', options.configPath], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      ...testStateOf(options.configPath),
+      ...options.env,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -99,6 +117,7 @@ export async function startHttpGatewayProcess(options: {
   });
   return {
     url,
+    pid: child.pid!,
     stderr: () => stderr,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');

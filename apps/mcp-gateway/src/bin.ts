@@ -4,7 +4,7 @@
 // stdout carries the MCP protocol; everything for people goes to stderr as JSON lines.
 import { readFile } from 'node:fs/promises';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { loadConfig } from './config';
+import { drainTimeoutOf, loadConfig } from './config';
 import { isGatewayError } from './errors';
 import { jsonLineLogger } from './logger';
 import { startGateway, startHttpGateway } from './start-gateway';
@@ -39,7 +39,7 @@ try {
   if (config.agentServer) {
     const server = await startHttpGateway({ config, agentApiKeys, upstreamSecrets, logger });
     close = async () => {
-      await Promise.all(server.sessions().map((gateway) => gateway.drain(config.drainTimeoutMs)));
+      await Promise.all(server.sessions().map((gateway) => gateway.drain(drainTimeoutOf(config))));
       await server.close();
     };
   } else {
@@ -60,7 +60,7 @@ try {
     });
     close = async () => {
       // Running calls finish (within the bound) and their outcomes are recorded before exit.
-      await gateway.drain(config.drainTimeoutMs);
+      await gateway.drain(drainTimeoutOf(config));
       await gateway.close();
     };
   }

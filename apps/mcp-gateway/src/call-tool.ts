@@ -16,7 +16,8 @@ import {
 } from '@vouch/client';
 import { actionOfCall, type ToolSettings } from './action-of-call';
 import { type ApprovalPrompt, askAboutApproval, type SendToAgent } from './approval-prompt';
-import type { CallKeys } from './call-keys';
+import type { CallJournal, JournalClaim } from './call-journal';
+import { agentKeyOf, type CallEnd, type CallKeys } from './call-keys';
 import { inCallSpan, inUpstreamSpan } from './call-span';
 import type { Logger } from './logger';
 import { type ForwardingExtra, forwardingOptions } from './pass-through';
@@ -41,6 +42,8 @@ export interface CallToolDeps {
   vouch: VouchClient;
   registry: ToolRegistry;
   keys: CallKeys;
+  /** What the gateway claimed and has not seen recorded, and the calls an identical call goes on with. */
+  journal: CallJournal;
   serverId: string;
   environment: string;
   tools: Readonly<Record<string, ToolSettings>>;
@@ -72,6 +75,7 @@ async function governCall(
 ): Promise<CallToolResult> {
   const { params } = request;
   const toolName = params.name;
+  const agentKey = agentKeyFromRequest(params);
   const action = actionOfCall({
     serverId: deps.serverId,
     environment: deps.environment,
@@ -80,16 +84,50 @@ async function governCall(
     registered: deps.registry.sideEffectOf(toolName),
     settings: deps.tools[toolName],
   });
-  return answerAskingTheUser(deps, toolName, action, extra, (options) =>
+  return answerAskingTheUser(deps, { label: toolName, action, agentKey }, extra, (options) =>
     deps.vouch.execute(
       action,
-      (context) =>
-        inUpstreamSpan(toolName, () =>
+      (context) => {
+        deps.journal.claimed(claimOf(context));
+        return inUpstreamSpan(toolName, () =>
           callUpstreamTool(deps.upstream, context, forwardingOptions(request, extra, deps.invokeTimeoutMs)),
-        ),
+        );
+      },
       options,
     ),
   );
+}
+
+/** The agent's own idempotency key for this call, if it sent one; a malformed one is refused. */
+export function agentKeyFromRequest(
+  params: { _meta?: Record<string, unknown> } | undefined,
+): string | undefined {
+  const agentKey = agentKeyOf(params);
+  if (agentKey instanceof Error) {
+    throw new McpError(ErrorCode.InvalidParams, agentKey.message, { code: 'IDEMPOTENCY_KEY_INVALID' });
+  }
+  return agentKey;
+}
+
+/** What the journal keeps of a claimed execution: ids and hashes, no arguments. */
+export function claimOf(context: {
+  idempotencyKey: string;
+  proposal: { id: string; payload_hash: string };
+  decision: { approval_request_id: string | null };
+}): JournalClaim {
+  return {
+    key: context.idempotencyKey,
+    proposal_id: context.proposal.id,
+    payload_hash: context.proposal.payload_hash,
+    approval_request_id: context.decision.approval_request_id,
+  };
+}
+
+/** One governed call as the gateway proposes it: its label in messages, the action, the agent's key. */
+export interface GovernedCall {
+  label: string;
+  action: ExecuteAction;
+  agentKey: string | undefined;
 }
 
 /**
@@ -99,13 +137,16 @@ async function governCall(
  * other than the requester, lets the call run; the answer itself approves nothing.
  */
 export async function answerAskingTheUser(
-  deps: Pick<CallToolDeps, 'keys' | 'approvalWait' | 'invokeTimeoutMs' | 'logger' | 'approvalPrompt'>,
-  label: string,
-  action: ExecuteAction,
+  deps: Pick<
+    CallToolDeps,
+    'keys' | 'journal' | 'approvalWait' | 'invokeTimeoutMs' | 'logger' | 'approvalPrompt'
+  >,
+  call: GovernedCall,
   extra: ForwardingExtra,
   run: (options: ExecuteOptionsOf) => Promise<ExecuteResult<UpstreamOutcome>>,
 ): Promise<CallToolResult> {
-  const first = await answerThroughVouch(deps, label, action, extra.signal, run);
+  const { label, action } = call;
+  const first = await answerThroughVouch(deps, call, extra.signal, run);
   const meta = first._meta?.[META_KEY] as ExecutionMeta | undefined;
   const prompt = deps.approvalPrompt;
   if (meta?.status !== 'approval_pending' || !prompt?.supported() || !extra.sendRequest) return first;
@@ -120,8 +161,7 @@ export async function answerAskingTheUser(
   if (answer !== 'accept') return first;
   return answerThroughVouch(
     { ...deps, approvalWait: { ...deps.approvalWait, timeoutMs: prompt.recheckWaitMs } },
-    label,
-    action,
+    call,
     extra.signal,
     run,
   );
@@ -138,13 +178,13 @@ export type ExecuteOptionsOf = ExecuteOptions<UpstreamOutcome>;
  * in messages (a tool name, or a method and its target).
  */
 export async function answerThroughVouch(
-  deps: Pick<CallToolDeps, 'keys' | 'approvalWait' | 'invokeTimeoutMs' | 'logger'>,
-  label: string,
-  action: ExecuteAction,
+  deps: Pick<CallToolDeps, 'keys' | 'journal' | 'approvalWait' | 'invokeTimeoutMs' | 'logger'>,
+  call: GovernedCall,
   signal: AbortSignal,
   run: (options: ExecuteOptionsOf) => Promise<ExecuteResult<UpstreamOutcome>>,
 ): Promise<CallToolResult> {
-  const { key, settle } = deps.keys.keyFor(action);
+  const { label, action } = call;
+  const { key, settle } = deps.keys.keyFor(action, call.agentKey);
 
   let result: ExecuteResult<UpstreamOutcome>;
   try {
@@ -156,7 +196,10 @@ export async function answerThroughVouch(
       observe: observedOf,
     });
   } catch (error) {
-    settle(false);
+    const end = endOfFailure(error, signal);
+    settle(end);
+    // Recorded before `execute` threw: an interrupted call's `unknown` is in Vouch.
+    if (isVouchClientError(error) && error.code === 'ABORTED') deps.journal.settled(key);
     if (!isVouchClientError(error)) throw error;
     trace.getActiveSpan()?.setAttribute('vouch.error_code', error.code);
     deps.logger.error('vouch execute failed', {
@@ -165,7 +208,14 @@ export async function answerThroughVouch(
       code: error.code,
       request_id: error.requestId,
     });
-    if (error.code === 'ABORTED') throw new McpError(ErrorCode.InvalidRequest, 'the call was cancelled');
+    if (error.code === 'ABORTED') {
+      throw new McpError(
+        ErrorCode.InvalidRequest,
+        end === 'cancelled'
+          ? 'the call was cancelled'
+          : `the gateway stopped during the call to ${label}; its outcome is recorded as unknown`,
+      );
+    }
     if (error.code === 'OBSERVATION_NOT_RECORDED') {
       // The tool ran but the ledger does not know it: say so, and keep the key so a retry
       // replays rather than running the tool again.
@@ -174,15 +224,12 @@ export async function answerThroughVouch(
         `${label} was called but Vouch did not record its result; do not repeat it blindly`,
       );
     }
-    return unavailableResult(label, error.code);
+    return unavailableResult(label, error);
   }
+  deps.journal.settled(key);
 
-  // Pending and a failed precondition keep their key (a retry continues the same proposal,
-  // with its approval unused); so does `unknown`: the tool may have acted, and an identical
-  // call must replay that answer, never run the tool again.
   trace.getActiveSpan()?.setAttribute('vouch.status', result.status);
-  const unknownOutcome = result.status === 'executed' && result.observation.outcome === 'unknown';
-  settle(result.status !== 'pending' && result.status !== 'precondition_failed' && !unknownOutcome);
+  settle(endOf(result));
   switch (result.status) {
     case 'pending':
       return pendingResult(label, result);
@@ -220,4 +267,31 @@ export async function answerThroughVouch(
         `${label}: the upstream did not answer (${outcome.error.message}); the outcome is unknown and will not be retried automatically`,
       );
   }
+}
+
+/**
+ * The reason the gateway aborts its running calls with when it stops: unlike an agent's
+ * cancel, the call is in doubt and an identical call after a restart must not run it again.
+ */
+export class GatewayStopping extends Error {
+  override readonly name = 'GatewayStopping';
+}
+
+/** How a call that `execute` answered ended. */
+function endOf(result: ExecuteResult<UpstreamOutcome>): CallEnd {
+  // Pending and a failed precondition go on (a retry continues the same proposal, with its
+  // approval unused); `unknown` is in doubt: the tool may have acted.
+  if (result.status === 'pending' || result.status === 'precondition_failed') return 'open';
+  if (result.status === 'executed' && result.observation.outcome === 'unknown') return 'in_doubt';
+  return 'finished';
+}
+
+/** How a call whose `execute` threw ended. */
+function endOfFailure(error: unknown, signal: AbortSignal): CallEnd {
+  if (!isVouchClientError(error)) return 'open';
+  if (error.code === 'ABORTED') return signal.reason instanceof GatewayStopping ? 'in_doubt' : 'cancelled';
+  if (error.code === 'OBSERVATION_NOT_RECORDED') return 'in_doubt';
+  // Vouch could not be asked, or refused the request: nothing ran, and the proposal (if the
+  // server recorded one) is continued by an identical call.
+  return 'open';
 }

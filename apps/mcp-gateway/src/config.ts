@@ -170,12 +170,26 @@ export const gatewayConfigSchema = z
     /** How long a call waits for an approval before answering "pending" (default 0). */
     approvalWaitMs: z.number().int().min(0).max(3_600_000).default(0),
     invokeTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
-    /** Keep approval waits across gateway restarts by fixing the session (default: random per process). */
+    /**
+     * Names whose journal this is, beside the Vouch URL and key (default: none). Gateways with
+     * the same session take over each other's journal after a stop; with another, they do not.
+     * It never makes a result replay: see `journal` and the agent's idempotency key.
+     */
     session: name.optional(),
+    /**
+     * The directory of the call journal (what the gateway claimed and has not seen recorded,
+     * and the calls waiting for an approval), so a restart records in-doubt calls `unknown`
+     * and goes on with pending ones. `false`: in memory only. Default: the user's state
+     * directory (`$XDG_STATE_HOME/vouch-mcp-gateway` or `~/.local/state/vouch-mcp-gateway`).
+     */
+    journal: z.union([z.string().min(1), z.literal(false)]).optional(),
     /** Time limit of a passed-through request (resources, prompts, sampling, …). */
     requestTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
-    /** On SIGTERM, SIGINT or agent disconnect: how long running calls may finish before they are stopped. */
-    drainTimeoutMs: z.number().int().min(0).max(3_600_000).default(10_000),
+    /**
+     * On SIGTERM, SIGINT or agent disconnect: how long running calls may finish before they are
+     * stopped and recorded `unknown` (default: see {@link drainTimeoutOf}).
+     */
+    drainTimeoutMs: z.number().int().min(0).max(3_600_000).optional(),
     /** Serve agents over Streamable HTTP (default: one agent on stdio). */
     agentServer: agentServer.optional(),
     /**
@@ -229,6 +243,15 @@ export const gatewayConfigSchema = z
 
 /** The parsed configuration. */
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
+
+/**
+ * The drain bound: `drainTimeoutMs`, else one that ends before the usual SIGKILL. On stdio,
+ * 1.5 s: the MCP SDK's `StdioClientTransport.close()` closes stdin, waits 2 s, sends SIGTERM,
+ * waits 2 s and sends SIGKILL. Over HTTP, 8 s: `docker stop` sends SIGKILL 10 s after SIGTERM.
+ */
+export function drainTimeoutOf(config: Pick<GatewayConfig, 'drainTimeoutMs' | 'agentServer'>): number {
+  return config.drainTimeoutMs ?? (config.agentServer ? 8000 : 1500);
+}
 
 /** Where configuration comes from: an optional JSON file, then the environment. */
 export interface ConfigSources {

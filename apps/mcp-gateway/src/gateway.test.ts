@@ -33,7 +33,6 @@ async function setup(
     vouch: createVouchClient({ baseUrl: 'http://vouch.test', apiKey: 'k', fetch: vouch.fetch }),
     serverId: 'bank',
     environment: 'production',
-    session: 'test',
     ...options.gateway,
   });
   const [gatewayDownSide, agentSide] = InMemoryTransport.createLinkedPair();

@@ -9,8 +9,9 @@ import {
 import type { VouchClient, WaitOptions } from '@vouch/client';
 import type { ToolSettings } from './action-of-call';
 import { supportsFormElicitation } from './approval-prompt';
-import { createCallKeys } from './call-keys';
-import { handleToolCall } from './call-tool';
+import { type CallJournal, createMemoryJournal } from './call-journal';
+import { type CallKeys, createCallKeys } from './call-keys';
+import { GatewayStopping, handleToolCall } from './call-tool';
 import { type GovernedMethod, governedMatch, handleGovernedRequest } from './governed-request';
 import { allPages } from './list-pages';
 import { type Logger, silentLogger } from './logger';
@@ -48,10 +49,11 @@ export interface GatewayOptions {
   /** Time limit of one upstream call (default 60 000 ms); past it the outcome is `unknown`. */
   invokeTimeoutMs?: number;
   /**
-   * Separates this gateway process's idempotency keys from earlier ones (default: random).
-   * Set it to keep waiting on approvals across gateway restarts.
+   * The agent's calls: their idempotency keys and the journal of what the gateway claimed
+   * (default: keys for one agent, `stdio`, over a journal in memory). Shared by every
+   * session of one agent, so an approval waited on in one goes on in the next.
    */
-  session?: string;
+  calls?: { keys: CallKeys; journal: CallJournal };
   /** Time limit of a passed-through request (resources, prompts, sampling, …; default 60 000 ms). */
   requestTimeoutMs?: number;
   /**
@@ -114,10 +116,10 @@ export interface Gateway {
 export function createGateway(options: GatewayOptions): Gateway {
   const logger = options.logger ?? silentLogger;
   const { vouch } = options;
-  const keys = createCallKeys(options.session ?? globalThis.crypto.randomUUID());
+  const calls = options.calls ?? callsOf('stdio', createMemoryJournal());
   const common = {
     vouch,
-    keys,
+    ...calls,
     environment: options.environment,
     approvalWait: { timeoutMs: 0, ...options.approvalWait },
     invokeTimeoutMs: options.invokeTimeoutMs ?? 60_000,
@@ -300,7 +302,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         calls: inFlight.size,
       });
       // `execute` records an interrupted call as `unknown` before it returns.
-      stopping.abort(new Error('the gateway is stopping'));
+      stopping.abort(new GatewayStopping('the gateway is stopping'));
       await settled();
     },
     close: async () => {
@@ -325,6 +327,11 @@ function callSignal(request: AbortSignal, stopping: AbortSignal, disconnected: (
     { once: true },
   );
   return controller.signal;
+}
+
+/** The calls of one agent over `journal`. */
+export function callsOf(agent: string, journal: CallJournal): { keys: CallKeys; journal: CallJournal } {
+  return { keys: createCallKeys({ agent, journal }), journal };
 }
 
 /** The routes of a gateway: its single unnamed upstream, or each named one in order. */

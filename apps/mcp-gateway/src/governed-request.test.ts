@@ -52,7 +52,6 @@ async function setup(options: { governed: GovernedMethod[]; decide?: (target: st
     vouch: createVouchClient({ baseUrl: 'http://vouch.test', apiKey: 'k', fetch: vouch.fetch }),
     serverId: 'files',
     environment: 'production',
-    session: 'test',
     governed: options.governed,
   });
   await gateway.discover();
@@ -112,6 +111,39 @@ describe('governed methods', () => {
       ]);
       // ... but the agent's tool list is the upstream's, not the governed methods.
       expect((await agent.listTools()).tools.map((tool) => tool.name)).toEqual(['list_files']);
+    });
+  });
+
+  describe('when the agent names a governed request with its idempotency key', () => {
+    const named = (key: string) => ({ uri: SECRET, _meta: { 'vouch.dev/idempotency_key': key } });
+
+    it('answers the same key again from the record, without asking the upstream twice', async () => {
+      const { agent, upstream } = await setup({ governed: [secrets] });
+      const first = await agent.readResource(named('read-secret-1'));
+      const again = await agent.readResource(named('read-secret-1'));
+      expect(metaOf(again)).toMatchObject({
+        status: 'executed',
+        replayed: true,
+        proposal_id: metaOf(first)?.proposal_id,
+      });
+      expect(again.contents).toEqual(first.contents);
+      expect(upstream.reads).toEqual([SECRET]);
+    });
+
+    it('reads anew without a key', async () => {
+      const { agent, upstream } = await setup({ governed: [secrets] });
+      await agent.readResource({ uri: SECRET });
+      expect(metaOf(await agent.readResource({ uri: SECRET }))).toMatchObject({ replayed: false });
+      expect(upstream.reads).toEqual([SECRET, SECRET]);
+    });
+
+    it('refuses a malformed key with IDEMPOTENCY_KEY_INVALID, proposing nothing', async () => {
+      const { agent, vouch, upstream } = await setup({ governed: [secrets] });
+      const error = await refusal(agent.readResource(named('two words')));
+      expect(error.code).toBe(ErrorCode.InvalidParams);
+      expect(error.data).toEqual({ code: 'IDEMPOTENCY_KEY_INVALID' });
+      expect(vouch.proposals.size).toBe(0);
+      expect(upstream.reads).toEqual([]);
     });
   });
 

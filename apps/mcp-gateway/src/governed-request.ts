@@ -1,7 +1,7 @@
 import { ErrorCode, McpError, type Result } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonObject } from '@vouch/client';
 import { actionOfCall, type ToolSettings } from './action-of-call';
-import { answerAskingTheUser, type CallToolDeps } from './call-tool';
+import { agentKeyFromRequest, answerAskingTheUser, type CallToolDeps, claimOf } from './call-tool';
 import { type ForwardingExtra, forwardingOptions } from './pass-through';
 import { type ExecutionMeta, META_KEY } from './tool-results';
 import { callUpstreamRequest } from './upstream-call';
@@ -102,11 +102,18 @@ export async function handleGovernedRequest(
       },
     },
   });
-  const answer = await answerAskingTheUser(deps, label, action, extra, (options) =>
+  const agentKey = agentKeyFromRequest(request.params as { _meta?: Record<string, unknown> } | undefined);
+  const answer = await answerAskingTheUser(deps, { label, action, agentKey }, extra, (options) =>
     deps.vouch.execute(
       action,
-      (context) =>
-        callUpstreamRequest(deps.upstream, context, forwardingOptions(request, extra, deps.invokeTimeoutMs)),
+      (context) => {
+        deps.journal.claimed(claimOf(context));
+        return callUpstreamRequest(
+          deps.upstream,
+          context,
+          forwardingOptions(request, extra, deps.invokeTimeoutMs),
+        );
+      },
       options,
     ),
   );

@@ -4,6 +4,10 @@ export { actionOfCall } from './action-of-call';
 /** The Streamable HTTP agent server (per-agent bearer tokens). */
 export type { AgentHttpServer, HttpAgent } from './agent-http';
 export { serveAgentsOverHttp } from './agent-http';
+/** What the gateway claimed and has not seen recorded, kept across a crash. */
+export type { CallJournal } from './call-journal';
+/** The `_meta` key under which an agent names its call (its idempotency key). */
+export { IDEMPOTENCY_KEY_META } from './call-keys';
 /** Connect an upstream and start a gateway from a configuration, as the bin does. */
 export type { ClientCredentials, TokenSource } from './client-credentials';
 /** The configuration of the `vouch-mcp-gateway` bin: JSON file and environment. */
@@ -20,6 +24,7 @@ export { createGateway } from './gateway';
 /** Requests besides tools/call that Vouch governs (resources/read, resources/subscribe, prompts/get). */
 export type { GovernableMethod, GovernedMethod } from './governed-request';
 export { GOVERNABLE_METHODS } from './governed-request';
+export { openCallJournal } from './in-doubt';
 /** Injected logging (the bin writes JSON lines to stderr; stdout is the MCP channel). */
 export type { Logger } from './logger';
 export { jsonLineLogger, silentLogger } from './logger';

@@ -3,11 +3,13 @@ import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { createVouchClient } from '@vouch/client';
 import { type AgentHttpServer, serveAgentsOverHttp } from './agent-http';
 import { awaitInitialize } from './await-initialize';
+import type { CallJournal } from './call-journal';
 import type { TokenSource } from './client-credentials';
-import { type GatewayConfig, type GatewaySigning, upstreamConnectionsOf } from './config';
+import { drainTimeoutOf, type GatewayConfig, type GatewaySigning, upstreamConnectionsOf } from './config';
 import { connectUpstream } from './connect-upstream';
 import { GatewayError } from './errors';
-import { createGateway, type Gateway } from './gateway';
+import { callsOf, createGateway, type Gateway } from './gateway';
+import { defaultJournalDir, openCallJournal } from './in-doubt';
 import type { Logger } from './logger';
 import type { Upstream } from './upstream-call';
 
@@ -32,7 +34,15 @@ interface StartOptions {
  * register its tools with Vouch, and act with `apiKey` (the agent's or the gateway's).
  */
 export async function openGateway(
-  options: StartOptions & { apiKey: string; agentCapabilities?: ClientCapabilities },
+  options: StartOptions & {
+    apiKey: string;
+    agentCapabilities?: ClientCapabilities;
+    /**
+     * The agent's calls (shared by its sessions): its name and its journal (see
+     * `openCallJournal`). Default: one agent, `stdio`, with a journal in memory.
+     */
+    calls?: { agent: string; journal: CallJournal };
+  },
 ): Promise<Gateway> {
   const { config, logger } = options;
   const connections = upstreamConnectionsOf(config);
@@ -91,7 +101,7 @@ export async function openGateway(
     },
     invokeTimeoutMs: config.invokeTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
-    ...(config.session ? { session: config.session } : {}),
+    ...(options.calls ? { calls: callsOf(options.calls.agent, options.calls.journal) } : {}),
     logger,
   });
   // Register before serving, so the first call already finds its tool; a failure is logged
@@ -110,7 +120,12 @@ export async function startGateway(
   options: StartOptions & { apiKey: string; agentTransport: Transport },
 ): Promise<Gateway> {
   const { params, transport } = await awaitInitialize(options.agentTransport);
-  const gateway = await openGateway({ ...options, agentCapabilities: params.capabilities });
+  const journal = await journalOf(options, options.apiKey);
+  const gateway = await openGateway({
+    ...options,
+    agentCapabilities: params.capabilities,
+    calls: { agent: 'stdio', journal },
+  });
   await gateway.server.connect(transport);
   options.logger.info('gateway started', {
     server_id: serverIdsOf(options.config),
@@ -129,9 +144,14 @@ export async function startHttpGateway(
   const settings = options.config.agentServer;
   if (!settings) throw new GatewayError('CONFIG_INVALID', 'agentServer is not configured');
   const tokenSources = options.tokenSources ?? new Map<string, TokenSource>();
+  // One journal per agent, opened (and its in-doubt calls recorded) before any agent is served.
+  const journals = new Map<string, CallJournal>();
+  for (const agent of settings.agents) {
+    journals.set(agent.name, await journalOf(options, options.agentApiKeys[agent.name]!));
+  }
   const server = await serveAgentsOverHttp({
     ...settings,
-    drainTimeoutMs: options.config.drainTimeoutMs,
+    drainTimeoutMs: drainTimeoutOf(options.config),
     logger: options.logger,
     openSession: (agent, initialize) =>
       openGateway({
@@ -142,10 +162,29 @@ export async function startHttpGateway(
         tokenSources,
         apiKey: options.agentApiKeys[agent.name]!,
         agentCapabilities: initialize.capabilities,
+        calls: { agent: agent.name, journal: journals.get(agent.name)! },
       }),
   });
   options.logger.info('gateway listening', { url: server.url, server_id: serverIdsOf(options.config) });
   return server;
+}
+
+/** Open the call journal of the identity of `apiKey`, recording what an earlier gateway left in doubt. */
+function journalOf(options: StartOptions, apiKey: string): Promise<CallJournal> {
+  const { config } = options;
+  return openCallJournal({
+    dir: config.journal ?? defaultJournalDir(process.env),
+    vouchUrl: config.vouch.url,
+    apiKey,
+    ...(config.session ? { session: config.session } : {}),
+    vouch: createVouchClient({
+      baseUrl: config.vouch.url,
+      apiKey,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.signing ? { signing: options.signing } : {}),
+    }),
+    logger: options.logger,
+  });
 }
 
 /** The Vouch server ids a configuration acts for, for log lines. */

@@ -203,15 +203,30 @@ export function preconditionFailedResult(toolName: string, failed: PreconditionF
   );
 }
 
-/** Vouch could not be asked, so the call was not made (fail closed). */
-export function unavailableResult(toolName: string, code: string): CallToolResult {
+/**
+ * Vouch could not be asked, or refused the request, so the call was not made (fail closed).
+ * Only a failure to reach Vouch (network, time limit, a 5xx or 429) is worth trying again
+ * as it is; the message says what else to do otherwise.
+ */
+export function unavailableResult(
+  toolName: string,
+  error: { code: string; status?: number | null },
+): CallToolResult {
+  const { code } = error;
+  const transient =
+    code === 'NETWORK_ERROR' ||
+    code === 'TIMEOUT' ||
+    (typeof error.status === 'number' && (error.status >= 500 || error.status === 429));
+  const next =
+    code === 'IDEMPOTENCY_CONFLICT'
+      ? `Nothing was executed: the idempotency key (_meta["vouch.dev/idempotency_key"]) was used for another call. Send this call with a new key; the same key and arguments again are refused the same way.`
+      : transient
+        ? 'Nothing was executed; it is safe to call again later.'
+        : 'Nothing was executed; calling again the same way will be refused the same way until the cause is fixed.';
   return withMeta(
     {
       isError: true,
-      content: text([
-        `The call to ${toolName} was not run: Vouch could not authorize it (${code}).`,
-        'Nothing was executed; it is safe to call again later.',
-      ]),
+      content: text([`The call to ${toolName} was not run: Vouch could not authorize it (${code}).`, next]),
     },
     { status: 'error', code },
   );

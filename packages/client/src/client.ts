@@ -84,6 +84,8 @@ export interface ProposeOptions extends CallOptions {
    * authorizes the execution in the same request (`authorization` in the answer), bound to it.
    */
   authorize?: string;
+  /** With `authorize`: the deadline the execution claim asks for (the server caps it at its own). */
+  claimSeconds?: number;
 }
 
 /** Options of `observations.create`. */
@@ -266,11 +268,16 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
     proposals: {
       // A proposal carries its idempotency key, so sending it again after a lost answer
       // replays the stored proposal instead of creating a second one.
-      create: (body, { authorize, ...o } = {}) =>
+      create: (body, { authorize, claimSeconds, ...o } = {}) =>
         record<ProposeResponse>({
           method: 'POST',
           path: '/v1/proposals',
-          query: { authorize },
+          query: {
+            authorize,
+            ...(authorize !== undefined && claimSeconds !== undefined
+              ? { claim_seconds: String(claimSeconds) }
+              : {}),
+          },
           body,
           ...signed('proposal.propose', proposalClaims(onTheWire(body))),
           retry: 'safe',

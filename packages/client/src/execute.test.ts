@@ -111,6 +111,50 @@ describe('execute', () => {
     });
   });
 
+  describe('when it claims the execution', () => {
+    /** Every `claim_seconds` the client sent: from the fast path's query, or the `authorize` body. */
+    function claimDeadlinesSent(decide: 'allow' | 'require_approval') {
+      const asked: string[] = [];
+      const wrapped = setup(
+        { decide: () => decide },
+        (fake) =>
+          (async (input, init) => {
+            const url = new URL(String(input));
+            if (url.searchParams.has('claim_seconds'))
+              asked.push(`query:${url.searchParams.get('claim_seconds')}`);
+            if (url.pathname.endsWith('/authorize')) {
+              asked.push(`body:${JSON.parse(String(init?.body)).claim_seconds}`);
+            }
+            return fake.fetch(input, init);
+          }) as typeof fetch,
+      );
+      return { ...wrapped, asked };
+    }
+
+    it('asks for a deadline of the invoke time limit plus the margin on the fast path', async () => {
+      const { client, invoke, asked } = claimDeadlinesSent('allow');
+      const result = await client.execute(refund, invoke, { ...fast, invokeTimeoutMs: 4500 });
+      expect(result.status).toBe('executed');
+      expect(asked).toEqual(['query:35']);
+    });
+
+    it('asks for the same deadline when it authorizes after an approval', async () => {
+      const { client, invoke, asked, fake } = claimDeadlinesSent('require_approval');
+      const first = await client.execute(refund, invoke, { ...fast, invokeTimeoutMs: 10_000 });
+      fake.approve(approvalIdOf(first));
+      await client.execute(refund, invoke, { ...fast, invokeTimeoutMs: 10_000 });
+      // Each proposal request offers the fast path (the decision is not known yet); the
+      // approved call's own `authorize` asks for the same deadline.
+      expect(asked).toEqual(['query:40', 'query:40', 'body:40']);
+    });
+
+    it('asks for the deadline the caller gives', async () => {
+      const { client, invoke, asked } = claimDeadlinesSent('allow');
+      await client.execute(refund, invoke, { ...fast, claimSeconds: 7 });
+      expect(asked).toEqual(['query:7']);
+    });
+  });
+
   describe('when the approval arrives while execute waits', () => {
     it('polls until approved, then invokes exactly once', async () => {
       let polls = 0;

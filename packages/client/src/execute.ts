@@ -79,6 +79,12 @@ export interface ExecuteOptions<T> {
   signal?: AbortSignal;
   /** Time limit of `invoke` (default 60 000). Past it the outcome is `unknown` and it is never retried. */
   invokeTimeoutMs?: number;
+  /**
+   * The deadline of the execution claim, in seconds (default: the invoke time limit plus
+   * {@link CLAIM_MARGIN_SECONDS}). Past it, with no observation, the server records `unknown`;
+   * a process that died mid-call is accounted for then instead of after the server's default.
+   */
+  claimSeconds?: number;
   wait?: WaitOptions;
   /** Turn the tool's return value into an observation (default: `succeeded`, the value as result). */
   observe?: (value: T) => Observed;
@@ -178,6 +184,15 @@ export type ExecuteResult<T> =
   | PendingResult
   | PreconditionFailedResult
   | NotAuthorizedResult;
+
+/** Time the claim leaves, past the invoke time limit, to record the observation. */
+export const CLAIM_MARGIN_SECONDS = 30;
+
+/** The claim deadline `execute` asks for: the caller's, else the invoke limit plus the margin. */
+export function claimSecondsOf(options: Pick<ExecuteOptions<unknown>, 'claimSeconds' | 'invokeTimeoutMs'>) {
+  if (options.claimSeconds !== undefined) return options.claimSeconds;
+  return Math.min(86_400, Math.ceil((options.invokeTimeoutMs ?? 60_000) / 1000) + CLAIM_MARGIN_SECONDS);
+}
 
 const NOT_AUTHORIZED_BY_STATE: Record<Exclude<ApprovalState, 'approved' | 'pending'>, NotAuthorizedCode> = {
   denied: 'APPROVAL_DENIED',
@@ -285,9 +300,10 @@ async function executeOnce<T>(
   const sentHash = payloadHashOf(payload);
   // The fast path: an allowed new proposal is authorized in the same request, bound to the
   // hash computed here, so a call needs no separate `authorize`.
+  const claimSeconds = claimSecondsOf(options);
   const created = await client.proposals.create(
     { ...payload, idempotency_key: key },
-    { ...call, ...(signs ? {} : { authorize: sentHash }) },
+    { ...call, ...(signs ? {} : { authorize: sentHash, claimSeconds }) },
   );
   const proposal = created.proposal;
   // The server hashes what it stored: what we sent, plus the postconditions the tool's
@@ -404,6 +420,7 @@ async function executeOnce<T>(
       {
         payload_hash: expectedHash,
         ...(decision.approval_request_id ? { approval_request_id: decision.approval_request_id } : {}),
+        claim_seconds: claimSeconds,
       },
       call,
     );

@@ -93,6 +93,38 @@ describe.each(testBackends())('the fast path on $name', ({ open }) => {
       expect(story.stage).toBe('authorized');
     });
 
+    describe('when it asks for a claim deadline (`&claim_seconds=`)', () => {
+      const secondsOf = (claim: Json) => (Date.parse(claim.deadline) - Date.parse(claim.claimed_at)) / 1000;
+
+      it('records the claim with that deadline, not the server’s default', async () => {
+        const body = action('lookup');
+        const proposed = await call(
+          'POST',
+          `/v1/proposals?authorize=${hashOf(body)}&claim_seconds=45`,
+          k.gw,
+          body,
+        );
+        expect(proposed.status).toBe(201);
+        expect(secondsOf(proposed.body.authorization.claim)).toBe(45);
+      });
+
+      it('refuses a deadline that is not a whole number of seconds from 1 to 86400, writing nothing', async () => {
+        for (const bad of ['0', '-5', '1.5', 'soon', '86401']) {
+          const body = action('lookup');
+          const before = await written();
+          const proposed = await call(
+            'POST',
+            `/v1/proposals?authorize=${hashOf(body)}&claim_seconds=${bad}`,
+            k.gw,
+            body,
+          );
+          expect(proposed.status, bad).toBe(400);
+          expect(proposed.body.error.code, bad).toMatch(/^[A-Z_]+$/);
+          expect(await written(), bad).toEqual(before);
+        }
+      });
+    });
+
     it('claims nothing for a hash other than the stored payload’s, and says why', async () => {
       const body = action('lookup');
       const before = await written();

@@ -44,7 +44,7 @@ const propose = createRoute({
   path: '/v1/proposals',
   tags: ['proposals'],
   summary: 'Propose an action',
-  description: `A proposal is not a decision. With the built-in policy the answer carries the decision (201). With an external policy engine the server asks (\`server.policy.decisionUrl\`), the answer carries the engine's decision (201); when the engine is down, slow or answers nonsense, or when no URL is configured and the engine posts its decisions, the proposal waits (202: never an allow by default) and the server asks again in the background. The postconditions the tool's registration requires are added to the payload whatever the proposal declares (\`origin: registry\`; an identical one the proposal declared is merged into it); one whose params cannot be bound to this payload refuses the proposal (422 \`POSTCONDITION_BINDING_FAILED\`, nothing written). A condition may not carry \`origin\` or \`verifiers\`; names (action, server, tool, target kind, conditions) are plain identifiers (400 \`IDENTIFIER_INVALID\`). An idempotency key is its requester's own: the same key with the same payload replays the stored result (200, \`replayed: true\`) and never re-executes; with another payload it is \`IDEMPOTENCY_CONFLICT\`; another requester's use of the same key is another proposal. A key limited to environments cannot propose outside them. The fast path: with \`?authorize=<payload hash>\` an allowed new proposal is also authorized in the same request (\`authorization\`), exactly as \`POST /v1/proposals/{id}/authorize\` would; a refusal comes back as \`authorization_refused\` beside the recorded proposal, and any other decision leaves \`authorization\` null. The key then needs the roles of both routes. ${rolesNote(ACCESS.propose)}`,
+  description: `A proposal is not a decision. With the built-in policy the answer carries the decision (201). With an external policy engine the server asks (\`server.policy.decisionUrl\`), the answer carries the engine's decision (201); when the engine is down, slow or answers nonsense, or when no URL is configured and the engine posts its decisions, the proposal waits (202: never an allow by default) and the server asks again in the background. The postconditions the tool's registration requires are added to the payload whatever the proposal declares (\`origin: registry\`; an identical one the proposal declared is merged into it); one whose params cannot be bound to this payload refuses the proposal (422 \`POSTCONDITION_BINDING_FAILED\`, nothing written). A condition may not carry \`origin\` or \`verifiers\`; names (action, server, tool, target kind, conditions) are plain identifiers (400 \`IDENTIFIER_INVALID\`). An idempotency key is its requester's own: the same key with the same payload replays the stored result (200, \`replayed: true\`) and never re-executes; with another payload it is \`IDEMPOTENCY_CONFLICT\`; another requester's use of the same key is another proposal. A key limited to environments cannot propose outside them. The fast path: with \`?authorize=<payload hash>\` (and optionally \`&claim_seconds=\`, the claim's deadline) an allowed new proposal is also authorized in the same request (\`authorization\`), exactly as \`POST /v1/proposals/{id}/authorize\` would; a refusal comes back as \`authorization_refused\` beside the recorded proposal, and any other decision leaves \`authorization\` null. The key then needs the roles of both routes. ${rolesNote(ACCESS.propose)}`,
   security: bearerSecurity,
   middleware: [requireRole(...ACCESS.propose), jsonBody({ required: true })] as const,
   request: { query: ProposeQuerySchema, body: { required: true, content: json(ProposalInputSchema) } },
@@ -187,7 +187,7 @@ export function registerProposalRoutes(
   app.openapi(propose, async (c) => {
     const log = logOf(c);
     const principal = c.get('principal');
-    const authorizeHash = c.req.valid('query').authorize;
+    const { authorize: authorizeHash, claim_seconds: claimSeconds } = c.req.valid('query');
     // Refused before anything is written: a staging gateway key proposing a production
     // action, and a key asking for the authorization it could not ask for on its own.
     assertEnvironment(principal, c.req.valid('json').target.env);
@@ -211,7 +211,10 @@ export function registerProposalRoutes(
       try {
         // The request's signature is the proposal's; the claim is written unsigned.
         const ctx = unsigned(recordContext(c, log));
-        authorization = await authorizeExecution(ctx, c, result.proposal, { payload_hash: authorizeHash });
+        authorization = await authorizeExecution(ctx, c, result.proposal, {
+          payload_hash: authorizeHash,
+          ...(claimSeconds === undefined ? {} : { claim_seconds: Number(claimSeconds) }),
+        });
       } catch (error) {
         refused = asStepRefusal(error, c);
       }

@@ -117,6 +117,16 @@ export const ProposeQuerySchema = LogQuerySchema.extend({
       description:
         'The payload hash the caller computed. When the decision is `allow` (a new proposal), the server also authorizes the execution in this request, bound to this hash: the answer carries `authorization` (or `authorization_refused`), and the separate `authorize` call is not needed.',
     }),
+  claim_seconds: z
+    .string()
+    .regex(/^[1-9][0-9]{0,4}$/, 'must be a whole number of seconds, 1 to 86400')
+    .refine((value) => Number(value) <= 86_400, 'must be at most 86400')
+    .optional()
+    .openapi({
+      param: { name: 'claim_seconds', in: 'query' },
+      description:
+        'With `authorize`: the deadline the execution claim asks for, as `claim_seconds` in the body of `POST /v1/proposals/{id}/authorize` (at most the server’s `VOUCH_EXECUTION_CLAIM_SECONDS`). A gateway asks for its tool’s time limit, so a call it could not report is recorded `unknown` soon after, not after the server’s default.',
+    }),
 });
 
 export const ObserveQuerySchema = LogQuerySchema.extend({

@@ -33,7 +33,6 @@ export async function memoryGateway(upstreams: readonly MemoryUpstream[]) {
     upstreams: named,
     vouch: createVouchClient({ baseUrl: 'http://vouch.test', apiKey: 'k', fetch: vouch.fetch }),
     environment: 'production',
-    session: 'test',
   });
   const [down, agentSide] = InMemoryTransport.createLinkedPair();
   await gateway.server.connect(down);
