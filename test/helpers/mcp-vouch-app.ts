@@ -18,12 +18,16 @@ export interface InProcessVouch {
 }
 
 export async function inProcessVouch(
-  options: { allowRoleCombinations?: boolean } = {},
+  options: {
+    allowRoleCombinations?: boolean;
+    /** A migrated database (e.g. from `testBackends()`); default: a fresh in-memory PGlite. */
+    database?: Database;
+  } = {},
 ): Promise<InProcessVouch> {
-  const database = await openDatabase();
+  const database = options.database ?? (await openDatabase());
   await migrate(database);
   const ledger = createLedger(database);
-  const keys = createKeyStore(ledger, options);
+  const keys = createKeyStore(ledger, { allowRoleCombinations: options.allowRoleCombinations ?? false });
   const app = createApp({ ledger, keys });
   const appFetch: typeof fetch = async (input, init) =>
     app.request(input instanceof URL ? input.href : (input as string), init);

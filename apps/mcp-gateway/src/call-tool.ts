@@ -20,6 +20,7 @@ import type { CallKeys } from './call-keys';
 import { inCallSpan, inUpstreamSpan } from './call-span';
 import type { Logger } from './logger';
 import { type ForwardingExtra, forwardingOptions } from './pass-through';
+import { applyResultObligations, type ResultObligations } from './result-obligations';
 import type { ToolRegistry } from './tool-registry';
 import {
   deniedResult,
@@ -80,7 +81,7 @@ async function governCall(
     registered: deps.registry.sideEffectOf(toolName),
     settings: deps.tools[toolName],
   });
-  return answerAskingTheUser(deps, toolName, action, extra, (options) =>
+  const answer = await answerAskingTheUser(deps, toolName, action, extra, (options) =>
     deps.vouch.execute(
       action,
       (context) =>
@@ -90,6 +91,16 @@ async function governCall(
       options,
     ),
   );
+  return withResultObligations(answer, deps.tools[toolName]?.result);
+}
+
+/** An executed call's result as the agent may see it: masked and capped, noted in `_meta`. */
+function withResultObligations(answer: CallToolResult, obligations: ResultObligations | undefined) {
+  const meta = answer._meta?.[META_KEY] as ExecutionMeta | undefined;
+  if (meta?.status !== 'executed') return answer;
+  const { result, applied } = applyResultObligations(answer, obligations);
+  if (!applied) return answer;
+  return { ...result, _meta: { ...result._meta, [META_KEY]: { ...meta, result_obligations: applied } } };
 }
 
 /**
