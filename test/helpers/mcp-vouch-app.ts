@@ -54,6 +54,8 @@ export interface HttpAgent {
   name: string;
   token: string;
   apiKey: string;
+  /** What the agent may see (`upstreams`, `tools` of its `agentServer` entry); default: everything. */
+  visibility?: { upstreams?: string[]; tools?: string[] };
 }
 
 /**
@@ -84,6 +86,7 @@ export async function startAgentGateway(
             name: agent.name,
             tokenSha256: createHash('sha256').update(agent.token).digest('hex'),
             apiKeyEnv: keyEnv(index),
+            ...agent.visibility,
           })),
         },
       }),

@@ -61,6 +61,12 @@ export interface GatewayOptions {
    * elicitation). The answer itself never approves anything.
    */
   approvalPrompt?: { consoleUrl?: string; recheckWaitMs?: number; timeoutMs?: number } | false;
+  /**
+   * Which tools the agent sees and may call, by the name it sees them under (default: all).
+   * A hidden tool is left out of `tools/list`, and a call to it is refused before Vouch or the
+   * upstream hears of it.
+   */
+  visibleTools?: (name: string) => boolean;
   /** Shown to the agent's client as the server name (default `vouch-mcp-gateway`). */
   name?: string;
   version?: string;
@@ -200,13 +206,14 @@ export function createGateway(options: GatewayOptions): Gateway {
       : tools.map((tool) => ({ ...tool, name: namespaced(route.name!, tool.name) }));
   };
 
+  const visible = options.visibleTools ?? (() => true);
   server.setRequestHandler(ListToolsRequestSchema, async () => {
-    if (!multi) return { tools: await toolsOf(routes[0]!) };
+    if (!multi) return { tools: (await toolsOf(routes[0]!)).filter((tool) => visible(tool.name)) };
     // One upstream failing to list does not hide the others' tools.
     const listed = await Promise.allSettled(routes.map(toolsOf));
     return {
       tools: listed.flatMap((result, i) => {
-        if (result.status === 'fulfilled') return result.value;
+        if (result.status === 'fulfilled') return result.value.filter((tool) => visible(tool.name));
         logger.warn('could not list the tools of an upstream', {
           upstream: routes[i]!.name,
           error: String(result.reason),
@@ -244,6 +251,12 @@ export function createGateway(options: GatewayOptions): Gateway {
       throw new McpError(
         ErrorCode.InvalidParams,
         `unknown tool ${JSON.stringify(request.params.name)}: tool names are <upstream>__<tool>, for an upstream of this gateway`,
+      );
+    }
+    if (!visible(request.params.name)) {
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `tool ${JSON.stringify(request.params.name)} is not available to this agent`,
       );
     }
     const local = { ...request, params: { ...request.params, name: found.name } };

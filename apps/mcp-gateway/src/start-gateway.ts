@@ -2,6 +2,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { createVouchClient } from '@vouch/client';
 import { type AgentHttpServer, serveAgentsOverHttp } from './agent-http';
+import { configForAgent, visibleToolsOf } from './agent-visibility';
 import { awaitInitialize } from './await-initialize';
 import type { TokenSource } from './client-credentials';
 import { type GatewayConfig, type GatewaySigning, upstreamConnectionsOf } from './config';
@@ -32,7 +33,12 @@ interface StartOptions {
  * register its tools with Vouch, and act with `apiKey` (the agent's or the gateway's).
  */
 export async function openGateway(
-  options: StartOptions & { apiKey: string; agentCapabilities?: ClientCapabilities },
+  options: StartOptions & {
+    apiKey: string;
+    agentCapabilities?: ClientCapabilities;
+    /** Over HTTP: which exposed tools the agent sees and may call (default: all). */
+    visibleTools?: (name: string) => boolean;
+  },
 ): Promise<Gateway> {
   const { config, logger } = options;
   const connections = upstreamConnectionsOf(config);
@@ -92,6 +98,7 @@ export async function openGateway(
     invokeTimeoutMs: config.invokeTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
     ...(config.session ? { session: config.session } : {}),
+    ...(options.visibleTools ? { visibleTools: options.visibleTools } : {}),
     logger,
   });
   // Register before serving, so the first call already finds its tool; a failure is logged
@@ -133,16 +140,20 @@ export async function startHttpGateway(
     ...settings,
     drainTimeoutMs: options.config.drainTimeoutMs,
     logger: options.logger,
-    openSession: (agent, initialize) =>
-      openGateway({
-        config: options.config,
+    openSession: (agent, initialize) => {
+      const settingsOfAgent = settings.agents.find((candidate) => candidate.name === agent.name);
+      const visibleTools = visibleToolsOf(settingsOfAgent?.tools);
+      return openGateway({
+        config: configForAgent(options.config, settingsOfAgent),
+        ...(visibleTools ? { visibleTools } : {}),
         logger: options.logger,
         ...(options.fetch ? { fetch: options.fetch } : {}),
         ...(options.upstreamSecrets ? { upstreamSecrets: options.upstreamSecrets } : {}),
         tokenSources,
         apiKey: options.agentApiKeys[agent.name]!,
         agentCapabilities: initialize.capabilities,
-      }),
+      });
+    },
   });
   options.logger.info('gateway listening', { url: server.url, server_id: serverIdsOf(options.config) });
   return server;
