@@ -23,6 +23,7 @@ import { type ForwardingExtra, forwardingOptions } from './pass-through';
 import { applyResultObligations, type ResultObligations } from './result-obligations';
 import type { ToolRegistry } from './tool-registry';
 import {
+  definitionChangedResult,
   deniedResult,
   type ExecutionMeta,
   executedResult,
@@ -48,6 +49,8 @@ export interface CallToolDeps {
   /** How long a call waits for an approval before answering "pending" (default 0: answer at once). */
   approvalWait: WaitOptions;
   invokeTimeoutMs: number;
+  /** A tool whose served definition differs from the pinned one: `refuse` its calls, or `warn` and go on. */
+  definitionChanges: 'refuse' | 'warn';
   logger: Logger;
   /** Ask the user through MCP elicitation about a call waiting for approval (when the client can). */
   approvalPrompt?: ApprovalPrompt;
@@ -73,6 +76,23 @@ async function governCall(
 ): Promise<CallToolResult> {
   const { params } = request;
   const toolName = params.name;
+  let definition = deps.registry.definitionOf(toolName);
+  if (definition.status === 'changed') {
+    // The change may have been approved since the last discovery.
+    await deps.registry.refresh();
+    definition = deps.registry.definitionOf(toolName);
+  }
+  if (definition.status === 'changed') {
+    trace.getActiveSpan()?.setAttribute('vouch.definition_changed', true);
+    deps.logger.warn('the upstream serves a changed definition of this tool', {
+      server_id: deps.serverId,
+      tool_name: toolName,
+      definition_sha256: definition.sha256,
+      pinned_sha256: definition.pinned,
+      refused: deps.definitionChanges === 'refuse',
+    });
+    if (deps.definitionChanges === 'refuse') return definitionChangedResult(toolName, definition);
+  }
   const action = actionOfCall({
     serverId: deps.serverId,
     environment: deps.environment,

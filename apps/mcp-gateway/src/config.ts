@@ -217,6 +217,11 @@ export const gatewayConfigSchema = z
     /** How long a call waits for an approval before answering "pending" (default 0). */
     approvalWaitMs: z.number().int().min(0).max(3_600_000).default(0),
     invokeTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
+    /**
+     * A tool whose served definition differs from the one pinned in Vouch: `refuse` (hide it
+     * and refuse its calls until an operator approves the new one) or `warn` (log, serve it).
+     */
+    toolDefinitionChanges: z.enum(['refuse', 'warn']).default('refuse'),
     /** Keep approval waits across gateway restarts by fixing the session (default: random per process). */
     session: name.optional(),
     /** Time limit of a passed-through request (resources, prompts, sampling, …). */

@@ -45,6 +45,12 @@ export interface GatewayOptions {
   governed?: readonly GovernedMethod[];
   /** How long a call waits for an approval before answering "pending" (default: answer at once). */
   approvalWait?: WaitOptions;
+  /**
+   * A tool whose definition (name, description, input schema, annotations) differs from the
+   * one pinned in Vouch: `refuse` (default) leaves it out of `tools/list` and refuses its calls
+   * until an operator approves the new definition; `warn` logs and serves it.
+   */
+  toolDefinitionChanges?: 'refuse' | 'warn';
   /** Time limit of one upstream call (default 60 000 ms); past it the outcome is `unknown`. */
   invokeTimeoutMs?: number;
   /**
@@ -127,6 +133,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     environment: options.environment,
     approvalWait: { timeoutMs: 0, ...options.approvalWait },
     invokeTimeoutMs: options.invokeTimeoutMs ?? 60_000,
+    definitionChanges: options.toolDefinitionChanges ?? 'refuse',
     logger,
     ...(options.approvalPrompt === false
       ? {}
@@ -199,8 +206,14 @@ export function createGateway(options: GatewayOptions): Gateway {
       await discover(route, []);
       return [];
     }
-    const tools = await listAll(route);
-    await discover(route, tools);
+    const listed = await listAll(route);
+    await discover(route, listed);
+    // A changed definition is not shown until approved: its text is what could mislead the agent.
+    const tools = listed.filter(
+      (tool) =>
+        common.definitionChanges === 'warn' ||
+        route.deps.registry.definitionOf(tool.name).status !== 'changed',
+    );
     return route.name === null
       ? tools
       : tools.map((tool) => ({ ...tool, name: namespaced(route.name!, tool.name) }));
@@ -289,6 +302,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   // An upstream may change its tools; tell the agent, which lists again (and so rediscovers).
   for (const route of routes) {
     route.upstream.client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      // Learn the new definitions now: the agent may call before it lists again.
+      await toolsOf(route).catch((error: unknown) => {
+        logger.warn('could not rediscover tools after tools/list_changed', {
+          upstream: route.name,
+          error: String(error),
+        });
+      });
       await server.sendToolListChanged().catch((error: unknown) => {
         logger.warn('could not forward tools/list_changed', { upstream: route.name, error: String(error) });
       });

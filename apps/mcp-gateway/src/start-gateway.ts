@@ -96,6 +96,7 @@ export async function openGateway(
       timeoutMs: config.approvalPromptTimeoutMs,
     },
     invokeTimeoutMs: config.invokeTimeoutMs,
+    toolDefinitionChanges: config.toolDefinitionChanges,
     requestTimeoutMs: config.requestTimeoutMs,
     ...(config.session ? { session: config.session } : {}),
     ...(options.visibleTools ? { visibleTools: options.visibleTools } : {}),
