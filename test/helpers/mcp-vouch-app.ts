@@ -18,12 +18,16 @@ export interface InProcessVouch {
 }
 
 export async function inProcessVouch(
-  options: { allowRoleCombinations?: boolean } = {},
+  options: {
+    allowRoleCombinations?: boolean;
+    /** A migrated database (e.g. from `testBackends()`); default: a fresh in-memory PGlite. */
+    database?: Database;
+  } = {},
 ): Promise<InProcessVouch> {
-  const database = await openDatabase();
+  const database = options.database ?? (await openDatabase());
   await migrate(database);
   const ledger = createLedger(database);
-  const keys = createKeyStore(ledger, options);
+  const keys = createKeyStore(ledger, { allowRoleCombinations: options.allowRoleCombinations ?? false });
   const app = createApp({ ledger, keys });
   const appFetch: typeof fetch = async (input, init) =>
     app.request(input instanceof URL ? input.href : (input as string), init);
@@ -50,6 +54,8 @@ export interface HttpAgent {
   name: string;
   token: string;
   apiKey: string;
+  /** What the agent may see (`upstreams`, `tools` of its `agentServer` entry); default: everything. */
+  visibility?: { upstreams?: string[]; tools?: string[] };
 }
 
 /**
@@ -80,6 +86,7 @@ export async function startAgentGateway(
             name: agent.name,
             tokenSha256: createHash('sha256').update(agent.token).digest('hex'),
             apiKeyEnv: keyEnv(index),
+            ...agent.visibility,
           })),
         },
       }),

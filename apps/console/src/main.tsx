@@ -9,6 +9,7 @@ import { Logs } from './views/logs';
 import { Queues } from './views/queues';
 import { SigningKey } from './views/signing-key';
 import { Timeline } from './views/timeline';
+import { Tools } from './views/tools';
 
 /** What each view needs, and what each role may do there (the server enforces it either way). */
 const VIEWS = [
@@ -21,6 +22,7 @@ const VIEWS = [
     key: '4',
     roles: ['approver', 'verifier', 'auditor', 'gateway', 'policy', 'admin', 'redactor'],
   },
+  { path: 'tools', title: 'Tools', key: '5', roles: ['admin', 'auditor'] },
 ] as const satisfies ReadonlyArray<{ path: string; title: string; key: string; roles: readonly Role[] }>;
 
 const ALLOWS: Record<Role, string> = {
@@ -29,7 +31,7 @@ const ALLOWS: Record<Role, string> = {
   verifier: 'read proposals and the verification queues',
   gateway: 'propose and execute (through the API, not this console)',
   policy: 'record decisions (through the API)',
-  admin: 'issue and revoke keys (through the API)',
+  admin: 'issue and revoke keys (through the API); approve changed tool definitions',
   redactor: 'erase fields of field-committed events (through the API or `vouch redact`)',
 };
 
@@ -207,6 +209,7 @@ function App() {
         {view === 'queues' ? <Queues api={api} /> : null}
         {view === 'logs' ? <Logs api={api} log={log} setLog={setLog} /> : null}
         {view === 'signing-key' ? <SigningKey api={api} me={me} /> : null}
+        {view === 'tools' ? <Tools api={api} me={me} /> : null}
         {view === 'proposal' ? <Timeline api={api} id={decodeURIComponent(param)} /> : null}
         {view === 'none' ? <p>This key's roles have no view in the console.</p> : null}
       </main>

@@ -85,3 +85,15 @@ export async function signAsAuthor(
   const sig = new Uint8Array(await crypto.subtle.sign('Ed25519', key.privateKey, message));
   return `keyid=${key.keyId}; sig=${base64(sig)}`;
 }
+
+/**
+ * The `Vouch-Signature` header over a request, when this browser holds a signing key for the
+ * signed-in identity (the Signing key page enrols one); none otherwise.
+ */
+export async function signatureHeader(
+  me: { identity: string },
+  statement: { log: string; action: string; claims: unknown },
+): Promise<Record<string, string> | undefined> {
+  const key = await browserKeys.load(me.identity);
+  return key ? { 'vouch-signature': await signAsAuthor(key, statement) } : undefined;
+}

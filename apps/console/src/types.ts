@@ -8,6 +8,7 @@ export type {
   ProposalPage,
   ProposalStory,
   ProposalSummary,
+  ToolRecord,
   VerificationPage,
 } from '@vouch/records';
 

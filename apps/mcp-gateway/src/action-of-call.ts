@@ -1,4 +1,5 @@
 import type { Condition, ExecuteAction, JsonObject, SideEffectClass } from '@vouch/client';
+import type { ResultObligations } from './result-obligations';
 
 /** How the gateway describes calls to one upstream tool when it proposes them. */
 export interface ToolSettings {
@@ -17,6 +18,8 @@ export interface ToolSettings {
   preconditions?: Condition[];
   /** What a verifier should read back after the call, e.g. `{ name: 'file.exists', params: { ... } }`. */
   postconditions?: Condition[];
+  /** Masks and a size cap applied to the result before the agent sees it (the ledger keeps it whole). */
+  result?: ResultObligations;
 }
 
 const RANK: Record<SideEffectClass, number> = {

@@ -21,8 +21,10 @@ import { agentKeyOf, type CallEnd, type CallKeys } from './call-keys';
 import { inCallSpan, inUpstreamSpan } from './call-span';
 import type { Logger } from './logger';
 import { type ForwardingExtra, forwardingOptions } from './pass-through';
+import { applyResultObligations, type ResultObligations } from './result-obligations';
 import type { ToolRegistry } from './tool-registry';
 import {
+  definitionChangedResult,
   deniedResult,
   type ExecutionMeta,
   executedResult,
@@ -50,6 +52,8 @@ export interface CallToolDeps {
   /** How long a call waits for an approval before answering "pending" (default 0: answer at once). */
   approvalWait: WaitOptions;
   invokeTimeoutMs: number;
+  /** A tool whose served definition differs from the pinned one: `refuse` its calls, or `warn` and go on. */
+  definitionChanges: 'refuse' | 'warn';
   logger: Logger;
   /** Ask the user through MCP elicitation about a call waiting for approval (when the client can). */
   approvalPrompt?: ApprovalPrompt;
@@ -76,6 +80,23 @@ async function governCall(
   const { params } = request;
   const toolName = params.name;
   const agentKey = agentKeyFromRequest(params);
+  let definition = deps.registry.definitionOf(toolName);
+  if (definition.status === 'changed') {
+    // The change may have been approved since the last discovery.
+    await deps.registry.refresh();
+    definition = deps.registry.definitionOf(toolName);
+  }
+  if (definition.status === 'changed') {
+    trace.getActiveSpan()?.setAttribute('vouch.definition_changed', true);
+    deps.logger.warn('the upstream serves a changed definition of this tool', {
+      server_id: deps.serverId,
+      tool_name: toolName,
+      definition_sha256: definition.sha256,
+      pinned_sha256: definition.pinned,
+      refused: deps.definitionChanges === 'refuse',
+    });
+    if (deps.definitionChanges === 'refuse') return definitionChangedResult(toolName, definition);
+  }
   const action = actionOfCall({
     serverId: deps.serverId,
     environment: deps.environment,
@@ -84,7 +105,7 @@ async function governCall(
     registered: deps.registry.sideEffectOf(toolName),
     settings: deps.tools[toolName],
   });
-  return answerAskingTheUser(deps, { label: toolName, action, agentKey }, extra, (options) =>
+  const answer = await answerAskingTheUser(deps, { label: toolName, action, agentKey }, extra, (options) =>
     deps.vouch.execute(
       action,
       (context) => {
@@ -96,6 +117,16 @@ async function governCall(
       options,
     ),
   );
+  return withResultObligations(answer, deps.tools[toolName]?.result);
+}
+
+/** An executed call's result as the agent may see it: masked and capped, noted in `_meta`. */
+function withResultObligations(answer: CallToolResult, obligations: ResultObligations | undefined) {
+  const meta = answer._meta?.[META_KEY] as ExecutionMeta | undefined;
+  if (meta?.status !== 'executed') return answer;
+  const { result, applied } = applyResultObligations(answer, obligations);
+  if (!applied) return answer;
+  return { ...result, _meta: { ...result._meta, [META_KEY]: { ...meta, result_obligations: applied } } };
 }
 
 /** The agent's own idempotency key for this call, if it sent one; a malformed one is refused. */

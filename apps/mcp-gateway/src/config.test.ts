@@ -218,6 +218,34 @@ describe('loadConfig', () => {
       const error = await loadConfig(sources({ files: { 'gateway.json': governed } })).catch((e: Error) => e);
       expect(error).toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining(path) });
     });
+    it.each([
+      [{ result: { mask: { pointers: ['ssn'] } } }, '/tools/write_file/result/mask/pointers/0'],
+      [{ result: { mask: { patterns: [{ regex: '(' }] } } }, '/tools/write_file/result/mask/patterns/0'],
+      [{ result: { mask: { patterns: ['passwords'] } } }, '/tools/write_file/result/mask/patterns/0'],
+      [{ result: { maxBytes: 0 } }, '/tools/write_file/result/maxBytes'],
+    ])('refuses the result obligations %j, naming %s', async (settings, path) => {
+      const tools = JSON.stringify({ ...JSON.parse(file), tools: { write_file: settings } });
+      const error = await loadConfig(sources({ files: { 'gateway.json': tools } })).catch((e: Error) => e);
+      expect(error).toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining(path) });
+    });
+    it('refuses an agent that may see an upstream the gateway does not have', async () => {
+      const config = JSON.stringify({
+        upstreams: { notes: { url: 'http://127.0.0.1:9/mcp' } },
+        vouch: { url: 'http://127.0.0.1:8787' },
+        environment: 'staging',
+        agentServer: {
+          port: 0,
+          agents: [{ name: 'a', tokenSha256: 'a'.repeat(64), apiKeyEnv: 'KEY_A', upstreams: ['crm'] }],
+        },
+      });
+      const error = await loadConfig(
+        sources({ files: { 'gateway.json': config }, env: { KEY_A: 'k' } }),
+      ).catch((e: Error) => e);
+      expect(error).toMatchObject({
+        code: 'CONFIG_INVALID',
+        message: expect.stringContaining('/agentServer/agents/0/upstreams'),
+      });
+    });
     it('refuses upstream args that are not a JSON array with CONFIG_INVALID', async () => {
       const env = { VOUCH_API_KEY: 'k', VOUCH_UPSTREAM_COMMAND: 'x', VOUCH_UPSTREAM_ARGS: '-y server' };
       expect(await codeOf(loadConfig(sources({ env })))).toBe('CONFIG_INVALID');

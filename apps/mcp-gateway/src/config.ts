@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { GatewayError } from './errors';
 import { GOVERNABLE_METHODS } from './governed-request';
+import { isJsonPointer, isValidRegex } from './result-obligations';
 
 const name = z
   .string()
@@ -18,6 +19,44 @@ function hasControlCharacter(text: string): boolean {
 
 const condition = z.strictObject({ name, params: z.record(z.string(), z.json()).optional() });
 
+/**
+ * What a tool's result must satisfy before the agent sees it: JSON pointers and patterns to
+ * mask (`secrets`, `personal-data`, or `{ "regex": "..." }`), and a size cap in bytes.
+ */
+const resultObligations = z.strictObject({
+  mask: z
+    .strictObject({
+      pointers: z
+        .array(z.string().max(1024).refine(isJsonPointer, 'must be a JSON pointer'))
+        .max(256)
+        .optional(),
+      patterns: z
+        .array(
+          z.union([
+            z.enum(['secrets', 'personal-data']),
+            z
+              .strictObject({
+                regex: z.string().min(1).max(1024),
+                flags: z
+                  .string()
+                  .regex(/^[gimsuy]*$/)
+                  .optional(),
+              })
+              .refine((p) => isValidRegex(p.regex, p.flags), 'must be a valid regular expression'),
+          ]),
+        )
+        .max(64)
+        .optional(),
+    })
+    .optional(),
+  maxBytes: z
+    .number()
+    .int()
+    .min(64)
+    .max(64 * 1024 * 1024)
+    .optional(),
+});
+
 const toolSettings = z.strictObject({
   action: name.optional(),
   target: z
@@ -26,6 +65,7 @@ const toolSettings = z.strictObject({
   sideEffect: z.enum(['read_only', 'idempotent', 'compensatable', 'irreversible']).optional(),
   preconditions: z.array(condition).optional(),
   postconditions: z.array(condition).optional(),
+  result: resultObligations.optional(),
 });
 
 /**
@@ -34,7 +74,7 @@ const toolSettings = z.strictObject({
  * URI or name (`*` within a path segment, `**` across them; default: every one). The rest of
  * the settings describe the proposal as for a tool.
  */
-const governedMethod = toolSettings.extend({
+const governedMethod = toolSettings.omit({ result: true }).extend({
   method: z.enum(GOVERNABLE_METHODS),
   match: z.string().min(1).max(2048).optional(),
 });
@@ -140,6 +180,13 @@ const agentServer = z.strictObject({
         name,
         tokenSha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be a lowercase hex SHA-256'),
         apiKeyEnv: envName,
+        /** With `upstreams`: the ones this agent sees (default: all); the others are not even connected. */
+        upstreams: z.array(upstreamName).max(256).optional(),
+        /**
+         * The tools this agent sees and may call, by the name the agent sees (`<upstream>__<tool>`
+         * with several upstreams); `*` matches any run of characters. Default: all.
+         */
+        tools: z.array(name).max(1024).optional(),
       }),
     )
     .min(1),
@@ -170,6 +217,11 @@ export const gatewayConfigSchema = z
     /** How long a call waits for an approval before answering "pending" (default 0). */
     approvalWaitMs: z.number().int().min(0).max(3_600_000).default(0),
     invokeTimeoutMs: z.number().int().positive().max(3_600_000).default(60_000),
+    /**
+     * A tool whose served definition differs from the one pinned in Vouch: `refuse` (hide it
+     * and refuse its calls until an operator approves the new one) or `warn` (log, serve it).
+     */
+    toolDefinitionChanges: z.enum(['refuse', 'warn']).default('refuse'),
     /**
      * Names whose journal this is, beside the Vouch URL and key (default: none). Gateways with
      * the same session take over each other's journal after a stop; with another, they do not.
@@ -218,6 +270,16 @@ export const gatewayConfigSchema = z
     if (config.upstream !== undefined && config.serverId === undefined) {
       issue('serverId', 'is required with upstream');
     }
+    config.agentServer?.agents.forEach((agent, i) => {
+      for (const upstreamKey of agent.upstreams ?? []) {
+        if (config.upstreams?.[upstreamKey] !== undefined) continue;
+        context.addIssue({
+          code: 'custom',
+          path: ['agentServer', 'agents', i, 'upstreams'],
+          message: `names ${JSON.stringify(upstreamKey)}, which is not one of upstreams`,
+        });
+      }
+    });
     if (config.upstreams !== undefined) {
       if (Object.keys(config.upstreams).length === 0) issue('upstreams', 'must name at least one upstream');
       for (const key of ['serverId', 'tools', 'governed'] as const) {
@@ -402,6 +464,9 @@ export interface LoadedConfig {
   /** On stdio: the key the gateway signs its records with, when one is configured. */
   signing?: GatewaySigning;
 }
+
+/** One agent of `agentServer`: its name, token hash, key and what it may see. */
+export type AgentSettings = NonNullable<GatewayConfig['agentServer']>['agents'][number];
 
 /** The upstream connections of a configuration, by name (`default` for the single `upstream`). */
 export function upstreamConnectionsOf(config: GatewayConfig): [string, UpstreamConnection][] {

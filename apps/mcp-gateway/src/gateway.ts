@@ -46,6 +46,12 @@ export interface GatewayOptions {
   governed?: readonly GovernedMethod[];
   /** How long a call waits for an approval before answering "pending" (default: answer at once). */
   approvalWait?: WaitOptions;
+  /**
+   * A tool whose definition (name, description, input schema, annotations) differs from the
+   * one pinned in Vouch: `refuse` (default) leaves it out of `tools/list` and refuses its calls
+   * until an operator approves the new definition; `warn` logs and serves it.
+   */
+  toolDefinitionChanges?: 'refuse' | 'warn';
   /** Time limit of one upstream call (default 60 000 ms); past it the outcome is `unknown`. */
   invokeTimeoutMs?: number;
   /**
@@ -63,6 +69,12 @@ export interface GatewayOptions {
    * elicitation). The answer itself never approves anything.
    */
   approvalPrompt?: { consoleUrl?: string; recheckWaitMs?: number; timeoutMs?: number } | false;
+  /**
+   * Which tools the agent sees and may call, by the name it sees them under (default: all).
+   * A hidden tool is left out of `tools/list`, and a call to it is refused before Vouch or the
+   * upstream hears of it.
+   */
+  visibleTools?: (name: string) => boolean;
   /** Shown to the agent's client as the server name (default `vouch-mcp-gateway`). */
   name?: string;
   version?: string;
@@ -123,6 +135,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     environment: options.environment,
     approvalWait: { timeoutMs: 0, ...options.approvalWait },
     invokeTimeoutMs: options.invokeTimeoutMs ?? 60_000,
+    definitionChanges: options.toolDefinitionChanges ?? 'refuse',
     logger,
     ...(options.approvalPrompt === false
       ? {}
@@ -195,20 +208,27 @@ export function createGateway(options: GatewayOptions): Gateway {
       await discover(route, []);
       return [];
     }
-    const tools = await listAll(route);
-    await discover(route, tools);
+    const listed = await listAll(route);
+    await discover(route, listed);
+    // A changed definition is not shown until approved: its text is what could mislead the agent.
+    const tools = listed.filter(
+      (tool) =>
+        common.definitionChanges === 'warn' ||
+        route.deps.registry.definitionOf(tool.name).status !== 'changed',
+    );
     return route.name === null
       ? tools
       : tools.map((tool) => ({ ...tool, name: namespaced(route.name!, tool.name) }));
   };
 
+  const visible = options.visibleTools ?? (() => true);
   server.setRequestHandler(ListToolsRequestSchema, async () => {
-    if (!multi) return { tools: await toolsOf(routes[0]!) };
+    if (!multi) return { tools: (await toolsOf(routes[0]!)).filter((tool) => visible(tool.name)) };
     // One upstream failing to list does not hide the others' tools.
     const listed = await Promise.allSettled(routes.map(toolsOf));
     return {
       tools: listed.flatMap((result, i) => {
-        if (result.status === 'fulfilled') return result.value;
+        if (result.status === 'fulfilled') return result.value.filter((tool) => visible(tool.name));
         logger.warn('could not list the tools of an upstream', {
           upstream: routes[i]!.name,
           error: String(result.reason),
@@ -248,6 +268,12 @@ export function createGateway(options: GatewayOptions): Gateway {
         `unknown tool ${JSON.stringify(request.params.name)}: tool names are <upstream>__<tool>, for an upstream of this gateway`,
       );
     }
+    if (!visible(request.params.name)) {
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `tool ${JSON.stringify(request.params.name)} is not available to this agent`,
+      );
+    }
     const local = { ...request, params: { ...request.params, name: found.name } };
     return governedCall(extra, (governedExtra) => handleToolCall(found.route.deps, local, governedExtra));
   });
@@ -278,6 +304,13 @@ export function createGateway(options: GatewayOptions): Gateway {
   // An upstream may change its tools; tell the agent, which lists again (and so rediscovers).
   for (const route of routes) {
     route.upstream.client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      // Learn the new definitions now: the agent may call before it lists again.
+      await toolsOf(route).catch((error: unknown) => {
+        logger.warn('could not rediscover tools after tools/list_changed', {
+          upstream: route.name,
+          error: String(error),
+        });
+      });
       await server.sendToolListChanged().catch((error: unknown) => {
         logger.warn('could not forward tools/list_changed', { upstream: route.name, error: String(error) });
       });

@@ -32,6 +32,8 @@ export { jsonLineLogger, silentLogger } from './logger';
 export { NAMESPACE_SEPARATOR } from './namespace';
 /** Capabilities offered to each side. */
 export { agentCapabilitiesOf, upstreamCapabilitiesOf } from './pass-through';
+/** What a tool's result must satisfy before the agent sees it (masks, a size cap). */
+export type { MaskPattern, ObligationsApplied, ResultObligations } from './result-obligations';
 export { openGateway, startGateway, startHttpGateway } from './start-gateway';
 /** The `_meta` key and shape on every tool result the gateway returns. */
 export type { ExecutionMeta } from './tool-results';

@@ -14,12 +14,20 @@ describe('the gateway README', () => {
           (block as { upstream?: unknown }).upstream !== undefined ||
           (block as { upstreams?: unknown }).upstreams !== undefined,
       );
-      expect(configs.map((config) => gatewayConfigSchema.safeParse(config).success)).toEqual([
-        true,
-        true,
-        true,
-        true,
+      expect(configs.map((config) => gatewayConfigSchema.safeParse(config).error)).toEqual([
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        undefined,
       ]);
+      // The per-agent visibility and result obligation examples are among them.
+      const parsed = configs.map((config) => gatewayConfigSchema.parse(config));
+      expect(parsed.some((config) => config.agentServer?.agents.some((agent) => agent.tools))).toBe(true);
+      expect(parsed.some((config) => Object.values(config.tools ?? {}).some((tool) => tool.result))).toBe(
+        true,
+      );
       expect(configs.some((config) => (config as { agentServer?: unknown }).agentServer)).toBe(true);
       expect(configs.some((config) => (config as { upstreams?: unknown }).upstreams)).toBe(true);
     });

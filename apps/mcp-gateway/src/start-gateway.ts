@@ -2,6 +2,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { createVouchClient } from '@vouch/client';
 import { type AgentHttpServer, serveAgentsOverHttp } from './agent-http';
+import { configForAgent, visibleToolsOf } from './agent-visibility';
 import { awaitInitialize } from './await-initialize';
 import type { CallJournal } from './call-journal';
 import type { TokenSource } from './client-credentials';
@@ -42,6 +43,8 @@ export async function openGateway(
      * `openCallJournal`). Default: one agent, `stdio`, with a journal in memory.
      */
     calls?: { agent: string; journal: CallJournal };
+    /** Over HTTP: which exposed tools the agent sees and may call (default: all). */
+    visibleTools?: (name: string) => boolean;
   },
 ): Promise<Gateway> {
   const { config, logger } = options;
@@ -100,8 +103,10 @@ export async function openGateway(
       timeoutMs: config.approvalPromptTimeoutMs,
     },
     invokeTimeoutMs: config.invokeTimeoutMs,
+    toolDefinitionChanges: config.toolDefinitionChanges,
     requestTimeoutMs: config.requestTimeoutMs,
     ...(options.calls ? { calls: callsOf(options.calls.agent, options.calls.journal) } : {}),
+    ...(options.visibleTools ? { visibleTools: options.visibleTools } : {}),
     logger,
   });
   // Register before serving, so the first call already finds its tool; a failure is logged
@@ -153,9 +158,12 @@ export async function startHttpGateway(
     ...settings,
     drainTimeoutMs: drainTimeoutOf(options.config),
     logger: options.logger,
-    openSession: (agent, initialize) =>
-      openGateway({
-        config: options.config,
+    openSession: (agent, initialize) => {
+      const settingsOfAgent = settings.agents.find((candidate) => candidate.name === agent.name);
+      const visibleTools = visibleToolsOf(settingsOfAgent?.tools);
+      return openGateway({
+        config: configForAgent(options.config, settingsOfAgent),
+        ...(visibleTools ? { visibleTools } : {}),
         logger: options.logger,
         ...(options.fetch ? { fetch: options.fetch } : {}),
         ...(options.upstreamSecrets ? { upstreamSecrets: options.upstreamSecrets } : {}),
@@ -163,7 +171,8 @@ export async function startHttpGateway(
         apiKey: options.agentApiKeys[agent.name]!,
         agentCapabilities: initialize.capabilities,
         calls: { agent: agent.name, journal: journals.get(agent.name)! },
-      }),
+      });
+    },
   });
   options.logger.info('gateway listening', { url: server.url, server_id: serverIdsOf(options.config) });
   return server;

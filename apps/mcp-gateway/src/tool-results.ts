@@ -26,6 +26,7 @@ export interface ExecutionMeta {
     | 'repair'
     | 'not_authorized'
     | 'precondition_failed'
+    | 'definition_changed'
     | 'error';
   proposal_id?: string;
   payload_hash?: string;
@@ -124,6 +125,26 @@ export function deniedResult(toolName: string, denied: DeniedResult): CallToolRe
       ]),
     },
     { status: 'denied', proposal_id: denied.proposal.id, reasons: reasonsOf(denied.reasons) },
+  );
+}
+
+/**
+ * The upstream now serves another definition of the tool than the one approved in Vouch
+ * (description, input schema or annotations changed): nothing was proposed or run.
+ */
+export function definitionChangedResult(
+  toolName: string,
+  definition: { sha256: string; pinned: string },
+): CallToolResult {
+  return withMeta(
+    {
+      isError: true,
+      content: text([
+        `The call to ${toolName} was not run: the tool's definition changed since it was approved.`,
+        'An operator must approve the new definition in Vouch before it can be called.',
+      ]),
+    },
+    { status: 'definition_changed', definition_sha256: definition.sha256, pinned_sha256: definition.pinned },
   );
 }
 

@@ -11,6 +11,7 @@ import type {
   DenyInput,
   ObservationInput,
   ProposalInput,
+  ToolDefinitionApprovalInput,
   ToolInput,
   VerificationInput,
 } from '@vouch/records';
@@ -79,6 +80,8 @@ export type {
 
 /** `POST /v1/tools`: register a tool (admin). A class left out means `irreversible`. */
 export type RegisterToolBody = ToolInput;
+/** `POST /v1/tools/definition-approvals`: pin a tool's changed definition (admin). */
+export type ApproveToolDefinitionBody = ToolDefinitionApprovalInput;
 /** `POST /v1/proposals`: what a gateway proposes; the requester comes from its key. */
 export type ProposeBody = ProposalInput;
 /** `POST /v1/proposals/{id}/decision`: an external policy engine's verdict. */

@@ -13,6 +13,7 @@ import type {
   ApprovalPage,
   ApprovalStatus,
   ApproveBody,
+  ApproveToolDefinitionBody,
   AuditEvent,
   Authorization,
   AuthorizeBody,
@@ -101,6 +102,8 @@ export interface VouchClient {
     register(body: RegisterToolBody, options?: CallOptions): Promise<RegisterToolResponse>;
     /** The latest registration of every tool (admin, gateway, auditor). */
     list(options?: CallOptions): Promise<ToolRecord[]>;
+    /** Approve a tool's changed definition, pinning it (admin). */
+    approveDefinition(body: ApproveToolDefinitionBody, options?: CallOptions): Promise<RegisterToolResponse>;
   };
   proposals: {
     /** Propose an action. Retried on network failure: the idempotency key makes that a replay. */
@@ -264,6 +267,15 @@ export function createVouchClient(options: VouchClientOptions): VouchClient {
       list: async (o) =>
         (await record<{ tools: ToolRecord[] }>({ method: 'GET', path: '/v1/tools', retry: 'safe', ...o }))
           .tools,
+      approveDefinition: (body, o) =>
+        record<RegisterToolResponse>({
+          method: 'POST',
+          path: '/v1/tools/definition-approvals',
+          body,
+          retry: 'never',
+          ...signed('tool.approve_definition', onTheWire(body)),
+          ...o,
+        }),
     },
     proposals: {
       // A proposal carries its idempotency key, so sending it again after a lost answer

@@ -188,6 +188,32 @@ describe.each(testBackends())('who may write each record, on $name', ({ open }) 
     expect((await verify(log)).failures).toEqual([]);
   });
 
+  it("passes a gateway reporting definitions of an admin's tool, and reports one that also changes its class", async () => {
+    const log = await setup();
+    const discovered = { source: 'discovery' as const, side_effect: 'irreversible' as const };
+    await records.registerTool(
+      as(log, 'agent:billing'),
+      refundTool({ ...discovered, definition_sha256: 'a'.repeat(64) }),
+    );
+    await records.registerTool(
+      as(log, 'agent:billing'),
+      refundTool({ ...discovered, definition_sha256: 'b'.repeat(64) }),
+    );
+    expect((await records.listTools(log))[0]).toMatchObject({
+      version: 3,
+      source: 'manual',
+      definition_sha256: 'a'.repeat(64),
+      changed_definition_sha256: 'b'.repeat(64),
+    });
+    expect((await verify(log)).failures).toEqual([]);
+    // The ledger used as a library checks no roles: the chain check is what catches it.
+    await records.registerTool(
+      as(log, 'agent:billing'),
+      refundTool({ ...readOnly, replaces_version: 3, definition_sha256: 'b'.repeat(64) }),
+    );
+    expect(writers(await verify(log))).toEqual([['TOOL_REGISTRATION_FORBIDDEN', 'tools', 'agent:billing']]);
+  });
+
   it('reports a registration whose version skips (TOOL_VERSION_GAP) or names another registrar (WRITER_MISMATCH)', async () => {
     const log = await setup();
     const [registered] = await records.listTools(log);

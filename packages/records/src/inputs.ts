@@ -116,11 +116,27 @@ export const toolInputSchema = z.strictObject({
    * A failed precondition always blocks.
    */
   unproven_preconditions: z.enum(['block', 'warn']).optional(),
+  /**
+   * SHA-256 of the tool's definition as the upstream serves it (canonical JSON of `name`,
+   * `description`, `inputSchema`, `annotations`). The first one reported is pinned; a later,
+   * different one is recorded as `changed_definition_sha256` until an operator approves it.
+   */
+  definition_sha256: hashSchema.optional(),
   /** To change a manual registration, name the version being replaced (`TOOL_EXISTS` otherwise). */
   replaces_version: z.number().int().positive().optional(),
 });
 /** What an operator (or discovery) posts to register a tool. */
 export type ToolInput = z.input<typeof toolInputSchema>;
+
+/** The body of `approveToolDefinition`: pin a definition, in place of the one pinned at `replaces_version`. */
+export const toolDefinitionApprovalInputSchema = z.strictObject({
+  server_id: identifierInput,
+  tool_name: identifierInput,
+  definition_sha256: hashSchema,
+  /** The version the approver looked at (`TOOL_EXISTS` when the tool changed since). */
+  replaces_version: z.number().int().positive(),
+});
+export type ToolDefinitionApprovalInput = z.input<typeof toolDefinitionApprovalInputSchema>;
 
 const repairInput = z.strictObject({
   kind: repairKindSchema,

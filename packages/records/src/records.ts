@@ -126,6 +126,14 @@ export const toolRecordSchema = z.object({
   postconditions: z.array(requiredPostconditionSchema).optional(),
   /** At authorize, what a precondition no check proved does: `block` (absent) refuses, `warn` lets it through, recorded. */
   unproven_preconditions: z.enum(['block', 'warn']).optional(),
+  /**
+   * SHA-256 of the approved definition (canonical JSON of the upstream's name, description,
+   * input schema and annotations): pinned by the gateway that first saw it, or by an
+   * operator's approval. Absent when no gateway reported one (and before migration 0029).
+   */
+  definition_sha256: hashSchema.optional(),
+  /** A definition a gateway saw since that differs from the pinned one, awaiting an operator's approval. */
+  changed_definition_sha256: hashSchema.optional(),
   registered_by: z.string(),
   registered_at: timeSchema,
   /** The registrar's signature (`tool.register`, over the registration body); absent when unsigned. */

@@ -23,6 +23,7 @@ const EXPECTED: Record<string, readonly Role[]> = {
   'GET /v1/me': ['gateway', 'policy', 'approver', 'verifier', 'auditor', 'admin', 'redactor'],
   'POST /v1/tools': ['admin', 'gateway'],
   'GET /v1/tools': ['admin', 'gateway', 'auditor'],
+  'POST /v1/tools/definition-approvals': ['admin'],
   'POST /v1/proposals': ['gateway'],
   'GET /v1/proposals': ['approver', 'verifier', 'auditor'],
   'GET /v1/proposals/{id}': ['gateway', 'policy', 'approver', 'verifier', 'auditor'],

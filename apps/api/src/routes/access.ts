@@ -9,6 +9,8 @@ export const ACCESS = {
   // A gateway may register only what it discovered, as irreversible (see routes/tools.ts).
   registerTool: ['admin', 'gateway'],
   listTools: ['admin', 'gateway', 'auditor'],
+  // A changed tool definition is the registry's to accept, like the registration itself.
+  approveToolDefinition: ['admin'],
   propose: ['gateway'],
   getProposal: ['gateway', 'policy', 'approver', 'verifier', 'auditor'],
   // Lists show every requester's proposals: only the humans and verifiers who review them.

@@ -11,7 +11,13 @@ import {
   errorResponseSpec,
   STANDBY_READ_NOTE,
 } from '../schemas/common';
-import { LogQuerySchema, RegisteredToolSchema, ToolInputSchema, ToolListSchema } from '../schemas/records';
+import {
+  LogQuerySchema,
+  RegisteredToolSchema,
+  ToolDefinitionApprovalInputSchema,
+  ToolInputSchema,
+  ToolListSchema,
+} from '../schemas/records';
 import { ACCESS, rolesNote } from './access';
 import { logOf, rawBody, recordContext } from './record-context';
 
@@ -39,6 +45,34 @@ const registerTool = createRoute({
       content: { 'application/json': { schema: RegisteredToolSchema } },
     },
     409: errorResponseSpec('Registered already; pass `replaces_version` (`TOOL_EXISTS`)'),
+  },
+});
+
+const approveToolDefinition = createRoute({
+  method: 'post',
+  path: '/v1/tools/definition-approvals',
+  tags: ['tools'],
+  summary: "Approve a tool's changed definition",
+  description: `Pins \`definition_sha256\` as the tool's approved definition (a new version of its registration, chained like any other) and settles a pending \`changed_definition_sha256\` equal to it. A gateway refuses calls to a tool whose served definition differs from the pinned one (rug-pull defence). \`replaces_version\` is the version the approver looked at: \`TOOL_EXISTS\` when the registration changed since; \`TOOL_NOT_REGISTERED\` for an unknown tool. ${rolesNote(ACCESS.approveToolDefinition)} An admin who holds an enrolled signing key (or once \`signatures.required\` is recorded) signs the request (\`Vouch-Signature\`, action \`tool.approve_definition\`, claims: this body).`,
+  security: bearerSecurity,
+  middleware: [requireRole(...ACCESS.approveToolDefinition), jsonBody({ required: true })] as const,
+  request: {
+    query: LogQuerySchema,
+    body: { required: true, content: { 'application/json': { schema: ToolDefinitionApprovalInputSchema } } },
+  },
+  responses: {
+    ...commonErrors,
+    ...bodyErrors,
+    201: {
+      description: 'Approved (a new version)',
+      content: { 'application/json': { schema: RegisteredToolSchema } },
+    },
+    200: {
+      description: 'Already the approved definition: the stored registration, `replayed: true`',
+      content: { 'application/json': { schema: RegisteredToolSchema } },
+    },
+    409: errorResponseSpec('The registration changed since `replaces_version` (`TOOL_EXISTS`)'),
+    422: errorResponseSpec('No such tool (`TOOL_NOT_REGISTERED`)'),
   },
 });
 
@@ -83,6 +117,13 @@ export function registerToolRoutes(app: VouchApp, deps: { records: Records }): v
       }
     }
     const { tool, replayed } = await deps.records.registerTool(recordContext(c, log), rawBody(c));
+    return c.json({ tool, replayed }, replayed ? 200 : 201);
+  });
+  app.openapi(approveToolDefinition, async (c) => {
+    const { tool, replayed } = await deps.records.approveToolDefinition(
+      recordContext(c, logOf(c)),
+      rawBody(c),
+    );
     return c.json({ tool, replayed }, replayed ? 200 : 201);
   });
   app.openapi(listTools, async (c) => {

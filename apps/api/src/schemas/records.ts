@@ -31,6 +31,7 @@ import {
   recordedVerificationSchema,
   registeredToolSchema,
   reverificationInputSchema,
+  toolDefinitionApprovalInputSchema,
   toolInputSchema,
   toolListSchema,
   toolRecordSchema,
@@ -68,6 +69,11 @@ function withoutUrlId<Shape extends z.ZodRawShape, K extends keyof Shape & strin
 }
 
 export const ToolInputSchema = component(toolInputSchema, 'ToolInput');
+
+export const ToolDefinitionApprovalInputSchema = component(
+  toolDefinitionApprovalInputSchema,
+  'ToolDefinitionApprovalInput',
+);
 
 export const ProposalInputSchema = component(proposalInputSchema, 'ProposalInput', {
   description: 'What the agent asks to do. The requester is the caller’s key, never a field here.',

@@ -3,7 +3,7 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 import { type Api, ApiError } from '../api';
 import { openEventStream } from '../event-stream';
 import { countdown, diffJson, shortHash } from '../format';
-import { browserKeys, signAsAuthor } from '../signing-key';
+import { signatureHeader } from '../signing-key';
 import type { ApprovalDetail, ApprovalPage, Me } from '../types';
 import { Badge, ErrorBox, Field, Json, Redacted, toneOf } from '../ui';
 import { useListKeys } from './list-keys';
@@ -136,18 +136,6 @@ export function Inbox({ api, me, apiKey, log }: { api: Api; me: Me; apiKey: stri
       )}
     </section>
   );
-}
-
-/**
- * The `Vouch-Signature` header over an answer, when this browser holds a signing key for the
- * signed-in identity (the Signing key page enrols one); none otherwise.
- */
-async function signatureHeader(
-  me: Me,
-  statement: { log: string; action: string; claims: unknown },
-): Promise<Record<string, string> | undefined> {
-  const key = await browserKeys.load(me.identity);
-  return key ? { 'vouch-signature': await signAsAuthor(key, statement) } : undefined;
 }
 
 /** What to do about a refusal the console can explain further. */

@@ -8,6 +8,7 @@ import { POLICY_CONFIGURED_KIND } from '../policy/policy-configuration';
 import { judgeRecordSignature, signedActionsOfEvent } from '../signatures/judge-record-signature';
 import { BUILT_IN_POLICY } from './built-in-decisions';
 import { RECORD_TABLE_OF } from './codec';
+import { isDefinitionReport } from './definition-report';
 import { recordRuleFailure } from './record-rules';
 
 /** A rule of who may write a record event, by the code verification reports it with. */
@@ -78,6 +79,8 @@ export function createRecordWriterCheck(
   const proposals = new Map<string, { environment: string | null; requester: string }>();
   const requestEnvironments = new Map<string, string | null>();
   const toolVersions = new Map<string, number>();
+  /** The latest version of each tool, to tell a gateway's definition report from a registration. */
+  const latestTools = new Map<string, Json>();
   /** Observations with outcome `unknown`: the only ones the settle verifier verifies. */
   const unknownObservations = new Set<string>();
   /** The signatures seen so far: one signed statement speaks for one record. */
@@ -113,12 +116,16 @@ export function createRecordWriterCheck(
             `is version ${String(record.version)}, after version ${previous ?? 'none'}`,
           );
         }
-        if (typeof record.version === 'number')
+        const before = latestTools.get(key);
+        if (typeof record.version === 'number') {
           toolVersions.set(key, Math.max(previous ?? 0, record.version));
+          if (record.version > (previous ?? 0)) latestTools.set(key, record);
+        }
         named('registered_by');
         if (history === null) return;
         if (writerViolation(history, event, log, { roles: ['admin'] }) === null) return;
         if (!holds({ roles: ['admin', 'gateway'] })) return;
+        if (before !== undefined && isDefinitionReport(before, record)) return;
         if (
           record.source !== 'discovery' ||
           record.side_effect !== 'irreversible' ||
@@ -126,7 +133,7 @@ export function createRecordWriterCheck(
         ) {
           report(
             'TOOL_REGISTRATION_FORBIDDEN',
-            `${event.actor} holds a gateway key, not admin: it may only register a tool it discovered, as irreversible, that was not registered before`,
+            `${event.actor} holds a gateway key, not admin: it may only register a tool it discovered, as irreversible, that was not registered before, or report a definition it saw`,
           );
         }
         return;

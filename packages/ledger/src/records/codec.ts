@@ -75,6 +75,8 @@ export const toolCodec = {
     writes: r.writes === undefined ? null : json(r.writes),
     postconditions: r.postconditions === undefined ? null : json(r.postconditions),
     unprovenPreconditions: r.unproven_preconditions ?? null,
+    definitionSha256: r.definition_sha256 ?? null,
+    changedDefinitionSha256: r.changed_definition_sha256 ?? null,
     registeredBy: r.registered_by,
     registeredAt: r.registered_at,
     signature: signatureColumn(r.signature),
@@ -100,6 +102,10 @@ export const toolCodec = {
     ...(row.unprovenPreconditions === null
       ? {}
       : { unproven_preconditions: row.unprovenPreconditions as ToolRecord['unproven_preconditions'] }),
+    ...(row.definitionSha256 === null ? {} : { definition_sha256: row.definitionSha256 }),
+    ...(row.changedDefinitionSha256 === null
+      ? {}
+      : { changed_definition_sha256: row.changedDefinitionSha256 }),
     registered_by: row.registeredBy,
     registered_at: row.registeredAt,
     ...signatureMember(row.signature),

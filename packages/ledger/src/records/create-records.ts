@@ -25,7 +25,7 @@ import {
 } from './record-lists';
 import { mustGetProposal, notFound, recordsRuntime } from './records-runtime';
 import { type ProposalStory, story } from './story';
-import { registerTool } from './tool-registry';
+import { approveToolDefinition, registerTool } from './tool-registry';
 import type {
   ApprovalRequestRecord,
   DecisionRecord,
@@ -93,6 +93,8 @@ export interface RecordsOptions {
 export interface Records {
   /** Register a tool, or a new version of it; identical re-registration and discovery of a known tool replay. */
   registerTool(ctx: RecordContext, input: unknown): Promise<{ tool: ToolRecord; replayed: boolean }>;
+  /** Pin an approved tool definition (a new version of its registration); a pending change to it is settled. */
+  approveToolDefinition(ctx: RecordContext, input: unknown): Promise<{ tool: ToolRecord; replayed: boolean }>;
   /** The latest registration of every tool of a log. */
   listTools(log: string): Promise<ToolRecord[]>;
   /** Record a proposal (and, with the built-in policy, its decision and approval request). */
@@ -216,6 +218,7 @@ export function createRecords(ledger: Ledger, options: RecordsOptions = {}): Rec
     : undefined;
   return {
     registerTool: (ctx, body) => registerTool(runtime, ctx, body),
+    approveToolDefinition: (ctx, body) => approveToolDefinition(runtime, ctx, body),
     listTools: (log) => runtime.reads(log).latestTools(),
     propose: async (ctx, body) => {
       await pinner?.ensure(ctx.log);

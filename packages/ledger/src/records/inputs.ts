@@ -19,6 +19,7 @@ export type {
   ObservationInput,
   ProposalInput,
   ReverificationInput,
+  ToolDefinitionApprovalInput,
   ToolInput,
   VerificationInput,
 } from '@vouch/records';
@@ -32,6 +33,7 @@ export {
   observationInputSchema,
   proposalInputSchema,
   reverificationInputSchema,
+  toolDefinitionApprovalInputSchema,
   toolInputSchema,
   verificationInputSchema,
 } from '@vouch/records';

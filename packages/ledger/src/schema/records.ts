@@ -75,6 +75,10 @@ export const tools = pgTable(
     postconditions: text('postconditions'),
     /** `block` or `warn`: what an unproven precondition does at authorize; null means `block` (absent). */
     unprovenPreconditions: text('unproven_preconditions'),
+    /** SHA-256 of the pinned definition; null when none was reported (absent from the record). */
+    definitionSha256: text('definition_sha256'),
+    /** A differing definition seen since, awaiting approval; null when none (absent). */
+    changedDefinitionSha256: text('changed_definition_sha256'),
     registeredBy: text('registered_by').notNull(),
     registeredAt: text('registered_at').notNull(),
     /** The registrar's author signature (`tool.register`, since 0028); null when unsigned. */

@@ -6,7 +6,12 @@ import {
   pinnedPolicyOf,
 } from '../policy/policy-configuration';
 import { BUILT_IN_POLICY } from '../records/built-in-decisions';
-import { registrationClaimsMatch, TOOL_REGISTER_ACTION } from '../records/tool-registry';
+import {
+  APPROVE_DEFINITION_ACTION,
+  definitionApprovalClaimsMatch,
+  registrationClaimsMatch,
+  TOOL_REGISTER_ACTION,
+} from '../records/tool-registry';
 import type { ToolRecord } from '../records/types';
 
 type Json = Record<string, unknown>;
@@ -50,7 +55,10 @@ export function signedActionsOf(kind: string, record: Json): Record<string, Clai
       };
     case 'tool':
       // A gateway's discovery is written as it was found: signed by the gateway when it signs.
-      return { [TOOL_REGISTER_ACTION]: (c) => registrationClaimsMatch(c, record as ToolRecord) };
+      return {
+        [TOOL_REGISTER_ACTION]: (c) => registrationClaimsMatch(c, record as ToolRecord),
+        [APPROVE_DEFINITION_ACTION]: (c) => definitionApprovalClaimsMatch(c, record as ToolRecord),
+      };
     case POLICY_CONFIGURED_KIND: {
       // The server's pin, signed by its own key: the policy it pins, as it pins it.
       const pinned = pinnedPolicyOf(record);
