@@ -191,6 +191,7 @@ export {
   postgresReason,
   roleStatus,
 } from './runtime-role';
+export { createBundleSignatureCheck } from './signatures/author-signature-check';
 export type { IssuedEnrolmentCode } from './signatures/enrolment-code-events';
 export { enrolWithCode, issueEnrolmentCode } from './signatures/enrolment-code-events';
 export type { CodeRefusal } from './signatures/enrolment-codes';
