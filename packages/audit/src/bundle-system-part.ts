@@ -47,15 +47,30 @@ export async function verifySystemPart(
   if (!Array.isArray(lines) || !lines.every((line) => typeof line === 'string')) {
     return { status: 'broken', reason: 'its system member is not a list of lines', failures: [] };
   }
-  const suffix = `/${header.log}`;
-  const origin = header.origin.endsWith(suffix)
-    ? `${header.origin.slice(0, -suffix.length)}/${SYSTEM_LOG}`
-    : undefined;
+  const origin = systemOriginOf(header.origin, header.log);
+  return verifySystemLog(lines, { ...options, ...(origin === undefined ? {} : { origin }) });
+}
+
+/** The origin of the same server's `system` log when `log`'s origin is `<prefix>/<log>`; else undefined. */
+export function systemOriginOf(origin: string, log: string): string | undefined {
+  const suffix = `/${log}`;
+  return origin.endsWith(suffix) ? `${origin.slice(0, -suffix.length)}/${SYSTEM_LOG}` : undefined;
+}
+
+/**
+ * Verify the lines of a bundle of the `system` log (the part a bundle's header carries, or
+ * `GET /v1/logs/system/bundle`) against the trusted `verifiers`, for `origin` when given,
+ * and keep its events of `kinds` (see {@link SystemPart}).
+ */
+export async function verifySystemLog(
+  lines: Iterable<string> | AsyncIterable<string>,
+  options: { verifiers: readonly (NoteVerifier | string)[]; kinds: readonly string[]; origin?: string },
+): Promise<SystemPart> {
   const events: StoredEvent[] = [];
   const report = await verifyBundle(lines, {
     verifiers: options.verifiers,
     log: SYSTEM_LOG,
-    ...(origin === undefined ? {} : { origin }),
+    ...(options.origin === undefined ? {} : { origin: options.origin }),
     onEvent: (event) => {
       if (options.kinds.includes(event.kind)) events.push(event);
     },
@@ -64,7 +79,7 @@ export async function verifySystemPart(
   if (report.failures.every((failure) => failure.code === 'NO_TRUSTED_SIGNATURE')) {
     return {
       status: 'untrusted',
-      reason: `the system log's checkpoint is signed by no key you trust: pass its key too (--public-key)`,
+      reason: `the system log's checkpoint is signed by no key you trust: pass its key too`,
     };
   }
   return {
