@@ -127,11 +127,14 @@ export const verifyBundleCommand = defineCommand({
     'vouch verify --bundle FILE --public-key KEY [--public-key KEY…] [--witness KEY… [--threshold N]] [--origin O] [--log L] [--threads N] [--json]',
   description: `Verify an exported bundle offline, with no database and without trusting the server:
 every payload hash, event hash and chain link is recomputed, every record is re-checked
-against the rules the server enforces when it writes one, the Merkle root is rebuilt
-from the events and must equal the root of the bundle's checkpoint, whose signature must
-verify under one of the public keys you trust (from \`vouch keys log-public\`; keys you
-do not pass are ignored, which is how a key rotation works). With --witness, the
-checkpoint must also carry valid cosignatures by --threshold of those witnesses.`,
+against the rules the server enforces when it writes one and, by the keys of the system
+log the bundle carries (pass that log's key too when each log has its own), every author
+signature as \`vouch verify\` judges it (else: "author signatures: NOT CHECKED"); the
+Merkle root is rebuilt from the events and must equal the root of the bundle's
+checkpoint, whose signature must verify under one of the public keys you trust (from
+\`vouch keys log-public\`; keys you do not pass are ignored, which is how a key rotation
+works). With --witness, the checkpoint must also carry valid cosignatures by --threshold
+of those witnesses.`,
   options: {
     bundle: { type: 'string', value: 'FILE', required: true, help: 'the bundle file (vouch export)' },
     'public-key': PUBLIC_KEY_OPTION,
