@@ -75,6 +75,7 @@ describe.each(testBackends())('judgeAuthorSignatures (the console, in the browse
   describe.each([
     ['without a signature', 'unsigned'],
     ['signed with another key', 'other-key'],
+    ['with the signature of an approval in another log', 'replayed'],
   ] as const)('when an approval in an enrolled approver’s name is forged %s', (_what, log) => {
     const rule = SIGNED_APPROVAL_LOGS[log];
     it(`fails with ${rule} at the approval, as verifyChain reports it`, async () => {

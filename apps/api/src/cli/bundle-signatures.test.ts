@@ -81,6 +81,7 @@ describe.each(cliStorages(() => root))(
     describe.each([
       ['without a signature', 'unsigned'],
       ['signed with another key', 'other-key'],
+      ['with the signature of an approval in another log', 'replayed'],
     ] as const)('when an approval in an enrolled approver’s name is forged %s', (_what, log) => {
       const rule = SIGNED_APPROVAL_LOGS[log];
       it(`exits 1 with ${rule} at the approval, the rule verifyChain reports`, async () => {

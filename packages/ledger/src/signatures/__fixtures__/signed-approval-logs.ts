@@ -1,5 +1,6 @@
 // Test support: logs whose approval is signed by its enrolled approver, or forged by the
-// runtime role in the approver's name (unsigned, or signed with another key): what every
+// runtime role in the approver's name (unsigned, signed with another key, or carrying the
+// signature of an approval in another log): what every
 // check of author signatures (online, in a bundle, in the browser) must tell apart.
 import {
   type AuthorKey,
@@ -21,6 +22,7 @@ export const SIGNED_APPROVAL_LOGS = {
   honest: null,
   unsigned: 'SIGNATURE_MISSING',
   'other-key': 'SIGNER_KEY_UNKNOWN',
+  replayed: 'SIGNATURE_MISMATCH',
 } as const;
 
 const APPROVER = 'user:alice';
@@ -30,7 +32,8 @@ const APPROVER = 'user:alice';
  * signing key `approver` enrolled by the operator; then in each log of
  * {@link SIGNED_APPROVAL_LOGS} a tool, a proposal that needs approval, and its approval:
  * signed by Alice (`honest`), or appended by the runtime role in her name without a signature
- * (`unsigned`) or signed over exactly what it says with `other`, a key not hers (`other-key`).
+ * (`unsigned`), signed over exactly what it says with `other`, a key not hers (`other-key`),
+ * or carrying Alice's own signature of the approval in `honest` (`replayed`).
  */
 export async function writeSignedApprovalLogs(
   ledger: Ledger,
@@ -47,6 +50,7 @@ export async function writeSignedApprovalLogs(
     publicKey: formatAuthorPublicKey(keys.approver.publicKey),
     enrolledBy: OPERATOR_ACTOR,
   });
+  let honest: DsseEnvelope | undefined;
   for (const log of Object.keys(SIGNED_APPROVAL_LOGS)) {
     await records.registerTool(
       { log, caller: { identity: 'user:ops' } },
@@ -57,13 +61,16 @@ export async function writeSignedApprovalLogs(
     const request_id = approval!.id;
     if (log === 'honest') {
       const signature = signedBy(keys.approver, log, 'approval.approve', APPROVER, { request_id });
-      await records.approve({ log, caller: { identity: APPROVER, signature } }, { request_id });
+      const view = await records.approve({ log, caller: { identity: APPROVER, signature } }, { request_id });
+      honest = view.resolution?.signature;
     } else {
       const claims = { request_id, validity: 'once' };
       const signature =
         log === 'other-key'
           ? signAuthorStatement(authorStatement(log, 'approval.approve', APPROVER, claims), keys.other)
-          : undefined;
+          : log === 'replayed'
+            ? honest
+            : undefined;
       await forgeApproval(ledger, log, request_id, signature);
     }
   }
