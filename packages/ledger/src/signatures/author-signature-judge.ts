@@ -1,6 +1,7 @@
 import type { StoredEvent } from '@vouch/audit';
 import { RECORD_KINDS } from '@vouch/records';
 import type { KeyHistory } from '../keys/key-history';
+import { POLICY_CONFIGURED_KIND } from '../policy/policy-configuration';
 import { judgeRecordSignature, signedActionsOfEvent } from './judge-record-signature';
 import type { SignatureViolation } from './signing-key-registry';
 
@@ -32,9 +33,13 @@ export function createAuthorSignatureJudge(
   return {
     /** Judge a record event whose payload the caller already parsed. */
     judgeRecord,
-    /** Judge any event: a record event's payload is parsed here; other events are passed over. */
+    /**
+     * Judge any event: a record event's (or a policy pin's, which the server may sign) payload
+     * is parsed here; other events are passed over.
+     */
     add(history: KeyHistory, event: StoredEvent): void {
-      if (!(RECORD_KINDS as readonly string[]).includes(event.kind)) return;
+      const kind = event.kind;
+      if (!(RECORD_KINDS as readonly string[]).includes(kind) && kind !== POLICY_CONFIGURED_KIND) return;
       const record = recordOf(event);
       if (record !== null) judgeRecord(history, event, record);
     },
