@@ -5,6 +5,13 @@
 const SHIPPED = '^(packages|apps)/[^/]+/src/';
 const NOT_SHIPPED = '(\\.test\\.ts$|/__fixtures__/|/fixtures/)';
 
+/**
+ * `@vouch/ledger/signature-rules` and every module it runs: the console judges author
+ * signatures with them in the browser, so they stay a closed, browser-safe set.
+ */
+const SIGNATURE_RULES =
+  '^packages/ledger/src/(signature-rules|errors|keys/(key-history|api-key-events|check-key-authority)|signatures/(author-signature-judge|judge-record-signature|record-signatures|gateway-signatures|signing-key-registry|signing-key-events|enrolment-codes|server-signer)|records/(built-in-decisions|inputs|required-postconditions|shown-record|tool-registration-claims|types)|policy/(built-in-policy|policy-configuration))\\.ts$';
+
 /** A package may import only these packages of ours (besides itself). */
 const allowed = {
   audit: [],
@@ -71,6 +78,25 @@ module.exports = {
         path: '^(packages/(audit|records|client)|apps/console)/src/',
         pathNot: `(-node\\.ts$|${NOT_SHIPPED})`,
       },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'signature-rules-closed',
+      comment:
+        '@vouch/ledger/signature-rules runs in the console: its modules import (at run time) only each other, other packages and no Node built-in.',
+      severity: 'error',
+      from: { path: SIGNATURE_RULES },
+      to: {
+        dependencyTypesNot: ['type-only'],
+        path: '^(packages/ledger/|node_modules/(drizzle-orm|postgres|@electric-sql)/)',
+        pathNot: SIGNATURE_RULES,
+      },
+    },
+    {
+      name: 'signature-rules-browser-safe',
+      comment: '@vouch/ledger/signature-rules runs in the console: no Node built-in.',
+      severity: 'error',
+      from: { path: SIGNATURE_RULES },
       to: { dependencyTypes: ['core'] },
     },
     {

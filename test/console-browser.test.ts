@@ -281,6 +281,9 @@ describe.each(backends)('the web console in Chromium on $name', (backend) => {
       };
       const intact = await verify();
       expect(await intact.result.getAttribute('data-result')).toBe('proved');
+      // Every record's author signature, judged in the browser against the system log's keys.
+      const authors = (await intact.page.getByTestId('proof-authors').textContent()) ?? '';
+      expect(authors).toMatch(/^proved.*\d+ record\(s\) signed by their author, \d+ unsigned/);
       expect(await intact.page.getByTestId('verdict').textContent()).toContain('Not proved');
       if (screenshots)
         await intact.page.screenshot({ path: join(screenshots, 'verify.png'), fullPage: true });

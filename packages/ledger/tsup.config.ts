@@ -4,6 +4,8 @@ export default defineConfig({
   entry: [
     'src/index.ts',
     'src/testing.ts',
+    // Browser-safe: the signature rules the console judges records by.
+    'src/signature-rules.ts',
     'src/internal/benchmark.ts',
     // Started as a worker thread by verify-chain-parts (parallel verifyChain), by its file name.
     'src/verify-part-worker.ts',

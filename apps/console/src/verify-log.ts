@@ -12,11 +12,12 @@ import {
 import { MemoryMerkleTree } from '@vouch/audit/merkle';
 import type { Api } from './api';
 import type { EventPage } from './types';
+import { judgeAuthorSignatures } from './verify-signatures';
 
 export type StepState = 'pending' | 'running' | 'proved' | 'failed' | 'skipped';
 
 export interface Step {
-  id: 'signature' | 'chain' | 'root' | 'inclusion';
+  id: 'signature' | 'chain' | 'root' | 'inclusion' | 'authors';
   title: string;
   state: StepState;
   detail: string;
@@ -27,7 +28,7 @@ export interface LogVerification {
   /** Events read so far, and how many the signed checkpoint covers. */
   progress: { read: number; total: number | null };
   /** Every failure found, with the seq it concerns when there is one. */
-  failures: Array<{ seq: number | null; code: string; message: string }>;
+  failures: Array<{ seq: number | null; code: string; rule?: string; message: string }>;
   done: boolean;
   treeSize: number | null;
   head: { seq: number; hash: string } | null;
@@ -46,7 +47,7 @@ function sample(size: number): number[] {
   return [...picked].sort((a, b) => a - b);
 }
 
-/** Verify `log` against the pinned key, reporting each change to `update`. */
+/** Verify `log` against the pinned key (or keys, separated by spaces), reporting each change to `update`. */
 export async function verifyLogInBrowser(
   api: Api,
   log: string,
@@ -66,6 +67,12 @@ export async function verifyLogInBrowser(
       {
         id: 'inclusion',
         title: 'Inclusion proofs from the server verify against the signed root',
+        state: 'pending',
+        detail: '',
+      },
+      {
+        id: 'authors',
+        title: 'Every record is signed by its author, as the system log enrolled them',
         state: 'pending',
         detail: '',
       },
@@ -93,7 +100,8 @@ export async function verifyLogInBrowser(
   // 1. The checkpoint: a signed note. Only the pinned key can make it verify.
   step('signature', 'running', 'fetching the latest checkpoint');
   const note = await api.getText(`/v1/logs/${encodeURIComponent(log)}/checkpoint`, 'text/plain');
-  const opened = openCheckpoint(note, { verifiers: [publicKey] });
+  const verifiers = publicKey.split(/\s+/).filter((key) => key !== '');
+  const opened = openCheckpoint(note, { verifiers });
   if (!opened.ok) {
     state.failures.push({ seq: null, code: opened.code, message: opened.message });
     step('signature', 'failed', `${opened.code}: ${opened.message}`);
@@ -182,5 +190,32 @@ export async function verifyLogInBrowser(
     inclusionFailures === 0 ? 'proved' : 'failed',
     `${seqs.length - inclusionFailures} of ${seqs.length} proofs verify${seqs.length < treeSize ? ` (a sample of ${treeSize} events)` : ''}`,
   );
+
+  // 5. Author signatures, against the keys the system log (verified the same way) enrolled.
+  await authorsStep(api, { log, origin, verifiers, events: events.slice(0, treeSize) }, state, step);
   return finish();
+}
+
+/** Step 5: judge the author signature of every signed event; skipped where it cannot be. */
+async function authorsStep(
+  api: Api,
+  input: { log: string; origin: string; verifiers: string[]; events: StoredEvent[] },
+  state: LogVerification,
+  step: (id: Step['id'], s: StepState, detail: string) => void,
+): Promise<void> {
+  if (input.log === 'system') {
+    step('authors', 'skipped', "the system log's own key events are judged by vouch verify");
+    return;
+  }
+  step('authors', 'running', 'reading the system log');
+  let systemBundle: string;
+  try {
+    systemBundle = await api.getText('/v1/logs/system/bundle', 'application/jsonl');
+  } catch (error) {
+    step('authors', 'skipped', `not checked: the system log could not be read (${(error as Error).message})`);
+    return;
+  }
+  const verdict = await judgeAuthorSignatures({ ...input, systemBundle });
+  state.failures.push(...verdict.failures);
+  step('authors', verdict.state, verdict.detail);
 }

@@ -2,6 +2,16 @@ import { AuditError } from './errors';
 import type { StoredEvent } from './event-hash';
 
 /**
+ * A bundle of any log but `system` may carry, in its header, the `system` log's own bundle up
+ * to a signed checkpoint of that log: the header member `system`, an array of that bundle's
+ * lines (its header, its events, its checkpoint line) as strings. It holds the signing-key
+ * history (enrolments, revocations, `signatures.required`, and the API-key events the
+ * enrolment rule depends on) that an offline verifier needs to judge each record's author
+ * signature as `verifyChain` does (`bundle-system-part.ts`). It is verified on its own, like
+ * any bundle, against the keys the auditor trusts; nothing of it is trusted for being in the
+ * header. A reader that does not know it ignores it, as any informational member: it then
+ * checks no author signature, as before.
+ *
  * `vouch-bundle/2` (what `encodeBundle` writes) is `vouch-bundle/1` with one addition: an
  * event whose payload commits to its fields one by one (`"commitment":"fields/1"`, or
  * `"member-fields/1:<member>"` for a record whose member holds the field hashes, see
@@ -80,9 +90,12 @@ export async function* encodeBundle(bundle: {
   events: AsyncIterable<StoredEvent> | Iterable<StoredEvent>;
   /** Informational header members, e.g. `{ exportedAt }`. */
   extra?: Record<string, unknown>;
+  /** The lines of the `system` log's bundle, for the verifier to judge author signatures by. */
+  system?: readonly string[];
 }): AsyncGenerator<string> {
   const header: BundleHeader = {
     ...bundle.extra,
+    ...(bundle.system === undefined ? {} : { system: bundle.system }),
     format: BUNDLE_FORMAT,
     log: bundle.log,
     origin: bundle.origin,

@@ -29,7 +29,9 @@ export type BundleFailureCode =
   /** The checkpoint is for another origin than the auditor (or the header) names. */
   | 'ORIGIN_MISMATCH'
   /** The Merkle root over the events' hashes is not the root the checkpoint (or the trusted state) signed. */
-  | 'ROOT_MISMATCH';
+  | 'ROOT_MISMATCH'
+  /** The `system` log's part of the header (the authors' keys) does not verify: `verifySystemPart`. */
+  | 'SYSTEM_PART_INVALID';
 
 /** One failure, located by `seq`; seq 0 means the bundle as a whole (header, checkpoint). */
 export interface BundleFailure {

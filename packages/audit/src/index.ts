@@ -31,6 +31,8 @@ export {
   encodeBundle,
   splitLines,
 } from './bundle-format';
+export type { SystemPart } from './bundle-system-part';
+export { systemOriginOf, verifySystemLog, verifySystemPart } from './bundle-system-part';
 export type { BundleFailure, BundleFailureCode, BundleReport, VerifyBundleOptions } from './bundle-verify';
 export { verifyBundle } from './bundle-verify';
 export { canonicalJson } from './canonical-json';

@@ -191,6 +191,7 @@ export {
   postgresReason,
   roleStatus,
 } from './runtime-role';
+export { createBundleSignatureCheck } from './signatures/author-signature-check';
 export type { ServerKeyState } from './signatures/enrol-signing-key';
 export { enrollSigningKey, ensureServerKeyEnrolled } from './signatures/enrol-signing-key';
 export type { IssuedEnrolmentCode } from './signatures/enrolment-code-events';

@@ -79,6 +79,10 @@ export async function createTestDatabase(
 
 export { pgliteTemplateKey, pgliteTemplatePath, writePgliteTemplate } from './pglite-template';
 export {
+  SIGNED_APPROVAL_LOGS,
+  writeSignedApprovalLogs,
+} from './signatures/__fixtures__/signed-approval-logs';
+export {
   appendRecordedAt,
   asTableOwner,
   type EventContent,

@@ -5,6 +5,7 @@ import {
   type Database,
   type Ledger,
   latestCheckpoint,
+  logExists,
   logOrigin,
   migrationStatus,
   redactedAfter,
@@ -17,6 +18,7 @@ import { openTarget } from '../open-target';
 import { LogIdSchema } from '../schemas/common';
 import { transparencyConfig } from '../transparency/config';
 import { loadLogKeys } from '../transparency/log-keys';
+import { SYSTEM_LOG, systemPartLines } from '../transparency/system-part';
 import { defineCommand } from './command';
 import { CliError, type CliIo, EXIT } from './io';
 
@@ -66,7 +68,10 @@ memory; progress goes to stderr.`,
         keys,
         await checkpointToExport(io, database, log, keys),
       );
-      await writeBundle(io, log, checkpoint, ledger.streamEvents(log));
+      // Signed after the log's: the authors' keys as of every record the bundle holds.
+      const system = log === SYSTEM_LOG ? null : await systemCheckpoint(io, database, keys);
+      const systemPart = system === null ? undefined : await systemPartLines(ledger, system);
+      await writeBundle(io, log, checkpoint, ledger.streamEvents(log), systemPart);
       return EXIT.OK;
     } finally {
       await ledger?.close().catch(() => {});
@@ -81,6 +86,7 @@ async function writeBundle(
   log: string,
   checkpoint: StoredCheckpoint,
   stream: AsyncIterable<StoredEvent>,
+  system: string[] | undefined,
 ): Promise<void> {
   const origin = checkpoint.note.slice(0, checkpoint.note.indexOf('\n'));
   let exported = 0;
@@ -101,6 +107,7 @@ async function writeBundle(
     checkpoint: checkpoint.note,
     events,
     extra: { exportedAt: new Date().toISOString() },
+    ...(system === undefined ? {} : { system }),
   })) {
     chunk += `${line}\n`;
     if (chunk.length >= CHUNK_CHARS) {
@@ -150,6 +157,28 @@ async function checkpointToExport(
     `vouch export: no log signing key here; exporting up to the latest checkpoint (${latest.treeSize} events)\n`,
   );
   return latest;
+}
+
+/**
+ * The checkpoint of the `system` log a bundle carries the authors' keys up to (see
+ * {@link checkpointToExport}); null, said on stderr, when there is none to carry.
+ */
+async function systemCheckpoint(
+  io: CliIo,
+  database: Database,
+  keys: ReturnType<typeof loadLogKeys>,
+): Promise<StoredCheckpoint | null> {
+  if (
+    !(await logExists(database, SYSTEM_LOG)) ||
+    (keys === null && !(await latestCheckpoint(database, SYSTEM_LOG)))
+  ) {
+    io.err(
+      'vouch export: the system log has no signed checkpoint: the bundle carries no signing keys, and its author signatures cannot be checked offline\n',
+    );
+    return null;
+  }
+  const signed = await checkpointToExport(io, database, SYSTEM_LOG, keys);
+  return checkpointCoveringRedactions(io, database, SYSTEM_LOG, keys, signed);
 }
 
 /**

@@ -1,16 +1,19 @@
 import { createReadStream, existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import {
+  type BundleFailure,
   type BundleReport,
-  type ChainFailure,
   type NoteVerifier,
   parseVerifierKey,
   readCheckpointUnverified,
+  type SystemPart,
   splitLines,
   verifyCosignatures,
+  verifySystemPart,
 } from '@vouch/audit';
 import { verifyBundleFile } from '@vouch/audit/node';
 import {
+  createBundleSignatureCheck,
   createKeyAuthorityCheck,
   createPolicyPinCheck,
   createRecordRuleCheck,
@@ -94,18 +97,27 @@ function parseThreads(text: string | undefined): number {
 }
 
 /** Human lines for a bundle report. */
-export function describeBundleReport(report: BundleReport): string {
+export function describeBundleReport(report: BundleReport & { signatures?: SignatureSummary }): string {
   const count = (n: number) => n.toLocaleString('en-US');
   if (report.ok) {
     const cp = report.checkpoint!;
-    return `bundle of log ${report.log}: INTACT — ${count(report.checked)} events verified; checkpoint ${cp.origin} at ${count(cp.treeSize)} events, root ${cp.rootHash}, signed by ${cp.verifiedBy.join(', ')}\n${redactionLines(report.redactions)}`;
+    return `bundle of log ${report.log}: INTACT — ${count(report.checked)} events verified; checkpoint ${cp.origin} at ${count(cp.treeSize)} events, root ${cp.rootHash}, signed by ${cp.verifiedBy.join(', ')}\n${signatureLine(report.signatures)}${redactionLines(report.redactions)}`;
   }
   const problems = report.failures.length + (report.failuresOmitted ?? 0);
   let text = `bundle of log ${report.log || '(unknown)'}: BROKEN — ${count(problems)} problem(s) in ${count(report.checked)} events\n`;
   for (const failure of report.failures)
     text += `  seq ${failure.seq}  ${failure.code}  ${failure.message}\n`;
   if (report.failuresOmitted) text += `  … and ${count(report.failuresOmitted)} more not listed\n`;
-  return text + redactionLines(report.redactions);
+  return text + signatureLine(report.signatures) + redactionLines(report.redactions);
+}
+
+/** The line that says whether the records' author signatures were checked, and how many are signed. */
+function signatureLine(signatures: SignatureSummary | undefined): string {
+  if (signatures === undefined) return '';
+  if (!signatures.checked) return `  author signatures: NOT CHECKED — ${signatures.reason}\n`;
+  const count = (n: number) => n.toLocaleString('en-US');
+  const { signed, unsigned } = signatures.authors;
+  return `  author signatures: ${count(signed)} record(s) signed by their author, ${count(unsigned)} unsigned (keys of the system log at ${count(signatures.system.treeSize)} events)\n`;
 }
 
 /** `vouch verify --bundle`: exit 0 intact, 1 broken, 2 usage or unreadable file. */
@@ -115,11 +127,14 @@ export const verifyBundleCommand = defineCommand({
     'vouch verify --bundle FILE --public-key KEY [--public-key KEY…] [--witness KEY… [--threshold N]] [--origin O] [--log L] [--threads N] [--json]',
   description: `Verify an exported bundle offline, with no database and without trusting the server:
 every payload hash, event hash and chain link is recomputed, every record is re-checked
-against the rules the server enforces when it writes one, the Merkle root is rebuilt
-from the events and must equal the root of the bundle's checkpoint, whose signature must
-verify under one of the public keys you trust (from \`vouch keys log-public\`; keys you
-do not pass are ignored, which is how a key rotation works). With --witness, the
-checkpoint must also carry valid cosignatures by --threshold of those witnesses.`,
+against the rules the server enforces when it writes one and, by the keys of the system
+log the bundle carries (pass that log's key too when each log has its own), every author
+signature as \`vouch verify\` judges it (else: "author signatures: NOT CHECKED"); the
+Merkle root is rebuilt from the events and must equal the root of the bundle's
+checkpoint, whose signature must verify under one of the public keys you trust (from
+\`vouch keys log-public\`; keys you do not pass are ignored, which is how a key rotation
+works). With --witness, the checkpoint must also carry valid cosignatures by --threshold
+of those witnesses.`,
   options: {
     bundle: { type: 'string', value: 'FILE', required: true, help: 'the bundle file (vouch export)' },
     'public-key': PUBLIC_KEY_OPTION,
@@ -150,6 +165,8 @@ checkpoint must also carry valid cosignatures by --threshold of those witnesses.
     let rules: RecordRuleCheck | undefined;
     let keys: ReturnType<typeof createKeyAuthorityCheck> | undefined;
     let pins: ReturnType<typeof createPolicyPinCheck> | undefined;
+    const system = await systemKeys(values.bundle, verifiers);
+    let signatures: ReturnType<typeof createBundleSignatureCheck> | undefined;
     const read = await verifyBundleFile(values.bundle, {
       verifiers,
       threads,
@@ -163,9 +180,13 @@ checkpoint must also carry valid cosignatures by --threshold of those witnesses.
         rules ??= createRecordRuleCheck(fail);
         keys ??= createKeyAuthorityCheck(event.log, fail);
         pins ??= createPolicyPinCheck(fail);
+        // Every author signature, judged by the keys of the system log the bundle carries.
+        if (system.status === 'verified')
+          signatures ??= createBundleSignatureCheck(event.log, system.events, fail);
         rules.add(event);
         keys.add(event);
         pins.add(event);
+        signatures?.add(event);
       },
       ...(values.origin ? { origin: values.origin } : {}),
       ...(values.log ? { log: values.log } : {}),
@@ -175,7 +196,11 @@ checkpoint must also carry valid cosignatures by --threshold of those witnesses.
     progress.done();
     // Keys issued before the key commitment and never adopted: seen from the events alone,
     // as the database's verification sees them from the key rows (KEY_UNPROVEN).
-    const report = withFailures(read, keys?.unproven() ?? []);
+    const report = withSignatures(
+      withFailures(read, [...(keys?.unproven() ?? []), ...systemFailures(system)]),
+      system,
+      signatures,
+    );
     const witnessed =
       witnesses && report.ok ? await witnessCheck(values.bundle, report, witnesses) : undefined;
     const shown = witnessed ? { ...report, witnesses: witnessed } : report;
@@ -186,8 +211,53 @@ checkpoint must also carry valid cosignatures by --threshold of those witnesses.
   },
 });
 
+/** The bundle's part of the `system` log, verified against the same keys (`verifySystemPart`). */
+async function systemKeys(path: string, verifiers: NoteVerifier[]) {
+  const lines = bundleLines(path);
+  const first = await lines.next();
+  await lines.return(undefined);
+  return verifySystemPart(first.done ? '' : first.value, { verifiers, kinds: KEY_EVENT_KINDS });
+}
+
+/** What a `system` part that does not verify adds to the report: it was altered. */
+function systemFailures(system: SystemPart): BundleFailure[] {
+  if (system.status !== 'broken') return [];
+  const first = system.failures.slice(0, 3).map((f) => `seq ${f.seq} ${f.code}: ${f.message}`);
+  return [
+    {
+      seq: 0,
+      code: 'SYSTEM_PART_INVALID',
+      message: `${system.reason}${first.length > 0 ? `: ${first.join('; ')}` : ''}`,
+      failures: system.failures,
+    },
+  ];
+}
+
+/** Whether author signatures were checked (a bundle of any log but `system`), and what was found. */
+export type SignatureSummary =
+  | {
+      checked: true;
+      authors: { signed: number; unsigned: number };
+      system: { treeSize: number; rootHash: string };
+    }
+  | { checked: false; reason: string };
+
+/** The report with what was found of the author signatures; a `system` bundle judges its key events as keys. */
+function withSignatures(
+  report: BundleReport,
+  system: SystemPart,
+  check: ReturnType<typeof createBundleSignatureCheck> | undefined,
+): BundleReport & { signatures?: SignatureSummary } {
+  if (report.log === 'system') return report;
+  if (system.status !== 'verified')
+    return { ...report, signatures: { checked: false, reason: system.reason } };
+  const authors = check?.authors() ?? { signed: 0, unsigned: 0 };
+  const { treeSize, rootHash } = system.checkpoint;
+  return { ...report, signatures: { checked: true, authors, system: { treeSize, rootHash } } };
+}
+
 /** The report with more failures, in seq order: not intact when there is any. */
-function withFailures(report: BundleReport, more: readonly ChainFailure[]): BundleReport {
+function withFailures(report: BundleReport, more: readonly BundleFailure[]): BundleReport {
   if (more.length === 0) return report;
   const failures = [...report.failures, ...more].sort((a, b) => a.seq - b.seq);
   return { ...report, ok: false, failures };

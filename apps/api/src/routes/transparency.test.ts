@@ -11,6 +11,7 @@ import {
   verifyConsistency,
   verifyCosignatures,
   verifyInclusion,
+  verifySystemPart,
 } from '@vouch/audit';
 import {
   createLedger,
@@ -41,6 +42,7 @@ let app: VouchApp;
 let auditor: string;
 let gateway: string;
 let limited: string;
+let ordersOnly: string;
 const events: StoredEvent[] = [];
 
 const hexBytes = (hex: string) => Uint8Array.from(Buffer.from(hex, 'hex'));
@@ -70,6 +72,7 @@ beforeAll(async () => {
   auditor = await issue(['auditor']);
   gateway = await issue(['gateway']);
   limited = await issue(['auditor'], ['other']);
+  ordersOnly = await issue(['auditor'], ['orders']);
   for (let i = 1; i <= 7; i++) {
     events.push(
       await ledger.append({ log: 'orders', kind: 'note', entity: `n${i}`, actor: 'agent:a', payload: { i } }),
@@ -299,6 +302,23 @@ describe('GET /v1/logs/{log}/bundle', () => {
         ok: true,
         checked: 7,
       });
+    });
+  });
+
+  describe('when a bundle of another log is read', () => {
+    it("carries the system log's keys for a key that may read system, verified as a bundle of its own; none for a key limited to the log", async () => {
+      await signLogCheckpoint(database, { log: 'system', ...signing });
+      const header = (text: string) => text.slice(0, text.indexOf('\n'));
+      const options = { verifiers: [keys.verifierKey], kinds: ['api_key.created'] };
+      const full = await verifySystemPart(header((await bundleOf('/v1/logs/orders/bundle')).text), options);
+      expect(full.status).toBe('verified');
+      expect(full.status === 'verified' && full.events.map((e) => e.kind)).toEqual(
+        Array(4).fill('api_key.created'),
+      );
+      const { status, text } = await bundleOf('/v1/logs/orders/bundle', ordersOnly);
+      expect(status).toBe(200);
+      expect(await verifySystemPart(header(text), options)).toMatchObject({ status: 'absent' });
+      expect(await verifyBundle(lines(text), { verifiers: [keys.verifierKey] })).toMatchObject({ ok: true });
     });
   });
 

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { acceptedCosignatures, decodeCosignatureLine, encodeBundle, type StoredEvent } from '@vouch/audit';
+import { acceptedCosignatures, decodeCosignatureLine, encodeBundle } from '@vouch/audit';
 import {
   checkpointAt,
   type Database,
@@ -13,7 +13,7 @@ import {
 } from '@vouch/ledger';
 import type { Context } from 'hono';
 import type { VouchApp } from '../app';
-import { assertLog, requireRole } from '../auth/authorize';
+import { assertLog, mayUseLog, requireRole } from '../auth/authorize';
 import { ApiError } from '../errors';
 import type { AppEnv } from '../http/app-env';
 import { jsonBody } from '../http/json-body';
@@ -37,6 +37,7 @@ import {
   InclusionQuerySchema,
 } from '../schemas/transparency';
 import { servedCosignatures } from '../transparency/served-cosignatures';
+import { firstEvents, SYSTEM_LOG, systemPartLines } from '../transparency/system-part';
 
 // Everything here is read-only and derived from what the append path stored: Merkle nodes
 // written in the append transaction, checkpoints signed after it. None of it asks the
@@ -188,16 +189,6 @@ function answer(c: Context<AppEnv>, checkpoint: StoredCheckpoint) {
 
 const hex = (proof: Uint8Array[]) => proof.map((node) => Buffer.from(node).toString('hex'));
 
-/** The first `count` events of a stream, then stop reading it. */
-async function* firstEvents(events: AsyncIterable<StoredEvent>, count: number): AsyncGenerator<StoredEvent> {
-  if (count === 0) return;
-  let seen = 0;
-  for await (const event of events) {
-    yield event;
-    if (++seen >= count) return;
-  }
-}
-
 /** `/v1/logs/{log}/checkpoint(s)` and `/proofs/…`: signed tree heads and Merkle proofs, for auditors. */
 export function registerTransparencyRoutes(
   app: VouchApp,
@@ -276,6 +267,12 @@ export function registerTransparencyRoutes(
       });
     }
     const checkpoint = await withCosignatures(database, stored);
+    // The authors' keys, for the signatures to be judged offline: only for a reader of `system`.
+    const systemCheckpoint =
+      log !== SYSTEM_LOG && mayUseLog(c.get('principal'), SYSTEM_LOG)
+        ? await latestCheckpoint(database, SYSTEM_LOG)
+        : null;
+    const system = systemCheckpoint ? await systemPartLines(ledger, systemCheckpoint) : undefined;
     const lines = encodeBundle({
       log,
       origin: checkpoint.note.slice(0, checkpoint.note.indexOf('\n')),
@@ -283,6 +280,7 @@ export function registerTransparencyRoutes(
       checkpoint: checkpoint.note,
       events: firstEvents(ledger.streamEvents(log), checkpoint.treeSize),
       extra: { exportedAt: new Date().toISOString() },
+      ...(system === undefined ? {} : { system }),
     });
     const logger = c.get('logger');
     const encoder = new TextEncoder();

@@ -118,7 +118,7 @@ export function Logs({ api, log, setLog }: { api: Api; log: string; setLog: (log
             ) : null}
             <ol class="proof-steps">
               {verification.steps.map((s) => (
-                <li key={s.id} class={`proof-${s.state}`}>
+                <li key={s.id} class={`proof-${s.state}`} data-testid={`proof-${s.id}`}>
                   <Badge tone={s.state === 'proved' ? 'good' : s.state === 'failed' ? 'bad' : 'neutral'}>
                     {s.state}
                   </Badge>{' '}

@@ -5,7 +5,8 @@ import type { Database, Db } from '../database';
 import type { KeyHistory, KeyWindow } from '../keys/key-history';
 import { type LoadedKeyHistory, loadKeyHistory } from '../keys/load-key-history';
 import { POLICY_CONFIGURED_KIND } from '../policy/policy-configuration';
-import { judgeRecordSignature, signedActionsOfEvent } from '../signatures/judge-record-signature';
+import { createAuthorSignatureCheck } from '../signatures/author-signature-check';
+import { recordOf } from '../signatures/author-signature-judge';
 import { BUILT_IN_POLICY } from './built-in-decisions';
 import { RECORD_TABLE_OF } from './codec';
 import { isDefinitionReport } from './definition-report';
@@ -83,9 +84,7 @@ export function createRecordWriterCheck(
   const latestTools = new Map<string, Json>();
   /** Observations with outcome `unknown`: the only ones the settle verifier verifies. */
   const unknownObservations = new Set<string>();
-  /** The signatures seen so far: one signed statement speaks for one record. */
-  const signatures = new Set<string>();
-  const authors = { signed: 0, unsigned: 0 };
+  const signatures = createAuthorSignatureCheck(log, fail);
 
   const judge = (history: KeyHistory | null, event: StoredEvent, record: Json) => {
     const report = (rule: RecordWriterRule, why: string) =>
@@ -214,23 +213,15 @@ export function createRecordWriterCheck(
       page = [];
       const { history, keysIssued } = await keys();
       for (const event of events) {
-        let record: unknown;
-        try {
-          record = JSON.parse(event.payload);
-        } catch {
-          continue; // the chain check reports a payload that is not what was hashed
-        }
-        if (typeof record !== 'object' || record === null || Array.isArray(record)) continue;
+        const record = recordOf(event);
+        if (record === null) continue;
         // A pin is the server's own: no writer role, only the server's signature to judge.
-        if (event.kind !== POLICY_CONFIGURED_KIND) judge(keysIssued ? history : null, event, record as Json);
-        countAuthor(authors, event, record as Json);
-        const unsigned = judgeRecordSignature(history, log, event, record as Json, signatures);
-        if (unsigned !== null)
-          fail(recordRuleFailure(event, unsigned.rule, unsigned.why, { actor: event.actor }));
+        if (event.kind !== POLICY_CONFIGURED_KIND) judge(keysIssued ? history : null, event, record);
+        signatures.judgeRecord(history, event, record);
       }
     },
     /** How many records that speak for their author carry a signature, and how many do not. */
-    authors: () => ({ ...authors }),
+    authors: () => signatures.authors(),
     /** Whether the writers were judged: only where keys were ever issued. */
     async status(): Promise<'checked' | 'not_checked'> {
       return (await keys()).keysIssued ? 'checked' : 'not_checked';
@@ -239,12 +230,6 @@ export function createRecordWriterCheck(
 }
 
 export type RecordWriterCheck = ReturnType<typeof createRecordWriterCheck>;
-
-function countAuthor(authors: { signed: number; unsigned: number }, event: StoredEvent, record: Json): void {
-  if (signedActionsOfEvent(event, record) === null) return;
-  if (record.signature === undefined) authors.unsigned++;
-  else authors.signed++;
-}
 
 /** The roles whose live key may record a verification: the verify route's, judged here and by the queue. */
 export const VERIFICATION_WRITERS: readonly string[] = ['verifier', 'gateway'];

@@ -1,8 +1,8 @@
 import { canonicalJson, memberSha256, type StoredEvent, sameIdentity } from '@vouch/audit';
 import { CLAIM_SWEEPER_IDENTITY } from '@vouch/records';
 import { observationInputSchema, proposalInputSchema } from '../records/inputs';
-import { shownRecord } from '../records/record-rules';
 import { mergePostconditions } from '../records/required-postconditions';
+import { shownRecord } from '../records/shown-record';
 import type { ObservationRecord, ProposalRecord } from '../records/types';
 
 type Json = Record<string, unknown>;

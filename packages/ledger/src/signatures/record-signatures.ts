@@ -11,7 +11,7 @@ import {
   definitionApprovalClaimsMatch,
   registrationClaimsMatch,
   TOOL_REGISTER_ACTION,
-} from '../records/tool-registry';
+} from '../records/tool-registration-claims';
 import type { ToolRecord } from '../records/types';
 
 type Json = Record<string, unknown>;
