@@ -71,10 +71,10 @@ describe.each(cliStorages(() => root))(
         const { code, out } = await verifyText('honest', bundle, ['--json']);
         expect(code).toBe(0);
         const report = JSON.parse(out);
-        expect(report.signatures).toMatchObject({ checked: true, authors: { signed: 1, unsigned: 1 } });
+        expect(report.signatures).toMatchObject({ checked: true, authors: { signed: 1, unsigned: 2 } });
         expect(report.signatures.authors).toEqual((await online('honest')).authors);
         const text = await verifyText('honest-text', bundle);
-        expect(text.out).toContain('author signatures: 1 record(s) signed by their author, 1 unsigned');
+        expect(text.out).toContain('author signatures: 1 record(s) signed by their author, 2 unsigned');
       });
     });
 

@@ -83,8 +83,9 @@ describe.each(testBackends())('author signatures on $name', ({ open }) => {
     const view = await records.approve({ log, caller: { identity: 'user:alice', signature } }, body);
     expect(view.resolution?.signature?.signatures[0]?.keyid).toBe(alice.keyId);
     expect(await rules(log)).toEqual([]);
-    // The gateway holds no signing key: its proposal is counted unsigned, and allowed.
-    expect((await verifyBothWays(database, { log })).authors).toEqual({ signed: 1, unsigned: 1 });
+    // The gateway and the registrar hold no signing key: the proposal and the tool's
+    // registration are counted unsigned, and allowed.
+    expect((await verifyBothWays(database, { log })).authors).toEqual({ signed: 1, unsigned: 2 });
   });
 
   it.each([
