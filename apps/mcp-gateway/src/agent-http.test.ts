@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
+// The gateway is on SDK 2.x; the agent (and the upstream servers) stay on 1.x, as many are.
+import { InMemoryTransport, Client as UpstreamClient } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { createVouchClient } from '@vouch/client';
 import { createFakeVouch } from '@vouch/client/testing';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -36,7 +37,7 @@ async function setup() {
       const upstream = createExampleUpstream();
       const [upstreamSide, gatewaySide] = InMemoryTransport.createLinkedPair();
       await upstream.server.connect(upstreamSide);
-      const client = new Client({ name: 'gateway-upstream', version: '0.0.0' });
+      const client = new UpstreamClient({ name: 'gateway-upstream', version: '0.0.0' });
       await client.connect(gatewaySide);
       return createGateway({
         upstream: { client, transport: 'memory' },

@@ -1,10 +1,11 @@
-import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import {
   type InitializeRequest,
   isInitializeRequest,
   type JSONRPCMessage,
-} from '@modelcontextprotocol/sdk/types.js';
+  type MessageExtraInfo,
+  type Transport,
+  type TransportSendOptions,
+} from '@modelcontextprotocol/server';
 import { GatewayError } from './errors';
 
 /**

@@ -3,7 +3,7 @@
 // proxies one or several upstream MCP servers through Vouch.
 // stdout carries the MCP protocol; everything for people goes to stderr as JSON lines.
 import { readFile } from 'node:fs/promises';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { loadConfig } from './config';
 import { isGatewayError } from './errors';
 import { jsonLineLogger } from './logger';

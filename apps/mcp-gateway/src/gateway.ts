@@ -1,11 +1,4 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-  ToolListChangedNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';
 import type { VouchClient, WaitOptions } from '@vouch/client';
 import type { ToolSettings } from './action-of-call';
 import { supportsFormElicitation } from './approval-prompt';
@@ -14,8 +7,9 @@ import { handleToolCall } from './call-tool';
 import { type GovernedMethod, governedMatch, handleGovernedRequest } from './governed-request';
 import { allPages } from './list-pages';
 import { type Logger, silentLogger } from './logger';
+import { TOOLS_CALL } from './methods';
 import { namespaced } from './namespace';
-import { agentCapabilitiesOf, type ForwardingExtra, passThrough } from './pass-through';
+import { agentCapabilitiesOf, type ForwardingExtra, forwardingExtraOf, passThrough } from './pass-through';
 import { createToolRegistry } from './tool-registry';
 import type { Upstream } from './upstream-call';
 import { type Route, routeOfName, routeThrough, unionOfCapabilities } from './upstream-router';
@@ -200,7 +194,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       : tools.map((tool) => ({ ...tool, name: namespaced(route.name!, tool.name) }));
   };
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => {
+  server.setRequestHandler('tools/list', async () => {
     if (!multi) return { tools: await toolsOf(routes[0]!) };
     // One upstream failing to list does not hide the others' tools.
     const listed = await Promise.allSettled(routes.map(toolsOf));
@@ -226,7 +220,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     run: (extra: ForwardingExtra) => Promise<T>,
   ): Promise<T> => {
     if (stopping.signal.aborted || draining) {
-      throw new McpError(ErrorCode.InvalidRequest, 'the gateway is stopping; call again later');
+      throw new ProtocolError(ProtocolErrorCode.InvalidRequest, 'the gateway is stopping; call again later');
     }
     const signal = callSignal(extra.signal, stopping.signal, () => server.transport === undefined);
     const call = run({ ...extra, signal });
@@ -237,17 +231,19 @@ export function createGateway(options: GatewayOptions): Gateway {
     );
     return call;
   };
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+  server.setRequestHandler(TOOLS_CALL, (request, ctx) => {
     const found = routeOfName(routes, request.params.name);
     // Never forwarded: a name outside every namespace reaches no upstream.
     if (!found) {
-      throw new McpError(
-        ErrorCode.InvalidParams,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
         `unknown tool ${JSON.stringify(request.params.name)}: tool names are <upstream>__<tool>, for an upstream of this gateway`,
       );
     }
     const local = { ...request, params: { ...request.params, name: found.name } };
-    return governedCall(extra, (governedExtra) => handleToolCall(found.route.deps, local, governedExtra));
+    return governedCall(forwardingExtraOf(ctx), (governedExtra) =>
+      handleToolCall(found.route.deps, local, governedExtra),
+    );
   });
   const governedRequest = (
     route: Route,
@@ -275,7 +271,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   }
   // An upstream may change its tools; tell the agent, which lists again (and so rediscovers).
   for (const route of routes) {
-    route.upstream.client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    route.upstream.client.setNotificationHandler('notifications/tools/list_changed', async () => {
       await server.sendToolListChanged().catch((error: unknown) => {
         logger.warn('could not forward tools/list_changed', { upstream: route.name, error: String(error) });
       });

@@ -1,5 +1,4 @@
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import type { ClientCapabilities, Transport } from '@modelcontextprotocol/server';
 import { createVouchClient } from '@vouch/client';
 import { type AgentHttpServer, serveAgentsOverHttp } from './agent-http';
 import { awaitInitialize } from './await-initialize';
