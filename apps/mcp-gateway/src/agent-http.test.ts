@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
 // The gateway is on SDK 2.x; the agent (and the upstream servers) stay on 1.x, as many are.
-import { InMemoryTransport, Client as UpstreamClient } from '@modelcontextprotocol/client';
+import {
+  InMemoryTransport,
+  Client as UpstreamClient,
+  Client as V2Client,
+  StreamableHTTPClientTransport as V2HttpTransport,
+} from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createVouchClient } from '@vouch/client';
@@ -9,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type AgentHttpServer, serveAgentsOverHttp } from './agent-http';
 import { createGateway } from './gateway';
 import { createExampleUpstream } from './testing/example-upstream';
+import { META_KEY } from './tool-results';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const TOKENS = { alice: 'alice-token-0123456789', bob: 'bob-token-0123456789' };
@@ -154,6 +160,127 @@ describe('serveAgentsOverHttp', () => {
       });
       expect(status).toBe(403);
       expect(opened).toEqual([]);
+    });
+  });
+});
+
+/**
+ * Two gateway instances behind a round-robin "load balancer" (the agent's fetch), sharing the
+ * round key and one Vouch; each instance has its own upstream, as separate processes would.
+ */
+async function statelessFleet() {
+  const vouch = createFakeVouch({
+    decide: (proposal) => (proposal.tool_name === 'close_account' ? 'require_approval' : 'allow'),
+  });
+  const upstreams: ReturnType<typeof createExampleUpstream>[] = [];
+  const instance = () =>
+    serveAgentsOverHttp({
+      host: '127.0.0.1',
+      port: 0,
+      path: '/mcp',
+      agents: [{ name: 'alice', tokenSha256: sha256(TOKENS.alice) }],
+      logger: { info() {}, warn() {}, error() {} },
+      openSession: () => Promise.reject(new Error('this test speaks 2026-07-28 only')),
+      openStateless: async () => {
+        const upstream = createExampleUpstream();
+        upstreams.push(upstream);
+        const [upstreamSide, gatewaySide] = InMemoryTransport.createLinkedPair();
+        await upstream.server.connect(upstreamSide);
+        const client = new UpstreamClient({ name: 'gateway-upstream', version: '0.0.0' });
+        await client.connect(gatewaySide);
+        return createGateway({
+          upstream: { client, transport: 'memory' },
+          vouch: createVouchClient({
+            baseUrl: 'http://vouch.test',
+            apiKey: 'vouch-key-of-alice',
+            fetch: vouch.fetch,
+          }),
+          serverId: 'bank',
+          environment: 'production',
+          requestStateKey: 'a shared key of at least thirty-two bytes',
+          approvalPrompt: { recheckWaitMs: 0 },
+        });
+      },
+    });
+  const servers = [await instance(), await instance()];
+  closers.push(async () => {
+    for (const server of servers) await server.close();
+  });
+  const hits: number[] = [];
+  const agent = async (elicit: ((message: string) => 'accept' | 'decline') | null) => {
+    let next = 0;
+    const balanced: typeof fetch = (input, init) => {
+      const i = next++ % servers.length;
+      const body = typeof init?.body === 'string' ? init.body : '';
+      if (body.includes('"tools/call"')) hits.push(i);
+      return fetch(new URL(servers[i]!.url), init);
+    };
+    const client = new V2Client(
+      { name: 'agent-2026', version: '0.0.0' },
+      {
+        capabilities: elicit ? { elicitation: { form: {} } } : {},
+        versionNegotiation: { mode: { pin: '2026-07-28' } },
+      },
+    );
+    if (elicit) {
+      client.setRequestHandler('elicitation/create', async (request) => ({
+        action: elicit(String(request.params.message)),
+        content: {},
+      }));
+    }
+    await client.connect(
+      new V2HttpTransport(new URL(servers[0]!.url), {
+        fetch: balanced,
+        requestInit: { headers: { authorization: `Bearer ${TOKENS.alice}` } },
+      }),
+    );
+    closers.unshift(() => client.close());
+    return client;
+  };
+  const ran = () => upstreams.flatMap((upstream) => upstream.calls).filter((c) => c.tool === 'close_account');
+  return { vouch, agent, hits, ran };
+}
+
+describe('serveAgentsOverHttp to an MCP 2026-07-28 client', () => {
+  describe('when a call waits for a human approval and the user accepts once it is approved', () => {
+    it('asks as an input_required round, and the retry, on another instance, runs the call once', async () => {
+      const { vouch, agent, hits, ran } = await statelessFleet();
+      const messages: string[] = [];
+      const client = await agent((message) => {
+        messages.push(message);
+        // An approver approves in Vouch the request the prompt names, then the user accepts.
+        vouch.approve(/Approval request: (\S+)/.exec(message)![1]!);
+        return 'accept';
+      });
+      const result = await client.callTool({ name: 'close_account', arguments: { account: 'acct-1' } });
+      expect(messages).toHaveLength(1);
+      expect(messages[0]).toContain('close_account needs a human approval in Vouch');
+      expect(result._meta?.[META_KEY]).toMatchObject({ status: 'executed' });
+      expect(ran()).toEqual([{ tool: 'close_account', arguments: { account: 'acct-1' } }]);
+      // The first round and the retry reached different instances.
+      expect(new Set(hits)).toEqual(new Set([0, 1]));
+      expect(vouch.proposals.size).toBe(1);
+    });
+  });
+
+  describe('when the user accepts but nobody approved in Vouch', () => {
+    it('does not run the call: the answer is not an approval', async () => {
+      const { agent, ran, vouch } = await statelessFleet();
+      const client = await agent(() => 'accept');
+      const result = await client.callTool({ name: 'close_account', arguments: { account: 'acct-2' } });
+      expect(result._meta?.[META_KEY]).toMatchObject({ status: 'approval_pending' });
+      expect(ran()).toEqual([]);
+      expect(vouch.proposals.size).toBe(1);
+    });
+  });
+
+  describe('when the client did not declare elicitation', () => {
+    it('answers approval_pending in _meta at once, the documented fallback, and runs nothing', async () => {
+      const { agent, ran } = await statelessFleet();
+      const client = await agent(null);
+      const result = await client.callTool({ name: 'close_account', arguments: { account: 'acct-1' } });
+      expect(result._meta?.[META_KEY]).toMatchObject({ status: 'approval_pending' });
+      expect(ran()).toEqual([]);
     });
   });
 });

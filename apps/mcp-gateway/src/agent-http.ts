@@ -1,8 +1,18 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { NodeStreamableHTTPServerTransport as StreamableHTTPServerTransport } from '@modelcontextprotocol/node';
-import { type InitializeRequest, isInitializeRequest } from '@modelcontextprotocol/server';
+import {
+  type NodeMcpRequestHandler,
+  NodeStreamableHTTPServerTransport as StreamableHTTPServerTransport,
+  toNodeHandler,
+  toWebRequest,
+} from '@modelcontextprotocol/node';
+import {
+  createMcpHandler,
+  type InitializeRequest,
+  isInitializeRequest,
+  isLegacyRequest,
+} from '@modelcontextprotocol/server';
 import type { Gateway } from './gateway';
 import type { Logger } from './logger';
 
@@ -25,6 +35,12 @@ export interface AgentHttpOptions {
   drainTimeoutMs?: number;
   /** Open the gateway for one agent session, once its `initialize` (and capabilities) arrived. */
   openSession: (agent: HttpAgent, initialize: InitializeRequest['params']) => Promise<Gateway>;
+  /**
+   * Open the gateway that answers one agent's MCP 2026-07-28 requests, once per agent and
+   * process. Those requests carry no session: each is answered by a fresh server over this
+   * gateway, so any instance can take the next one. Unset: 2025-era sessions only.
+   */
+  openStateless?: (agent: HttpAgent) => Promise<Gateway>;
   logger: Logger;
 }
 
@@ -55,6 +71,7 @@ interface Session {
  */
 export async function serveAgentsOverHttp(options: AgentHttpOptions): Promise<AgentHttpServer> {
   const sessions = new Map<string, Session>();
+  const stateless = statelessServing(options);
   const allowedHosts =
     options.allowedHosts ?? (LOOPBACK_NAMES.includes(options.host) ? LOOPBACK_NAMES : undefined);
   const hashes = options.agents.map((agent) => ({ agent, hash: Buffer.from(agent.tokenSha256, 'hex') }));
@@ -93,6 +110,13 @@ export async function serveAgentsOverHttp(options: AgentHttpOptions): Promise<Ag
       if (!session || session.agent !== agent)
         return refuse(res, 404, 'SESSION_NOT_FOUND', 'unknown session');
       return session.transport.handleRequest(req, res, body);
+    }
+    if (
+      options.openStateless &&
+      req.method === 'POST' &&
+      !(await isLegacyRequest(await toWebRequest(req, body), body))
+    ) {
+      return stateless.serve(agent, req, res, body);
     }
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
       return refuse(
@@ -138,11 +162,50 @@ export async function serveAgentsOverHttp(options: AgentHttpOptions): Promise<Ag
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
   return {
     url: `http://${host}:${port}${options.path}`,
-    sessions: () => [...sessions.values()].map((s) => s.gateway),
+    sessions: () => [...[...sessions.values()].map((s) => s.gateway), ...stateless.gateways()],
     close: async () => {
       await Promise.all([...sessions.values()].map((s) => s.transport.close().catch(() => {})));
+      await stateless.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * The MCP 2026-07-28 side of the HTTP server: per agent, one gateway (opened on its first
+ * request) and the SDK's per-request handler over it. The agent's name is handed to the
+ * handler as its `authInfo`, so a round's `requestState` is bound to that agent.
+ */
+function statelessServing(options: AgentHttpOptions) {
+  const handlers = new Map<string, Promise<{ gateway: Gateway; node: NodeMcpRequestHandler }>>();
+  const opened: Gateway[] = [];
+  const onerror = (error: Error) =>
+    options.logger.warn('a stateless MCP exchange failed', { error: error.message });
+  const handlerOf = (agent: HttpAgent) => {
+    let found = handlers.get(agent.name);
+    if (!found) {
+      found = options.openStateless!(agent).then((gateway) => {
+        opened.push(gateway);
+        const handler = createMcpHandler(() => gateway.serverForRequest(), { legacy: 'reject', onerror });
+        return { gateway, node: toNodeHandler(handler, { onerror }) };
+      });
+      // A failed start is tried again on the agent's next request.
+      found.catch(() => handlers.delete(agent.name));
+      handlers.set(agent.name, found);
+    }
+    return found;
+  };
+  return {
+    serve: async (agent: HttpAgent, req: IncomingMessage, res: ServerResponse, body: unknown) => {
+      const { node } = await handlerOf(agent);
+      // The token itself never reaches the SDK: the agent's name is all a handler needs.
+      Object.assign(req, { auth: { token: '', clientId: agent.name, scopes: [] } });
+      await node(req, res, body);
+    },
+    gateways: () => [...opened],
+    close: async () => {
+      await Promise.all(opened.map((gateway) => gateway.close().catch(() => {})));
     },
   };
 }

@@ -78,7 +78,13 @@ export async function askAboutApproval(
  */
 export function approvalMessageOf(
   prompt: Pick<ApprovalPrompt, 'consoleUrl'>,
-  call: { label: string; action: ExecuteAction; meta: ExecutionMeta },
+  call: {
+    label: string;
+    action: Pick<ExecuteAction, 'tool_name' | 'server_id' | 'arguments'> & {
+      target: Pick<ExecuteAction['target'], 'env'>;
+    };
+    meta: ExecutionMeta;
+  },
 ): string {
   const { meta, action } = call;
   const link = consoleLinkOf(prompt.consoleUrl, meta.proposal_id);

@@ -2,6 +2,7 @@ import { ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/
 import type { VouchClient, WaitOptions } from '@vouch/client';
 import type { ToolSettings } from './action-of-call';
 import { supportsFormElicitation } from './approval-prompt';
+import { answerInRounds, approvalRoundsOf } from './approval-rounds';
 import { createCallKeys } from './call-keys';
 import { handleToolCall } from './call-tool';
 import { type GovernedMethod, governedMatch, handleGovernedRequest } from './governed-request';
@@ -55,6 +56,12 @@ export interface GatewayOptions {
    * elicitation). The answer itself never approves anything.
    */
   approvalPrompt?: { consoleUrl?: string; recheckWaitMs?: number; timeoutMs?: number } | false;
+  /**
+   * The HMAC key (at least 32 bytes) of the `requestState` of `input_required` rounds
+   * (MCP 2026-07-28). Default: random per gateway, so a retry must reach the same process;
+   * give every instance behind a load balancer the same key.
+   */
+  requestStateKey?: Uint8Array | string;
   /** Shown to the agent's client as the server name (default `vouch-mcp-gateway`). */
   name?: string;
   version?: string;
@@ -76,6 +83,12 @@ export interface NamedUpstream {
 export interface Gateway {
   /** The MCP server the agent talks to. */
   server: Server;
+  /**
+   * A new agent-facing server for one MCP 2026-07-28 exchange (stateless HTTP), over the same
+   * upstreams, calls in flight and idempotency keys as `server`. A pending approval is answered
+   * as an `input_required` round; the upstreams' requests towards the agent are not forwarded.
+   */
+  serverForRequest(): Server;
   /** List the upstream's tools and register unknown ones with Vouch (also done on every `tools/list`). */
   discover(): Promise<void>;
   /** How many `tools/call` are running now. */
@@ -150,20 +163,26 @@ export function createGateway(options: GatewayOptions): Gateway {
   const routes = routesOf(options, routeOf);
   const multi = options.upstreams !== undefined;
 
-  const server = new Server(
-    { name: options.name ?? 'vouch-mcp-gateway', version: options.version ?? '0.1.0' },
-    {
-      capabilities: agentCapabilitiesOf(
-        multi
-          ? unionOfCapabilities(routes.map((route) => route.upstream.client.getServerCapabilities()))
-          : routes[0]!.upstream.client.getServerCapabilities(),
-      ),
-      ...instructionsOf(routes),
-    },
-  );
-  // Created with the upstream's logging capability, the SDK answers logging/setLevel itself;
-  // the level is the upstream's to apply, so that request passes through like the rest.
-  server.removeRequestHandler('logging/setLevel');
+  const rounds = approvalRoundsOf(options.requestStateKey);
+  const newServer = (kind: ServerKind) => {
+    const created = new Server(
+      { name: options.name ?? 'vouch-mcp-gateway', version: options.version ?? '0.1.0' },
+      {
+        capabilities: agentCapabilitiesOf(
+          multi
+            ? unionOfCapabilities(routes.map((route) => route.upstream.client.getServerCapabilities()))
+            : routes[0]!.upstream.client.getServerCapabilities(),
+        ),
+        ...instructionsOf(routes),
+        ...(kind === 'request' ? { requestState: { verify: rounds.codec.verify } } : {}),
+      },
+    );
+    // Created with the upstream's logging capability, the SDK answers logging/setLevel itself;
+    // the level is the upstream's to apply, so that request passes through like the rest.
+    created.removeRequestHandler('logging/setLevel');
+    wire(created, kind);
+    return created;
+  };
 
   const listAll = (route: Route) =>
     allPages(`the tool list of upstream ${route.name ?? 'default'}`, async (cursor) => {
@@ -194,7 +213,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       : tools.map((tool) => ({ ...tool, name: namespaced(route.name!, tool.name) }));
   };
 
-  server.setRequestHandler('tools/list', async () => {
+  const listTools = async () => {
     if (!multi) return { tools: await toolsOf(routes[0]!) };
     // One upstream failing to list does not hide the others' tools.
     const listed = await Promise.allSettled(routes.map(toolsOf));
@@ -208,7 +227,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         return [];
       }),
     };
-  });
+  };
 
   // Calls in flight, so stopping can let them finish and record their outcomes (drain).
   const inFlight = new Set<Promise<unknown>>();
@@ -216,6 +235,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   let draining = false;
   /** Run one governed call (a tool call or a governed request), counted in flight until it settles. */
   const governedCall = <T>(
+    server: Server,
     extra: ForwardingExtra,
     run: (extra: ForwardingExtra) => Promise<T>,
   ): Promise<T> => {
@@ -231,44 +251,62 @@ export function createGateway(options: GatewayOptions): Gateway {
     );
     return call;
   };
-  server.setRequestHandler(TOOLS_CALL, (request, ctx) => {
-    const found = routeOfName(routes, request.params.name);
-    // Never forwarded: a name outside every namespace reaches no upstream.
-    if (!found) {
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        `unknown tool ${JSON.stringify(request.params.name)}: tool names are <upstream>__<tool>, for an upstream of this gateway`,
-      );
-    }
-    const local = { ...request, params: { ...request.params, name: found.name } };
-    return governedCall(forwardingExtraOf(ctx), (governedExtra) =>
-      handleToolCall(found.route.deps, local, governedExtra),
-    );
-  });
-  const governedRequest = (
-    route: Route,
-    request: { method: string; params?: Record<string, unknown> },
-    extra: ForwardingExtra,
-  ) => {
-    const match = governedMatch(route.governed, request);
-    if (match === null) return null;
-    return governedCall(extra, (governedExtra) =>
-      handleGovernedRequest(route.deps, match, request, governedExtra),
-    );
-  };
   const timeoutMs = options.requestTimeoutMs ?? 60_000;
-  if (multi) {
-    routeThrough({ server, routes, governed: governedRequest, logger, timeoutMs });
-  } else {
-    const route = routes[0]!;
-    passThrough({
-      server,
-      upstream: route.upstream.client,
-      timeoutMs,
-      logger,
-      governed: (request, extra) => governedRequest(route, request, extra),
+  /**
+   * Register the agent-facing handlers on `target`. A `session` server (stdio, or one HTTP
+   * session of a 2025-era agent) also takes what the upstreams send towards the agent; a
+   * `request` server answers one 2026-07-28 exchange, where a pending approval becomes an
+   * `input_required` round, and has no channel back to the agent outside its answer.
+   */
+  const wire = (target: Server, kind: ServerKind) => {
+    target.setRequestHandler('tools/list', listTools);
+    target.setRequestHandler(TOOLS_CALL, (request, ctx) => {
+      const found = routeOfName(routes, request.params.name);
+      // Never forwarded: a name outside every namespace reaches no upstream.
+      if (!found) {
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `unknown tool ${JSON.stringify(request.params.name)}: tool names are <upstream>__<tool>, for an upstream of this gateway`,
+        );
+      }
+      const local = { ...request, params: { ...request.params, name: found.name } };
+      const extra = forwardingExtraOf(ctx);
+      if (kind === 'request') {
+        return governedCall(target, extra, (governedExtra) =>
+          answerInRounds(found.route.deps, local, ctx, rounds, governedExtra, handleToolCall),
+        );
+      }
+      return governedCall(target, extra, (governedExtra) =>
+        handleToolCall(found.route.deps, local, governedExtra),
+      );
     });
-  }
+    const governedRequest = (
+      route: Route,
+      request: { method: string; params?: Record<string, unknown> },
+      extra: ForwardingExtra,
+    ) => {
+      const match = governedMatch(route.governed, request);
+      if (match === null) return null;
+      return governedCall(target, extra, (governedExtra) =>
+        handleGovernedRequest(route.deps, match, request, governedExtra),
+      );
+    };
+    const towardsAgent = kind === 'session';
+    if (multi) {
+      routeThrough({ server: target, routes, governed: governedRequest, logger, timeoutMs, towardsAgent });
+    } else {
+      const route = routes[0]!;
+      passThrough({
+        server: target,
+        upstream: route.upstream.client,
+        timeoutMs,
+        logger,
+        governed: (request, extra) => governedRequest(route, request, extra),
+        towardsAgent,
+      });
+    }
+  };
+  const server = newServer('session');
   // An upstream may change its tools; tell the agent, which lists again (and so rediscovers).
   for (const route of routes) {
     route.upstream.client.setNotificationHandler('notifications/tools/list_changed', async () => {
@@ -280,6 +318,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   return {
     server,
+    serverForRequest: () => newServer('request'),
     discover: async () => {
       await Promise.all(routes.map(toolsOf));
     },
@@ -305,6 +344,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
   };
 }
+
+/** Who an agent-facing server serves: one agent session, or one stateless exchange. */
+type ServerKind = 'session' | 'request';
 
 /**
  * The signal a call runs under. The agent cancelling it (`notifications/cancelled`) stops it

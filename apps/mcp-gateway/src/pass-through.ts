@@ -114,8 +114,14 @@ export function passThrough(options: {
     request: { method: string; params?: Record<string, unknown> },
     extra: ForwardingExtra,
   ) => Promise<unknown> | null;
+  /**
+   * Also forward what the upstream sends towards the agent (default true). Off for a server
+   * that answers one stateless exchange: the upstream's session belongs to no agent session.
+   */
+  towardsAgent?: boolean;
 }): void {
   const { server, upstream, timeoutMs, logger } = options;
+  const towardsAgent = options.towardsAgent !== false;
 
   server.fallbackRequestHandler = async (request, ctx) => {
     // Tool calls have their own governed handler; never forward one by another road.
@@ -127,8 +133,10 @@ export function passThrough(options: {
     if (governed) return (await governed) as never;
     return upstream.request(request, ANY_RESULT, forwardingOptions(request, extra, timeoutMs));
   };
-  upstream.fallbackRequestHandler = async (request, ctx) =>
-    server.request(request, ANY_RESULT, forwardingOptions(request, forwardingExtraOf(ctx), timeoutMs));
+  if (towardsAgent) {
+    upstream.fallbackRequestHandler = async (request, ctx) =>
+      server.request(request, ANY_RESULT, forwardingOptions(request, forwardingExtraOf(ctx), timeoutMs));
+  }
 
   const forward = (to: Client | Server, direction: string) => async (notification: Notification) => {
     if (HOP_BY_HOP.has(notification.method)) return;
@@ -141,5 +149,5 @@ export function passThrough(options: {
     });
   };
   server.fallbackNotificationHandler = forward(upstream, 'agent->upstream');
-  upstream.fallbackNotificationHandler = forward(server, 'upstream->agent');
+  if (towardsAgent) upstream.fallbackNotificationHandler = forward(server, 'upstream->agent');
 }

@@ -24,6 +24,8 @@ interface StartOptions {
   onUpstreamClose?: () => void;
   /** Sign the records the gateway writes (see `GatewaySigning`). */
   signing?: GatewaySigning;
+  /** The HMAC key of `input_required` rounds, shared by every instance (see `GatewayOptions`). */
+  requestStateKey?: string;
 }
 
 /**
@@ -91,6 +93,7 @@ export async function openGateway(
     invokeTimeoutMs: config.invokeTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
     ...(config.session ? { session: config.session } : {}),
+    ...(options.requestStateKey ? { requestStateKey: options.requestStateKey } : {}),
     logger,
   });
   // Register before serving, so the first call already finds its tool; a failure is logged
@@ -141,6 +144,18 @@ export async function startHttpGateway(
         tokenSources,
         apiKey: options.agentApiKeys[agent.name]!,
         agentCapabilities: initialize.capabilities,
+      }),
+    // MCP 2026-07-28 requests declare the client's capabilities per request, so the upstream
+    // is connected declaring none: its requests towards the agent reach 2025-era sessions only.
+    openStateless: (agent) =>
+      openGateway({
+        config: options.config,
+        logger: options.logger,
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+        ...(options.upstreamSecrets ? { upstreamSecrets: options.upstreamSecrets } : {}),
+        ...(options.requestStateKey ? { requestStateKey: options.requestStateKey } : {}),
+        tokenSources,
+        apiKey: options.agentApiKeys[agent.name]!,
       }),
   });
   options.logger.info('gateway listening', { url: server.url, server_id: serverIdsOf(options.config) });

@@ -87,6 +87,8 @@ export function routeThrough(options: {
   governed: (route: Route, request: AgentRequest, extra: ForwardingExtra) => Promise<unknown> | null;
   logger: Logger;
   timeoutMs: number;
+  /** Also forward what the upstreams send towards the agent (default true; see `passThrough`). */
+  towardsAgent?: boolean;
 }): void {
   const { server, routes, logger, timeoutMs } = options;
   const send: SendToRoute = async (route, request, extra) =>
@@ -295,7 +297,7 @@ export function routeThrough(options: {
     }
   };
 
-  for (const route of routes) {
+  for (const route of options.towardsAgent === false ? [] : routes) {
     // Server-to-client requests (sampling, elicitation, roots) go to the agent, whichever upstream asks.
     route.upstream.client.fallbackRequestHandler = async (request, ctx) =>
       server.request(request, ANY_RESULT, forwardingOptions(request, forwardingExtraOf(ctx), timeoutMs));
