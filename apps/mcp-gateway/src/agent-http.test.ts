@@ -12,6 +12,7 @@ import { createVouchClient } from '@vouch/client';
 import { createFakeVouch } from '@vouch/client/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type AgentHttpServer, serveAgentsOverHttp } from './agent-http';
+import type { SessionLimits } from './agent-sessions';
 import { createGateway } from './gateway';
 import { createExampleUpstream } from './testing/example-upstream';
 import { META_KEY } from './tool-results';
@@ -25,10 +26,12 @@ afterEach(async () => {
 });
 
 /** An HTTP gateway for two agents; Vouch is a fake that notes the key of every request. */
-async function setup() {
+async function setup(sessionLimits?: Partial<SessionLimits>) {
   const vouch = createFakeVouch({ decide: () => 'allow' });
   const keysSeen: string[] = [];
   const opened: string[] = [];
+  /** Per session, in order: whether its upstream connection was closed (its process reaped). */
+  const upstreamsClosed: boolean[] = [];
   const server: AgentHttpServer = await serveAgentsOverHttp({
     host: '127.0.0.1',
     port: 0,
@@ -38,10 +41,15 @@ async function setup() {
       { name: 'bob', tokenSha256: sha256(TOKENS.bob) },
     ],
     logger: { info() {}, warn() {}, error() {} },
+    ...(sessionLimits ? { sessionLimits, metricsPort: 0 } : {}),
     openSession: async (agent) => {
       opened.push(agent.name);
       const upstream = createExampleUpstream();
       const [upstreamSide, gatewaySide] = InMemoryTransport.createLinkedPair();
+      const index = upstreamsClosed.push(false) - 1;
+      upstream.server.onclose = () => {
+        upstreamsClosed[index] = true;
+      };
       await upstream.server.connect(upstreamSide);
       const client = new UpstreamClient({ name: 'gateway-upstream', version: '0.0.0' });
       await client.connect(gatewaySide);
@@ -80,7 +88,12 @@ async function setup() {
       },
       body: JSON.stringify(body),
     });
-  return { server, vouch, keysSeen, opened, connect, post };
+  const metric = async (name: string) => {
+    const text = await (await fetch(server.metricsUrl!)).text();
+    const line = text.split('\n').find((candidate) => candidate.startsWith(`${name} `));
+    return line === undefined ? undefined : Number(line.split(' ')[1]);
+  };
+  return { server, vouch, keysSeen, opened, connect, post, upstreamsClosed, metric };
 }
 
 const initialize = {
@@ -160,6 +173,60 @@ describe('serveAgentsOverHttp', () => {
       });
       expect(status).toBe(403);
       expect(opened).toEqual([]);
+    });
+  });
+});
+
+/** Wait (bounded) until `done` holds; the session sweep runs on its own timer. */
+async function eventually(done: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 100 && !(await done()); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+describe('serveAgentsOverHttp sessions', () => {
+  describe('when an agent leaves without ending its session (the SDK’s close sends no DELETE)', () => {
+    it('closes the idle session, its gateway and its upstream connection, and counts it', async () => {
+      const { connect, server, upstreamsClosed, metric } = await setup({ idleTimeoutMs: 100 });
+      const { agent } = await connect(TOKENS.alice);
+      expect(await metric('vouch_mcp_gateway_sessions_open')).toBe(1);
+      await agent.close();
+      await eventually(() => server.sessions().length === 0 && upstreamsClosed[0] === true);
+      expect(server.sessions()).toHaveLength(0);
+      expect(upstreamsClosed).toEqual([true]);
+      expect(await metric('vouch_mcp_gateway_sessions_open')).toBe(0);
+      expect(await metric('vouch_mcp_gateway_sessions_closed_total{reason="idle"}')).toBe(1);
+    });
+  });
+
+  describe('when an agent opens more sessions than its cap', () => {
+    it('closes its least recently used idle session, and refuses when none is idle', async () => {
+      const { connect, post, server, upstreamsClosed, metric } = await setup({ maxPerAgent: 2 });
+      const first = await connect(TOKENS.alice);
+      await connect(TOKENS.alice);
+      // Both are in use (each client holds its GET stream open): a third is refused, nothing opened.
+      const refused = await post({ authorization: `Bearer ${TOKENS.alice}` });
+      expect(refused.status).toBe(429);
+      expect(await refused.json()).toMatchObject({ error: { data: { code: 'SESSION_LIMIT_REACHED' } } });
+      expect(upstreamsClosed).toHaveLength(2);
+      // The first is left behind: the next session takes its place.
+      await first.agent.close();
+      await eventually(async () => (await post({ authorization: `Bearer ${TOKENS.alice}` })).status === 200);
+      await eventually(() => upstreamsClosed[0] === true);
+      expect(upstreamsClosed[0]).toBe(true);
+      expect(server.sessions()).toHaveLength(2);
+      expect(await metric('vouch_mcp_gateway_sessions_closed_total{reason="evicted"}')).toBe(1);
+      // The refusal above, and any while the left session's stream was still closing.
+      expect(await metric('vouch_mcp_gateway_sessions_refused_total')).toBeGreaterThanOrEqual(1);
+    });
+  });
+
+  describe('when all agents together reach the total cap', () => {
+    it('refuses another agent’s new session with 503 and opens nothing', async () => {
+      const { connect, post, opened } = await setup({ maxTotal: 1 });
+      await connect(TOKENS.alice);
+      const refused = await post({ authorization: `Bearer ${TOKENS.bob}` });
+      expect(refused.status).toBe(503);
+      expect(await refused.json()).toMatchObject({ error: { data: { code: 'SESSION_LIMIT_REACHED' } } });
+      expect(opened).toEqual(['alice']);
     });
   });
 });

@@ -89,6 +89,12 @@ export interface Gateway {
    * as an `input_required` round; the upstreams' requests towards the agent are not forwarded.
    */
   serverForRequest(): Server;
+  /**
+   * Deliver what the upstreams sent while the gateway started (their `roots/list`, a
+   * `list_changed`, …). Done when the agent's `notifications/initialized` arrives; a transport
+   * whose requests towards the agent need more (HTTP: the agent's GET stream) calls it then.
+   */
+  releaseHeld(): void;
   /** List the upstream's tools and register unknown ones with Vouch (also done on every `tools/list`). */
   discover(): Promise<void>;
   /** How many `tools/call` are running now. */
@@ -307,6 +313,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     }
   };
   const server = newServer('session');
+  // What the upstreams sent while the gateway started reaches the agent once it can answer.
+  const releaseHeld = () => {
+    for (const route of routes) route.upstream.releaseHeld?.();
+  };
+  server.oninitialized = releaseHeld;
   // An upstream may change its tools; tell the agent, which lists again (and so rediscovers).
   for (const route of routes) {
     route.upstream.client.setNotificationHandler('notifications/tools/list_changed', async () => {
@@ -318,7 +329,12 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   return {
     server,
-    serverForRequest: () => newServer('request'),
+    releaseHeld,
+    serverForRequest: () => {
+      // Served per request, the gateway has no agent session to hold the upstreams' traffic for.
+      releaseHeld();
+      return newServer('request');
+    },
     discover: async () => {
       await Promise.all(routes.map(toolsOf));
     },

@@ -133,6 +133,11 @@ export async function startHttpGateway(
   const tokenSources = options.tokenSources ?? new Map<string, TokenSource>();
   const server = await serveAgentsOverHttp({
     ...settings,
+    sessionLimits: {
+      idleTimeoutMs: settings.sessionIdleTimeoutMs,
+      maxPerAgent: settings.maxSessionsPerAgent,
+      maxTotal: settings.maxSessions,
+    },
     drainTimeoutMs: options.config.drainTimeoutMs,
     logger: options.logger,
     openSession: (agent, initialize) =>

@@ -15,6 +15,11 @@ import type { UpstreamOutcome, UpstreamTransportKind } from './upstream-outcome'
 export interface Upstream {
   client: Client;
   transport: UpstreamTransportKind;
+  /**
+   * Deliver the requests and notifications the upstream sent while the gateway started
+   * (`connectUpstream` holds them); the gateway calls it once the agent has initialized.
+   */
+  releaseHeld?: () => void;
 }
 
 /**
