@@ -25,6 +25,17 @@ afterEach(async () => {
   for (const close of closers.splice(0)) await close();
 });
 
+/** The example upstream and the gateway's (SDK 2.x) client connected to it in memory. */
+async function exampleUpstreamClient(onUpstreamClose?: () => void) {
+  const upstream = createExampleUpstream();
+  if (onUpstreamClose) upstream.server.onclose = onUpstreamClose;
+  const [upstreamSide, gatewaySide] = InMemoryTransport.createLinkedPair();
+  await upstream.server.connect(upstreamSide);
+  const client = new UpstreamClient({ name: 'gateway-upstream', version: '0.0.0' });
+  await client.connect(gatewaySide);
+  return { upstream, client };
+}
+
 /** An HTTP gateway for two agents; Vouch is a fake that notes the key of every request. */
 async function setup(sessionLimits?: Partial<SessionLimits>) {
   const vouch = createFakeVouch({ decide: () => 'allow' });
@@ -44,15 +55,10 @@ async function setup(sessionLimits?: Partial<SessionLimits>) {
     ...(sessionLimits ? { sessionLimits, metricsPort: 0 } : {}),
     openSession: async (agent) => {
       opened.push(agent.name);
-      const upstream = createExampleUpstream();
-      const [upstreamSide, gatewaySide] = InMemoryTransport.createLinkedPair();
       const index = upstreamsClosed.push(false) - 1;
-      upstream.server.onclose = () => {
+      const { client } = await exampleUpstreamClient(() => {
         upstreamsClosed[index] = true;
-      };
-      await upstream.server.connect(upstreamSide);
-      const client = new UpstreamClient({ name: 'gateway-upstream', version: '0.0.0' });
-      await client.connect(gatewaySide);
+      });
       return createGateway({
         upstream: { client, transport: 'memory' },
         vouch: createVouchClient({
@@ -249,12 +255,8 @@ async function statelessFleet() {
       logger: { info() {}, warn() {}, error() {} },
       openSession: () => Promise.reject(new Error('this test speaks 2026-07-28 only')),
       openStateless: async () => {
-        const upstream = createExampleUpstream();
+        const { upstream, client } = await exampleUpstreamClient();
         upstreams.push(upstream);
-        const [upstreamSide, gatewaySide] = InMemoryTransport.createLinkedPair();
-        await upstream.server.connect(upstreamSide);
-        const client = new UpstreamClient({ name: 'gateway-upstream', version: '0.0.0' });
-        await client.connect(gatewaySide);
         return createGateway({
           upstream: { client, transport: 'memory' },
           vouch: createVouchClient({
