@@ -307,7 +307,7 @@ async function statelessFleet() {
     return client;
   };
   const ran = () => upstreams.flatMap((upstream) => upstream.calls).filter((c) => c.tool === 'close_account');
-  return { vouch, agent, hits, ran };
+  return { vouch, agent, hits, ran, upstreams };
 }
 
 describe('serveAgentsOverHttp to an MCP 2026-07-28 client', () => {
@@ -350,6 +350,20 @@ describe('serveAgentsOverHttp to an MCP 2026-07-28 client', () => {
       const result = await client.callTool({ name: 'close_account', arguments: { account: 'acct-1' } });
       expect(result._meta?.[META_KEY]).toMatchObject({ status: 'approval_pending' });
       expect(ran()).toEqual([]);
+    });
+  });
+
+  describe('when the client listens and an upstream’s tools change', () => {
+    it('tells the subscriptions/listen stream', async () => {
+      const { agent, upstreams } = await statelessFleet();
+      const client = await agent(null);
+      const heard = new Promise<string>((resolve) =>
+        client.setNotificationHandler('notifications/tools/list_changed', (n) => resolve(n.method)),
+      );
+      const subscription = await client.listen({ toolsListChanged: true });
+      closers.unshift(async () => subscription.close());
+      for (const upstream of upstreams) await upstream.server.sendToolListChanged();
+      expect(await heard).toBe('notifications/tools/list_changed');
     });
   });
 });

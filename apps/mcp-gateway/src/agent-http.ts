@@ -257,6 +257,8 @@ function statelessServing(options: AgentHttpOptions) {
       found = options.openStateless!(agent).then((gateway) => {
         opened.push(gateway);
         const handler = createMcpHandler(() => gateway.serverForRequest(), { legacy: 'reject', onerror });
+        // The agent's subscriptions/listen streams hear of the upstreams' tool changes.
+        gateway.onToolsChanged(() => handler.notify.toolsChanged());
         return { gateway, node: toNodeHandler(handler, { onerror }) };
       });
       // A failed start is tried again on the agent's next request.

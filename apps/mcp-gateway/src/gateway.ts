@@ -95,6 +95,11 @@ export interface Gateway {
    * whose requests towards the agent need more (HTTP: the agent's GET stream) calls it then.
    */
   releaseHeld(): void;
+  /**
+   * Also call `listener` when an upstream says its tools changed (a 2026-07-28 server tells its
+   * `subscriptions/listen` streams; a session server is told anyway).
+   */
+  onToolsChanged(listener: () => void): void;
   /** List the upstream's tools and register unknown ones with Vouch (also done on every `tools/list`). */
   discover(): Promise<void>;
   /** How many `tools/call` are running now. */
@@ -319,8 +324,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
   server.oninitialized = releaseHeld;
   // An upstream may change its tools; tell the agent, which lists again (and so rediscovers).
+  const toolsChangedListeners = new Set<() => void>();
   for (const route of routes) {
     route.upstream.client.setNotificationHandler('notifications/tools/list_changed', async () => {
+      for (const listener of toolsChangedListeners) listener();
+      // Served per request only, the gateway has no session to tell.
+      if (server.transport === undefined && toolsChangedListeners.size > 0) return;
       await server.sendToolListChanged().catch((error: unknown) => {
         logger.warn('could not forward tools/list_changed', { upstream: route.name, error: String(error) });
       });
@@ -330,6 +339,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     server,
     releaseHeld,
+    onToolsChanged: (listener) => {
+      toolsChangedListeners.add(listener);
+    },
     serverForRequest: () => {
       // Served per request, the gateway has no agent session to hold the upstreams' traffic for.
       releaseHeld();
