@@ -33,6 +33,7 @@ const RUN_CONFORMANCE = Boolean(process.env.CI || process.env.VOUCH_MCP_CONFORMA
 let dir: string;
 let reference: Awaited<ReturnType<typeof startEverythingServer>>;
 let direct: ConformanceResults;
+let direct2026: ConformanceResults;
 let referenceTools: string[];
 
 describe.runIf(RUN_CONFORMANCE)('the MCP conformance suite', () => {
@@ -45,6 +46,8 @@ describe.runIf(RUN_CONFORMANCE)('the MCP conformance suite', () => {
     await client.close();
     mkdirSync(join(dir, 'direct'));
     direct = await runConformanceSuite(reference.url, join(dir, 'direct'));
+    mkdirSync(join(dir, 'direct-2026'));
+    direct2026 = await runConformanceSuite(reference.url, join(dir, 'direct-2026'), '2026');
   }, 300_000);
 
   afterAll(async () => {
@@ -66,6 +69,7 @@ describe.runIf(RUN_CONFORMANCE)('the MCP conformance suite', () => {
     let proxy: Awaited<ReturnType<typeof startBearerProxy>>;
     let auditor: VouchClient;
     let through: ConformanceResults;
+    let through2026: ConformanceResults;
     const backendDir = () => join(dir, backend.name);
 
     beforeAll(async () => {
@@ -113,6 +117,8 @@ describe.runIf(RUN_CONFORMANCE)('the MCP conformance suite', () => {
       proxy = await startBearerProxy(gateway.url, token);
       mkdirSync(join(backendDir(), 'results'));
       through = await runConformanceSuite(proxy.url, join(backendDir(), 'results'));
+      mkdirSync(join(backendDir(), 'results-2026'));
+      through2026 = await runConformanceSuite(proxy.url, join(backendDir(), 'results-2026'), '2026');
     }, 900_000);
 
     afterAll(async () => {
@@ -130,6 +136,20 @@ describe.runIf(RUN_CONFORMANCE)('the MCP conformance suite', () => {
       );
       expect(failedThrough).toEqual([]);
       expect(passedChecks(through)).toEqual(expect.arrayContaining(passedChecks(direct)));
+    });
+
+    // The 0.2 line's MCP 2026-07-28 scenarios. The reference server speaks 2025-11-25 only, so
+    // directly it passes few of them; through the gateway (2026-07-28 to the suite, 2025-11-25
+    // to the reference) every check of every scenario passes, those it passes directly included.
+    it('passes every check of every 2026-07-28 scenario, and each the reference passes directly', () => {
+      expect(through2026.size).toBeGreaterThanOrEqual(20);
+      const failedThrough = [...through2026].flatMap(([scenario, checks]) =>
+        checks
+          .filter((c) => c.status !== 'SUCCESS' && c.status !== 'INFO')
+          .map((c) => ({ scenario, id: c.id, error: c.errorMessage })),
+      );
+      expect(failedThrough).toEqual([]);
+      expect(passedChecks(through2026)).toEqual(expect.arrayContaining(passedChecks(direct2026)));
     });
 
     it('sent every tools/call through Vouch, each with a recorded outcome', async () => {

@@ -2,8 +2,10 @@
 // governs is a proposal in the ledger with an approval and a recorded outcome; one it does not
 // govern leaves no record; a refused one never reaches the upstream. The upstream is a real
 // MCP server (the SDK's McpServer) that counts what it served.
+
+// The gateway is on SDK 2.x; the agent and the upstream server stay on 1.x, as many are.
+import { InMemoryTransport, Client as UpstreamClient } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { createApp, createKeyStore } from '@vouch/api';
@@ -56,7 +58,7 @@ beforeAll(async () => {
   upstream.registerTool('list_files', {}, async () => ({ content: [{ type: 'text', text: 'readme' }] }));
   const [upstreamSide, gatewayUpSide] = InMemoryTransport.createLinkedPair();
   await upstream.connect(upstreamSide);
-  const upstreamClient = new Client({ name: 'gateway-upstream', version: '0.0.0' });
+  const upstreamClient = new UpstreamClient({ name: 'gateway-upstream', version: '0.0.0' });
   await upstreamClient.connect(gatewayUpSide);
 
   const gateway = createGateway({

@@ -10,7 +10,10 @@ export function globSync() {
 `)}`;
 
 export async function resolve(specifier, context, nextResolve) {
-  const fromConformance = context.parentURL?.includes('/@modelcontextprotocol/conformance/') ?? false;
+  // The 0.1 line under its own name, the 0.2 line under its alias (test/package.json).
+  const fromConformance = /\/(@modelcontextprotocol\/conformance|mcp-conformance-2026)\//.test(
+    context.parentURL ?? '',
+  );
   if (fromConformance && (specifier === 'fs' || specifier === 'node:fs')) {
     return { url: SHIM, shortCircuit: true };
   }

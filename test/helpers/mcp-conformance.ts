@@ -12,6 +12,10 @@ const EVERYTHING_SERVER = fileURLToPath(new URL('../conformance/everything-serve
 const SUITE_CLI = fileURLToPath(
   new URL('../../node_modules/@modelcontextprotocol/conformance/dist/index.js', import.meta.url),
 );
+/** The suite's 0.2 line (0.2.0-alpha.12, installed as `mcp-conformance-2026`): MCP 2026-07-28. */
+const SUITE_2026_CLI = fileURLToPath(
+  new URL('../../node_modules/mcp-conformance-2026/dist/index.js', import.meta.url),
+);
 const NODE20_PRELOAD = fileURLToPath(new URL('../conformance/node20-fs-glob.mjs', import.meta.url));
 
 /** A free loopback port (the reference server takes its port from `PORT` and cannot report one). */
@@ -53,12 +57,20 @@ export async function startEverythingServer(): Promise<{ url: string; stop(): Pr
 /** Each scenario's checks, by scenario name. */
 export type ConformanceResults = Map<string, { id: string; status: string; errorMessage?: string }[]>;
 
-/** Run every active server scenario of the suite against `url`; results are read from `outputDir`. */
-export async function runConformanceSuite(url: string, outputDir: string): Promise<ConformanceResults> {
+/**
+ * Run every active server scenario of the suite against `url`; results are read from
+ * `outputDir`. `line: '2026'` runs the 0.2 line's active scenarios of MCP 2026-07-28.
+ */
+export async function runConformanceSuite(
+  url: string,
+  outputDir: string,
+  line: '0.1' | '2026' = '0.1',
+): Promise<ConformanceResults> {
+  const cli = line === '0.1' ? [SUITE_CLI] : [SUITE_2026_CLI, '--spec-version', '2026-07-28'];
   // One run for all scenarios: the CLI takes seconds just to load.
   const child = spawn(
     process.execPath,
-    ['--import', NODE20_PRELOAD, SUITE_CLI, 'server', '--url', url, '--output-dir', outputDir],
+    ['--import', NODE20_PRELOAD, cli[0]!, 'server', '--url', url, '--output-dir', outputDir, ...cli.slice(1)],
     {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -68,6 +68,8 @@ export async function startAgentGateway(
   vouch: InProcessVouch,
   settings: Record<string, unknown>,
   agents: readonly HttpAgent[],
+  /** More `agentServer` settings (session limits, …). */
+  agentServer: Record<string, unknown> = {},
 ): Promise<AgentHttpServer> {
   const keyEnv = (index: number) => `AGENT_KEY_${index}`;
   const { config, agentApiKeys, upstreamSecrets } = await loadConfig({
@@ -81,6 +83,7 @@ export async function startAgentGateway(
         ...settings,
         vouch: { url: 'http://vouch.test' },
         agentServer: {
+          ...agentServer,
           port: 0,
           agents: agents.map((agent, index) => ({
             name: agent.name,

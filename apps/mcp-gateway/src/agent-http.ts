@@ -1,8 +1,25 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { type InitializeRequest, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type NodeMcpRequestHandler,
+  NodeStreamableHTTPServerTransport as StreamableHTTPServerTransport,
+  toNodeHandler,
+  toWebRequest,
+} from '@modelcontextprotocol/node';
+import {
+  createMcpHandler,
+  type InitializeRequest,
+  isInitializeRequest,
+  isLegacyRequest,
+} from '@modelcontextprotocol/server';
+import {
+  type AgentSession,
+  createSessionTable,
+  DEFAULT_SESSION_LIMITS,
+  type SessionLimits,
+  type SessionTable,
+} from './agent-sessions';
 import type { Gateway } from './gateway';
 import type { Logger } from './logger';
 
@@ -25,6 +42,21 @@ export interface AgentHttpOptions {
   drainTimeoutMs?: number;
   /** Open the gateway for one agent session, once its `initialize` (and capabilities) arrived. */
   openSession: (agent: HttpAgent, initialize: InitializeRequest['params']) => Promise<Gateway>;
+  /**
+   * Open the gateway that answers one agent's MCP 2026-07-28 requests, once per agent and
+   * process. Those requests carry no session: each is answered by a fresh server over this
+   * gateway, so any instance can take the next one. Unset: 2025-era sessions only.
+   */
+  openStateless?: (agent: HttpAgent) => Promise<Gateway>;
+  /** Idle timeout and caps of the 2025-era sessions (defaults: `DEFAULT_SESSION_LIMITS`). */
+  sessionLimits?: Partial<SessionLimits>;
+  /**
+   * Serve `GET /metrics` (the session metrics, Prometheus text) on a listener of its own on
+   * this port, without authentication, so bind it where only the scraper reaches (default host
+   * 127.0.0.1). Unset: no metrics listener.
+   */
+  metricsPort?: number;
+  metricsHost?: string;
   logger: Logger;
 }
 
@@ -33,6 +65,10 @@ export interface AgentHttpServer {
   url: string;
   /** The open agent sessions, each with its gateway. */
   sessions(): Gateway[];
+  /** The Prometheus text of the session metrics (`vouch_mcp_gateway_sessions_*`). */
+  metrics(): Promise<string>;
+  /** Where `GET /metrics` is served, when `metricsPort` is set. */
+  metricsUrl?: string;
   /** Stop accepting connections and close every session. */
   close(): Promise<void>;
 }
@@ -40,10 +76,44 @@ export interface AgentHttpServer {
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]', '::1'];
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
-interface Session {
-  agent: HttpAgent;
-  gateway: Gateway;
-  transport: StreamableHTTPServerTransport;
+/**
+ * Open one agent session (its `initialize` in hand): the agent's gateway, a session
+ * transport, and its end: when the agent or the gateway closes it, running calls finish and
+ * are recorded, then the gateway and its upstream connections (and stdio processes) close.
+ */
+async function startSession(
+  options: AgentHttpOptions,
+  sessions: SessionTable,
+  opening: { agent: HttpAgent; initialize: InitializeRequest['params'] },
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: unknown,
+): Promise<void> {
+  const { agent } = opening;
+  const gateway = await options.openSession(agent, opening.initialize);
+  // Requests towards the agent travel on its GET stream: what the upstream sent while
+  // starting waits for that stream, not for `initialized` (see releaseOnceStreaming).
+  gateway.server.oninitialized = undefined;
+  let session: AgentSession | undefined;
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => randomUUID(),
+    onsessioninitialized: (id) => {
+      session = { agent, gateway, transport, lastSeen: Date.now(), streams: 0 };
+      sessions.add(id, session);
+      sessions.touch(session, res);
+      options.logger.info('agent session opened', { agent: agent.name });
+    },
+  });
+  transport.onclose = () => {
+    if (session) sessions.remove(transport.sessionId, session);
+    // The agent went away: its running calls still finish and are recorded.
+    void gateway
+      .drain(options.drainTimeoutMs ?? 10_000)
+      .then(() => gateway.close())
+      .catch(() => {});
+  };
+  await gateway.server.connect(transport);
+  await transport.handleRequest(req, res, body);
 }
 
 /**
@@ -54,7 +124,9 @@ interface Session {
  * proposed with that agent's Vouch key.
  */
 export async function serveAgentsOverHttp(options: AgentHttpOptions): Promise<AgentHttpServer> {
-  const sessions = new Map<string, Session>();
+  const limits = { ...DEFAULT_SESSION_LIMITS, ...options.sessionLimits };
+  const sessions = createSessionTable({ limits, logger: options.logger });
+  const stateless = statelessServing(options);
   const allowedHosts =
     options.allowedHosts ?? (LOOPBACK_NAMES.includes(options.host) ? LOOPBACK_NAMES : undefined);
   const hashes = options.agents.map((agent) => ({ agent, hash: Buffer.from(agent.tokenSha256, 'hex') }));
@@ -90,9 +162,18 @@ export async function serveAgentsOverHttp(options: AgentHttpOptions): Promise<Ag
     if (typeof sessionId === 'string') {
       const session = sessions.get(sessionId);
       // Another agent's session is reported exactly like an unknown one.
-      if (!session || session.agent !== agent)
+      if (!session || session.agent !== agent || session.ending)
         return refuse(res, 404, 'SESSION_NOT_FOUND', 'unknown session');
+      sessions.touch(session, res);
+      if (req.method === 'GET') releaseOnceStreaming(res, session.gateway);
       return session.transport.handleRequest(req, res, body);
+    }
+    if (
+      options.openStateless &&
+      req.method === 'POST' &&
+      !(await isLegacyRequest(await toWebRequest(req, body), body))
+    ) {
+      return stateless.serve(agent, req, res, body);
     }
     if (req.method !== 'POST' || !isInitializeRequest(body)) {
       return refuse(
@@ -102,25 +183,15 @@ export async function serveAgentsOverHttp(options: AgentHttpOptions): Promise<Ag
         'send initialize first, then the Mcp-Session-Id it returns',
       );
     }
-    const gateway = await options.openSession(agent, body.params);
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        sessions.set(id, { agent, gateway, transport });
-        options.logger.info('agent session opened', { agent: agent.name });
-      },
-    });
-    transport.onclose = () => {
-      if (transport.sessionId) sessions.delete(transport.sessionId);
-      // The agent went away: its running calls still finish and are recorded.
-      void gateway
-        .drain(options.drainTimeoutMs ?? 10_000)
-        .then(() => gateway.close())
-        .catch(() => {});
-    };
-    await gateway.server.connect(transport);
-    await transport.handleRequest(req, res, body);
+    const admission = sessions.admit(agent);
+    if (!admission.ok) return refuse(res, admission.status, admission.code, admission.message);
+    await startSession(options, sessions, { agent, initialize: body.params }, req, res, body);
   };
+  const sweeping = setInterval(
+    () => sessions.sweep(),
+    Math.max(50, Math.min(limits.idleTimeoutMs / 4, 60_000)),
+  );
+  sweeping.unref();
 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
@@ -136,14 +207,102 @@ export async function serveAgentsOverHttp(options: AgentHttpOptions): Promise<Ag
   });
   const { port } = server.address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  const metrics =
+    options.metricsPort === undefined
+      ? undefined
+      : await serveMetrics(sessions.registry, options.metricsHost ?? '127.0.0.1', options.metricsPort);
   return {
     url: `http://${host}:${port}${options.path}`,
-    sessions: () => [...sessions.values()].map((s) => s.gateway),
+    ...(metrics ? { metricsUrl: metrics.url } : {}),
+    sessions: () => [...sessions.all().map((s) => s.gateway), ...stateless.gateways()],
+    metrics: () => sessions.registry.metrics(),
     close: async () => {
-      await Promise.all([...sessions.values()].map((s) => s.transport.close().catch(() => {})));
+      clearInterval(sweeping);
+      await metrics?.close();
+      await sessions.closeAll();
+      await stateless.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
+  };
+}
+
+/**
+ * Release the upstreams' held traffic once the agent's standalone GET stream is open (its
+ * response head is written then): sent earlier, the SDK's transport drops a request towards
+ * the agent, and the upstream waits for an answer that never comes.
+ */
+function releaseOnceStreaming(res: ServerResponse, gateway: Gateway): void {
+  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.writeHead = ((...args: unknown[]) => {
+    const written = writeHead(...args);
+    if (res.statusCode === 200) setImmediate(() => gateway.releaseHeld());
+    return written;
+  }) as typeof res.writeHead;
+}
+
+/**
+ * The MCP 2026-07-28 side of the HTTP server: per agent, one gateway (opened on its first
+ * request) and the SDK's per-request handler over it. The agent's name is handed to the
+ * handler as its `authInfo`, so a round's `requestState` is bound to that agent.
+ */
+function statelessServing(options: AgentHttpOptions) {
+  const handlers = new Map<string, Promise<{ gateway: Gateway; node: NodeMcpRequestHandler }>>();
+  const opened: Gateway[] = [];
+  const onerror = (error: Error) =>
+    options.logger.warn('a stateless MCP exchange failed', { error: error.message });
+  const handlerOf = (agent: HttpAgent) => {
+    let found = handlers.get(agent.name);
+    if (!found) {
+      found = options.openStateless!(agent).then((gateway) => {
+        opened.push(gateway);
+        const handler = createMcpHandler(() => gateway.serverForRequest(), { legacy: 'reject', onerror });
+        // The agent's subscriptions/listen streams hear of the upstreams' tool changes.
+        gateway.onToolsChanged(() => handler.notify.toolsChanged());
+        return { gateway, node: toNodeHandler(handler, { onerror }) };
+      });
+      // A failed start is tried again on the agent's next request.
+      found.catch(() => handlers.delete(agent.name));
+      handlers.set(agent.name, found);
+    }
+    return found;
+  };
+  return {
+    serve: async (agent: HttpAgent, req: IncomingMessage, res: ServerResponse, body: unknown) => {
+      const { node } = await handlerOf(agent);
+      // The token itself never reaches the SDK: the agent's name is all a handler needs.
+      Object.assign(req, { auth: { token: '', clientId: agent.name, scopes: [] } });
+      await node(req, res, body);
+    },
+    gateways: () => [...opened],
+    close: async () => {
+      await Promise.all(opened.map((gateway) => gateway.close().catch(() => {})));
+    },
+  };
+}
+
+/** A listener of its own for `GET /metrics` (Prometheus text); anything else is 404. */
+async function serveMetrics(registry: SessionTable['registry'], host: string, port: number) {
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || new URL(req.url ?? '/', 'http://metrics').pathname !== '/metrics') {
+      return refuse(res, 404, 'ROUTE_NOT_FOUND', 'only GET /metrics is served here');
+    }
+    registry.metrics().then(
+      (text) => {
+        res.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' });
+        res.end(text);
+      },
+      () => refuse(res, 500, 'METRICS_UNAVAILABLE', 'the metrics could not be collected'),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const bound = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}/metrics`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
 

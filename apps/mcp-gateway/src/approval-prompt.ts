@@ -1,9 +1,4 @@
-import {
-  type ClientCapabilities,
-  type ElicitRequest,
-  type ElicitResult,
-  ElicitResultSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { ClientCapabilities, ElicitRequest, ElicitResult } from '@modelcontextprotocol/server';
 import type { ExecuteAction } from '@vouch/client';
 import type { Logger } from './logger';
 import { type ExecutionMeta, META_KEY } from './tool-results';
@@ -23,7 +18,6 @@ export interface ApprovalPrompt {
 /** What the SDK's handler context offers to send a request to the agent, tied to the call. */
 export type SendToAgent = (
   request: ElicitRequest,
-  schema: typeof ElicitResultSchema,
   options: { signal: AbortSignal; timeout: number },
 ) => Promise<ElicitResult>;
 
@@ -56,6 +50,43 @@ export async function askAboutApproval(
   logger: Logger,
 ): Promise<ElicitResult['action'] | 'unanswered'> {
   const { meta, action } = call;
+  try {
+    const answer = await send(
+      {
+        method: 'elicitation/create',
+        params: {
+          message: approvalMessageOf(prompt, call),
+          requestedSchema: { type: 'object', properties: {} },
+          _meta: { [META_KEY]: meta },
+        },
+      },
+      { signal, timeout: prompt.timeoutMs },
+    );
+    return answer.action;
+  } catch (error) {
+    logger.warn('the approval prompt was not answered', {
+      tool_name: action.tool_name,
+      error: String(error),
+    });
+    return 'unanswered';
+  }
+}
+
+/**
+ * What the user is shown about a call waiting for an approval, in an elicitation pushed to a
+ * 2025-era client or in an `input_required` round of a 2026-07-28 one.
+ */
+export function approvalMessageOf(
+  prompt: Pick<ApprovalPrompt, 'consoleUrl'>,
+  call: {
+    label: string;
+    action: Pick<ExecuteAction, 'tool_name' | 'server_id' | 'arguments'> & {
+      target: Pick<ExecuteAction['target'], 'env'>;
+    };
+    meta: ExecutionMeta;
+  },
+): string {
+  const { meta, action } = call;
   const link = consoleLinkOf(prompt.consoleUrl, meta.proposal_id);
   const lines = [
     `${call.label} needs a human approval in Vouch before it runs.`,
@@ -69,25 +100,5 @@ export async function askAboutApproval(
     'It must be approved by someone other than the one asking; answering here does not approve it.',
     'Accept once it is approved, and the gateway checks Vouch and runs the call; decline to leave it pending.',
   ];
-  try {
-    const answer = await send(
-      {
-        method: 'elicitation/create',
-        params: {
-          message: lines.join('\n'),
-          requestedSchema: { type: 'object', properties: {} },
-          _meta: { [META_KEY]: meta },
-        },
-      },
-      ElicitResultSchema,
-      { signal, timeout: prompt.timeoutMs },
-    );
-    return answer.action;
-  } catch (error) {
-    logger.warn('the approval prompt was not answered', {
-      tool_name: action.tool_name,
-      error: String(error),
-    });
-    return 'unanswered';
-  }
+  return lines.join('\n');
 }

@@ -1,10 +1,11 @@
-import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import {
   type InitializeRequest,
   isInitializeRequest,
   type JSONRPCMessage,
-} from '@modelcontextprotocol/sdk/types.js';
+  type MessageExtraInfo,
+  type Transport,
+  type TransportSendOptions,
+} from '@modelcontextprotocol/server';
 import { GatewayError } from './errors';
 
 /**
@@ -35,6 +36,22 @@ class ReplayTransport implements Transport {
 
   constructor(private readonly inner: Transport) {
     inner.onmessage = (message, extra) => {
+      if (!this.started && isDiscoverProbe(message)) {
+        // An SDK 2.x client in `auto` mode probes with server/discover first. Over stdio the
+        // gateway speaks 2025-11-25 only: any error answer sends it to `initialize` at once
+        // (unanswered, the probe would wait out its whole timeout first).
+        void inner
+          .send({
+            jsonrpc: '2.0',
+            id: message.id,
+            error: {
+              code: -32_601,
+              message: 'server/discover: over stdio this gateway speaks 2025-11-25; send initialize',
+            },
+          })
+          .catch((error: unknown) => this.onerror?.(error as Error));
+        return;
+      }
       if (!this.started) {
         this.held.push([message, extra]);
         if (isInitializeRequest(message)) this.onInitialize?.(message.params);
@@ -62,4 +79,9 @@ class ReplayTransport implements Transport {
   get sessionId(): string | undefined {
     return this.inner.sessionId;
   }
+}
+
+/** The 2026-07-28 version probe (a request, not a notification). */
+function isDiscoverProbe(message: JSONRPCMessage): message is JSONRPCMessage & { id: string | number } {
+  return 'method' in message && message.method === 'server/discover' && 'id' in message;
 }

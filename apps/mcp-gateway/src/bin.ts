@@ -3,9 +3,9 @@
 // proxies one or several upstream MCP servers through Vouch.
 // stdout carries the MCP protocol; everything for people goes to stderr as JSON lines.
 import { readFile } from 'node:fs/promises';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { drainTimeoutOf, loadConfig } from './config';
-import { isGatewayError } from './errors';
+import { GatewayError, isGatewayError } from './errors';
 import { jsonLineLogger } from './logger';
 import { startGateway, startHttpGateway } from './start-gateway';
 import { startTracing, type Tracing } from './start-tracing';
@@ -37,7 +37,13 @@ try {
   process.once('SIGTERM', () => void stop('SIGTERM'));
 
   if (config.agentServer) {
-    const server = await startHttpGateway({ config, agentApiKeys, upstreamSecrets, logger });
+    const server = await startHttpGateway({
+      config,
+      agentApiKeys,
+      upstreamSecrets,
+      logger,
+      ...requestStateKeyOf(process.env),
+    });
     close = async () => {
       await Promise.all(server.sessions().map((gateway) => gateway.drain(drainTimeoutOf(config))));
       await server.close();
@@ -71,4 +77,17 @@ try {
   });
   await tracing?.shutdown().catch(() => {});
   process.exit(2);
+}
+
+/**
+ * `VOUCH_GATEWAY_STATE_KEY`: the HMAC key of `input_required` rounds, the same on every
+ * instance behind a load balancer so that any of them can take the retry (at least 32 bytes).
+ */
+function requestStateKeyOf(env: NodeJS.ProcessEnv): { requestStateKey?: string } {
+  const key = env.VOUCH_GATEWAY_STATE_KEY;
+  if (key === undefined || key === '') return {};
+  if (Buffer.byteLength(key, 'utf8') < 32) {
+    throw new GatewayError('CONFIG_INVALID', 'VOUCH_GATEWAY_STATE_KEY must be at least 32 bytes');
+  }
+  return { requestStateKey: key };
 }

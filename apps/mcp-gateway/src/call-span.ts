@@ -1,4 +1,4 @@
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError } from '@modelcontextprotocol/server';
 import {
   type Context,
   context,
@@ -32,7 +32,11 @@ export function inCallSpan<T>(
     parentOf(headers),
     (span) =>
       settleIn(span, call, (error) =>
-        error instanceof McpError ? `mcp:${error.code}` : error instanceof Error ? error.name : 'unknown',
+        error instanceof ProtocolError
+          ? `mcp:${error.code}`
+          : error instanceof Error
+            ? error.name
+            : 'unknown',
       ),
   );
 }

@@ -1,9 +1,9 @@
 import {
   type CallToolRequest,
   type CallToolResult,
-  ErrorCode,
-  McpError,
-} from '@modelcontextprotocol/sdk/types.js';
+  ProtocolErrorCode as ErrorCode,
+  ProtocolError as McpError,
+} from '@modelcontextprotocol/server';
 import { trace } from '@opentelemetry/api';
 import {
   type ExecuteAction,

@@ -173,6 +173,15 @@ const agentServer = z.strictObject({
   path: z.string().startsWith('/').default('/mcp'),
   /** Host names accepted in `Host` and `Origin` (default: loopback names when bound to loopback). */
   allowedHosts: z.array(z.string().min(1)).optional(),
+  /** Close a session when nothing of it has been open or running for this long. */
+  sessionIdleTimeoutMs: z.number().int().min(1_000).max(86_400_000).default(900_000),
+  /** Open sessions per agent; at the cap the agent's least recently used idle one is closed. */
+  maxSessionsPerAgent: z.number().int().min(1).max(10_000).default(16),
+  /** Open sessions of all agents; past it a new one is refused (503 `SESSION_LIMIT_REACHED`). */
+  maxSessions: z.number().int().min(1).max(100_000).default(256),
+  /** Serve `GET /metrics` (Prometheus text, no authentication) on this port; unset: not served. */
+  metricsPort: z.number().int().min(0).max(65_535).optional(),
+  metricsHost: z.string().min(1).default('127.0.0.1'),
   agents: z
     .array(
       z.strictObject({

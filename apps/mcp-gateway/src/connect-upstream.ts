@@ -1,12 +1,15 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import {
+  Client,
+  type ClientCapabilities,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type Transport,
+} from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { clientCredentialsTokens, type TokenSource } from './client-credentials';
 import type { UpstreamConnection } from './config';
 import { GatewayError, isGatewayError } from './errors';
+import { holdEarlyTraffic } from './hold-early-traffic';
 import { upstreamCapabilitiesOf } from './pass-through';
 import type { Upstream } from './upstream-call';
 import { upstreamFetch } from './upstream-fetch';
@@ -46,8 +49,12 @@ export async function connectUpstream(
       { name: 'vouch-mcp-gateway', version: '0.1.0' },
       { capabilities: upstreamCapabilitiesOf(connect.agentCapabilities) },
     );
-  const attempt = async (transport: Transport): Promise<Client> => {
+  let releaseHeld: (() => void) | undefined;
+  const attempt = async (unheld: Transport): Promise<Client> => {
     const client = newClient();
+    const held = holdEarlyTraffic(unheld);
+    const transport = held.transport;
+    releaseHeld = held.release;
     const timeoutMs = connect.connectTimeoutMs ?? 30_000;
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -94,23 +101,23 @@ export async function connectUpstream(
         stderr: 'inherit',
       }),
     );
-    return { client, transport: 'stdio' };
+    return { client, transport: 'stdio', releaseHeld: releaseHeld! };
   }
 
   const fetchImpl = httpFetchOf(config, connect);
   const url = new URL(config.url);
   const mode = config.transport ?? 'streamable-http';
   if (mode === 'sse') {
-    return { client: await attempt(new SSEClientTransport(url, { fetch: fetchImpl })), transport: 'http' };
+    const client = await attempt(new SSEClientTransport(url, { fetch: fetchImpl }));
+    return { client, transport: 'http', releaseHeld: releaseHeld! };
   }
   try {
-    return {
-      client: await attempt(new StreamableHTTPClientTransport(url, { fetch: fetchImpl })),
-      transport: 'http',
-    };
+    const client = await attempt(new StreamableHTTPClientTransport(url, { fetch: fetchImpl }));
+    return { client, transport: 'http', releaseHeld: releaseHeld! };
   } catch (error) {
     if (mode !== 'auto' || (isGatewayError(error) && error.code === 'UPSTREAM_AUTH_FAILED')) throw error;
-    return { client: await attempt(new SSEClientTransport(url, { fetch: fetchImpl })), transport: 'http' };
+    const client = await attempt(new SSEClientTransport(url, { fetch: fetchImpl }));
+    return { client, transport: 'http', releaseHeld: releaseHeld! };
   }
 }
 

@@ -1,5 +1,6 @@
+// The gateway is on SDK 2.x; the agent (and the upstream servers) stay on 1.x, as many are.
+import { InMemoryTransport, Client as UpstreamClient } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { type CallToolResult, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { createVouchClient, type Verdict } from '@vouch/client';
 import { createFakeVouch } from '@vouch/client/testing';
@@ -25,7 +26,7 @@ async function setup(
   });
   const [upstreamSide, gatewayUpSide] = InMemoryTransport.createLinkedPair();
   await upstream.server.connect(upstreamSide);
-  const upstreamClient = new Client({ name: 'gateway-upstream', version: '0.0.0' });
+  const upstreamClient = new UpstreamClient({ name: 'gateway-upstream', version: '0.0.0' });
   await upstreamClient.connect(gatewayUpSide);
 
   const gateway = createGateway({

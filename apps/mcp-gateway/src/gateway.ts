@@ -1,22 +1,17 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-  ToolListChangedNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';
 import type { VouchClient, WaitOptions } from '@vouch/client';
 import type { ToolSettings } from './action-of-call';
 import { supportsFormElicitation } from './approval-prompt';
+import { answerInRounds, approvalRoundsOf } from './approval-rounds';
 import { type CallJournal, createMemoryJournal } from './call-journal';
 import { type CallKeys, createCallKeys } from './call-keys';
 import { GatewayStopping, handleToolCall } from './call-tool';
 import { type GovernedMethod, governedMatch, handleGovernedRequest } from './governed-request';
 import { allPages } from './list-pages';
 import { type Logger, silentLogger } from './logger';
+import { TOOLS_CALL } from './methods';
 import { namespaced } from './namespace';
-import { agentCapabilitiesOf, type ForwardingExtra, passThrough } from './pass-through';
+import { agentCapabilitiesOf, type ForwardingExtra, forwardingExtraOf, passThrough } from './pass-through';
 import { createToolRegistry } from './tool-registry';
 import type { Upstream } from './upstream-call';
 import { type Route, routeOfName, routeThrough, unionOfCapabilities } from './upstream-router';
@@ -70,6 +65,12 @@ export interface GatewayOptions {
    */
   approvalPrompt?: { consoleUrl?: string; recheckWaitMs?: number; timeoutMs?: number } | false;
   /**
+   * The HMAC key (at least 32 bytes) of the `requestState` of `input_required` rounds
+   * (MCP 2026-07-28). Default: random per gateway, so a retry must reach the same process;
+   * give every instance behind a load balancer the same key.
+   */
+  requestStateKey?: Uint8Array | string;
+  /**
    * Which tools the agent sees and may call, by the name it sees them under (default: all).
    * A hidden tool is left out of `tools/list`, and a call to it is refused before Vouch or the
    * upstream hears of it.
@@ -96,6 +97,23 @@ export interface NamedUpstream {
 export interface Gateway {
   /** The MCP server the agent talks to. */
   server: Server;
+  /**
+   * A new agent-facing server for one MCP 2026-07-28 exchange (stateless HTTP), over the same
+   * upstreams, calls in flight and idempotency keys as `server`. A pending approval is answered
+   * as an `input_required` round; the upstreams' requests towards the agent are not forwarded.
+   */
+  serverForRequest(): Server;
+  /**
+   * Deliver what the upstreams sent while the gateway started (their `roots/list`, a
+   * `list_changed`, …). Done when the agent's `notifications/initialized` arrives; a transport
+   * whose requests towards the agent need more (HTTP: the agent's GET stream) calls it then.
+   */
+  releaseHeld(): void;
+  /**
+   * Also call `listener` when an upstream says its tools changed (a 2026-07-28 server tells its
+   * `subscriptions/listen` streams; a session server is told anyway).
+   */
+  onToolsChanged(listener: () => void): void;
   /** List the upstream's tools and register unknown ones with Vouch (also done on every `tools/list`). */
   discover(): Promise<void>;
   /** How many `tools/call` are running now. */
@@ -171,20 +189,26 @@ export function createGateway(options: GatewayOptions): Gateway {
   const routes = routesOf(options, routeOf);
   const multi = options.upstreams !== undefined;
 
-  const server = new Server(
-    { name: options.name ?? 'vouch-mcp-gateway', version: options.version ?? '0.1.0' },
-    {
-      capabilities: agentCapabilitiesOf(
-        multi
-          ? unionOfCapabilities(routes.map((route) => route.upstream.client.getServerCapabilities()))
-          : routes[0]!.upstream.client.getServerCapabilities(),
-      ),
-      ...instructionsOf(routes),
-    },
-  );
-  // Created with the upstream's logging capability, the SDK answers logging/setLevel itself;
-  // the level is the upstream's to apply, so that request passes through like the rest.
-  server.removeRequestHandler('logging/setLevel');
+  const rounds = approvalRoundsOf(options.requestStateKey);
+  const newServer = (kind: ServerKind) => {
+    const created = new Server(
+      { name: options.name ?? 'vouch-mcp-gateway', version: options.version ?? '0.1.0' },
+      {
+        capabilities: agentCapabilitiesOf(
+          multi
+            ? unionOfCapabilities(routes.map((route) => route.upstream.client.getServerCapabilities()))
+            : routes[0]!.upstream.client.getServerCapabilities(),
+        ),
+        ...instructionsOf(routes),
+        ...(kind === 'request' ? { requestState: { verify: rounds.codec.verify } } : {}),
+      },
+    );
+    // Created with the upstream's logging capability, the SDK answers logging/setLevel itself;
+    // the level is the upstream's to apply, so that request passes through like the rest.
+    created.removeRequestHandler('logging/setLevel');
+    wire(created, kind);
+    return created;
+  };
 
   const listAll = (route: Route) =>
     allPages(`the tool list of upstream ${route.name ?? 'default'}`, async (cursor) => {
@@ -222,7 +246,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
 
   const visible = options.visibleTools ?? (() => true);
-  server.setRequestHandler(ListToolsRequestSchema, async () => {
+  const listTools = async () => {
     if (!multi) return { tools: (await toolsOf(routes[0]!)).filter((tool) => visible(tool.name)) };
     // One upstream failing to list does not hide the others' tools.
     const listed = await Promise.allSettled(routes.map(toolsOf));
@@ -236,7 +260,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         return [];
       }),
     };
-  });
+  };
 
   // Calls in flight, so stopping can let them finish and record their outcomes (drain).
   const inFlight = new Set<Promise<unknown>>();
@@ -244,11 +268,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   let draining = false;
   /** Run one governed call (a tool call or a governed request), counted in flight until it settles. */
   const governedCall = <T>(
+    server: Server,
     extra: ForwardingExtra,
     run: (extra: ForwardingExtra) => Promise<T>,
   ): Promise<T> => {
     if (stopping.signal.aborted || draining) {
-      throw new McpError(ErrorCode.InvalidRequest, 'the gateway is stopping; call again later');
+      throw new ProtocolError(ProtocolErrorCode.InvalidRequest, 'the gateway is stopping; call again later');
     }
     const signal = callSignal(extra.signal, stopping.signal, () => server.transport === undefined);
     const call = run({ ...extra, signal });
@@ -259,51 +284,77 @@ export function createGateway(options: GatewayOptions): Gateway {
     );
     return call;
   };
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
-    const found = routeOfName(routes, request.params.name);
-    // Never forwarded: a name outside every namespace reaches no upstream.
-    if (!found) {
-      throw new McpError(
-        ErrorCode.InvalidParams,
-        `unknown tool ${JSON.stringify(request.params.name)}: tool names are <upstream>__<tool>, for an upstream of this gateway`,
-      );
-    }
-    if (!visible(request.params.name)) {
-      throw new McpError(
-        ErrorCode.InvalidParams,
-        `tool ${JSON.stringify(request.params.name)} is not available to this agent`,
-      );
-    }
-    const local = { ...request, params: { ...request.params, name: found.name } };
-    return governedCall(extra, (governedExtra) => handleToolCall(found.route.deps, local, governedExtra));
-  });
-  const governedRequest = (
-    route: Route,
-    request: { method: string; params?: Record<string, unknown> },
-    extra: ForwardingExtra,
-  ) => {
-    const match = governedMatch(route.governed, request);
-    if (match === null) return null;
-    return governedCall(extra, (governedExtra) =>
-      handleGovernedRequest(route.deps, match, request, governedExtra),
-    );
-  };
   const timeoutMs = options.requestTimeoutMs ?? 60_000;
-  if (multi) {
-    routeThrough({ server, routes, governed: governedRequest, logger, timeoutMs });
-  } else {
-    const route = routes[0]!;
-    passThrough({
-      server,
-      upstream: route.upstream.client,
-      timeoutMs,
-      logger,
-      governed: (request, extra) => governedRequest(route, request, extra),
+  /**
+   * Register the agent-facing handlers on `target`. A `session` server (stdio, or one HTTP
+   * session of a 2025-era agent) also takes what the upstreams send towards the agent; a
+   * `request` server answers one 2026-07-28 exchange, where a pending approval becomes an
+   * `input_required` round, and has no channel back to the agent outside its answer.
+   */
+  const wire = (target: Server, kind: ServerKind) => {
+    target.setRequestHandler('tools/list', listTools);
+    target.setRequestHandler(TOOLS_CALL, (request, ctx) => {
+      const found = routeOfName(routes, request.params.name);
+      // Never forwarded: a name outside every namespace reaches no upstream.
+      if (!found) {
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `unknown tool ${JSON.stringify(request.params.name)}: tool names are <upstream>__<tool>, for an upstream of this gateway`,
+        );
+      }
+      if (!visible(request.params.name)) {
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `tool ${JSON.stringify(request.params.name)} is not available to this agent`,
+        );
+      }
+      const local = { ...request, params: { ...request.params, name: found.name } };
+      const extra = forwardingExtraOf(ctx);
+      if (kind === 'request') {
+        return governedCall(target, extra, (governedExtra) =>
+          answerInRounds(found.route.deps, local, ctx, rounds, governedExtra, handleToolCall),
+        );
+      }
+      return governedCall(target, extra, (governedExtra) =>
+        handleToolCall(found.route.deps, local, governedExtra),
+      );
     });
-  }
+    const governedRequest = (
+      route: Route,
+      request: { method: string; params?: Record<string, unknown> },
+      extra: ForwardingExtra,
+    ) => {
+      const match = governedMatch(route.governed, request);
+      if (match === null) return null;
+      return governedCall(target, extra, (governedExtra) =>
+        handleGovernedRequest(route.deps, match, request, governedExtra),
+      );
+    };
+    const towardsAgent = kind === 'session';
+    if (multi) {
+      routeThrough({ server: target, routes, governed: governedRequest, logger, timeoutMs, towardsAgent });
+    } else {
+      const route = routes[0]!;
+      passThrough({
+        server: target,
+        upstream: route.upstream.client,
+        timeoutMs,
+        logger,
+        governed: (request, extra) => governedRequest(route, request, extra),
+        towardsAgent,
+      });
+    }
+  };
+  const server = newServer('session');
+  // What the upstreams sent while the gateway started reaches the agent once it can answer.
+  const releaseHeld = () => {
+    for (const route of routes) route.upstream.releaseHeld?.();
+  };
+  server.oninitialized = releaseHeld;
   // An upstream may change its tools; tell the agent, which lists again (and so rediscovers).
+  const toolsChangedListeners = new Set<() => void>();
   for (const route of routes) {
-    route.upstream.client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    route.upstream.client.setNotificationHandler('notifications/tools/list_changed', async () => {
       // Learn the new definitions now: the agent may call before it lists again.
       await toolsOf(route).catch((error: unknown) => {
         logger.warn('could not rediscover tools after tools/list_changed', {
@@ -311,6 +362,9 @@ export function createGateway(options: GatewayOptions): Gateway {
           error: String(error),
         });
       });
+      for (const listener of toolsChangedListeners) listener();
+      // Served per request only, the gateway has no session to tell.
+      if (server.transport === undefined && toolsChangedListeners.size > 0) return;
       await server.sendToolListChanged().catch((error: unknown) => {
         logger.warn('could not forward tools/list_changed', { upstream: route.name, error: String(error) });
       });
@@ -319,6 +373,15 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   return {
     server,
+    releaseHeld,
+    onToolsChanged: (listener) => {
+      toolsChangedListeners.add(listener);
+    },
+    serverForRequest: () => {
+      // Served per request, the gateway has no agent session to hold the upstreams' traffic for.
+      releaseHeld();
+      return newServer('request');
+    },
     discover: async () => {
       await Promise.all(routes.map(toolsOf));
     },
@@ -345,6 +408,14 @@ export function createGateway(options: GatewayOptions): Gateway {
   };
 }
 
+/** The calls of one agent over `journal`. */
+export function callsOf(agent: string, journal: CallJournal): { keys: CallKeys; journal: CallJournal } {
+  return { keys: createCallKeys({ agent, journal }), journal };
+}
+
+/** Who an agent-facing server serves: one agent session, or one stateless exchange. */
+type ServerKind = 'session' | 'request';
+
 /**
  * The signal a call runs under. The agent cancelling it (`notifications/cancelled`) stops it
  * at once; the agent disconnecting does not (the SDK aborts every handler then, which would
@@ -360,11 +431,6 @@ function callSignal(request: AbortSignal, stopping: AbortSignal, disconnected: (
     { once: true },
   );
   return controller.signal;
-}
-
-/** The calls of one agent over `journal`. */
-export function callsOf(agent: string, journal: CallJournal): { keys: CallKeys; journal: CallJournal } {
-  return { keys: createCallKeys({ agent, journal }), journal };
 }
 
 /** The routes of a gateway: its single unnamed upstream, or each named one in order. */

@@ -1,5 +1,6 @@
+// The gateway is on SDK 2.x; the agent (and the upstream servers) stay on 1.x, as many are.
+import { InMemoryTransport, Client as UpstreamClient } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { createVouchClient, type Verdict } from '@vouch/client';
@@ -45,7 +46,7 @@ async function setup(options: { governed: GovernedMethod[]; decide?: (target: st
   });
   const [upstreamSide, gatewayUpSide] = InMemoryTransport.createLinkedPair();
   await upstream.server.connect(upstreamSide);
-  const upstreamClient = new Client({ name: 'gateway-upstream', version: '0.0.0' });
+  const upstreamClient = new UpstreamClient({ name: 'gateway-upstream', version: '0.0.0' });
   await upstreamClient.connect(gatewayUpSide);
   const gateway = createGateway({
     upstream: { client: upstreamClient, transport: 'memory' },

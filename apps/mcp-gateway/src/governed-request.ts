@@ -1,4 +1,8 @@
-import { ErrorCode, McpError, type Result } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ProtocolErrorCode as ErrorCode,
+  ProtocolError as McpError,
+  type Result,
+} from '@modelcontextprotocol/server';
 import type { JsonObject } from '@vouch/client';
 import { actionOfCall, type ToolSettings } from './action-of-call';
 import { agentKeyFromRequest, answerAskingTheUser, type CallToolDeps, claimOf } from './call-tool';

@@ -1,4 +1,4 @@
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 
 /** More pages than any real list has: past it, an upstream is taken to page forever. */
 export const MAX_LIST_PAGES = 1_000;
@@ -22,14 +22,20 @@ export async function allPages<T>(
   let cursor: string | undefined;
   for (let pages = 0; ; pages++) {
     if (pages >= MAX_LIST_PAGES) {
-      throw new McpError(ErrorCode.InternalError, `${what} has more than ${MAX_LIST_PAGES} pages`);
+      throw new ProtocolError(
+        ProtocolErrorCode.InternalError,
+        `${what} has more than ${MAX_LIST_PAGES} pages`,
+      );
     }
     const next = await page(cursor);
     items.push(...next.items);
     cursor = next.nextCursor;
     if (cursor === undefined) return items;
     if (seen.has(cursor)) {
-      throw new McpError(ErrorCode.InternalError, `${what} repeats the cursor ${JSON.stringify(cursor)}`);
+      throw new ProtocolError(
+        ProtocolErrorCode.InternalError,
+        `${what} repeats the cursor ${JSON.stringify(cursor)}`,
+      );
     }
     seen.add(cursor);
   }

@@ -1,5 +1,6 @@
+// The gateway is on SDK 2.x; the agent (and the upstream servers) stay on 1.x, as many are.
+import { InMemoryTransport, Client as UpstreamClient } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import {
   CreateMessageRequestSchema,
@@ -90,7 +91,7 @@ async function setup(agentCapabilities: Record<string, unknown>) {
   const upstream = richUpstream();
   const [upstreamSide, gatewayUpSide] = InMemoryTransport.createLinkedPair();
   await upstream.server.connect(upstreamSide);
-  const upstreamClient = new Client(
+  const upstreamClient = new UpstreamClient(
     { name: 'gateway-upstream', version: '0.0.0' },
     { capabilities: upstreamCapabilitiesOf(agentCapabilities) },
   );

@@ -1,18 +1,22 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { Client, RequestOptions } from '@modelcontextprotocol/client';
 import {
-  CallToolRequestSchema,
+  type BaseContext,
   type ClientCapabilities,
-  ErrorCode,
-  McpError,
   type Notification,
   type Progress,
+  ProtocolError,
+  ProtocolErrorCode,
   type RequestId,
-  ResultSchema,
+  type Server,
   type ServerCapabilities,
-} from '@modelcontextprotocol/sdk/types.js';
+  type ServerContext,
+} from '@modelcontextprotocol/server';
+import { z } from 'zod';
 import type { Logger } from './logger';
+import { TOOLS_CALL } from './methods';
+
+/** Any result, passed on as it came: the far side's own client validates it. */
+export const ANY_RESULT = z.looseObject({});
 
 /**
  * What the gateway offers the agent: exactly what the upstream offers (resources, prompts,
@@ -34,6 +38,21 @@ export function upstreamCapabilitiesOf(agent: ClientCapabilities | undefined): C
   return rest;
 }
 
+/**
+ * The SDK's handler context as the gateway uses it (the v2 SDK nests it under `mcpReq` and
+ * `http`): the call's signal, notifications and requests tied to it, and the agent's headers.
+ */
+export function forwardingExtraOf(ctx: BaseContext | ServerContext): ForwardingExtra {
+  const req = (ctx as ServerContext).http?.req;
+  return {
+    signal: ctx.mcpReq.signal,
+    sendNotification: ctx.mcpReq.notify as ForwardingExtra['sendNotification'],
+    sendRequest: ((request: never, options?: never) =>
+      ctx.mcpReq.send(request, options)) as ForwardingExtra['sendRequest'],
+    ...(req ? { requestInfo: { headers: Object.fromEntries(req.headers.entries()) } } : {}),
+  };
+}
+
 /** What a forwarded request needs from the SDK's handler context. */
 export interface ForwardingExtra {
   signal: AbortSignal;
@@ -41,7 +60,7 @@ export interface ForwardingExtra {
   /** The agent's HTTP request (Streamable HTTP only): its headers carry a `traceparent`. */
   requestInfo?: { headers: Readonly<Record<string, string | string[] | undefined>> };
   /** Send a request to the agent tied to this one (on Streamable HTTP, on its stream). */
-  sendRequest?: (request: never, schema: never, options?: never) => Promise<unknown>;
+  sendRequest?: (request: never, options?: never) => Promise<unknown>;
 }
 
 /**
@@ -95,20 +114,29 @@ export function passThrough(options: {
     request: { method: string; params?: Record<string, unknown> },
     extra: ForwardingExtra,
   ) => Promise<unknown> | null;
+  /**
+   * Also forward what the upstream sends towards the agent (default true). Off for a server
+   * that answers one stateless exchange: the upstream's session belongs to no agent session.
+   */
+  towardsAgent?: boolean;
 }): void {
   const { server, upstream, timeoutMs, logger } = options;
+  const towardsAgent = options.towardsAgent !== false;
 
-  server.fallbackRequestHandler = async (request, extra) => {
+  server.fallbackRequestHandler = async (request, ctx) => {
     // Tool calls have their own governed handler; never forward one by another road.
-    if (request.method === CallToolRequestSchema.shape.method.value) {
-      throw new McpError(ErrorCode.InvalidRequest, 'tool calls go through Vouch only');
+    if (request.method === TOOLS_CALL) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidRequest, 'tool calls go through Vouch only');
     }
+    const extra = forwardingExtraOf(ctx);
     const governed = options.governed?.(request, extra);
     if (governed) return (await governed) as never;
-    return upstream.request(request, ResultSchema, forwardingOptions(request, extra, timeoutMs));
+    return upstream.request(request, ANY_RESULT, forwardingOptions(request, extra, timeoutMs));
   };
-  upstream.fallbackRequestHandler = async (request, extra) =>
-    server.request(request, ResultSchema, forwardingOptions(request, extra, timeoutMs));
+  if (towardsAgent) {
+    upstream.fallbackRequestHandler = async (request, ctx) =>
+      server.request(request, ANY_RESULT, forwardingOptions(request, forwardingExtraOf(ctx), timeoutMs));
+  }
 
   const forward = (to: Client | Server, direction: string) => async (notification: Notification) => {
     if (HOP_BY_HOP.has(notification.method)) return;
@@ -121,5 +149,5 @@ export function passThrough(options: {
     });
   };
   server.fallbackNotificationHandler = forward(upstream, 'agent->upstream');
-  upstream.fallbackNotificationHandler = forward(server, 'upstream->agent');
+  if (towardsAgent) upstream.fallbackNotificationHandler = forward(server, 'upstream->agent');
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { SESSION_METRIC_NAMES } from './agent-sessions';
 import { gatewayConfigSchema } from './config';
 
 // Docs that show configuration are tested: the README's gateway.json must be one the bin accepts.
@@ -57,6 +58,12 @@ describe('the gateway README', () => {
       expect(server.args[1]).toBe('--config');
       expect(server.args[2]).toMatch(/^\/.*\/gateway\.json$/);
       expect(Object.keys(server.env)).toEqual(['VOUCH_API_KEY']);
+    });
+  });
+
+  describe('when its metrics are read', () => {
+    it('names every session metric the HTTP server serves', () => {
+      for (const name of SESSION_METRIC_NAMES) expect(readme, name).toContain(`\`${name}\``);
     });
   });
 });

@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 
 /** A named set of patterns the gateway knows, or an operator's own regular expression. */
 export type MaskPattern = 'secrets' | 'personal-data' | { regex: string; flags?: string };

@@ -1,5 +1,4 @@
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
+import type { ClientCapabilities, Transport } from '@modelcontextprotocol/server';
 import { createVouchClient } from '@vouch/client';
 import { type AgentHttpServer, serveAgentsOverHttp } from './agent-http';
 import { configForAgent, visibleToolsOf } from './agent-visibility';
@@ -28,6 +27,8 @@ interface StartOptions {
   onUpstreamClose?: () => void;
   /** Sign the records the gateway writes (see `GatewaySigning`). */
   signing?: GatewaySigning;
+  /** The HMAC key of `input_required` rounds, shared by every instance (see `GatewayOptions`). */
+  requestStateKey?: string;
 }
 
 /**
@@ -107,6 +108,7 @@ export async function openGateway(
     requestTimeoutMs: config.requestTimeoutMs,
     ...(options.calls ? { calls: callsOf(options.calls.agent, options.calls.journal) } : {}),
     ...(options.visibleTools ? { visibleTools: options.visibleTools } : {}),
+    ...(options.requestStateKey ? { requestStateKey: options.requestStateKey } : {}),
     logger,
   });
   // Register before serving, so the first call already finds its tool; a failure is logged
@@ -156,6 +158,11 @@ export async function startHttpGateway(
   }
   const server = await serveAgentsOverHttp({
     ...settings,
+    sessionLimits: {
+      idleTimeoutMs: settings.sessionIdleTimeoutMs,
+      maxPerAgent: settings.maxSessionsPerAgent,
+      maxTotal: settings.maxSessions,
+    },
     drainTimeoutMs: drainTimeoutOf(options.config),
     logger: options.logger,
     openSession: (agent, initialize) => {
@@ -170,6 +177,24 @@ export async function startHttpGateway(
         tokenSources,
         apiKey: options.agentApiKeys[agent.name]!,
         agentCapabilities: initialize.capabilities,
+        calls: { agent: agent.name, journal: journals.get(agent.name)! },
+      });
+    },
+    // MCP 2026-07-28 requests declare the client's capabilities per request, so the upstream
+    // is connected declaring none: its requests towards the agent reach 2025-era sessions only.
+    // The agent's visibility, calls and journal are the same as in its sessions.
+    openStateless: (agent) => {
+      const settingsOfAgent = settings.agents.find((candidate) => candidate.name === agent.name);
+      const visibleTools = visibleToolsOf(settingsOfAgent?.tools);
+      return openGateway({
+        config: configForAgent(options.config, settingsOfAgent),
+        ...(visibleTools ? { visibleTools } : {}),
+        logger: options.logger,
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+        ...(options.upstreamSecrets ? { upstreamSecrets: options.upstreamSecrets } : {}),
+        ...(options.requestStateKey ? { requestStateKey: options.requestStateKey } : {}),
+        tokenSources,
+        apiKey: options.agentApiKeys[agent.name]!,
         calls: { agent: agent.name, journal: journals.get(agent.name)! },
       });
     },

@@ -1,4 +1,4 @@
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool } from '@modelcontextprotocol/server';
 import type { SideEffectClass, VouchClient } from '@vouch/client';
 import { isVouchClientError } from '@vouch/client';
 import type { Logger } from './logger';

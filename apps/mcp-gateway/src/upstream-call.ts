@@ -1,25 +1,38 @@
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
   type CallToolResult,
-  CallToolResultSchema,
-  ErrorCode,
-  McpError,
-  ResultSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+  type Client,
+  ProtocolError,
+  type RequestOptions,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+} from '@modelcontextprotocol/client';
 import type { InvokeContext, JsonValue } from '@vouch/client';
+import { z } from 'zod';
 import type { UpstreamOutcome, UpstreamTransportKind } from './upstream-outcome';
 
 /** The connected upstream MCP server. */
 export interface Upstream {
   client: Client;
   transport: UpstreamTransportKind;
+  /**
+   * Deliver the requests and notifications the upstream sent while the gateway started
+   * (`connectUpstream` holds them); the gateway calls it once the agent has initialized.
+   */
+  releaseHeld?: () => void;
 }
 
-// Local failures of the SDK share the JSON-RPC error shape with answers from the server.
-// These two mean "no answer arrived", so the tool may or may not have run.
-const LOCAL_FAILURES = new Set<number>([ErrorCode.RequestTimeout, ErrorCode.ConnectionClosed]);
+/**
+ * The JSON-RPC codes SDK 1.x gave its local failures; records keep them, so the ledger reads
+ * the same whichever SDK the gateway runs on.
+ */
+const LEGACY_CODES: Partial<Record<string, number>> = {
+  [SdkErrorCode.ConnectionClosed]: -32_000,
+  [SdkErrorCode.RequestTimeout]: -32_001,
+};
+
+/** Any result, passed on as it came: the agent's own client validates it. */
+const ANY_RESULT = z.looseObject({});
 
 /**
  * THE ONE PLACE THAT CALLS AN UPSTREAM TOOL. Trust boundary: everything else in the gateway
@@ -47,11 +60,10 @@ export async function callUpstreamTool(
     // blur the tool's answer into the protocol layer. The agent's own client validates it.
     const result = await upstream.client.request(
       { method: 'tools/call', params: { name: proposal.tool_name, arguments: proposal.arguments } },
-      CallToolResultSchema,
       // The gateway's invoke timeout governs (it aborts `signal`); the SDK's must not fire first.
       { onprogress: forwarding.onprogress, signal, timeout: 2_147_483_647 },
     );
-    return { layer: 'tool_result', transportStatus: answered, result };
+    return { layer: 'tool_result', transportStatus: answered, result: result as CallToolResult };
   } catch (error) {
     if (signal.aborted) throw signal.reason;
     return failedOutcome(error, answered);
@@ -75,7 +87,7 @@ export async function callUpstreamRequest(
   try {
     const result = await upstream.client.request(
       { method: proposal.tool_name, params: proposal.arguments },
-      ResultSchema,
+      ANY_RESULT,
       { onprogress: forwarding.onprogress, signal, timeout: 2_147_483_647 },
     );
     return { layer: 'tool_result', transportStatus: answered, result: result as CallToolResult };
@@ -87,18 +99,16 @@ export async function callUpstreamRequest(
 
 /** Which layer failed when the upstream call threw: the protocol, or the transport. */
 function failedOutcome(error: unknown, answered: number | null): UpstreamOutcome {
-  if (error instanceof StreamableHTTPError) {
+  if (error instanceof SdkHttpError) {
     return {
       layer: 'transport',
-      transportStatus: error.code ?? null,
-      error: {
-        name: error.name,
-        message: error.message,
-        ...(error.code === undefined ? {} : { code: error.code }),
-      },
+      transportStatus: error.status,
+      error: { name: error.name, message: error.message, code: error.status },
     };
   }
-  if (error instanceof McpError && !LOCAL_FAILURES.has(error.code)) {
+  // Local failures of the SDK (timeout, connection closed, …) are SdkErrors: no answer
+  // arrived, so the tool may or may not have run. A ProtocolError is the server's answer.
+  if (error instanceof ProtocolError) {
     return {
       layer: 'jsonrpc_error',
       transportStatus: answered,
@@ -117,7 +127,9 @@ function failedOutcome(error: unknown, answered: number | null): UpstreamOutcome
     error: {
       name: described.name,
       message: described.message,
-      ...(error instanceof McpError ? { code: error.code } : {}),
+      ...(error instanceof SdkError && LEGACY_CODES[error.code] !== undefined
+        ? { code: LEGACY_CODES[error.code] }
+        : {}),
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import type { JsonObject, JsonValue, Observed } from '@vouch/client';
 
 /** How the gateway reaches its upstream: decides what "transport status" can mean. */

@@ -1,22 +1,27 @@
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import {
-  CallToolRequestSchema,
-  ErrorCode,
-  McpError,
   type Notification,
   type Prompt,
+  ProtocolError,
+  ProtocolErrorCode,
   type Resource,
-  type ResourceTemplate,
-  ResultSchema,
+  type ResourceTemplateType as ResourceTemplate,
+  type Server,
   type ServerCapabilities,
-} from '@modelcontextprotocol/sdk/types.js';
+  UriTemplate,
+} from '@modelcontextprotocol/server';
 import type { CallToolDeps } from './call-tool';
 import type { GovernedMethod } from './governed-request';
 import { allPages } from './list-pages';
 import type { Logger } from './logger';
+import { TOOLS_CALL } from './methods';
 import { namespaced, splitNamespaced } from './namespace';
-import { type ForwardingExtra, forwardingOptions, HOP_BY_HOP } from './pass-through';
+import {
+  ANY_RESULT,
+  type ForwardingExtra,
+  forwardingExtraOf,
+  forwardingOptions,
+  HOP_BY_HOP,
+} from './pass-through';
 import type { Upstream } from './upstream-call';
 
 /** One upstream of a gateway: its namespace (null for the single unnamed one) and how it is governed. */
@@ -82,15 +87,13 @@ export function routeThrough(options: {
   governed: (route: Route, request: AgentRequest, extra: ForwardingExtra) => Promise<unknown> | null;
   logger: Logger;
   timeoutMs: number;
+  /** Also forward what the upstreams send towards the agent (default true; see `passThrough`). */
+  towardsAgent?: boolean;
 }): void {
   const { server, routes, logger, timeoutMs } = options;
   const send: SendToRoute = async (route, request, extra) =>
     options.governed(route, request, extra) ??
-    route.upstream.client.request(
-      request as never,
-      ResultSchema,
-      forwardingOptions(request, extra, timeoutMs),
-    );
+    route.upstream.client.request(request as never, ANY_RESULT, forwardingOptions(request, extra, timeoutMs));
   /** The upstreams that listed each resource URI (in `resources/list`). */
   const owners = new Map<string, Set<Route>>();
   const templates = new Map<Route, { template: string; match: UriTemplate }[]>();
@@ -184,12 +187,12 @@ export function routeThrough(options: {
     if (claimantsOf(uri).length === 0) await refreshIndex(extra);
     const claimants = claimantsOf(uri);
     if (claimants.length === 0) {
-      throw new McpError(-32002, `Resource not found: no upstream lists ${uri}`, { uri });
+      throw new ProtocolError(-32002, `Resource not found: no upstream lists ${uri}`, { uri });
     }
     if (claimants.length > 1) {
       const names = claimants.map((route) => route.name);
-      throw new McpError(
-        ErrorCode.InvalidParams,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
         `the resource ${uri} is claimed by several upstreams (${names.join(', ')}); it is sent to none`,
         { uri, upstreams: names },
       );
@@ -204,11 +207,14 @@ export function routeThrough(options: {
     if (listers().length === 0) await refreshIndex(extra);
     const found = listers();
     if (found.length === 0)
-      throw new McpError(ErrorCode.InvalidParams, `no upstream lists the resource template ${template}`);
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `no upstream lists the resource template ${template}`,
+      );
     if (found.length > 1) {
       const names = found.map((route) => route.name);
-      throw new McpError(
-        ErrorCode.InvalidParams,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
         `the resource template ${template} is listed by several upstreams (${names.join(', ')}); it is sent to none`,
         { template, upstreams: names },
       );
@@ -219,19 +225,20 @@ export function routeThrough(options: {
   const named = (exposed: unknown, what: string) => {
     const found = typeof exposed === 'string' ? routeOfName(routes, exposed) : null;
     if (!found) {
-      throw new McpError(
-        ErrorCode.InvalidParams,
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
         `unknown ${what} ${JSON.stringify(exposed)}: names are <upstream>__<name>, for an upstream of this gateway`,
       );
     }
     return found;
   };
 
-  server.fallbackRequestHandler = async (request, extra) => {
+  server.fallbackRequestHandler = async (request, ctx) => {
+    const extra = forwardingExtraOf(ctx);
     const params = (request.params ?? {}) as Record<string, unknown>;
     switch (request.method) {
-      case CallToolRequestSchema.shape.method.value:
-        throw new McpError(ErrorCode.InvalidRequest, 'tool calls go through Vouch only');
+      case TOOLS_CALL:
+        throw new ProtocolError(ProtocolErrorCode.InvalidRequest, 'tool calls go through Vouch only');
       case 'resources/list': {
         const listed = await gather<Resource>('resources/list', 'resources', 'resources', extra);
         remember(listed);
@@ -283,17 +290,17 @@ export function routeThrough(options: {
         return {} as never;
       }
       default:
-        throw new McpError(
-          ErrorCode.MethodNotFound,
+        throw new ProtocolError(
+          ProtocolErrorCode.MethodNotFound,
           `${request.method} cannot be routed to one of several upstreams`,
         );
     }
   };
 
-  for (const route of routes) {
+  for (const route of options.towardsAgent === false ? [] : routes) {
     // Server-to-client requests (sampling, elicitation, roots) go to the agent, whichever upstream asks.
-    route.upstream.client.fallbackRequestHandler = async (request, extra) =>
-      server.request(request, ResultSchema, forwardingOptions(request, extra, timeoutMs));
+    route.upstream.client.fallbackRequestHandler = async (request, ctx) =>
+      server.request(request, ANY_RESULT, forwardingOptions(request, forwardingExtraOf(ctx), timeoutMs));
     route.upstream.client.fallbackNotificationHandler = async (notification: Notification) => {
       if (HOP_BY_HOP.has(notification.method)) return;
       if (notification.method === 'notifications/resources/list_changed') {

@@ -1,12 +1,11 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CallToolRequestSchema,
   type CallToolResult,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
   type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+} from '@modelcontextprotocol/server';
+import { TOOLS_CALL } from '../methods';
 
 /** One call the example upstream received, in order. */
 export interface UpstreamCall {
@@ -74,8 +73,8 @@ export function createExampleUpstream(): ExampleUpstream {
   ]);
   const waiting: (() => void)[] = [];
   const server = new Server({ name: 'example-bank', version: '1.0.0' }, { capabilities: { tools: {} } });
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: EXAMPLE_TOOLS }));
-  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+  server.setRequestHandler('tools/list', async () => ({ tools: EXAMPLE_TOOLS }));
+  server.setRequestHandler(TOOLS_CALL, async (request): Promise<CallToolResult> => {
     const args = (request.params.arguments ?? {}) as Record<string, unknown>;
     calls.push({ tool: request.params.name, arguments: args });
     const name = String(args.account ?? '');
@@ -97,14 +96,14 @@ export function createExampleUpstream(): ExampleUpstream {
       case 'flaky_tool':
         return { isError: true, content: [{ type: 'text', text: 'the backend said no' }] };
       case 'rpc_error_tool':
-        throw new McpError(ErrorCode.InvalidParams, 'bad params from upstream', { field: 'x' });
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'bad params from upstream', { field: 'x' });
       case 'hang_tool':
         return new Promise<never>(() => {});
       case 'slow_tool':
         await new Promise<void>((resolve) => waiting.push(resolve));
         return { content: [{ type: 'text', text: 'slow and done' }] };
       default:
-        throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
     }
   });
   return {

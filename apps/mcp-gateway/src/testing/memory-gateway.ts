@@ -1,7 +1,4 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Client, InMemoryTransport, type Transport } from '@modelcontextprotocol/client';
 import { createVouchClient } from '@vouch/client';
 import { createFakeVouch } from '@vouch/client/testing';
 import { createGateway, type NamedUpstream } from '../gateway';
@@ -9,7 +6,8 @@ import { createGateway, type NamedUpstream } from '../gateway';
 /** A named upstream server for {@link memoryGateway}, with its governed methods. */
 export interface MemoryUpstream {
   name: string;
-  server: Server | McpServer;
+  /** An MCP server of either SDK line (1.x or 2.x): only its transport is used. */
+  server: { connect(transport: Transport): Promise<void>; close(): Promise<void> };
   governed?: NamedUpstream['governed'];
 }
 
