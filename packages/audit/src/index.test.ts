@@ -82,6 +82,7 @@ describe('@vouch/audit public surface', () => {
         "signDsse",
         "signNote",
         "splitLines",
+        "systemOriginOf",
         "timeRegression",
         "verifyBundle",
         "verifyConsistency",
@@ -89,6 +90,8 @@ describe('@vouch/audit public surface', () => {
         "verifyDsse",
         "verifyEvents",
         "verifyInclusion",
+        "verifySystemLog",
+        "verifySystemPart",
       ]
     `);
   });
