@@ -156,6 +156,23 @@ export async function startHttpGateway(
   for (const agent of settings.agents) {
     journals.set(agent.name, await journalOf(options, options.agentApiKeys[agent.name]!));
   }
+  /** One agent's gateway: its visibility, calls and journal, in a session or a stateless exchange alike. */
+  const openForAgent = (name: string, agentCapabilities?: ClientCapabilities) => {
+    const settingsOfAgent = settings.agents.find((candidate) => candidate.name === name);
+    const visibleTools = visibleToolsOf(settingsOfAgent?.tools);
+    return openGateway({
+      config: configForAgent(options.config, settingsOfAgent),
+      ...(visibleTools ? { visibleTools } : {}),
+      logger: options.logger,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.upstreamSecrets ? { upstreamSecrets: options.upstreamSecrets } : {}),
+      ...(options.requestStateKey ? { requestStateKey: options.requestStateKey } : {}),
+      tokenSources,
+      apiKey: options.agentApiKeys[name]!,
+      ...(agentCapabilities ? { agentCapabilities } : {}),
+      calls: { agent: name, journal: journals.get(name)! },
+    });
+  };
   const server = await serveAgentsOverHttp({
     ...settings,
     sessionLimits: {
@@ -165,39 +182,10 @@ export async function startHttpGateway(
     },
     drainTimeoutMs: drainTimeoutOf(options.config),
     logger: options.logger,
-    openSession: (agent, initialize) => {
-      const settingsOfAgent = settings.agents.find((candidate) => candidate.name === agent.name);
-      const visibleTools = visibleToolsOf(settingsOfAgent?.tools);
-      return openGateway({
-        config: configForAgent(options.config, settingsOfAgent),
-        ...(visibleTools ? { visibleTools } : {}),
-        logger: options.logger,
-        ...(options.fetch ? { fetch: options.fetch } : {}),
-        ...(options.upstreamSecrets ? { upstreamSecrets: options.upstreamSecrets } : {}),
-        tokenSources,
-        apiKey: options.agentApiKeys[agent.name]!,
-        agentCapabilities: initialize.capabilities,
-        calls: { agent: agent.name, journal: journals.get(agent.name)! },
-      });
-    },
+    openSession: (agent, initialize) => openForAgent(agent.name, initialize.capabilities),
     // MCP 2026-07-28 requests declare the client's capabilities per request, so the upstream
     // is connected declaring none: its requests towards the agent reach 2025-era sessions only.
-    // The agent's visibility, calls and journal are the same as in its sessions.
-    openStateless: (agent) => {
-      const settingsOfAgent = settings.agents.find((candidate) => candidate.name === agent.name);
-      const visibleTools = visibleToolsOf(settingsOfAgent?.tools);
-      return openGateway({
-        config: configForAgent(options.config, settingsOfAgent),
-        ...(visibleTools ? { visibleTools } : {}),
-        logger: options.logger,
-        ...(options.fetch ? { fetch: options.fetch } : {}),
-        ...(options.upstreamSecrets ? { upstreamSecrets: options.upstreamSecrets } : {}),
-        ...(options.requestStateKey ? { requestStateKey: options.requestStateKey } : {}),
-        tokenSources,
-        apiKey: options.agentApiKeys[agent.name]!,
-        calls: { agent: agent.name, journal: journals.get(agent.name)! },
-      });
-    },
+    openStateless: (agent) => openForAgent(agent.name),
   });
   options.logger.info('gateway listening', { url: server.url, server_id: serverIdsOf(options.config) });
   return server;
